@@ -1,0 +1,9 @@
+//! Clients for one kind of object: untyped ([`RawClient`]) and typed ([`Client`]).
+
+mod options;
+mod raw;
+mod typed;
+
+pub use options::CreateOptions;
+pub use raw::RawClient;
+pub use typed::{Client, Object};

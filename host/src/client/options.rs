@@ -1,0 +1,76 @@
+//! Options a create takes.
+
+use crate::error::{Error, Result};
+use crate::object::ObjectId;
+
+/// Runs once, after the transaction that created the object committed.
+pub(crate) type OnCreate = Box<dyn FnOnce() + Send>;
+
+/// Options for `create`, `get_or_create` and `create_or_update`. They apply
+/// only when the call actually inserts a row; a row that is found is returned
+/// (or updated) without them, so nothing is ever re-parented.
+///
+/// ```
+/// let options = beehive::CreateOptions::new()
+///     .owner(7)
+///     .finalizers(["acme.com/cleanup"])
+///     .on_create(|| println!("created"));
+/// ```
+#[derive(Default)]
+pub struct CreateOptions {
+    pub(crate) owner: Option<ObjectId>,
+    pub(crate) finalizers: Vec<String>,
+    pub(crate) on_create: Option<OnCreate>,
+}
+
+impl std::fmt::Debug for CreateOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreateOptions")
+            .field("owner", &self.owner)
+            .field("finalizers", &self.finalizers)
+            .field("on_create", &self.on_create.is_some())
+            .finish()
+    }
+}
+
+impl CreateOptions {
+    /// No options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records an `owned_by` edge to `owner` in the same transaction as the
+    /// create: deleting the owner then cascades to this object.
+    pub fn owner(mut self, owner: ObjectId) -> Self {
+        self.owner = Some(owner);
+        self
+    }
+
+    /// Finalizers that a controller must clear before the row can be removed.
+    pub fn finalizers<I, S>(mut self, finalizers: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.finalizers
+            .extend(finalizers.into_iter().map(Into::into));
+        self
+    }
+
+    /// Runs `hook` once the row has really landed: after the outermost commit,
+    /// never after a rollback, and only when this call inserted the row.
+    pub fn on_create(mut self, hook: impl FnOnce() + Send + 'static) -> Self {
+        self.on_create = Some(Box::new(hook));
+        self
+    }
+
+    /// Checks what can be checked without the store; duplicates are dropped.
+    pub(crate) fn validate(&mut self) -> Result<()> {
+        if self.finalizers.iter().any(String::is_empty) {
+            return Err(Error::InvalidOption("a finalizer must not be empty".into()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        self.finalizers.retain(|f| seen.insert(f.clone()));
+        Ok(())
+    }
+}

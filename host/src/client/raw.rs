@@ -1,0 +1,492 @@
+//! The untyped client: one kind's objects with spec and status as canonical
+//! JSON. The CLI, the local API and plugins use it; the typed client wraps it.
+
+use std::sync::Arc;
+
+use crate::client::options::{CreateOptions, OnCreate};
+use crate::error::{Error, Result};
+use crate::json::Json;
+use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
+use crate::store::Store;
+use crate::store::WriteTx;
+use crate::store::rows::{self, Direction, NewObject, WriteOp};
+
+/// Checks, inside the write's transaction, that a written spec is readable by
+/// the caller; an error rolls the write back.
+pub(crate) type SpecCheck = Arc<dyn Fn(&Json) -> Result<()> + Send + Sync>;
+
+/// The untyped client for one (group, kind).
+///
+/// Writes are `async` because they wait for a group commit; reads run on the
+/// calling thread against a read-only connection and never wait for the writer.
+///
+/// # Names and ids
+/// The id is the key: id-keyed calls act on one incarnation or fail with
+/// [`Error::NotFound`]. The `…_by_name` calls act on whatever holds the name
+/// now. How the name-keyed writes treat a name:
+///
+/// | name held by | `create` | `get_or_create` | `update_by_name` | `create_or_update` | `delete_by_name` |
+/// |---|---|---|---|---|---|
+/// | nothing | creates | creates, `true` | `NotFound` | creates, `true` | `Ok`, no write |
+/// | a live row | `NameTaken` | returns it, `false` | writes the spec | writes the spec, `false` | marks it deleted |
+/// | a deletion-pending row | `NameTaken` | returns it, `false` | `DeletionPending` | `DeletionPending` | `Ok`, no write |
+#[derive(Clone, Debug)]
+pub struct RawClient {
+    store: Store,
+    group_kind: GroupKind,
+}
+
+impl RawClient {
+    /// A client for `group_kind` over `store`.
+    pub fn new(store: &Store, group_kind: GroupKind) -> Self {
+        RawClient {
+            store: store.clone(),
+            group_kind,
+        }
+    }
+
+    /// The kind this client reads and writes.
+    pub fn group_kind(&self) -> &GroupKind {
+        &self.group_kind
+    }
+
+    /// Creates `name` with `spec`. Never touches an existing row.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] for `""`; [`Error::InvalidDocument`] when `spec`
+    /// is not a JSON object; [`Error::NameTaken`] when a live or
+    /// deletion-pending row holds the name; [`Error::InvalidOption`] for an
+    /// empty finalizer or an owner that does not exist.
+    pub async fn create(
+        &self,
+        name: &str,
+        spec: Json,
+        options: CreateOptions,
+    ) -> Result<RawObject> {
+        self.create_checked(name, spec, options, None).await
+    }
+
+    pub(crate) async fn create_checked(
+        &self,
+        name: &str,
+        spec: Json,
+        options: CreateOptions,
+        check: Option<SpecCheck>,
+    ) -> Result<RawObject> {
+        let plan = self.plan_create(name, spec, options, check)?;
+        self.store.write(move |tx| plan.insert(tx)).await
+    }
+
+    /// Returns the object holding `name`, creating it from `spec` if nothing
+    /// does; `true` when this call created it. A found row is returned exactly
+    /// as stored — options ignored, a deletion-pending row included. Atomic:
+    /// concurrent callers on one name get one row.
+    ///
+    /// # Errors
+    /// As [`RawClient::create`], except that a held name is not an error. The
+    /// arguments are validated even when the row exists.
+    pub async fn get_or_create(
+        &self,
+        name: &str,
+        spec: Json,
+        options: CreateOptions,
+    ) -> Result<(RawObject, bool)> {
+        self.get_or_create_checked(name, spec, options, None).await
+    }
+
+    pub(crate) async fn get_or_create_checked(
+        &self,
+        name: &str,
+        spec: Json,
+        options: CreateOptions,
+        check: Option<SpecCheck>,
+    ) -> Result<(RawObject, bool)> {
+        let plan = self.plan_create(name, spec, options, check)?;
+        self.store
+            .write(
+                move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
+                    Some(found) => Ok((with_conditions(tx, found)?, false)),
+                    None => Ok((plan.insert(tx)?, true)),
+                },
+            )
+            .await
+    }
+
+    /// Makes whatever holds `name` hold `spec`, creating it if nothing does;
+    /// `true` when this call created it. Options apply only on create.
+    ///
+    /// # Errors
+    /// As [`RawClient::create`]; [`Error::DeletionPending`] when the name is
+    /// held by a row being deleted.
+    pub async fn create_or_update(
+        &self,
+        name: &str,
+        spec: Json,
+        options: CreateOptions,
+    ) -> Result<(RawObject, bool)> {
+        self.create_or_update_checked(name, spec, options, None)
+            .await
+    }
+
+    pub(crate) async fn create_or_update_checked(
+        &self,
+        name: &str,
+        spec: Json,
+        options: CreateOptions,
+        check: Option<SpecCheck>,
+    ) -> Result<(RawObject, bool)> {
+        let plan = self.plan_create(name, spec, options, check)?;
+        self.store
+            .write(
+                move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
+                    None => Ok((plan.insert(tx)?, true)),
+                    Some(found) => {
+                        let updated = apply_spec(tx, found, plan.spec, plan.check.as_ref())?;
+                        Ok((updated, false))
+                    }
+                },
+            )
+            .await
+    }
+
+    /// Replaces the spec of object `id`. A spec whose canonical bytes equal the
+    /// stored ones writes nothing: no generation, no `resource_version`, no
+    /// log entry.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when `id` holds nothing; [`Error::WrongKind`] when it
+    /// is another kind's; [`Error::DeletionPending`] when it is being deleted;
+    /// [`Error::InvalidDocument`] when `spec` is not an object.
+    pub async fn update(&self, id: ObjectId, spec: Json) -> Result<RawObject> {
+        self.update_checked(id, spec, None).await
+    }
+
+    pub(crate) async fn update_checked(
+        &self,
+        id: ObjectId,
+        spec: Json,
+        check: Option<SpecCheck>,
+    ) -> Result<RawObject> {
+        spec.require_object()?;
+        let group_kind = self.group_kind.clone();
+        self.store
+            .write(move |tx| {
+                let found = select_own_for_write(tx, &group_kind, id)?;
+                apply_spec(tx, found, spec, check.as_ref())
+            })
+            .await
+    }
+
+    /// Replaces the spec of whatever holds `name`, resolving and writing in one
+    /// transaction. For a read-modify-write use [`RawClient::update`] with the
+    /// id you read.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`]; [`Error::NotFound`] when nothing holds the name;
+    /// [`Error::DeletionPending`]; [`Error::InvalidDocument`].
+    pub async fn update_by_name(&self, name: &str, spec: Json) -> Result<RawObject> {
+        self.update_by_name_checked(name, spec, None).await
+    }
+
+    pub(crate) async fn update_by_name_checked(
+        &self,
+        name: &str,
+        spec: Json,
+        check: Option<SpecCheck>,
+    ) -> Result<RawObject> {
+        check_name(name)?;
+        spec.require_object()?;
+        let group_kind = self.group_kind.clone();
+        let name = name.to_string();
+        self.store
+            .write(move |tx| {
+                let found = rows::select_by_name(tx.conn(), &group_kind, &name)?
+                    .ok_or_else(|| Error::not_found(format!("{group_kind}/{name}")))?;
+                apply_spec(tx, found, spec, check.as_ref())
+            })
+            .await
+    }
+
+    /// Requests deletion of object `id`: sets its deletion mark and leaves the
+    /// row readable until its finalizers clear and garbage collection removes
+    /// it. Idempotent on a row already being deleted.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when `id` holds nothing; [`Error::WrongKind`] when it
+    /// is another kind's.
+    pub async fn delete(&self, id: ObjectId) -> Result<()> {
+        let group_kind = self.group_kind.clone();
+        self.store
+            .write(move |tx| {
+                let found = select_own_for_write(tx, &group_kind, id)?;
+                mark_for_deletion(tx, found)
+            })
+            .await
+    }
+
+    /// Requests deletion of whatever holds `name`. Absent or already deleting
+    /// is `Ok` and is answered by a read, without taking the writer.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] for `""`.
+    pub async fn delete_by_name(&self, name: &str) -> Result<()> {
+        check_name(name)?;
+        let probe = self
+            .store
+            .read(|conn| rows::select_by_name(conn, &self.group_kind, name))?;
+        match probe {
+            None => return Ok(()),
+            Some(found) if found.meta.deletion_requested_at.is_some() => return Ok(()),
+            Some(_) => {}
+        }
+        // The probe is advisory: resolve again under the writer.
+        let group_kind = self.group_kind.clone();
+        let name = name.to_string();
+        self.store
+            .write(
+                move |tx| match rows::select_by_name(tx.conn(), &group_kind, &name)? {
+                    Some(found) => mark_for_deletion(tx, found),
+                    None => Ok(()),
+                },
+            )
+            .await
+    }
+
+    /// Reads object `id` with the relations `loads` asks for.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when `id` holds nothing of this kind.
+    pub fn get(&self, id: ObjectId, loads: Loads) -> Result<RawObject> {
+        self.read_one(
+            loads,
+            |conn| rows::select_by_id(conn, id),
+            || format!("{} {id}", self.group_kind),
+        )
+    }
+
+    /// Reads whatever holds `name`, with the relations `loads` asks for.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] for `""`; [`Error::NotFound`] when nothing of
+    /// this kind holds the name.
+    pub fn get_by_name(&self, name: &str, loads: Loads) -> Result<RawObject> {
+        check_name(name)?;
+        self.read_one(
+            loads,
+            |conn| rows::select_by_name(conn, &self.group_kind, name),
+            || format!("{}/{name}", self.group_kind),
+        )
+    }
+
+    fn read_one(
+        &self,
+        loads: Loads,
+        select: impl FnOnce(&rusqlite::Connection) -> Result<Option<RawObject>>,
+        label: impl FnOnce() -> String,
+    ) -> Result<RawObject> {
+        let session = self.store.session();
+        self.store.read(|conn| {
+            let found = select(conn)?.filter(|o| o.meta.group_kind == self.group_kind);
+            let Some(object) = found else {
+                return Err(Error::not_found(label()));
+            };
+            let mut objects = [object];
+            rows::load_conditions(conn, session, &mut objects)?;
+            rows::load_relations(conn, loads, &mut objects)?;
+            let [object] = objects;
+            Ok(object)
+        })
+    }
+
+    /// Every object of this kind, by id, with the relations `loads` asks for
+    /// (one query per relation, however many objects).
+    pub fn list(&self, loads: Loads) -> Result<Vec<RawObject>> {
+        self.read_many(loads, |conn| rows::select_kind(conn, &self.group_kind))
+    }
+
+    /// The objects of this kind owned by `owner`, by id, deletion-pending ones
+    /// included. A missing owner reads as no children.
+    pub fn list_owned_objects(&self, owner: ObjectId, loads: Loads) -> Result<Vec<RawObject>> {
+        self.read_many(loads, |conn| {
+            rows::select_owned(conn, &self.group_kind, owner)
+        })
+    }
+
+    fn read_many(
+        &self,
+        loads: Loads,
+        select: impl FnOnce(&rusqlite::Connection) -> Result<Vec<RawObject>>,
+    ) -> Result<Vec<RawObject>> {
+        let session = self.store.session();
+        self.store.read(|conn| {
+            let mut objects = select(conn)?;
+            rows::load_conditions(conn, session, &mut objects)?;
+            rows::load_relations(conn, loads, &mut objects)?;
+            Ok(objects)
+        })
+    }
+
+    /// The owner of `id`, if it has one. Runs the edge query directly, with
+    /// no kind check: another kind's id reads that object's owner.
+    pub fn get_owner(&self, id: ObjectId) -> Result<Option<ObjectRef>> {
+        Ok(self.refs(id, Direction::Owner)?.into_iter().next())
+    }
+
+    /// The objects `id` depends on. No kind check, as [`RawClient::get_owner`].
+    pub fn list_dependencies(&self, id: ObjectId) -> Result<Vec<ObjectRef>> {
+        self.refs(id, Direction::Dependencies)
+    }
+
+    /// The objects that depend on `id`. No kind check, as [`RawClient::get_owner`].
+    pub fn list_dependents(&self, id: ObjectId) -> Result<Vec<ObjectRef>> {
+        self.refs(id, Direction::Dependents)
+    }
+
+    /// The objects `id` owns, of every kind. No kind check, as [`RawClient::get_owner`].
+    pub fn list_owned(&self, id: ObjectId) -> Result<Vec<ObjectRef>> {
+        self.refs(id, Direction::Owned)
+    }
+
+    fn refs(&self, id: ObjectId, direction: Direction) -> Result<Vec<ObjectRef>> {
+        self.store
+            .read(|conn| rows::select_refs(conn, id, direction))
+    }
+
+    fn plan_create(
+        &self,
+        name: &str,
+        spec: Json,
+        mut options: CreateOptions,
+        check: Option<SpecCheck>,
+    ) -> Result<CreatePlan> {
+        check_name(name)?;
+        spec.require_object()?;
+        options.validate()?;
+        if let Some(check) = &check {
+            check(&spec)?;
+        }
+        Ok(CreatePlan {
+            group_kind: self.group_kind.clone(),
+            name: name.to_string(),
+            spec,
+            owner: options.owner,
+            finalizers: options.finalizers,
+            on_create: options.on_create,
+            check,
+        })
+    }
+}
+
+/// Everything a create needs once it holds the writer.
+struct CreatePlan {
+    group_kind: GroupKind,
+    name: String,
+    spec: Json,
+    owner: Option<ObjectId>,
+    finalizers: Vec<String>,
+    on_create: Option<OnCreate>,
+    check: Option<SpecCheck>,
+}
+
+impl CreatePlan {
+    fn insert(self, tx: &mut WriteTx<'_>) -> Result<RawObject> {
+        if let Some(owner) = self.owner
+            && !rows::exists(tx.conn(), owner)?
+        {
+            return Err(Error::InvalidOption(format!(
+                "owner {owner} does not exist"
+            )));
+        }
+        let resource_version = tx.next_resource_version();
+        let object = rows::insert_object(
+            tx.conn(),
+            NewObject {
+                group_kind: &self.group_kind,
+                name: &self.name,
+                spec: &self.spec,
+                finalizers: &self.finalizers,
+                resource_version,
+                now: tx.now(),
+            },
+        )?;
+        if let Some(owner) = self.owner {
+            rows::insert_owner_edge(tx.conn(), object.meta.id, owner)?;
+        }
+        rows::log_write(tx.conn(), &object.meta, WriteOp::Create, None)?;
+        if let Some(check) = &self.check {
+            check(&object.spec)?;
+        }
+        if let Some(hook) = self.on_create {
+            tx.after_commit(hook);
+        }
+        Ok(object)
+    }
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() {
+        Err(Error::InvalidName)
+    } else {
+        Ok(())
+    }
+}
+
+fn with_conditions(tx: &WriteTx<'_>, object: RawObject) -> Result<RawObject> {
+    let mut objects = [object];
+    rows::load_conditions(tx.conn(), tx.session(), &mut objects)?;
+    let [object] = objects;
+    Ok(object)
+}
+
+/// Reads `id` for an id-keyed write: it must exist and be of this kind.
+fn select_own_for_write(
+    tx: &WriteTx<'_>,
+    group_kind: &GroupKind,
+    id: ObjectId,
+) -> Result<RawObject> {
+    let found = rows::select_by_id(tx.conn(), id)?
+        .ok_or_else(|| Error::not_found(format!("{group_kind} {id}")))?;
+    if &found.meta.group_kind != group_kind {
+        return Err(Error::WrongKind {
+            id,
+            expected: group_kind.to_string(),
+            actual: found.meta.group_kind.to_string(),
+        });
+    }
+    Ok(found)
+}
+
+/// Writes `spec` onto a found row, unless the bytes already match.
+fn apply_spec(
+    tx: &mut WriteTx<'_>,
+    object: RawObject,
+    spec: Json,
+    check: Option<&SpecCheck>,
+) -> Result<RawObject> {
+    if object.meta.deletion_requested_at.is_some() {
+        return Err(Error::DeletionPending {
+            what: object.meta.label(),
+        });
+    }
+    let mut object = with_conditions(tx, object)?;
+    if object.spec == spec {
+        return Ok(object);
+    }
+    let resource_version = tx.next_resource_version();
+    rows::update_spec(tx.conn(), &mut object, spec, resource_version, tx.now())?;
+    rows::log_write(tx.conn(), &object.meta, WriteOp::Update, None)?;
+    if let Some(check) = check {
+        check(&object.spec)?;
+    }
+    Ok(object)
+}
+
+/// Sets the deletion mark on a found row; a row already marked is left alone.
+fn mark_for_deletion(tx: &mut WriteTx<'_>, mut object: RawObject) -> Result<()> {
+    if object.meta.deletion_requested_at.is_some() {
+        return Ok(());
+    }
+    let resource_version = tx.next_resource_version();
+    rows::mark_deleted(tx.conn(), &mut object, resource_version, tx.now())?;
+    rows::log_write(tx.conn(), &object.meta, WriteOp::Update, None)
+}

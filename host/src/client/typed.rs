@@ -1,0 +1,344 @@
+//! The typed client: the untyped client's verbs over serde types.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::client::options::CreateOptions;
+use crate::client::raw::{RawClient, SpecCheck};
+use crate::error::{Error, Result};
+use crate::json::Json;
+use crate::object::{GroupKind, Loads, Meta, ObjectId, ObjectRef, RawObject, Relations};
+use crate::store::Store;
+
+/// An object with a decoded spec and status.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Object<Spec, Status> {
+    /// Identity and metadata.
+    pub meta: Meta,
+    /// The desired state.
+    pub spec: Spec,
+    /// The observed state, once a controller has reported one.
+    pub status: Option<Status>,
+    relations: Relations,
+}
+
+impl<Spec: DeserializeOwned, Status: DeserializeOwned> Object<Spec, Status> {
+    /// Decodes an untyped object.
+    ///
+    /// # Errors
+    /// [`Error::Decode`] when the spec or status does not fit the types.
+    pub fn from_raw(raw: RawObject) -> Result<Self> {
+        let label = raw.meta.label();
+        let spec = raw.spec.decode().map_err(|source| Error::Decode {
+            what: format!("spec of {label}"),
+            source,
+        })?;
+        let status = match &raw.status {
+            Some(status) => Some(status.decode().map_err(|source| Error::Decode {
+                what: format!("status of {label}"),
+                source,
+            })?),
+            None => None,
+        };
+        Ok(Object {
+            meta: raw.meta,
+            spec,
+            status,
+            relations: raw.relations,
+        })
+    }
+}
+
+impl<Spec, Status> Object<Spec, Status> {
+    /// The object's id.
+    pub fn id(&self) -> ObjectId {
+        self.meta.id
+    }
+
+    /// The object's name.
+    pub fn name(&self) -> &str {
+        &self.meta.name
+    }
+
+    /// The owner, if it has one.
+    ///
+    /// # Errors
+    /// [`Error::NotLoaded`] unless the read asked for [`Loads::owner`].
+    pub fn owner(&self) -> Result<Option<&ObjectRef>> {
+        self.relations.owner()
+    }
+
+    /// The objects this one depends on.
+    ///
+    /// # Errors
+    /// [`Error::NotLoaded`] unless the read asked for [`Loads::dependencies`].
+    pub fn dependencies(&self) -> Result<&[ObjectRef]> {
+        Relations::refs(&self.relations.dependencies, "dependencies")
+    }
+
+    /// The objects that depend on this one.
+    ///
+    /// # Errors
+    /// [`Error::NotLoaded`] unless the read asked for [`Loads::dependents`].
+    pub fn dependents(&self) -> Result<&[ObjectRef]> {
+        Relations::refs(&self.relations.dependents, "dependents")
+    }
+
+    /// The objects this one owns.
+    ///
+    /// # Errors
+    /// [`Error::NotLoaded`] unless the read asked for [`Loads::owned`].
+    pub fn owned(&self) -> Result<&[ObjectRef]> {
+        Relations::refs(&self.relations.owned, "owned")
+    }
+}
+
+/// The typed client for one kind: [`RawClient`]'s verbs with `Spec` and
+/// `Status` as serde types.
+///
+/// Every write checks, inside its transaction, that the spec it wrote decodes
+/// back into `Spec`; one that does not (a `Serialize` and `Deserialize` that
+/// disagree) rolls back with [`Error::Decode`], so nothing unreadable is ever
+/// committed and an updated object keeps its old spec.
+///
+/// # Example
+/// ```no_run
+/// # async fn demo() -> beehive::Result<()> {
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct ClusterSpec { replicas: u32 }
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct ClusterStatus { ready: u32 }
+///
+/// let store = beehive::Store::temporary()?;
+/// let clusters = beehive::Client::<ClusterSpec, ClusterStatus>::new(
+///     &store,
+///     beehive::GroupKind::new("acme.com", "Cluster"),
+/// );
+/// let created = clusters.create("prod", &ClusterSpec { replicas: 3 }, Default::default()).await?;
+/// clusters.update(created.id(), &ClusterSpec { replicas: 5 }).await?;
+/// # Ok(()) }
+/// ```
+pub struct Client<Spec, Status> {
+    raw: RawClient,
+    check: SpecCheck,
+    _types: PhantomData<fn() -> (Spec, Status)>,
+}
+
+impl<Spec, Status> Clone for Client<Spec, Status> {
+    fn clone(&self) -> Self {
+        Client {
+            raw: self.raw.clone(),
+            check: self.check.clone(),
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<Spec, Status> std::fmt::Debug for Client<Spec, Status> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("group_kind", self.raw.group_kind())
+            .finish()
+    }
+}
+
+impl<Spec, Status> Client<Spec, Status>
+where
+    Spec: Serialize + DeserializeOwned + 'static,
+    Status: Serialize + DeserializeOwned + 'static,
+{
+    /// A client for `group_kind` over `store`.
+    pub fn new(store: &Store, group_kind: GroupKind) -> Self {
+        Self::from_raw(RawClient::new(store, group_kind))
+    }
+
+    /// Wraps an untyped client.
+    pub fn from_raw(raw: RawClient) -> Self {
+        let label = raw.group_kind().to_string();
+        let check: SpecCheck = Arc::new(move |spec: &Json| {
+            spec.decode::<Spec>()
+                .map(drop)
+                .map_err(|source| Error::Decode {
+                    what: format!("the written spec of {label}"),
+                    source,
+                })
+        });
+        Client {
+            raw,
+            check,
+            _types: PhantomData,
+        }
+    }
+
+    /// The untyped client underneath.
+    pub fn raw(&self) -> &RawClient {
+        &self.raw
+    }
+
+    /// See [`RawClient::create`].
+    ///
+    /// # Errors
+    /// As [`RawClient::create`], plus [`Error::Decode`] for a spec that does
+    /// not round-trip.
+    pub async fn create(
+        &self,
+        name: &str,
+        spec: &Spec,
+        options: CreateOptions,
+    ) -> Result<Object<Spec, Status>> {
+        let spec = Json::from_serialize(spec)?;
+        let raw = self
+            .raw
+            .create_checked(name, spec, options, Some(self.check.clone()))
+            .await?;
+        Object::from_raw(raw)
+    }
+
+    /// See [`RawClient::get_or_create`].
+    ///
+    /// # Errors
+    /// As [`RawClient::get_or_create`], plus [`Error::Decode`].
+    pub async fn get_or_create(
+        &self,
+        name: &str,
+        spec: &Spec,
+        options: CreateOptions,
+    ) -> Result<(Object<Spec, Status>, bool)> {
+        let spec = Json::from_serialize(spec)?;
+        let (raw, created) = self
+            .raw
+            .get_or_create_checked(name, spec, options, Some(self.check.clone()))
+            .await?;
+        Ok((Object::from_raw(raw)?, created))
+    }
+
+    /// See [`RawClient::create_or_update`].
+    ///
+    /// # Errors
+    /// As [`RawClient::create_or_update`], plus [`Error::Decode`].
+    pub async fn create_or_update(
+        &self,
+        name: &str,
+        spec: &Spec,
+        options: CreateOptions,
+    ) -> Result<(Object<Spec, Status>, bool)> {
+        let spec = Json::from_serialize(spec)?;
+        let (raw, created) = self
+            .raw
+            .create_or_update_checked(name, spec, options, Some(self.check.clone()))
+            .await?;
+        Ok((Object::from_raw(raw)?, created))
+    }
+
+    /// See [`RawClient::update`].
+    ///
+    /// # Errors
+    /// As [`RawClient::update`], plus [`Error::Decode`].
+    pub async fn update(&self, id: ObjectId, spec: &Spec) -> Result<Object<Spec, Status>> {
+        let spec = Json::from_serialize(spec)?;
+        let raw = self
+            .raw
+            .update_checked(id, spec, Some(self.check.clone()))
+            .await?;
+        Object::from_raw(raw)
+    }
+
+    /// See [`RawClient::update_by_name`].
+    ///
+    /// # Errors
+    /// As [`RawClient::update_by_name`], plus [`Error::Decode`].
+    pub async fn update_by_name(&self, name: &str, spec: &Spec) -> Result<Object<Spec, Status>> {
+        let spec = Json::from_serialize(spec)?;
+        let raw = self
+            .raw
+            .update_by_name_checked(name, spec, Some(self.check.clone()))
+            .await?;
+        Object::from_raw(raw)
+    }
+
+    /// See [`RawClient::delete`].
+    ///
+    /// # Errors
+    /// As [`RawClient::delete`].
+    pub async fn delete(&self, id: ObjectId) -> Result<()> {
+        self.raw.delete(id).await
+    }
+
+    /// See [`RawClient::delete_by_name`].
+    ///
+    /// # Errors
+    /// As [`RawClient::delete_by_name`].
+    pub async fn delete_by_name(&self, name: &str) -> Result<()> {
+        self.raw.delete_by_name(name).await
+    }
+
+    /// See [`RawClient::get`].
+    ///
+    /// # Errors
+    /// As [`RawClient::get`], plus [`Error::Decode`] for a stored row that
+    /// does not fit the types.
+    pub fn get(&self, id: ObjectId, loads: Loads) -> Result<Object<Spec, Status>> {
+        Object::from_raw(self.raw.get(id, loads)?)
+    }
+
+    /// See [`RawClient::get_by_name`].
+    ///
+    /// # Errors
+    /// As [`RawClient::get_by_name`], plus [`Error::Decode`].
+    pub fn get_by_name(&self, name: &str, loads: Loads) -> Result<Object<Spec, Status>> {
+        Object::from_raw(self.raw.get_by_name(name, loads)?)
+    }
+
+    /// See [`RawClient::list`]. A row that does not decode is skipped and
+    /// logged, so one bad row cannot hide the rest of the kind.
+    pub fn list(&self, loads: Loads) -> Result<Vec<Object<Spec, Status>>> {
+        Ok(decode_all(self.raw.list(loads)?))
+    }
+
+    /// See [`RawClient::list_owned_objects`]; undecodable rows are skipped
+    /// and logged, as in [`Client::list`].
+    pub fn list_owned_objects(
+        &self,
+        owner: ObjectId,
+        loads: Loads,
+    ) -> Result<Vec<Object<Spec, Status>>> {
+        Ok(decode_all(self.raw.list_owned_objects(owner, loads)?))
+    }
+
+    /// See [`RawClient::get_owner`].
+    pub fn get_owner(&self, id: ObjectId) -> Result<Option<ObjectRef>> {
+        self.raw.get_owner(id)
+    }
+
+    /// See [`RawClient::list_dependencies`].
+    pub fn list_dependencies(&self, id: ObjectId) -> Result<Vec<ObjectRef>> {
+        self.raw.list_dependencies(id)
+    }
+
+    /// See [`RawClient::list_dependents`].
+    pub fn list_dependents(&self, id: ObjectId) -> Result<Vec<ObjectRef>> {
+        self.raw.list_dependents(id)
+    }
+
+    /// See [`RawClient::list_owned`].
+    pub fn list_owned(&self, id: ObjectId) -> Result<Vec<ObjectRef>> {
+        self.raw.list_owned(id)
+    }
+}
+
+fn decode_all<Spec: DeserializeOwned, Status: DeserializeOwned>(
+    raws: Vec<RawObject>,
+) -> Vec<Object<Spec, Status>> {
+    raws.into_iter()
+        .filter_map(|raw| match Object::from_raw(raw) {
+            Ok(object) => Some(object),
+            Err(error) => {
+                tracing::warn!(%error, "skipping an object that does not decode");
+                None
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,112 @@
+//! The one error type of the library.
+//!
+//! Every variant a caller is expected to branch on is a sentinel named after
+//! the condition, matchable with `matches!(err, Error::NotFound { .. })`; the
+//! payload is context for the message, not something to parse.
+
+use crate::object::ObjectId;
+
+/// Everything that can go wrong in Beehive.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No object matches: a missing id, an id of another kind on a read, or a
+    /// name nothing of this kind holds.
+    #[error("not found: {what}")]
+    NotFound {
+        /// What was looked for, e.g. `Cluster/prod` or `object 42`.
+        what: String,
+    },
+
+    /// The name is already held by a live or a deletion-pending row of the kind.
+    #[error("name taken: {kind} {name:?} already exists")]
+    NameTaken {
+        /// The kind, written `Kind` or `Kind.group`.
+        kind: String,
+        /// The name that is held.
+        name: String,
+    },
+
+    /// The object is being deleted, so its spec can no longer be written; the
+    /// name stays held until garbage collection removes the row.
+    #[error("deletion pending: {what} is being deleted")]
+    DeletionPending {
+        /// The object, e.g. `Cluster/prod`.
+        what: String,
+    },
+
+    /// A name was empty. Every other string is a valid, opaque name.
+    #[error("invalid name: a name must not be empty")]
+    InvalidName,
+
+    /// An id-keyed write addressed an object of another kind.
+    #[error("wrong kind: object {id} is a {actual}, not a {expected}")]
+    WrongKind {
+        /// The id that was addressed.
+        id: ObjectId,
+        /// The kind the client is for.
+        expected: String,
+        /// The kind the object actually is.
+        actual: String,
+    },
+
+    /// An option value has no meaning (a non-positive interval, an empty
+    /// finalizer, an owner that does not exist).
+    #[error("invalid option: {0}")]
+    InvalidOption(String),
+
+    /// A spec or status is not acceptable: not JSON, or not a JSON object.
+    #[error("invalid document: {0}")]
+    InvalidDocument(String),
+
+    /// A stored or written document does not decode into the caller's type.
+    /// On a write, nothing was committed.
+    #[error("decode: {what} does not decode: {source}")]
+    Decode {
+        /// What failed to decode, e.g. `spec of Cluster/prod`.
+        what: String,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// A secondary lookup was read from an object whose read did not ask for it.
+    #[error("not loaded: the {0} relation was not requested on this read")]
+    NotLoaded(&'static str),
+
+    /// The database was written by a newer build than this one.
+    #[error(
+        "schema too new: the database is at version {found}, this build knows up to {supported}"
+    )]
+    SchemaTooNew {
+        /// The database's `user_version`.
+        found: i64,
+        /// The newest migration this build has.
+        supported: i64,
+    },
+
+    /// The transaction carrying a write failed to commit; nothing was written.
+    #[error("commit failed: {0}")]
+    CommitFailed(String),
+
+    /// A broken invariant inside Beehive: a bug, reported instead of a panic.
+    #[error("internal error: {0}")]
+    Internal(String),
+
+    /// SQLite reported an error.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+
+    /// A file-system operation failed.
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The result type of the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn not_found(what: impl Into<String>) -> Self {
+        Error::NotFound { what: what.into() }
+    }
+}

@@ -1,0 +1,164 @@
+//! Canonical JSON: the one byte form every document is stored in.
+//!
+//! Object keys are sorted and there is no insignificant whitespace, so the same
+//! content written by the CLI, a plugin or a typed client has the same bytes,
+//! and "a write whose bytes match writes nothing" holds across all of them.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result};
+
+/// A JSON document in canonical form.
+///
+/// The only way to build one is through a constructor that canonicalises, so
+/// two equal `Json` values are byte-identical and vice versa.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Json(String);
+
+impl Json {
+    /// Parses `text` and returns its canonical form.
+    ///
+    /// # Errors
+    /// [`Error::InvalidDocument`] when `text` is not JSON.
+    pub fn parse(text: &str) -> Result<Json> {
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| Error::InvalidDocument(format!("not JSON: {e}")))?;
+        Ok(Json::from_value(&value))
+    }
+
+    /// The canonical form of a JSON value.
+    pub fn from_value(value: &serde_json::Value) -> Json {
+        // serde_json's map is a BTreeMap (the `preserve_order` feature is off),
+        // so serialising a Value writes keys sorted.
+        Json(value.to_string())
+    }
+
+    /// The canonical form of any serialisable value.
+    ///
+    /// # Errors
+    /// [`Error::InvalidDocument`] when the value does not serialise to JSON
+    /// (for example a map with non-string keys).
+    pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Json> {
+        let value = serde_json::to_value(value)
+            .map_err(|e| Error::InvalidDocument(format!("does not serialise: {e}")))?;
+        Ok(Json::from_value(&value))
+    }
+
+    /// Like [`Json::parse`], but also requires a JSON object, as every spec must be.
+    ///
+    /// # Errors
+    /// [`Error::InvalidDocument`] when `text` is not JSON or not an object.
+    pub fn parse_object(text: &str) -> Result<Json> {
+        let json = Json::parse(text)?;
+        json.require_object()?;
+        Ok(json)
+    }
+
+    /// Fails unless this document is a JSON object.
+    pub(crate) fn require_object(&self) -> Result<()> {
+        if self.0.starts_with('{') {
+            Ok(())
+        } else {
+            Err(Error::InvalidDocument(format!(
+                "a spec must be a JSON object, got {}",
+                abbreviate(&self.0)
+            )))
+        }
+    }
+
+    /// Wraps text the store wrote itself, which is canonical by construction.
+    pub(crate) fn from_stored(text: String) -> Json {
+        Json(text)
+    }
+
+    /// The canonical text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The document as a `serde_json::Value`.
+    pub fn to_value(&self) -> serde_json::Value {
+        // Canonical text is valid JSON by construction.
+        serde_json::from_str(&self.0).expect("canonical JSON parses")
+    }
+
+    /// Decodes the document into `T`.
+    ///
+    /// # Errors
+    /// The serde error when the document does not fit `T`.
+    pub fn decode<T: DeserializeOwned>(&self) -> std::result::Result<T, serde_json::Error> {
+        serde_json::from_str(&self.0)
+    }
+
+    /// Consumes the document, returning its canonical text.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Debug for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Json({})", self.0)
+    }
+}
+
+impl fmt::Display for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&serde_json::Value> for Json {
+    fn from(value: &serde_json::Value) -> Self {
+        Json::from_value(value)
+    }
+}
+
+impl From<serde_json::Value> for Json {
+    fn from(value: serde_json::Value) -> Self {
+        Json::from_value(&value)
+    }
+}
+
+fn abbreviate(text: &str) -> String {
+    const MAX: usize = 40;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_order_and_whitespace_do_not_change_the_bytes() {
+        let a = Json::parse(r#"{ "b": 1, "a": {"y": [1, 2], "x": null} }"#).unwrap();
+        let b = Json::parse(r#"{"a":{"x":null,"y":[1,2]},"b":1}"#).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.as_str(), r#"{"a":{"x":null,"y":[1,2]},"b":1}"#);
+    }
+
+    #[test]
+    fn a_spec_must_be_an_object() {
+        assert!(Json::parse_object("[1]").is_err());
+        assert!(Json::parse_object("\"s\"").is_err());
+        assert!(Json::parse_object("{}").is_ok());
+        assert!(matches!(Json::parse("{"), Err(Error::InvalidDocument(_))));
+    }
+
+    #[test]
+    fn serialised_structs_are_canonical() {
+        #[derive(Serialize)]
+        struct S {
+            zed: u8,
+            alpha: u8,
+        }
+        let json = Json::from_serialize(&S { zed: 1, alpha: 2 }).unwrap();
+        assert_eq!(json.as_str(), r#"{"alpha":2,"zed":1}"#);
+    }
+}

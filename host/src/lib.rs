@@ -1,0 +1,55 @@
+//! Beehive: an embedded, durable, self-healing control plane.
+//!
+//! Users declare desired state as objects (a `spec`); controllers reconcile
+//! actual state toward it and report what they observed (a `status`). Every
+//! object lives in a SQLite [`Store`]; clients read and write one kind of
+//! object each.
+//!
+//! # Example
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> beehive::Result<()> {
+//! use beehive::{CreateOptions, GroupKind, Json, Loads, RawClient, Store};
+//!
+//! let store = Store::temporary()?;
+//! let clusters = RawClient::new(&store, GroupKind::new("acme.com", "Cluster"));
+//!
+//! let spec = Json::parse(r#"{"replicas": 3}"#)?;
+//! let created = clusters.create("prod", spec, CreateOptions::new()).await?;
+//! assert_eq!(created.meta.generation, 1);
+//!
+//! // The same content with keys in another order is the same bytes: nothing is written.
+//! let again = clusters.update(created.meta.id, Json::parse(r#"{ "replicas":3 }"#)?).await?;
+//! assert_eq!(again.meta.resource_version, created.meta.resource_version);
+//!
+//! let read = clusters.get_by_name("prod", Loads::none())?;
+//! assert_eq!(read.spec.as_str(), r#"{"replicas":3}"#);
+//! # Ok(()) }
+//! ```
+//!
+//! # Concepts
+//! - [`Store`]: one database file. One writer, shared by group commit:
+//!   concurrent writes share a transaction, each inside its own savepoint, so
+//!   one write's failure rolls back only that write. Reads run on the calling
+//!   thread and never wait for the writer.
+//! - [`RawClient`]: one kind's objects, spec and status as canonical [`Json`].
+//! - [`Client`]: the same verbs over serde types.
+//! - Names are required, unique per kind, immutable and opaque; only `""` is
+//!   refused. Ids are never reused.
+
+#![deny(missing_docs)]
+
+mod client;
+mod error;
+mod json;
+mod object;
+mod store;
+
+pub use client::{Client, CreateOptions, Object, RawClient};
+pub use error::{Error, Result};
+pub use json::Json;
+pub use object::{
+    Condition, ConditionStatus, GroupKind, Loads, Meta, ObjectId, ObjectRef, RawObject, Timestamp,
+    generate_name,
+};
+pub use store::Store;

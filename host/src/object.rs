@@ -1,0 +1,346 @@
+//! The object model: identity, metadata, conditions and secondary lookups.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::json::Json;
+
+/// The store-assigned identity of one object incarnation. Never reused.
+pub type ObjectId = i64;
+
+/// A kind of object: `Kind` in the core group (`""`), or `Kind.group`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct GroupKind {
+    /// `""` for the core group, a domain such as `acme.com` otherwise.
+    pub group: String,
+    /// The kind's name, e.g. `Cluster`.
+    pub kind: String,
+}
+
+impl GroupKind {
+    /// A kind in `group`.
+    pub fn new(group: impl Into<String>, kind: impl Into<String>) -> Self {
+        GroupKind {
+            group: group.into(),
+            kind: kind.into(),
+        }
+    }
+
+    /// A kind in the core group.
+    pub fn core(kind: impl Into<String>) -> Self {
+        GroupKind::new("", kind)
+    }
+}
+
+impl fmt::Display for GroupKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(&self.kind)
+        } else {
+            write!(f, "{}.{}", self.kind, self.group)
+        }
+    }
+}
+
+/// A point in time, in UTC milliseconds since the Unix epoch, as the store keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    /// The current time.
+    pub fn now() -> Timestamp {
+        let since_epoch = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO);
+        Timestamp(since_epoch.as_millis() as i64)
+    }
+
+    /// A timestamp from milliseconds since the epoch.
+    pub fn from_millis(ms: i64) -> Timestamp {
+        Timestamp(ms)
+    }
+
+    /// Milliseconds since the epoch.
+    pub fn as_millis(self) -> i64 {
+        self.0
+    }
+
+    /// How long ago this was, or zero if it is in the future.
+    pub fn elapsed(self) -> Duration {
+        Duration::from_millis(Timestamp::now().0.saturating_sub(self.0).max(0) as u64)
+    }
+}
+
+/// A pointer to a related object, with the kind needed to address it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ObjectRef {
+    /// The related object's id.
+    pub id: ObjectId,
+    /// Its kind.
+    #[serde(flatten)]
+    pub group_kind: GroupKind,
+}
+
+/// The state a condition reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ConditionStatus {
+    /// The condition holds.
+    True,
+    /// The condition does not hold.
+    False,
+    /// Nobody can currently tell.
+    Unknown,
+}
+
+impl ConditionStatus {
+    /// The stored spelling: `True`, `False` or `Unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConditionStatus::True => "True",
+            ConditionStatus::False => "False",
+            ConditionStatus::Unknown => "Unknown",
+        }
+    }
+
+    pub(crate) fn from_stored(text: &str) -> ConditionStatus {
+        match text {
+            "True" => ConditionStatus::True,
+            "False" => ConditionStatus::False,
+            // The schema's CHECK admits nothing else.
+            _ => ConditionStatus::Unknown,
+        }
+    }
+}
+
+/// One per-type observation a controller reports about an object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Condition {
+    /// The condition's type, unique per object, e.g. `Ready`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Whether it holds.
+    pub status: ConditionStatus,
+    /// A machine-readable token, e.g. `DialTimeout`.
+    pub reason: String,
+    /// Human-readable detail.
+    pub message: String,
+    /// Valid only inside the process that wrote it: read back by a later
+    /// process as `Unknown` with [`Condition::unconfirmed`] set.
+    pub liveness: bool,
+    /// Set on read when `status` is a downgrade of a liveness condition left by
+    /// an earlier process, not a status anyone wrote. Ignored on write.
+    pub unconfirmed: bool,
+    /// When `status` last changed. Stamped by the store; ignored on write.
+    pub transitioned_at: Timestamp,
+    /// When the condition was last written with different content. Stamped by
+    /// the store; ignored on write.
+    pub updated_at: Timestamp,
+}
+
+/// Which secondary lookups a read loads alongside each object.
+///
+/// Build it with the chained constructors: `Loads::none().owner().dependents()`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Loads {
+    pub(crate) owner: bool,
+    pub(crate) dependencies: bool,
+    pub(crate) dependents: bool,
+    pub(crate) owned: bool,
+}
+
+impl Loads {
+    /// Load nothing beyond the object itself.
+    pub fn none() -> Loads {
+        Loads::default()
+    }
+
+    /// Every relation.
+    pub fn all() -> Loads {
+        Loads::none().owner().dependencies().dependents().owned()
+    }
+
+    /// Also load the owner (the outgoing `owned_by` edge).
+    pub fn owner(mut self) -> Loads {
+        self.owner = true;
+        self
+    }
+
+    /// Also load the objects this one depends on (outgoing `depends_on`).
+    pub fn dependencies(mut self) -> Loads {
+        self.dependencies = true;
+        self
+    }
+
+    /// Also load the objects that depend on this one (incoming `depends_on`).
+    pub fn dependents(mut self) -> Loads {
+        self.dependents = true;
+        self
+    }
+
+    /// Also load the objects this one owns (incoming `owned_by`).
+    pub fn owned(mut self) -> Loads {
+        self.owned = true;
+        self
+    }
+
+    pub(crate) fn any(self) -> bool {
+        self.owner || self.dependencies || self.dependents || self.owned
+    }
+}
+
+/// The secondary lookups a read filled in; `None` means "not requested".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Relations {
+    pub(crate) owner: Option<Option<ObjectRef>>,
+    pub(crate) dependencies: Option<Vec<ObjectRef>>,
+    pub(crate) dependents: Option<Vec<ObjectRef>>,
+    pub(crate) owned: Option<Vec<ObjectRef>>,
+}
+
+impl Relations {
+    pub(crate) fn owner(&self) -> Result<Option<&ObjectRef>> {
+        match &self.owner {
+            Some(owner) => Ok(owner.as_ref()),
+            None => Err(Error::NotLoaded("owner")),
+        }
+    }
+
+    pub(crate) fn refs<'a>(
+        list: &'a Option<Vec<ObjectRef>>,
+        relation: &'static str,
+    ) -> Result<&'a [ObjectRef]> {
+        list.as_deref().ok_or(Error::NotLoaded(relation))
+    }
+}
+
+/// Metadata every object carries, whatever its spec and status types.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Meta {
+    /// The object's id.
+    pub id: ObjectId,
+    /// Its kind.
+    pub group_kind: GroupKind,
+    /// Its name: unique within the kind, immutable, never empty.
+    pub name: String,
+    /// Bumped by every spec write that changes the spec.
+    pub generation: i64,
+    /// The generation a controller last settled, if any.
+    pub observed_generation: Option<i64>,
+    /// When `observed_generation` was recorded. Not a heartbeat.
+    pub observed_at: Option<Timestamp>,
+    /// The store-wide write sequence at this object's last write.
+    pub resource_version: i64,
+    /// Set once deletion is requested; the row lingers until its finalizers clear.
+    pub deletion_requested_at: Option<Timestamp>,
+    /// What must be cleared before the row can be removed.
+    pub finalizers: Vec<String>,
+    /// Per-type observations reported by controllers.
+    pub conditions: Vec<Condition>,
+    /// When the object was created.
+    pub created_at: Timestamp,
+    /// When the object was last written.
+    pub updated_at: Timestamp,
+    pub(crate) spec_version: i64,
+    pub(crate) status_version: i64,
+}
+
+impl Meta {
+    /// A `Kind/name` label for messages.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.group_kind, self.name)
+    }
+
+    /// A reference to this object.
+    pub fn to_ref(&self) -> ObjectRef {
+        ObjectRef {
+            id: self.id,
+            group_kind: self.group_kind.clone(),
+        }
+    }
+
+    /// True when the current generation has been settled by a controller.
+    pub fn is_observed(&self) -> bool {
+        self.observed_generation == Some(self.generation)
+    }
+}
+
+/// An object with its spec and status as canonical JSON: what the untyped
+/// client, the CLI and plugins work with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawObject {
+    /// Identity and metadata.
+    pub meta: Meta,
+    /// The desired state, always a JSON object.
+    pub spec: Json,
+    /// The observed state, once a controller has reported one.
+    pub status: Option<Json>,
+    pub(crate) relations: Relations,
+}
+
+impl RawObject {
+    /// The owner, if it has one.
+    ///
+    /// # Errors
+    /// [`Error::NotLoaded`] unless the read asked for [`Loads::owner`].
+    pub fn owner(&self) -> Result<Option<&ObjectRef>> {
+        self.relations.owner()
+    }
+
+    /// The objects this one depends on.
+    ///
+    /// # Errors
+    /// [`Error::NotLoaded`] unless the read asked for [`Loads::dependencies`].
+    pub fn dependencies(&self) -> Result<&[ObjectRef]> {
+        Relations::refs(&self.relations.dependencies, "dependencies")
+    }
+
+    /// The objects that depend on this one.
+    ///
+    /// # Errors
+    /// [`Error::NotLoaded`] unless the read asked for [`Loads::dependents`].
+    pub fn dependents(&self) -> Result<&[ObjectRef]> {
+        Relations::refs(&self.relations.dependents, "dependents")
+    }
+
+    /// The objects this one owns.
+    ///
+    /// # Errors
+    /// [`Error::NotLoaded`] unless the read asked for [`Loads::owned`].
+    pub fn owned(&self) -> Result<&[ObjectRef]> {
+        Relations::refs(&self.relations.owned, "owned")
+    }
+}
+
+/// Returns `prefix` joined to a fresh UUIDv7, so generated names sharing a
+/// prefix sort by creation time.
+///
+/// Collision-resistant, not collision-proof: a caller generating names should
+/// retry a bounded number of times on [`Error::NameTaken`] and on nothing else.
+pub fn generate_name(prefix: &str) -> String {
+    format!("{prefix}{}", uuid::Uuid::now_v7())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_names_keep_the_prefix_and_sort_by_time() {
+        let a = generate_name("cache-");
+        let b = generate_name("cache-");
+        assert!(a.starts_with("cache-"));
+        assert_eq!(a.len(), "cache-".len() + 36);
+        assert_ne!(a, b);
+        assert!(a < b);
+    }
+
+    #[test]
+    fn kinds_print_as_kind_dot_group() {
+        assert_eq!(GroupKind::core("Cluster").to_string(), "Cluster");
+        assert_eq!(GroupKind::new("acme.com", "Db").to_string(), "Db.acme.com");
+    }
+}

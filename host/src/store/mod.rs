@@ -1,0 +1,175 @@
+//! The durable store: SQLite through rusqlite.
+//!
+//! One writer connection, written through by group commit (see `writer`),
+//! and a pool of read-only connections used on the calling thread, which in
+//! WAL mode never wait for the writer. The store knows objects, edges,
+//! conditions, events and the write log; it knows nothing of controllers.
+
+pub(crate) mod rows;
+mod schema;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::Result;
+
+pub(crate) use writer::WriteTx;
+use writer::{Writer, WriterConn};
+
+/// How long a connection waits on SQLite's own lock before giving up. Only the
+/// writer takes it, so this covers a checkpoint racing a read, nothing more.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An open Beehive database. Cheap to clone; every clone is the same store.
+///
+/// # Example
+/// ```no_run
+/// let store = beehive::Store::open("beehive.db")?;
+/// # Ok::<(), beehive::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    writer: Writer,
+    readers: Mutex<Vec<Connection>>,
+    session: i64,
+    // Held so a temporary store's directory lives exactly as long as the store.
+    _temp_dir: Option<tempfile::TempDir>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and brings its schema
+    /// up to date.
+    ///
+    /// # Errors
+    /// [`Error::SchemaTooNew`] for a database written by a newer build;
+    /// [`Error::Sqlite`] when the file cannot be opened.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        Self::open_in(path.as_ref().to_path_buf(), None)
+    }
+
+    /// Opens a throwaway store in a fresh temporary directory, removed when the
+    /// last clone is dropped. A file, not `:memory:`: in-memory SQLite cannot
+    /// run WAL, and its readers would block on the writer.
+    ///
+    /// # Errors
+    /// As [`Store::open`], plus [`Error::Io`] when no temporary directory can
+    /// be made.
+    pub fn temporary() -> Result<Store> {
+        let dir = tempfile::Builder::new().prefix("beehive-").tempdir()?;
+        let path = dir.path().join("beehive.db");
+        Self::open_in(path, Some(dir))
+    }
+
+    fn open_in(path: PathBuf, temp_dir: Option<tempfile::TempDir>) -> Result<Store> {
+        let mut conn = Connection::open(&path)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // WAL first: migrations then run in it, and it persists in the file.
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        schema::migrate(&mut conn)?;
+        let resource_version: i64 = conn.query_row(
+            "SELECT value FROM kv WHERE key = 'resource_version'",
+            [],
+            |row| row.get(0),
+        )?;
+        let session = new_session_id();
+        let writer = Writer::new(WriterConn {
+            conn,
+            resource_version,
+            session,
+        });
+        Ok(Store {
+            inner: Arc::new(Inner {
+                path,
+                writer,
+                readers: Mutex::new(Vec::new()),
+                session,
+                _temp_dir: temp_dir,
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The last `resource_version` committed through this store.
+    pub fn resource_version(&self) -> i64 {
+        self.inner.writer.resource_version()
+    }
+
+    /// This open's session id: what liveness conditions are stamped with.
+    pub(crate) fn session(&self) -> i64 {
+        self.inner.session
+    }
+
+    /// Runs `work` inside the next group commit and returns its outcome once
+    /// that transaction committed.
+    pub(crate) async fn write<F, R>(&self, work: F) -> Result<R>
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        self.inner.writer.write(work).await
+    }
+
+    /// [`Store::write`] for a caller on a plain thread.
+    #[allow(dead_code)] // The plugin host's passes write this way.
+    pub(crate) fn write_blocking<F, R>(&self, work: F) -> Result<R>
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        self.inner.writer.write_blocking(work)
+    }
+
+    /// Runs `work` on a pooled read-only connection, on the calling thread.
+    pub(crate) fn read<R>(&self, work: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+        let conn = match lock(&self.inner.readers).pop() {
+            Some(conn) => conn,
+            None => self.open_reader()?,
+        };
+        let result = work(&conn);
+        lock(&self.inner.readers).push(conn);
+        result
+    }
+
+    fn open_reader(&self) -> Result<Connection> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&self.inner.path, flags)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(conn)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A random id for this open of the store; collisions across opens only
+/// matter for liveness conditions, and 63 random bits make them moot.
+fn new_session_id() -> i64 {
+    (uuid::Uuid::new_v4().as_u128() as i64) & i64::MAX
+}

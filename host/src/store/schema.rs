@@ -1,0 +1,216 @@
+//! The schema, as numbered one-step migrations tracked in `PRAGMA user_version`.
+//!
+//! Migration `n` (1-based) upgrades a database at version `n - 1` to `n`. The
+//! writer runs them in one IMMEDIATE transaction before any reader opens; a
+//! database newer than this build is refused rather than guessed at.
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+
+/// Every migration, oldest first. Never edit one that has shipped: add another.
+const MIGRATIONS: &[&str] = &[MIGRATION_1];
+
+/// The first schema: objects and everything hanging off them.
+const MIGRATION_1: &str = r#"
+CREATE TABLE objects (
+    -- AUTOINCREMENT keeps a collected object's id from ever being handed out again.
+    id                    INTEGER PRIMARY KEY AUTOINCREMENT,
+    grp                   TEXT    NOT NULL,
+    kind                  TEXT    NOT NULL CHECK (kind <> ''),
+    name                  TEXT    NOT NULL CHECK (name <> ''),
+    spec                  TEXT    NOT NULL,
+    status                TEXT,
+    spec_version          INTEGER NOT NULL DEFAULT 0,
+    status_version        INTEGER NOT NULL DEFAULT 0,
+    generation            INTEGER NOT NULL,
+    observed_generation   INTEGER,
+    observed_at           INTEGER,
+    resource_version      INTEGER NOT NULL,
+    deletion_requested_at INTEGER,
+    finalizers            TEXT    NOT NULL DEFAULT '[]',
+    reconcile_owed        INTEGER NOT NULL DEFAULT 0 CHECK (reconcile_owed >= 0),
+    created_at            INTEGER NOT NULL,
+    updated_at            INTEGER NOT NULL,
+    UNIQUE (grp, kind, name)
+) STRICT;
+
+-- The owed pass reads only outstanding work, never the whole kind.
+CREATE INDEX objects_owed ON objects (grp, kind, id)
+    WHERE observed_generation IS NULL
+       OR observed_generation < generation
+       OR reconcile_owed > 0
+       OR deletion_requested_at IS NOT NULL;
+
+CREATE INDEX objects_deleting ON objects (deletion_requested_at, id)
+    WHERE deletion_requested_at IS NOT NULL;
+
+CREATE TABLE conditions (
+    object_id       INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+    type            TEXT    NOT NULL CHECK (type <> ''),
+    status          TEXT    NOT NULL CHECK (status IN ('True', 'False', 'Unknown')),
+    reason          TEXT    NOT NULL,
+    message         TEXT    NOT NULL,
+    liveness        INTEGER NOT NULL CHECK (liveness IN (0, 1)),
+    -- The store session that wrote it: a liveness condition from another
+    -- session reads back as Unknown.
+    written_session INTEGER NOT NULL,
+    transitioned_at INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    PRIMARY KEY (object_id, type)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE edges (
+    from_id  INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+    relation TEXT    NOT NULL CHECK (relation IN ('owned_by', 'depends_on')),
+    to_id    INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+    PRIMARY KEY (from_id, relation, to_id)
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX edges_incoming ON edges (to_id, relation, from_id);
+
+-- An object has at most one owner.
+CREATE UNIQUE INDEX edges_one_owner ON edges (from_id) WHERE relation = 'owned_by';
+
+CREATE TABLE events (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    object_id        INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+    category         TEXT    NOT NULL,
+    type             TEXT    NOT NULL CHECK (type IN ('Normal', 'Warning')),
+    reason           TEXT    NOT NULL,
+    message          TEXT    NOT NULL,
+    detail           TEXT,
+    count            INTEGER NOT NULL CHECK (count >= 1),
+    first_at         INTEGER NOT NULL,
+    last_at          INTEGER NOT NULL,
+    resource_version INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX events_timeline ON events (object_id, category, id);
+CREATE INDEX events_by_version ON events (object_id, resource_version);
+CREATE INDEX events_by_age ON events (last_at);
+
+-- One entry per real object write; the delete entry carries the final row image.
+-- No foreign key: the log outlives the rows it describes.
+CREATE TABLE object_writes (
+    resource_version INTEGER PRIMARY KEY,
+    object_id        INTEGER NOT NULL,
+    grp              TEXT    NOT NULL,
+    kind             TEXT    NOT NULL,
+    op               TEXT    NOT NULL CHECK (op IN ('create', 'update', 'delete')),
+    written_at       INTEGER NOT NULL,
+    row_image        TEXT
+) STRICT;
+
+CREATE INDEX object_writes_by_kind ON object_writes (grp, kind, resource_version);
+CREATE INDEX object_writes_by_object ON object_writes (object_id, resource_version);
+
+-- The store-wide write cursor a dependent's last successful pass observed.
+CREATE TABLE dependency_watermarks (
+    object_id        INTEGER PRIMARY KEY REFERENCES objects (id) ON DELETE CASCADE,
+    resource_version INTEGER NOT NULL
+) STRICT;
+
+-- What each registered kind is, so other processes and later runs can tell.
+CREATE TABLE registrations (
+    grp            TEXT    NOT NULL,
+    kind           TEXT    NOT NULL,
+    finalizers     TEXT    NOT NULL,
+    spec_version   INTEGER NOT NULL,
+    status_version INTEGER NOT NULL,
+    source         TEXT    NOT NULL,
+    content_hash   TEXT,
+    registered_at  INTEGER NOT NULL,
+    PRIMARY KEY (grp, kind)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE kv (
+    key   TEXT PRIMARY KEY,
+    value ANY  NOT NULL
+) STRICT, WITHOUT ROWID;
+
+INSERT INTO kv (key, value) VALUES ('resource_version', 0);
+"#;
+
+/// The newest schema version this build knows.
+pub(crate) fn latest_version() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+/// Brings the database up to [`latest_version`], or refuses one that is newer.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
+    let current: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    let latest = latest_version();
+    if current > latest {
+        return Err(Error::SchemaTooNew {
+            found: current,
+            supported: latest,
+        });
+    }
+    if current == latest {
+        return Ok(());
+    }
+    if current == 0 {
+        // Only takes effect before the first table exists, and must be outside
+        // a transaction.
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+    }
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    // Re-read under the write lock: another connection may have migrated meanwhile.
+    let current: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", index as i64 + 1)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("t.db")).unwrap();
+        (dir, conn)
+    }
+
+    #[test]
+    fn a_fresh_database_reaches_the_latest_version_with_incremental_vacuum() {
+        let (_dir, mut conn) = open();
+        migrate(&mut conn).unwrap();
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, latest_version());
+        let vacuum: i64 = conn
+            .pragma_query_value(None, "auto_vacuum", |r| r.get(0))
+            .unwrap();
+        assert_eq!(vacuum, 2, "2 is INCREMENTAL");
+        // Running again is a no-op.
+        migrate(&mut conn).unwrap();
+    }
+
+    #[test]
+    fn a_database_from_a_newer_build_is_refused() {
+        let (_dir, mut conn) = open();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+        assert!(matches!(
+            migrate(&mut conn),
+            Err(Error::SchemaTooNew { found: 99, .. })
+        ));
+    }
+
+    #[test]
+    fn the_schema_itself_refuses_an_empty_name() {
+        let (_dir, mut conn) = open();
+        migrate(&mut conn).unwrap();
+        let result = conn.execute(
+            "INSERT INTO objects (grp, kind, name, spec, generation, resource_version, created_at, updated_at)
+             VALUES ('', 'K', '', '{}', 1, 1, 0, 0)",
+            [],
+        );
+        assert!(result.is_err());
+    }
+}

@@ -1,0 +1,424 @@
+//! The single writer, with group commit.
+//!
+//! Writes are jobs: closures that run against the write connection inside
+//! their own SAVEPOINT. There is no writer thread. The first caller to find
+//! the writer idle becomes the *leader*: it takes every job queued so far (up
+//! to [`MAX_BATCH`]), runs them in one transaction, commits, answers each,
+//! and hands the leadership to whoever queued next. A caller that finds a
+//! leader at work waits for its answer, which arrives after the COMMIT that
+//! included its job. One caller alone therefore pays no thread hop, and many
+//! callers share commits.
+//!
+//! A job that fails rolls back its own savepoint only; the others in the batch
+//! still commit. A COMMIT that fails fails every job in the batch.
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use rusqlite::Connection;
+use tokio::sync::Notify;
+
+use crate::error::{Error, Result};
+use crate::object::Timestamp;
+
+/// The most jobs one transaction carries; bounds how long any one caller leads.
+const MAX_BATCH: usize = 64;
+
+/// Work to run once the transaction that carried a job has committed.
+pub(crate) type Hook = Box<dyn FnOnce() + Send>;
+
+/// What a job sees: the write connection inside an open transaction.
+pub(crate) struct WriteTx<'c> {
+    conn: &'c Connection,
+    resource_version: i64,
+    now: Timestamp,
+    session: i64,
+    hooks: Vec<Hook>,
+}
+
+impl<'c> WriteTx<'c> {
+    /// The connection, inside the job's savepoint.
+    pub(crate) fn conn(&self) -> &'c Connection {
+        self.conn
+    }
+
+    /// Takes the next value of the store-wide `resource_version` sequence.
+    /// Values taken by a job that rolls back are given back: nothing carrying
+    /// them was committed.
+    pub(crate) fn next_resource_version(&mut self) -> i64 {
+        self.resource_version += 1;
+        self.resource_version
+    }
+
+    /// The transaction's clock: one reading per batch.
+    pub(crate) fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// This store session's id, stamped on what only this session may vouch for.
+    pub(crate) fn session(&self) -> i64 {
+        self.session
+    }
+
+    /// Runs `hook` after the outermost commit, and never if the job rolls back.
+    pub(crate) fn after_commit(&mut self, hook: Hook) {
+        self.hooks.push(hook);
+    }
+}
+
+/// The connection the leader writes through, and the sequence it owns.
+pub(crate) struct WriterConn {
+    pub(crate) conn: Connection,
+    pub(crate) resource_version: i64,
+    pub(crate) session: i64,
+}
+
+/// A queued write, with its answer slot erased to a common shape.
+trait Job: Send {
+    /// Runs the job inside its savepoint; `false` means it failed and its
+    /// savepoint must be rolled back.
+    fn run(&mut self, tx: &mut WriteTx<'_>) -> bool;
+    /// Answers the caller once the batch's fate is known.
+    fn finish(self: Box<Self>, commit: &Result<(), String>);
+    /// Makes the job's caller the next leader.
+    fn grant_lead(&self);
+    /// Identifies the job's slot, so a caller that gives up can find its job.
+    fn slot_addr(&self) -> usize;
+}
+
+enum SlotState<R> {
+    Queued,
+    Lead,
+    Done(Result<R>),
+    Taken,
+}
+
+/// Where a caller waits for its answer, blocking or async.
+struct Slot<R> {
+    state: Mutex<SlotState<R>>,
+    blocking: Condvar,
+    notify: Notify,
+}
+
+enum Wake<R> {
+    Done(Result<R>),
+    Lead,
+}
+
+impl<R> Slot<R> {
+    fn new() -> Self {
+        Slot {
+            state: Mutex::new(SlotState::Queued),
+            blocking: Condvar::new(),
+            notify: Notify::new(),
+        }
+    }
+
+    fn set(&self, state: SlotState<R>) {
+        *lock(&self.state) = state;
+        self.blocking.notify_one();
+        // notify_one stores a permit when nobody waits yet, so a waiter that
+        // checks the state and then awaits cannot miss this.
+        self.notify.notify_one();
+    }
+
+    /// Takes a wake if one is there, leaving `Queued` untouched.
+    fn take_wake(state: &mut SlotState<R>) -> Option<Wake<R>> {
+        match std::mem::replace(state, SlotState::Taken) {
+            SlotState::Done(result) => Some(Wake::Done(result)),
+            SlotState::Lead => Some(Wake::Lead),
+            other => {
+                *state = other;
+                None
+            }
+        }
+    }
+
+    fn wait_blocking(&self) -> Wake<R> {
+        let mut state = lock(&self.state);
+        loop {
+            if let Some(wake) = Self::take_wake(&mut state) {
+                return wake;
+            }
+            state = self
+                .blocking
+                .wait(state)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    async fn wait_async(&self) -> Wake<R> {
+        loop {
+            if let Some(wake) = Self::take_wake(&mut lock(&self.state)) {
+                return wake;
+            }
+            self.notify.notified().await;
+        }
+    }
+
+    fn is_done_or_taken(&self) -> bool {
+        matches!(*lock(&self.state), SlotState::Done(_) | SlotState::Taken)
+    }
+}
+
+struct TypedJob<F, R> {
+    work: Option<F>,
+    outcome: Option<Result<R>>,
+    slot: Arc<Slot<R>>,
+}
+
+impl<F, R> Job for TypedJob<F, R>
+where
+    F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send,
+    R: Send,
+{
+    fn run(&mut self, tx: &mut WriteTx<'_>) -> bool {
+        let Some(work) = self.work.take() else {
+            return false;
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| work(tx)))
+            .unwrap_or_else(|_| Err(Error::Internal("a write job panicked".into())));
+        let ok = outcome.is_ok();
+        self.outcome = Some(outcome);
+        ok
+    }
+
+    fn finish(self: Box<Self>, commit: &Result<(), String>) {
+        let outcome = match (self.outcome, commit) {
+            (Some(Ok(_)), Err(message)) => Err(Error::CommitFailed(message.clone())),
+            (Some(outcome), _) => outcome,
+            (None, Err(message)) => Err(Error::CommitFailed(message.clone())),
+            (None, Ok(())) => Err(Error::Internal("a write job never ran".into())),
+        };
+        self.slot.set(SlotState::Done(outcome));
+    }
+
+    fn grant_lead(&self) {
+        self.slot.set(SlotState::Lead);
+    }
+
+    fn slot_addr(&self) -> usize {
+        Arc::as_ptr(&self.slot) as *const () as usize
+    }
+}
+
+struct Queue {
+    jobs: VecDeque<Box<dyn Job>>,
+    leader_active: bool,
+}
+
+/// The write side of the store.
+pub(crate) struct Writer {
+    queue: Mutex<Queue>,
+    conn: Mutex<WriterConn>,
+}
+
+/// Locks a mutex, shrugging off poisoning: every critical section here leaves
+/// its data consistent before anything that could panic.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Writer {
+    pub(crate) fn new(conn: WriterConn) -> Self {
+        Writer {
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::new(),
+                leader_active: false,
+            }),
+            conn: Mutex::new(conn),
+        }
+    }
+
+    /// The last `resource_version` this writer committed.
+    pub(crate) fn resource_version(&self) -> i64 {
+        lock(&self.conn).resource_version
+    }
+
+    /// Queues `work` and returns its outcome once its transaction committed,
+    /// blocking the calling thread.
+    pub(crate) fn write_blocking<F, R>(&self, work: F) -> Result<R>
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let (slot, must_lead) = self.enqueue(work);
+        if !must_lead {
+            match slot.wait_blocking() {
+                Wake::Done(result) => return result,
+                Wake::Lead => {}
+            }
+        }
+        self.lead_until_done(&slot)
+    }
+
+    /// Queues `work` and resolves to its outcome once its transaction committed.
+    ///
+    /// # Cancel safety
+    /// Dropping the future before its job ran withdraws the job: nothing is
+    /// written. Dropping it after the job was taken into a batch lets the write
+    /// land, unanswered.
+    pub(crate) async fn write<F, R>(&self, work: F) -> Result<R>
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let (slot, must_lead) = self.enqueue(work);
+        if !must_lead {
+            let mut guard = WithdrawOnDrop {
+                writer: self,
+                slot: &slot,
+                armed: true,
+            };
+            let wake = slot.wait_async().await;
+            guard.armed = false;
+            match wake {
+                Wake::Done(result) => return result,
+                Wake::Lead => {}
+            }
+        }
+        self.lead_until_done(&slot)
+    }
+
+    fn enqueue<F, R>(&self, work: F) -> (Arc<Slot<R>>, bool)
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let slot = Arc::new(Slot::new());
+        let job = Box::new(TypedJob {
+            work: Some(work),
+            outcome: None,
+            slot: slot.clone(),
+        });
+        let mut queue = lock(&self.queue);
+        queue.jobs.push_back(job);
+        let must_lead = !queue.leader_active;
+        queue.leader_active = true;
+        (slot, must_lead)
+    }
+
+    /// Runs batches until the caller's own job is answered, then passes the
+    /// leadership on.
+    fn lead_until_done<R>(&self, slot: &Slot<R>) -> Result<R> {
+        loop {
+            let batch: Vec<Box<dyn Job>> = {
+                let mut queue = lock(&self.queue);
+                let take = queue.jobs.len().min(MAX_BATCH);
+                queue.jobs.drain(..take).collect()
+            };
+            let hooks = self.run_batch(batch);
+            if slot.is_done_or_taken() {
+                self.hand_off();
+                run_hooks(hooks);
+                return match slot.wait_blocking() {
+                    Wake::Done(result) => result,
+                    Wake::Lead => Err(Error::Internal("leadership granted twice".into())),
+                };
+            }
+            run_hooks(hooks);
+        }
+    }
+
+    fn hand_off(&self) {
+        let mut queue = lock(&self.queue);
+        match queue.jobs.front() {
+            Some(next) => next.grant_lead(),
+            None => queue.leader_active = false,
+        }
+    }
+
+    /// Runs one transaction; returns the hooks of the jobs that committed.
+    fn run_batch(&self, mut batch: Vec<Box<dyn Job>>) -> Vec<Hook> {
+        let mut writer = lock(&self.conn);
+        let writer = &mut *writer;
+        let mut tx = WriteTx {
+            conn: &writer.conn,
+            resource_version: writer.resource_version,
+            now: Timestamp::now(),
+            session: writer.session,
+            hooks: Vec::new(),
+        };
+        let committed = run_jobs(&mut tx, &mut batch).map_err(|e| e.to_string());
+        let (resource_version, hooks) = (tx.resource_version, tx.hooks);
+        match &committed {
+            Ok(()) => writer.resource_version = resource_version,
+            Err(_) => {
+                // The transaction may already be gone; a failed ROLLBACK changes nothing.
+                let _ = writer.conn.execute_batch("ROLLBACK");
+            }
+        }
+        for job in batch {
+            job.finish(&committed);
+        }
+        if committed.is_ok() { hooks } else { Vec::new() }
+    }
+
+    /// Withdraws a job whose caller stopped waiting, or passes on the
+    /// leadership it was granted.
+    fn withdraw<R>(&self, slot: &Arc<Slot<R>>) {
+        let mut queue = lock(&self.queue);
+        // Read under the queue lock: leadership is only ever granted under it.
+        let was_lead = matches!(*lock(&slot.state), SlotState::Lead);
+        let slot_addr = Arc::as_ptr(slot) as *const () as usize;
+        if let Some(position) = queue.jobs.iter().position(|j| j.slot_addr() == slot_addr) {
+            queue.jobs.remove(position);
+        }
+        if was_lead {
+            match queue.jobs.front() {
+                Some(next) => next.grant_lead(),
+                None => queue.leader_active = false,
+            }
+        }
+    }
+}
+
+fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> rusqlite::Result<()> {
+    let start_version = tx.resource_version;
+    tx.conn.execute_batch("BEGIN IMMEDIATE")?;
+    for job in batch.iter_mut() {
+        tx.conn.execute_batch("SAVEPOINT job")?;
+        let hooks_before = tx.hooks.len();
+        let version_before = tx.resource_version;
+        if job.run(tx) {
+            tx.conn.execute_batch("RELEASE job")?;
+        } else {
+            tx.conn.execute_batch("ROLLBACK TO job; RELEASE job")?;
+            // Nothing the job wrote survives, so its versions can be handed out again.
+            tx.hooks.truncate(hooks_before);
+            tx.resource_version = version_before;
+        }
+    }
+    if tx.resource_version != start_version {
+        tx.conn
+            .prepare_cached("UPDATE kv SET value = ?1 WHERE key = 'resource_version'")?
+            .execute([tx.resource_version])?;
+    }
+    tx.conn.execute_batch("COMMIT")
+}
+
+fn run_hooks(hooks: Vec<Hook>) {
+    for hook in hooks {
+        if catch_unwind(AssertUnwindSafe(hook)).is_err() {
+            tracing::error!("an after-commit hook panicked");
+        }
+    }
+}
+
+/// Withdraws a waiting async caller's job if its future is dropped.
+struct WithdrawOnDrop<'a, R> {
+    writer: &'a Writer,
+    slot: &'a Arc<Slot<R>>,
+    armed: bool,
+}
+
+impl<R> Drop for WithdrawOnDrop<'_, R> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.writer.withdraw(self.slot);
+        }
+    }
+}

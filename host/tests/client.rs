@@ -1,0 +1,619 @@
+//! The untyped and typed clients through the public API, on a real file store.
+
+use beehive::{
+    Client, CreateOptions, Error, GroupKind, Json, Loads, RawClient, RawObject, Store,
+    generate_name,
+};
+use serde::{Deserialize, Serialize};
+
+fn spec(text: &str) -> Json {
+    Json::parse(text).unwrap()
+}
+
+fn clusters(store: &Store) -> RawClient {
+    RawClient::new(store, GroupKind::new("acme.com", "Cluster"))
+}
+
+/// Counts write-log entries by reading the database file directly.
+fn log_entries(store: &Store) -> i64 {
+    let conn = rusqlite::Connection::open(store.path()).unwrap();
+    conn.query_row("SELECT COUNT(*) FROM object_writes", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// A store holding one live row (`live`) and one deletion-pending row (`pending`).
+async fn store_with_live_and_pending() -> (Store, RawClient, RawObject, RawObject) {
+    let store = Store::temporary().unwrap();
+    let client = clusters(&store);
+    let live = client
+        .create("live", spec(r#"{"v":1}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    let pending = client
+        .create("pending", spec(r#"{"v":1}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    client.delete(pending.meta.id).await.unwrap();
+    let pending = client.get(pending.meta.id, Loads::none()).unwrap();
+    assert!(pending.meta.deletion_requested_at.is_some());
+    (store, client, live, pending)
+}
+
+#[tokio::test]
+async fn create_fills_an_empty_name_and_refuses_a_held_one() {
+    let (_store, client, _live, _pending) = store_with_live_and_pending().await;
+    let created = client
+        .create("fresh", spec(r#"{"v":1}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(created.meta.generation, 1);
+    assert_eq!(created.meta.observed_generation, None);
+    for held in ["live", "pending"] {
+        let err = client
+            .create(held, spec(r#"{"v":2}"#), CreateOptions::new())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::NameTaken { .. }), "{held}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn get_or_create_creates_once_and_returns_found_rows_untouched() {
+    let (_store, client, live, pending) = store_with_live_and_pending().await;
+
+    let (fresh, created) = client
+        .get_or_create("fresh", spec(r#"{"v":1}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    assert!(created);
+    assert_eq!(fresh.meta.name, "fresh");
+
+    let (found, created) = client
+        .get_or_create(
+            "live",
+            spec(r#"{"v":9}"#),
+            CreateOptions::new().owner(fresh.meta.id),
+        )
+        .await
+        .unwrap();
+    assert!(!created);
+    assert_eq!(found, live, "the found row is returned exactly as stored");
+    assert_eq!(
+        client.get_owner(live.meta.id).unwrap(),
+        None,
+        "options ignored"
+    );
+
+    let (found, created) = client
+        .get_or_create("pending", spec(r#"{"v":9}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    assert!(!created);
+    assert_eq!(found, pending);
+    assert!(found.meta.deletion_requested_at.is_some());
+}
+
+#[tokio::test]
+async fn update_by_name_writes_live_rows_only() {
+    let (_store, client, live, _pending) = store_with_live_and_pending().await;
+    let err = client
+        .update_by_name("absent", spec(r#"{"v":2}"#))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+
+    let updated = client
+        .update_by_name("live", spec(r#"{"v":2}"#))
+        .await
+        .unwrap();
+    assert_eq!(updated.meta.id, live.meta.id);
+    assert_eq!(updated.meta.generation, 2);
+    assert_eq!(updated.spec, spec(r#"{"v":2}"#));
+
+    let err = client
+        .update_by_name("pending", spec(r#"{"v":2}"#))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::DeletionPending { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn create_or_update_upserts_but_refuses_a_deleting_row() {
+    let (_store, client, live, pending) = store_with_live_and_pending().await;
+    let (fresh, created) = client
+        .create_or_update("fresh", spec(r#"{"v":1}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    assert!(created);
+    assert_eq!(fresh.meta.generation, 1);
+
+    let (updated, created) = client
+        .create_or_update("live", spec(r#"{"v":3}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    assert!(!created);
+    assert_eq!(updated.meta.id, live.meta.id);
+    assert_eq!(updated.meta.generation, 2);
+
+    let err = client
+        .create_or_update("pending", spec(r#"{"v":3}"#), CreateOptions::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::DeletionPending { .. }), "{err}");
+    let still = client.get(pending.meta.id, Loads::none()).unwrap();
+    assert_eq!(still.spec, pending.spec);
+}
+
+#[tokio::test]
+async fn delete_by_name_is_idempotent_and_only_marks() {
+    let (store, client, live, pending) = store_with_live_and_pending().await;
+
+    let version = store.resource_version();
+    client.delete_by_name("absent").await.unwrap();
+    client.delete_by_name("pending").await.unwrap();
+    assert_eq!(
+        store.resource_version(),
+        version,
+        "no write for either no-op"
+    );
+    let still = client.get(pending.meta.id, Loads::none()).unwrap();
+    assert_eq!(still, pending);
+
+    client.delete_by_name("live").await.unwrap();
+    let marked = client.get(live.meta.id, Loads::none()).unwrap();
+    assert!(
+        marked.meta.deletion_requested_at.is_some(),
+        "still readable, marked"
+    );
+    assert!(marked.meta.resource_version > live.meta.resource_version);
+    assert_eq!(store.resource_version(), version + 1);
+}
+
+#[tokio::test]
+async fn id_keyed_calls_act_on_one_incarnation_of_one_kind() {
+    let (store, client, live, pending) = store_with_live_and_pending().await;
+    let other = RawClient::new(&store, GroupKind::core("Other"));
+
+    let err = client.update(9999, spec("{}")).await.unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    let err = client.delete(9999).await.unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+
+    let err = other.update(live.meta.id, spec("{}")).await.unwrap_err();
+    assert!(matches!(err, Error::WrongKind { .. }), "{err}");
+    let err = other.delete(live.meta.id).await.unwrap_err();
+    assert!(matches!(err, Error::WrongKind { .. }), "{err}");
+    let err = other.get(live.meta.id, Loads::none()).unwrap_err();
+    assert!(
+        matches!(err, Error::NotFound { .. }),
+        "reads are kind-scoped: {err}"
+    );
+    let err = other.get_by_name("live", Loads::none()).unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+
+    let err = client
+        .update(pending.meta.id, spec("{}"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::DeletionPending { .. }), "{err}");
+    client.delete(pending.meta.id).await.unwrap();
+
+    assert_eq!(client.list(Loads::none()).unwrap().len(), 2);
+    assert!(other.list(Loads::none()).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_empty_name_is_refused_by_every_call() {
+    let store = Store::temporary().unwrap();
+    let client = clusters(&store);
+    let results = [
+        client
+            .create("", spec("{}"), CreateOptions::new())
+            .await
+            .map(drop),
+        client
+            .get_or_create("", spec("{}"), CreateOptions::new())
+            .await
+            .map(drop),
+        client
+            .create_or_update("", spec("{}"), CreateOptions::new())
+            .await
+            .map(drop),
+        client.update_by_name("", spec("{}")).await.map(drop),
+        client.get_by_name("", Loads::none()).map(drop),
+        client.delete_by_name("").await,
+    ];
+    for (call, result) in results.into_iter().enumerate() {
+        assert!(
+            matches!(result, Err(Error::InvalidName)),
+            "call {call}: {result:?}"
+        );
+    }
+    assert_eq!(store.resource_version(), 0);
+}
+
+#[tokio::test]
+async fn a_spec_must_be_a_json_object() {
+    let store = Store::temporary().unwrap();
+    let client = clusters(&store);
+    let err = client
+        .create("a", spec("[1,2]"), CreateOptions::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidDocument(_)), "{err}");
+    let created = client
+        .create("a", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let err = client.update(created.meta.id, spec("3")).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidDocument(_)), "{err}");
+}
+
+#[tokio::test]
+async fn a_write_of_the_same_content_moves_nothing() {
+    let store = Store::temporary().unwrap();
+    let client = clusters(&store);
+    let created = client
+        .create(
+            "a",
+            spec(r#"{"b":[1,2],"a":{"y":1,"x":2}}"#),
+            CreateOptions::new(),
+        )
+        .await
+        .unwrap();
+    let version = store.resource_version();
+    let entries = log_entries(&store);
+
+    // The same content, keys in another order and other whitespace.
+    let same = spec(r#"{ "a": {"x": 2, "y": 1}, "b": [1, 2] }"#);
+    let by_id = client.update(created.meta.id, same.clone()).await.unwrap();
+    let by_name = client.update_by_name("a", same.clone()).await.unwrap();
+    let (upserted, _) = client
+        .create_or_update("a", same, CreateOptions::new())
+        .await
+        .unwrap();
+    for object in [&by_id, &by_name, &upserted] {
+        assert_eq!(object.meta.generation, 1);
+        assert_eq!(object.meta.resource_version, created.meta.resource_version);
+    }
+    assert_eq!(store.resource_version(), version);
+    assert_eq!(log_entries(&store), entries);
+
+    let changed = client
+        .update(created.meta.id, spec(r#"{"a":{"x":3}}"#))
+        .await
+        .unwrap();
+    assert_eq!(changed.meta.generation, 2);
+    assert_eq!(store.resource_version(), version + 1);
+    assert_eq!(log_entries(&store), entries + 1);
+}
+
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
+struct GoodSpec {
+    replicas: u32,
+}
+
+/// Serialises a field under one name and reads it under another.
+#[derive(Serialize, Deserialize, Debug)]
+struct LopsidedSpec {
+    #[serde(rename(serialize = "written", deserialize = "read"))]
+    value: u32,
+}
+
+#[tokio::test]
+async fn a_typed_write_that_does_not_round_trip_commits_nothing() {
+    let store = Store::temporary().unwrap();
+    let gk = GroupKind::core("Thing");
+    let good: Client<GoodSpec, ()> = Client::new(&store, gk.clone());
+    let lopsided: Client<LopsidedSpec, ()> = Client::new(&store, gk.clone());
+
+    let err = lopsided
+        .create("new", &LopsidedSpec { value: 1 }, CreateOptions::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Decode { .. }), "{err}");
+    assert!(
+        good.raw().get_by_name("new", Loads::none()).is_err(),
+        "no row"
+    );
+
+    let created = good
+        .create("a", &GoodSpec { replicas: 1 }, CreateOptions::new())
+        .await
+        .unwrap();
+    let version = store.resource_version();
+    let err = lopsided
+        .update(created.id(), &LopsidedSpec { value: 2 })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Decode { .. }), "{err}");
+    let err = lopsided
+        .update_by_name("a", &LopsidedSpec { value: 2 })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Decode { .. }), "{err}");
+    let read = good.get(created.id(), Loads::none()).unwrap();
+    assert_eq!(
+        read.spec,
+        GoodSpec { replicas: 1 },
+        "the old spec is intact"
+    );
+    assert_eq!(read.meta.generation, 1);
+    assert_eq!(store.resource_version(), version, "nothing committed");
+}
+
+#[tokio::test]
+async fn typed_clients_round_trip_spec_and_status_types() {
+    let store = Store::temporary().unwrap();
+    let client: Client<GoodSpec, serde_json::Value> = Client::new(&store, GroupKind::core("Thing"));
+    let (created, was_created) = client
+        .get_or_create("a", &GoodSpec { replicas: 3 }, CreateOptions::new())
+        .await
+        .unwrap();
+    assert!(was_created);
+    assert_eq!(created.spec, GoodSpec { replicas: 3 });
+    assert_eq!(created.status, None);
+    let listed = client.list(Loads::none()).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].name(), "a");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_get_or_create_calls_share_one_row() {
+    let store = Store::temporary().unwrap();
+    for round in 0..50 {
+        let name = format!("race-{round}");
+        let tasks: Vec<_> = (0..2)
+            .map(|_| {
+                let client = clusters(&store);
+                let name = name.clone();
+                tokio::spawn(async move {
+                    client
+                        .get_or_create(&name, spec("{}"), CreateOptions::new())
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        let mut ids = Vec::new();
+        let mut creations = 0;
+        for task in tasks {
+            let (object, created) = task.await.unwrap();
+            ids.push(object.meta.id);
+            creations += usize::from(created);
+        }
+        assert_eq!(ids[0], ids[1], "both callers get the same row");
+        assert_eq!(creations, 1, "exactly one inserted");
+    }
+    assert_eq!(clusters(&store).list(Loads::none()).unwrap().len(), 50);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_each_get_their_own_answer() {
+    let store = Store::temporary().unwrap();
+    let tasks: Vec<_> = (0..8)
+        .map(|worker| {
+            let client = clusters(&store);
+            tokio::spawn(async move {
+                let mut results = Vec::new();
+                for i in 0..50 {
+                    // Every worker also tries one name that worker 0 takes.
+                    let name = if i == 25 {
+                        "shared".to_string()
+                    } else {
+                        format!("w{worker}-{i}")
+                    };
+                    results.push(client.create(&name, spec("{}"), CreateOptions::new()).await);
+                }
+                results
+            })
+        })
+        .collect();
+    let mut created = 0;
+    let mut taken = 0;
+    for task in tasks {
+        for result in task.await.unwrap() {
+            match result {
+                Ok(_) => created += 1,
+                Err(Error::NameTaken { .. }) => taken += 1,
+                Err(other) => panic!("unexpected {other}"),
+            }
+        }
+    }
+    assert_eq!(
+        taken, 7,
+        "one caller wins \"shared\", the other seven are refused"
+    );
+    assert_eq!(created, 8 * 49 + 1);
+    assert_eq!(clusters(&store).list(Loads::none()).unwrap().len(), created);
+}
+
+#[tokio::test]
+async fn owner_edges_are_written_with_the_create_and_read_both_ways() {
+    let store = Store::temporary().unwrap();
+    let owners = RawClient::new(&store, GroupKind::core("Project"));
+    let children = clusters(&store);
+    let project = owners
+        .create("p", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let mut child_ids = Vec::new();
+    for name in ["c1", "c2"] {
+        let child = children
+            .create(
+                name,
+                spec("{}"),
+                CreateOptions::new().owner(project.meta.id),
+            )
+            .await
+            .unwrap();
+        child_ids.push(child.meta.id);
+    }
+    let stray = children
+        .create("stray", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+
+    let owner = children.get_owner(child_ids[0]).unwrap().unwrap();
+    assert_eq!(owner.id, project.meta.id);
+    assert_eq!(owner.group_kind, GroupKind::core("Project"));
+    assert_eq!(children.get_owner(stray.meta.id).unwrap(), None);
+
+    let owned: Vec<_> = owners
+        .list_owned(project.meta.id)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(owned, child_ids);
+    let owned_objects = children
+        .list_owned_objects(project.meta.id, Loads::none())
+        .unwrap();
+    assert_eq!(owned_objects.len(), 2);
+    assert_eq!(owned_objects[0].meta.name, "c1");
+    assert!(
+        owners
+            .list_owned_objects(project.meta.id, Loads::none())
+            .unwrap()
+            .is_empty()
+    );
+
+    let err = children
+        .create("orphan", spec("{}"), CreateOptions::new().owner(424242))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidOption(_)), "{err}");
+    assert!(children.get_by_name("orphan", Loads::none()).is_err());
+}
+
+#[tokio::test]
+async fn relations_are_loaded_only_when_asked_for() {
+    let store = Store::temporary().unwrap();
+    let owners = RawClient::new(&store, GroupKind::core("Project"));
+    let children = clusters(&store);
+    let project = owners
+        .create("p", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    children
+        .create("c", spec("{}"), CreateOptions::new().owner(project.meta.id))
+        .await
+        .unwrap();
+
+    let bare = children.get_by_name("c", Loads::none()).unwrap();
+    assert!(matches!(bare.owner(), Err(Error::NotLoaded("owner"))));
+    assert!(matches!(bare.dependencies(), Err(Error::NotLoaded(_))));
+    assert!(matches!(bare.dependents(), Err(Error::NotLoaded(_))));
+    assert!(matches!(bare.owned(), Err(Error::NotLoaded(_))));
+
+    let loaded = children.get_by_name("c", Loads::all()).unwrap();
+    assert_eq!(loaded.owner().unwrap().unwrap().id, project.meta.id);
+    assert!(
+        loaded.dependencies().unwrap().is_empty(),
+        "loaded and empty"
+    );
+    assert!(loaded.owned().unwrap().is_empty());
+
+    let listed = owners.list(Loads::none().owned()).unwrap();
+    assert_eq!(listed[0].owned().unwrap().len(), 1);
+    assert!(matches!(listed[0].owner(), Err(Error::NotLoaded(_))));
+
+    let typed: Client<serde_json::Value, serde_json::Value> =
+        Client::new(&store, GroupKind::core("Project"));
+    let object = typed.get(project.meta.id, Loads::none().owned()).unwrap();
+    assert_eq!(object.owned().unwrap().len(), 1);
+    assert!(matches!(object.owner(), Err(Error::NotLoaded(_))));
+}
+
+#[tokio::test]
+async fn on_create_runs_after_commit_and_only_for_an_insert() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let store = Store::temporary().unwrap();
+    let client = clusters(&store);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = |calls: &Arc<AtomicUsize>| {
+        let calls = calls.clone();
+        CreateOptions::new().on_create(move || {
+            calls.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    client
+        .create("a", spec("{}"), counter(&calls))
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    client
+        .get_or_create("a", spec("{}"), counter(&calls))
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "found, not inserted");
+    client
+        .create("a", spec("{}"), counter(&calls))
+        .await
+        .unwrap_err();
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "rolled back, never run");
+    client
+        .get_or_create("b", spec("{}"), counter(&calls))
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_reopened_store_holds_everything_and_keeps_counting() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("beehive.db");
+    let (last_id, last_version) = {
+        let store = Store::open(&path).unwrap();
+        let client = clusters(&store);
+        let mut last = None;
+        for i in 0..10 {
+            last = Some(
+                client
+                    .create(&format!("o{i}"), spec(r#"{"i":1}"#), CreateOptions::new())
+                    .await
+                    .unwrap(),
+            );
+        }
+        let last = last.unwrap();
+        client.delete(last.meta.id).await.unwrap();
+        (last.meta.id, store.resource_version())
+    };
+
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.resource_version(), last_version);
+    let client = clusters(&store);
+    let all = client.list(Loads::none()).unwrap();
+    assert_eq!(all.len(), 10);
+    assert!(all[9].meta.deletion_requested_at.is_some());
+    let next = client
+        .create(&generate_name("o-"), spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    assert!(next.meta.id > last_id);
+    assert!(next.meta.resource_version > last_version);
+}
+
+#[tokio::test]
+async fn finalizers_are_stored_and_an_empty_one_is_refused() {
+    let store = Store::temporary().unwrap();
+    let client = clusters(&store);
+    let created = client
+        .create(
+            "a",
+            spec("{}"),
+            CreateOptions::new().finalizers(["x/y", "x/y", "z"]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.meta.finalizers, ["x/y", "z"]);
+    let read = client.get(created.meta.id, Loads::none()).unwrap();
+    assert_eq!(read.meta.finalizers, ["x/y", "z"]);
+    let err = client
+        .create("b", spec("{}"), CreateOptions::new().finalizers([""]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidOption(_)), "{err}");
+}

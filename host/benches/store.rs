@@ -1,1 +1,127 @@
-fn main() {}
+//! Store and client throughput on a file-backed store.
+//!
+//! Prints `figure NAME VALUE UNIT` lines:
+//! - `store.creates_seq_per_s`: one caller creating objects one after another;
+//! - `store.creates_per_s`: eight concurrent callers sharing group commits;
+//! - `store.get_by_id_us`: a point read by id, decoded into a typed object.
+
+use std::time::Instant;
+
+use beehive::{Client, CreateOptions, GroupKind, Loads, Store};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize)]
+struct Spec {
+    image: String,
+    replicas: u32,
+    labels: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Status {
+    ready: u32,
+}
+
+type Clusters = Client<Spec, Status>;
+
+fn spec(i: u32) -> Spec {
+    Spec {
+        image: format!("registry.example/app:{i}"),
+        replicas: i % 7,
+        labels: vec!["tier=web".into(), "env=bench".into()],
+    }
+}
+
+fn clusters(store: &Store) -> Clusters {
+    Client::new(store, GroupKind::new("bench.dev", "Cluster"))
+}
+
+fn figure(name: &str, value: f64, unit: &str) {
+    println!("figure {name} {value:.1} {unit}");
+}
+
+async fn creates_sequential(count: u32) -> f64 {
+    let store = Store::temporary().expect("temporary store");
+    let client = clusters(&store);
+    let start = Instant::now();
+    for i in 0..count {
+        client
+            .create(&format!("seq-{i}"), &spec(i), CreateOptions::new())
+            .await
+            .expect("create");
+    }
+    f64::from(count) / start.elapsed().as_secs_f64()
+}
+
+async fn creates_concurrent(callers: u32, per_caller: u32) -> f64 {
+    let store = Store::temporary().expect("temporary store");
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..callers)
+        .map(|caller| {
+            let client = clusters(&store);
+            tokio::spawn(async move {
+                for i in 0..per_caller {
+                    client
+                        .create(&format!("c{caller}-{i}"), &spec(i), CreateOptions::new())
+                        .await
+                        .expect("create");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("task");
+    }
+    f64::from(callers * per_caller) / start.elapsed().as_secs_f64()
+}
+
+async fn get_by_id(objects: u32, reads: u32) -> f64 {
+    let store = Store::temporary().expect("temporary store");
+    let client = clusters(&store);
+    let mut ids = Vec::new();
+    for i in 0..objects {
+        let created = client
+            .create(&format!("o-{i}"), &spec(i), CreateOptions::new())
+            .await
+            .expect("create");
+        ids.push(created.id());
+    }
+    // Warm the reader pool and statement cache.
+    client.get(ids[0], Loads::none()).expect("get");
+    let start = Instant::now();
+    for i in 0..reads {
+        let id = ids[(i as usize * 7919) % ids.len()];
+        let object = client.get(id, Loads::none()).expect("get");
+        std::hint::black_box(object);
+    }
+    start.elapsed().as_secs_f64() * 1e6 / f64::from(reads)
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // `cargo bench -- NAME` runs only the figures whose name contains NAME.
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+    runtime.block_on(async {
+        if wanted("store.creates_seq_per_s") {
+            figure(
+                "store.creates_seq_per_s",
+                creates_sequential(10_000).await,
+                "obj/s",
+            );
+        }
+        if wanted("store.creates_per_s") {
+            figure(
+                "store.creates_per_s",
+                creates_concurrent(8, 2_500).await,
+                "obj/s",
+            );
+        }
+        if wanted("store.get_by_id_us") {
+            figure("store.get_by_id_us", get_by_id(10_000, 50_000).await, "us");
+        }
+    });
+}

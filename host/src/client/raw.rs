@@ -1,8 +1,6 @@
 //! The untyped client: one kind's objects with spec and status as canonical
 //! JSON. The CLI, the local API and plugins use it; the typed client wraps it.
 
-use std::sync::Arc;
-
 use crate::client::options::{CreateOptions, OnCreate};
 use crate::error::{Error, Result};
 use crate::json::Json;
@@ -10,10 +8,6 @@ use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
 use crate::store::Store;
 use crate::store::WriteTx;
 use crate::store::rows::{self, Direction, NewObject, WriteOp};
-
-/// Checks, inside the write's transaction, that a written spec is readable by
-/// the caller; an error rolls the write back.
-pub(crate) type SpecCheck = Arc<dyn Fn(&Json) -> Result<()> + Send + Sync>;
 
 /// The untyped client for one (group, kind).
 ///
@@ -63,17 +57,7 @@ impl RawClient {
         spec: Json,
         options: CreateOptions,
     ) -> Result<RawObject> {
-        self.create_checked(name, spec, options, None).await
-    }
-
-    pub(crate) async fn create_checked(
-        &self,
-        name: &str,
-        spec: Json,
-        options: CreateOptions,
-        check: Option<SpecCheck>,
-    ) -> Result<RawObject> {
-        let plan = self.plan_create(name, spec, options, check)?;
+        let plan = self.plan_create(name, spec, options)?;
         self.store.write(move |tx| plan.insert(tx)).await
     }
 
@@ -91,17 +75,7 @@ impl RawClient {
         spec: Json,
         options: CreateOptions,
     ) -> Result<(RawObject, bool)> {
-        self.get_or_create_checked(name, spec, options, None).await
-    }
-
-    pub(crate) async fn get_or_create_checked(
-        &self,
-        name: &str,
-        spec: Json,
-        options: CreateOptions,
-        check: Option<SpecCheck>,
-    ) -> Result<(RawObject, bool)> {
-        let plan = self.plan_create(name, spec, options, check)?;
+        let plan = self.plan_create(name, spec, options)?;
         self.store
             .write(
                 move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
@@ -124,24 +98,13 @@ impl RawClient {
         spec: Json,
         options: CreateOptions,
     ) -> Result<(RawObject, bool)> {
-        self.create_or_update_checked(name, spec, options, None)
-            .await
-    }
-
-    pub(crate) async fn create_or_update_checked(
-        &self,
-        name: &str,
-        spec: Json,
-        options: CreateOptions,
-        check: Option<SpecCheck>,
-    ) -> Result<(RawObject, bool)> {
-        let plan = self.plan_create(name, spec, options, check)?;
+        let plan = self.plan_create(name, spec, options)?;
         self.store
             .write(
                 move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
                     None => Ok((plan.insert(tx)?, true)),
                     Some(found) => {
-                        let updated = apply_spec(tx, found, plan.spec, plan.check.as_ref())?;
+                        let updated = apply_spec(tx, found, plan.spec)?;
                         Ok((updated, false))
                     }
                 },
@@ -158,21 +121,12 @@ impl RawClient {
     /// is another kind's; [`Error::DeletionPending`] when it is being deleted;
     /// [`Error::InvalidDocument`] when `spec` is not an object.
     pub async fn update(&self, id: ObjectId, spec: Json) -> Result<RawObject> {
-        self.update_checked(id, spec, None).await
-    }
-
-    pub(crate) async fn update_checked(
-        &self,
-        id: ObjectId,
-        spec: Json,
-        check: Option<SpecCheck>,
-    ) -> Result<RawObject> {
         spec.require_object()?;
         let group_kind = self.group_kind.clone();
         self.store
             .write(move |tx| {
                 let found = select_own_for_write(tx, &group_kind, id)?;
-                apply_spec(tx, found, spec, check.as_ref())
+                apply_spec(tx, found, spec)
             })
             .await
     }
@@ -185,15 +139,6 @@ impl RawClient {
     /// [`Error::InvalidName`]; [`Error::NotFound`] when nothing holds the name;
     /// [`Error::DeletionPending`]; [`Error::InvalidDocument`].
     pub async fn update_by_name(&self, name: &str, spec: Json) -> Result<RawObject> {
-        self.update_by_name_checked(name, spec, None).await
-    }
-
-    pub(crate) async fn update_by_name_checked(
-        &self,
-        name: &str,
-        spec: Json,
-        check: Option<SpecCheck>,
-    ) -> Result<RawObject> {
         check_name(name)?;
         spec.require_object()?;
         let group_kind = self.group_kind.clone();
@@ -202,7 +147,7 @@ impl RawClient {
             .write(move |tx| {
                 let found = rows::select_by_name(tx.conn(), &group_kind, &name)?
                     .ok_or_else(|| Error::not_found(format!("{group_kind}/{name}")))?;
-                apply_spec(tx, found, spec, check.as_ref())
+                apply_spec(tx, found, spec)
             })
             .await
     }
@@ -357,14 +302,10 @@ impl RawClient {
         name: &str,
         spec: Json,
         mut options: CreateOptions,
-        check: Option<SpecCheck>,
     ) -> Result<CreatePlan> {
         check_name(name)?;
         spec.require_object()?;
         options.validate()?;
-        if let Some(check) = &check {
-            check(&spec)?;
-        }
         Ok(CreatePlan {
             group_kind: self.group_kind.clone(),
             name: name.to_string(),
@@ -372,7 +313,6 @@ impl RawClient {
             owner: options.owner,
             finalizers: options.finalizers,
             on_create: options.on_create,
-            check,
         })
     }
 }
@@ -385,7 +325,6 @@ struct CreatePlan {
     owner: Option<ObjectId>,
     finalizers: Vec<String>,
     on_create: Option<OnCreate>,
-    check: Option<SpecCheck>,
 }
 
 impl CreatePlan {
@@ -397,6 +336,7 @@ impl CreatePlan {
                 "owner {owner} does not exist"
             )));
         }
+        let id = tx.next_object_id();
         let resource_version = tx.next_resource_version();
         let object = rows::insert_object(
             tx.conn(),
@@ -405,6 +345,7 @@ impl CreatePlan {
                 name: &self.name,
                 spec: &self.spec,
                 finalizers: &self.finalizers,
+                id,
                 resource_version,
                 now: tx.now(),
             },
@@ -413,9 +354,6 @@ impl CreatePlan {
             rows::insert_owner_edge(tx.conn(), object.meta.id, owner)?;
         }
         rows::log_write(tx.conn(), &object.meta, WriteOp::Create, None)?;
-        if let Some(check) = &self.check {
-            check(&object.spec)?;
-        }
         if let Some(hook) = self.on_create {
             tx.after_commit(hook);
         }
@@ -457,12 +395,7 @@ fn select_own_for_write(
 }
 
 /// Writes `spec` onto a found row, unless the bytes already match.
-fn apply_spec(
-    tx: &mut WriteTx<'_>,
-    object: RawObject,
-    spec: Json,
-    check: Option<&SpecCheck>,
-) -> Result<RawObject> {
+fn apply_spec(tx: &mut WriteTx<'_>, object: RawObject, spec: Json) -> Result<RawObject> {
     if object.meta.deletion_requested_at.is_some() {
         return Err(Error::DeletionPending {
             what: object.meta.label(),
@@ -475,9 +408,6 @@ fn apply_spec(
     let resource_version = tx.next_resource_version();
     rows::update_spec(tx.conn(), &mut object, spec, resource_version, tx.now())?;
     rows::log_write(tx.conn(), &object.meta, WriteOp::Update, None)?;
-    if let Some(check) = check {
-        check(&object.spec)?;
-    }
     Ok(object)
 }
 

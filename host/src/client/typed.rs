@@ -1,13 +1,12 @@
 //! The typed client: the untyped client's verbs over serde types.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::client::options::CreateOptions;
-use crate::client::raw::{RawClient, SpecCheck};
+use crate::client::raw::RawClient;
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::object::{GroupKind, Loads, Meta, ObjectId, ObjectRef, RawObject, Relations};
@@ -99,10 +98,12 @@ impl<Spec, Status> Object<Spec, Status> {
 /// The typed client for one kind: [`RawClient`]'s verbs with `Spec` and
 /// `Status` as serde types.
 ///
-/// Every write checks, inside its transaction, that the spec it wrote decodes
-/// back into `Spec`; one that does not (a `Serialize` and `Deserialize` that
-/// disagree) rolls back with [`Error::Decode`], so nothing unreadable is ever
-/// committed and an updated object keeps its old spec.
+/// Every write checks that the canonical bytes it is about to write decode
+/// back into `Spec`; a spec that does not (a `Serialize` and `Deserialize`
+/// that disagree) fails with [`Error::Decode`] and nothing is committed, so no
+/// unreadable row is ever written and an updated object keeps its old spec.
+/// The check runs before the write takes the store's writer, so it costs
+/// other writers nothing.
 ///
 /// # Example
 /// ```no_run
@@ -123,7 +124,6 @@ impl<Spec, Status> Object<Spec, Status> {
 /// ```
 pub struct Client<Spec, Status> {
     raw: RawClient,
-    check: SpecCheck,
     _types: PhantomData<fn() -> (Spec, Status)>,
 }
 
@@ -131,7 +131,6 @@ impl<Spec, Status> Clone for Client<Spec, Status> {
     fn clone(&self) -> Self {
         Client {
             raw: self.raw.clone(),
-            check: self.check.clone(),
             _types: PhantomData,
         }
     }
@@ -157,20 +156,20 @@ where
 
     /// Wraps an untyped client.
     pub fn from_raw(raw: RawClient) -> Self {
-        let label = raw.group_kind().to_string();
-        let check: SpecCheck = Arc::new(move |spec: &Json| {
-            spec.decode::<Spec>()
-                .map(drop)
-                .map_err(|source| Error::Decode {
-                    what: format!("the written spec of {label}"),
-                    source,
-                })
-        });
         Client {
             raw,
-            check,
             _types: PhantomData,
         }
+    }
+
+    /// The canonical form of `spec`, provided it decodes back into `Spec`.
+    fn encode(&self, spec: &Spec) -> Result<Json> {
+        let json = Json::from_serialize(spec)?;
+        json.decode::<Spec>().map_err(|source| Error::Decode {
+            what: format!("the spec written to {}", self.raw.group_kind()),
+            source,
+        })?;
+        Ok(json)
     }
 
     /// The untyped client underneath.
@@ -189,11 +188,8 @@ where
         spec: &Spec,
         options: CreateOptions,
     ) -> Result<Object<Spec, Status>> {
-        let spec = Json::from_serialize(spec)?;
-        let raw = self
-            .raw
-            .create_checked(name, spec, options, Some(self.check.clone()))
-            .await?;
+        let spec = self.encode(spec)?;
+        let raw = self.raw.create(name, spec, options).await?;
         Object::from_raw(raw)
     }
 
@@ -207,11 +203,8 @@ where
         spec: &Spec,
         options: CreateOptions,
     ) -> Result<(Object<Spec, Status>, bool)> {
-        let spec = Json::from_serialize(spec)?;
-        let (raw, created) = self
-            .raw
-            .get_or_create_checked(name, spec, options, Some(self.check.clone()))
-            .await?;
+        let spec = self.encode(spec)?;
+        let (raw, created) = self.raw.get_or_create(name, spec, options).await?;
         Ok((Object::from_raw(raw)?, created))
     }
 
@@ -225,11 +218,8 @@ where
         spec: &Spec,
         options: CreateOptions,
     ) -> Result<(Object<Spec, Status>, bool)> {
-        let spec = Json::from_serialize(spec)?;
-        let (raw, created) = self
-            .raw
-            .create_or_update_checked(name, spec, options, Some(self.check.clone()))
-            .await?;
+        let spec = self.encode(spec)?;
+        let (raw, created) = self.raw.create_or_update(name, spec, options).await?;
         Ok((Object::from_raw(raw)?, created))
     }
 
@@ -238,11 +228,8 @@ where
     /// # Errors
     /// As [`RawClient::update`], plus [`Error::Decode`].
     pub async fn update(&self, id: ObjectId, spec: &Spec) -> Result<Object<Spec, Status>> {
-        let spec = Json::from_serialize(spec)?;
-        let raw = self
-            .raw
-            .update_checked(id, spec, Some(self.check.clone()))
-            .await?;
+        let spec = self.encode(spec)?;
+        let raw = self.raw.update(id, spec).await?;
         Object::from_raw(raw)
     }
 
@@ -251,11 +238,8 @@ where
     /// # Errors
     /// As [`RawClient::update_by_name`], plus [`Error::Decode`].
     pub async fn update_by_name(&self, name: &str, spec: &Spec) -> Result<Object<Spec, Status>> {
-        let spec = Json::from_serialize(spec)?;
-        let raw = self
-            .raw
-            .update_by_name_checked(name, spec, Some(self.check.clone()))
-            .await?;
+        let spec = self.encode(spec)?;
+        let raw = self.raw.update_by_name(name, spec).await?;
         Object::from_raw(raw)
     }
 

@@ -18,7 +18,7 @@ use rusqlite::{Connection, OpenFlags};
 use crate::error::Result;
 
 pub(crate) use writer::WriteTx;
-use writer::{Writer, WriterConn};
+use writer::{Sequences, Writer, WriterConn};
 
 /// How long a connection waits on SQLite's own lock before giving up. Only the
 /// writer takes it, so this covers a checkpoint racing a read, nothing more.
@@ -84,17 +84,15 @@ impl Store {
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.pragma_update(None, "wal_autocheckpoint", 8000)?;
         schema::migrate(&mut conn)?;
-        let resource_version: i64 = conn.query_row(
-            "SELECT value FROM kv WHERE key = 'resource_version'",
-            [],
-            |row| row.get(0),
-        )?;
+        let sequences = Sequences::load(&conn)?;
         let session = new_session_id();
         let writer = Writer::new(WriterConn {
             conn,
-            resource_version,
+            sequences,
             session,
+            batches: 0,
         });
         Ok(Store {
             inner: Arc::new(Inner {
@@ -172,4 +170,135 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// matter for liveness conditions, and 63 random bits make them moot.
 fn new_session_id() -> i64 {
     (uuid::Uuid::new_v4().as_u128() as i64) & i64::MAX
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::thread;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::error::Error;
+
+    /// Writes a kv row named `key` and reports the transaction it ran in.
+    fn put(key: &'static str) -> impl FnOnce(&mut WriteTx<'_>) -> Result<u64> + Send + 'static {
+        move |tx| {
+            tx.conn()
+                .execute("INSERT INTO kv (key, value) VALUES (?1, 1)", [key])?;
+            Ok(tx.batch())
+        }
+    }
+
+    fn has_key(store: &Store, key: &str) -> bool {
+        store
+            .read(|conn| {
+                Ok(conn
+                    .prepare("SELECT 1 FROM kv WHERE key = ?1")?
+                    .exists([key])?)
+            })
+            .unwrap()
+    }
+
+    fn wait_for_queue(store: &Store, jobs: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while store.inner.writer.queued() < jobs {
+            assert!(Instant::now() < deadline, "jobs never queued");
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Starts a write that holds the writer until `release` is sent.
+    fn hold_writer(store: &Store) -> (mpsc::Sender<()>, thread::JoinHandle<Result<u64>>) {
+        let (started_tx, started_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let holder = store.clone();
+        let handle = thread::spawn(move || {
+            holder.write_blocking(move |tx| {
+                started_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                put("holder")(tx)
+            })
+        });
+        started_rx.recv().unwrap();
+        (release_tx, handle)
+    }
+
+    #[test]
+    fn queued_writes_share_one_transaction_and_a_failure_rolls_back_only_itself() {
+        let store = Store::temporary().unwrap();
+        let (release, holder) = hold_writer(&store);
+
+        type Job = Box<dyn FnOnce(&mut WriteTx<'_>) -> Result<u64> + Send>;
+        let spawn = |job: Job| {
+            let store = store.clone();
+            thread::spawn(move || store.write_blocking(job))
+        };
+        let first = spawn(Box::new(put("first")));
+        wait_for_queue(&store, 1);
+        let (failing_batch_tx, failing_batch_rx) = mpsc::channel();
+        let failing = spawn(Box::new(move |tx: &mut WriteTx<'_>| {
+            put("failing")(tx)?;
+            failing_batch_tx.send(tx.batch()).unwrap();
+            Err(Error::Internal("this job fails".into()))
+        }));
+        wait_for_queue(&store, 2);
+        let last = spawn(Box::new(put("last")));
+        wait_for_queue(&store, 3);
+
+        release.send(()).unwrap();
+        let holder_batch = holder.join().unwrap().unwrap();
+        let first_batch = first.join().unwrap().unwrap();
+        let last_batch = last.join().unwrap().unwrap();
+        assert!(failing.join().unwrap().is_err());
+        let failing_batch = failing_batch_rx.recv().unwrap();
+
+        assert_ne!(first_batch, holder_batch);
+        assert_eq!(first_batch, last_batch, "queued writes share a transaction");
+        assert_eq!(first_batch, failing_batch);
+        assert!(has_key(&store, "holder"));
+        assert!(has_key(&store, "first"));
+        assert!(has_key(&store, "last"));
+        assert!(
+            !has_key(&store, "failing"),
+            "the failed job was rolled back"
+        );
+    }
+
+    #[test]
+    fn a_dropped_async_write_is_withdrawn_and_the_next_writer_still_leads() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let store = Store::temporary().unwrap();
+        let (release, holder) = hold_writer(&store);
+
+        let abandoned = runtime.block_on(async {
+            tokio::time::timeout(Duration::from_millis(20), store.write(put("abandoned"))).await
+        });
+        assert!(abandoned.is_err(), "timed out while queued");
+        assert_eq!(store.inner.writer.queued(), 0, "withdrawn from the queue");
+
+        let waiting = {
+            let store = store.clone();
+            thread::spawn(move || store.write_blocking(put("after")))
+        };
+        wait_for_queue(&store, 1);
+        release.send(()).unwrap();
+        holder.join().unwrap().unwrap();
+        waiting.join().unwrap().unwrap();
+        assert!(!has_key(&store, "abandoned"));
+        assert!(has_key(&store, "after"));
+        runtime.block_on(store.write(put("later"))).unwrap();
+    }
+
+    #[test]
+    fn a_panicking_job_fails_alone() {
+        let store = Store::temporary().unwrap();
+        let result = store.write_blocking(|_tx| -> Result<()> { panic!("job bug") });
+        assert!(matches!(result, Err(Error::Internal(_))));
+        store.write_blocking(put("fine")).unwrap();
+        assert!(has_key(&store, "fine"));
+    }
 }

@@ -270,6 +270,7 @@ pub(crate) struct NewObject<'a> {
     pub(crate) name: &'a str,
     pub(crate) spec: &'a Json,
     pub(crate) finalizers: &'a [String],
+    pub(crate) id: ObjectId,
     pub(crate) resource_version: i64,
     pub(crate) now: Timestamp,
 }
@@ -283,9 +284,9 @@ pub(crate) fn insert_object(conn: &Connection, new: NewObject<'_>) -> Result<Raw
         .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
     let inserted = conn
         .prepare_cached(
-            "INSERT INTO objects (grp, kind, name, spec, generation, resource_version, \
+            "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, \
                                   finalizers, created_at, updated_at) \
-             VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7)",
+             VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7)",
         )?
         .execute(params![
             new.group_kind.group,
@@ -295,6 +296,7 @@ pub(crate) fn insert_object(conn: &Connection, new: NewObject<'_>) -> Result<Raw
             new.resource_version,
             finalizers,
             new.now.as_millis(),
+            new.id,
         ]);
     match inserted {
         Ok(_) => {}
@@ -310,7 +312,7 @@ pub(crate) fn insert_object(conn: &Connection, new: NewObject<'_>) -> Result<Raw
     }
     Ok(RawObject {
         meta: Meta {
-            id: conn.last_insert_rowid(),
+            id: new.id,
             group_kind: new.group_kind.clone(),
             name: new.name.to_string(),
             generation: 1,

@@ -14,8 +14,9 @@ const MIGRATIONS: &[&str] = &[MIGRATION_1];
 /// The first schema: objects and everything hanging off them.
 const MIGRATION_1: &str = r#"
 CREATE TABLE objects (
-    -- AUTOINCREMENT keeps a collected object's id from ever being handed out again.
-    id                    INTEGER PRIMARY KEY AUTOINCREMENT,
+    -- Assigned by the writer from kv 'object_id', so a collected object's id is
+    -- never handed out again.
+    id                    INTEGER PRIMARY KEY,
     grp                   TEXT    NOT NULL,
     kind                  TEXT    NOT NULL CHECK (kind <> ''),
     name                  TEXT    NOT NULL CHECK (name <> ''),
@@ -102,8 +103,6 @@ CREATE TABLE object_writes (
     row_image        TEXT
 ) STRICT;
 
-CREATE INDEX object_writes_by_kind ON object_writes (grp, kind, resource_version);
-CREATE INDEX object_writes_by_object ON object_writes (object_id, resource_version);
 
 -- The store-wide write cursor a dependent's last successful pass observed.
 CREATE TABLE dependency_watermarks (
@@ -129,7 +128,7 @@ CREATE TABLE kv (
     value ANY  NOT NULL
 ) STRICT, WITHOUT ROWID;
 
-INSERT INTO kv (key, value) VALUES ('resource_version', 0);
+INSERT INTO kv (key, value) VALUES ('resource_version', 0), ('object_id', 0);
 "#;
 
 /// The newest schema version this build knows.

@@ -31,13 +31,21 @@ pub(crate) type Hook = Box<dyn FnOnce() + Send>;
 /// What a job sees: the write connection inside an open transaction.
 pub(crate) struct WriteTx<'c> {
     conn: &'c Connection,
-    resource_version: i64,
+    sequences: Sequences,
     now: Timestamp,
     session: i64,
     hooks: Vec<Hook>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    batch: u64,
 }
 
 impl<'c> WriteTx<'c> {
+    /// Which transaction this is, counted per writer: lets tests see sharing.
+    #[cfg(test)]
+    pub(crate) fn batch(&self) -> u64 {
+        self.batch
+    }
+
     /// The connection, inside the job's savepoint.
     pub(crate) fn conn(&self) -> &'c Connection {
         self.conn
@@ -47,8 +55,16 @@ impl<'c> WriteTx<'c> {
     /// Values taken by a job that rolls back are given back: nothing carrying
     /// them was committed.
     pub(crate) fn next_resource_version(&mut self) -> i64 {
-        self.resource_version += 1;
-        self.resource_version
+        self.sequences.resource_version += 1;
+        self.sequences.resource_version
+    }
+
+    /// Takes the next object id. Ids come from a counter of our own rather than
+    /// AUTOINCREMENT, which would write `sqlite_sequence` on every insert; like
+    /// resource versions, ids taken by a job that rolls back are given back.
+    pub(crate) fn next_object_id(&mut self) -> i64 {
+        self.sequences.object_id += 1;
+        self.sequences.object_id
     }
 
     /// The transaction's clock: one reading per batch.
@@ -67,11 +83,43 @@ impl<'c> WriteTx<'c> {
     }
 }
 
-/// The connection the leader writes through, and the sequence it owns.
+/// The store-wide counters the writer owns, persisted in `kv` by the
+/// transaction that advanced them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Sequences {
+    /// The last `resource_version` handed out.
+    pub(crate) resource_version: i64,
+    /// The last object id handed out.
+    pub(crate) object_id: i64,
+}
+
+impl Sequences {
+    pub(crate) fn load(conn: &Connection) -> rusqlite::Result<Sequences> {
+        let read = |key: &str| {
+            conn.query_row("SELECT value FROM kv WHERE key = ?1", [key], |row| {
+                row.get::<_, i64>(0)
+            })
+        };
+        Ok(Sequences {
+            resource_version: read("resource_version")?,
+            object_id: read("object_id")?,
+        })
+    }
+
+    fn save(self, conn: &Connection) -> rusqlite::Result<()> {
+        let mut update = conn.prepare_cached("UPDATE kv SET value = ?2 WHERE key = ?1")?;
+        update.execute(rusqlite::params!["resource_version", self.resource_version])?;
+        update.execute(rusqlite::params!["object_id", self.object_id])?;
+        Ok(())
+    }
+}
+
+/// The connection the leader writes through, and the counters it owns.
 pub(crate) struct WriterConn {
     pub(crate) conn: Connection,
-    pub(crate) resource_version: i64,
+    pub(crate) sequences: Sequences,
     pub(crate) session: i64,
+    pub(crate) batches: u64,
 }
 
 /// A queued write, with its answer slot erased to a common shape.
@@ -235,7 +283,13 @@ impl Writer {
 
     /// The last `resource_version` this writer committed.
     pub(crate) fn resource_version(&self) -> i64 {
-        lock(&self.conn).resource_version
+        lock(&self.conn).sequences.resource_version
+    }
+
+    /// How many jobs wait for a leader.
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        lock(&self.queue).jobs.len()
     }
 
     /// Queues `work` and returns its outcome once its transaction committed,
@@ -335,17 +389,19 @@ impl Writer {
     fn run_batch(&self, mut batch: Vec<Box<dyn Job>>) -> Vec<Hook> {
         let mut writer = lock(&self.conn);
         let writer = &mut *writer;
+        writer.batches += 1;
         let mut tx = WriteTx {
+            batch: writer.batches,
             conn: &writer.conn,
-            resource_version: writer.resource_version,
+            sequences: writer.sequences,
             now: Timestamp::now(),
             session: writer.session,
             hooks: Vec::new(),
         };
         let committed = run_jobs(&mut tx, &mut batch).map_err(|e| e.to_string());
-        let (resource_version, hooks) = (tx.resource_version, tx.hooks);
+        let (sequences, hooks) = (tx.sequences, tx.hooks);
         match &committed {
-            Ok(()) => writer.resource_version = resource_version,
+            Ok(()) => writer.sequences = sequences,
             Err(_) => {
                 // The transaction may already be gone; a failed ROLLBACK changes nothing.
                 let _ = writer.conn.execute_batch("ROLLBACK");
@@ -376,28 +432,33 @@ impl Writer {
     }
 }
 
+/// Runs one of the writer's fixed statements; cached, since every job runs several.
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
 fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> rusqlite::Result<()> {
-    let start_version = tx.resource_version;
-    tx.conn.execute_batch("BEGIN IMMEDIATE")?;
+    let sequences_before_batch = tx.sequences;
+    exec(tx.conn, "BEGIN IMMEDIATE")?;
     for job in batch.iter_mut() {
-        tx.conn.execute_batch("SAVEPOINT job")?;
+        exec(tx.conn, "SAVEPOINT job")?;
         let hooks_before = tx.hooks.len();
-        let version_before = tx.resource_version;
+        let sequences_before = tx.sequences;
         if job.run(tx) {
-            tx.conn.execute_batch("RELEASE job")?;
+            exec(tx.conn, "RELEASE job")?;
         } else {
-            tx.conn.execute_batch("ROLLBACK TO job; RELEASE job")?;
-            // Nothing the job wrote survives, so its versions can be handed out again.
+            exec(tx.conn, "ROLLBACK TO job")?;
+            exec(tx.conn, "RELEASE job")?;
+            // Nothing the job wrote survives, so what it took can be handed out again.
             tx.hooks.truncate(hooks_before);
-            tx.resource_version = version_before;
+            tx.sequences = sequences_before;
         }
     }
-    if tx.resource_version != start_version {
-        tx.conn
-            .prepare_cached("UPDATE kv SET value = ?1 WHERE key = 'resource_version'")?
-            .execute([tx.resource_version])?;
+    if tx.sequences != sequences_before_batch {
+        tx.sequences.save(tx.conn)?;
     }
-    tx.conn.execute_batch("COMMIT")
+    exec(tx.conn, "COMMIT")
 }
 
 fn run_hooks(hooks: Vec<Hook>) {

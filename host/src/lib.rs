@@ -53,3 +53,8 @@ pub use object::{
     generate_name,
 };
 pub use store::Store;
+
+// Compiles the README's Rust examples as doctests, so the README stays true.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -294,6 +294,47 @@ mod tests {
     }
 
     #[test]
+    fn counters_survive_a_reopen_even_when_the_newest_rows_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.db");
+        let insert = |tx: &mut WriteTx<'_>| -> Result<(i64, i64)> {
+            let id = tx.next_object_id();
+            let version = tx.next_resource_version();
+            tx.conn().execute(
+                "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, created_at, updated_at)
+                 VALUES (?1, '', 'K', ?1, '{}', 1, ?2, 0, 0)",
+                [id, version],
+            )?;
+            tx.conn().execute(
+                "INSERT INTO object_writes (resource_version, object_id, grp, kind, op, written_at)
+                 VALUES (?1, ?2, '', 'K', 'create', 0)",
+                [version, id],
+            )?;
+            Ok((id, version))
+        };
+        let (removed_id, removed_version) = {
+            let store = Store::open(&path).unwrap();
+            store.write_blocking(insert).unwrap();
+            let (newest, version) = store.write_blocking(insert).unwrap();
+            store
+                .write_blocking(move |tx| {
+                    tx.conn()
+                        .execute("DELETE FROM objects WHERE id = ?1", [newest])?;
+                    tx.conn().execute("DELETE FROM object_writes", [])?;
+                    tx.save_sequences();
+                    Ok(())
+                })
+                .unwrap();
+            (newest, version)
+        };
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.resource_version(), removed_version);
+        let (id, version) = store.write_blocking(insert).unwrap();
+        assert!(id > removed_id, "ids are never reused");
+        assert!(version > removed_version);
+    }
+
+    #[test]
     fn a_panicking_job_fails_alone() {
         let store = Store::temporary().unwrap();
         let result = store.write_blocking(|_tx| -> Result<()> { panic!("job bug") });

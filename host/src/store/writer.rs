@@ -35,6 +35,7 @@ pub(crate) struct WriteTx<'c> {
     now: Timestamp,
     session: i64,
     hooks: Vec<Hook>,
+    save_sequences: bool,
     #[cfg_attr(not(test), allow(dead_code))]
     batch: u64,
 }
@@ -77,14 +78,31 @@ impl<'c> WriteTx<'c> {
         self.session
     }
 
+    /// Persists the counters in `kv` with this transaction.
+    ///
+    /// # Caveat
+    /// Every job that removes rows from `objects` or `object_writes` must call
+    /// this: the counters are otherwise re-derived at open from the highest id
+    /// and log position still stored, and removing the newest row would let
+    /// its id or version be handed out again.
+    #[allow(dead_code)] // Garbage collection and log retention call it.
+    pub(crate) fn save_sequences(&mut self) {
+        self.save_sequences = true;
+    }
+
     /// Runs `hook` after the outermost commit, and never if the job rolls back.
     pub(crate) fn after_commit(&mut self, hook: Hook) {
         self.hooks.push(hook);
     }
 }
 
-/// The store-wide counters the writer owns, persisted in `kv` by the
-/// transaction that advanced them.
+/// The store-wide counters the writer owns.
+///
+/// They are not written on every commit: every write that takes a version
+/// appends it to the write log, and every create stores its id, so at open the
+/// highest stored id and log position recover them. `kv` holds a floor under
+/// both, written by the transactions that remove rows (see
+/// [`WriteTx::save_sequences`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Sequences {
     /// The last `resource_version` handed out.
@@ -95,14 +113,18 @@ pub(crate) struct Sequences {
 
 impl Sequences {
     pub(crate) fn load(conn: &Connection) -> rusqlite::Result<Sequences> {
-        let read = |key: &str| {
+        let read = |sql: &str| conn.query_row(sql, [], |row| row.get::<_, Option<i64>>(0));
+        let floor = |key: &str| {
             conn.query_row("SELECT value FROM kv WHERE key = ?1", [key], |row| {
                 row.get::<_, i64>(0)
             })
         };
+        // Both maxima are primary-key lookups, so opening stays O(1).
+        let logged = read("SELECT MAX(resource_version) FROM object_writes")?.unwrap_or(0);
+        let stored = read("SELECT MAX(id) FROM objects")?.unwrap_or(0);
         Ok(Sequences {
-            resource_version: read("resource_version")?,
-            object_id: read("object_id")?,
+            resource_version: floor("resource_version")?.max(logged),
+            object_id: floor("object_id")?.max(stored),
         })
     }
 
@@ -397,6 +419,7 @@ impl Writer {
             now: Timestamp::now(),
             session: writer.session,
             hooks: Vec::new(),
+            save_sequences: false,
         };
         let committed = run_jobs(&mut tx, &mut batch).map_err(|e| e.to_string());
         let (sequences, hooks) = (tx.sequences, tx.hooks);
@@ -439,7 +462,6 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 }
 
 fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> rusqlite::Result<()> {
-    let sequences_before_batch = tx.sequences;
     exec(tx.conn, "BEGIN IMMEDIATE")?;
     for job in batch.iter_mut() {
         exec(tx.conn, "SAVEPOINT job")?;
@@ -455,7 +477,7 @@ fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> rusqlite::Resul
             tx.sequences = sequences_before;
         }
     }
-    if tx.sequences != sequences_before_batch {
+    if tx.save_sequences {
         tx.sequences.save(tx.conn)?;
     }
     exec(tx.conn, "COMMIT")

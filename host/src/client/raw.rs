@@ -420,3 +420,55 @@ fn mark_for_deletion(tx: &mut WriteTx<'_>, mut object: RawObject) -> Result<()> 
     rows::mark_deleted(tx.conn(), &mut object, resource_version, tx.now())?;
     rows::log_write(tx.conn(), &object.meta, WriteOp::Update, None)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn delete_by_name_answers_its_no_ops_without_the_writer() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let store = Store::temporary().unwrap();
+        let client = RawClient::new(&store, GroupKind::core("Thing"));
+        runtime.block_on(async {
+            let pending = client
+                .create("pending", Json::parse("{}").unwrap(), CreateOptions::new())
+                .await
+                .unwrap();
+            client.delete(pending.meta.id).await.unwrap();
+        });
+
+        // Hold the writer on another thread until told to let go.
+        let (held_tx, held_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let holder = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                store.write_blocking(move |_tx| {
+                    held_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                    Ok(())
+                })
+            })
+        };
+        held_rx.recv().unwrap();
+
+        for name in ["absent", "pending"] {
+            let answered = runtime.block_on(async {
+                tokio::time::timeout(Duration::from_secs(5), client.delete_by_name(name)).await
+            });
+            assert!(
+                matches!(answered, Ok(Ok(()))),
+                "{name}: answered without waiting for the held writer"
+            );
+        }
+        release_tx.send(()).unwrap();
+        holder.join().unwrap().unwrap();
+    }
+}

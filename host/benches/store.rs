@@ -40,6 +40,15 @@ fn figure(name: &str, value: f64, unit: &str) {
     println!("figure {name} {value:.1} {unit}");
 }
 
+/// How many times each measurement runs; the median is reported, since one
+/// run on a shared two-core machine swings by ±15%.
+const RUNS: usize = 5;
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
 async fn creates_sequential(count: u32) -> f64 {
     let store = Store::temporary().expect("temporary store");
     let client = clusters(&store);
@@ -107,18 +116,18 @@ fn main() {
     let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
     runtime.block_on(async {
         if wanted("store.creates_seq_per_s") {
-            figure(
-                "store.creates_seq_per_s",
-                creates_sequential(10_000).await,
-                "obj/s",
-            );
+            let mut samples = Vec::new();
+            for _ in 0..RUNS {
+                samples.push(creates_sequential(10_000).await);
+            }
+            figure("store.creates_seq_per_s", median(samples), "obj/s");
         }
         if wanted("store.creates_per_s") {
-            figure(
-                "store.creates_per_s",
-                creates_concurrent(8, 2_500).await,
-                "obj/s",
-            );
+            let mut samples = Vec::new();
+            for _ in 0..RUNS {
+                samples.push(creates_concurrent(8, 2_500).await);
+            }
+            figure("store.creates_per_s", median(samples), "obj/s");
         }
         if wanted("store.get_by_id_us") {
             figure("store.get_by_id_us", get_by_id(10_000, 50_000).await, "us");

@@ -164,11 +164,17 @@ enum SlotState<R> {
     Taken,
 }
 
-/// Where a caller waits for its answer, blocking or async.
+/// Where a caller waits for its answer: on a condvar if it blocks, on a
+/// `Notify` if it awaits. Only the one it waits on is signalled, since waking
+/// a condvar costs a system call even when nobody waits on it.
 struct Slot<R> {
     state: Mutex<SlotState<R>>,
-    blocking: Condvar,
-    notify: Notify,
+    waiter: Waiter,
+}
+
+enum Waiter {
+    Blocking(Condvar),
+    Async(Notify),
 }
 
 enum Wake<R> {
@@ -177,20 +183,21 @@ enum Wake<R> {
 }
 
 impl<R> Slot<R> {
-    fn new() -> Self {
+    fn new(waiter: Waiter) -> Self {
         Slot {
             state: Mutex::new(SlotState::Queued),
-            blocking: Condvar::new(),
-            notify: Notify::new(),
+            waiter,
         }
     }
 
     fn set(&self, state: SlotState<R>) {
         *lock(&self.state) = state;
-        self.blocking.notify_one();
-        // notify_one stores a permit when nobody waits yet, so a waiter that
-        // checks the state and then awaits cannot miss this.
-        self.notify.notify_one();
+        match &self.waiter {
+            Waiter::Blocking(condvar) => condvar.notify_one(),
+            // notify_one stores a permit when nobody waits yet, so a waiter
+            // that checks the state and then awaits cannot miss this.
+            Waiter::Async(notify) => notify.notify_one(),
+        }
     }
 
     /// Takes a wake if one is there, leaving `Queued` untouched.
@@ -211,10 +218,17 @@ impl<R> Slot<R> {
             if let Some(wake) = Self::take_wake(&mut state) {
                 return wake;
             }
-            state = self
-                .blocking
-                .wait(state)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            state = match &self.waiter {
+                Waiter::Blocking(condvar) => condvar
+                    .wait(state)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
+                // A leader takes its own answer this way, which is there by then.
+                Waiter::Async(_) => {
+                    return Wake::Done(Err(Error::Internal(
+                        "an async write was waited on by blocking".into(),
+                    )));
+                }
+            };
         }
     }
 
@@ -223,7 +237,14 @@ impl<R> Slot<R> {
             if let Some(wake) = Self::take_wake(&mut lock(&self.state)) {
                 return wake;
             }
-            self.notify.notified().await;
+            match &self.waiter {
+                Waiter::Async(notify) => notify.notified().await,
+                Waiter::Blocking(_) => {
+                    return Wake::Done(Err(Error::Internal(
+                        "a blocking write was awaited".into(),
+                    )));
+                }
+            }
         }
     }
 
@@ -321,7 +342,7 @@ impl Writer {
         F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        let (slot, must_lead) = self.enqueue(work);
+        let (slot, must_lead) = self.enqueue(work, Waiter::Blocking(Condvar::new()));
         if !must_lead {
             match slot.wait_blocking() {
                 Wake::Done(result) => return result,
@@ -342,7 +363,7 @@ impl Writer {
         F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        let (slot, must_lead) = self.enqueue(work);
+        let (slot, must_lead) = self.enqueue(work, Waiter::Async(Notify::new()));
         if !must_lead {
             let mut guard = WithdrawOnDrop {
                 writer: self,
@@ -359,12 +380,12 @@ impl Writer {
         self.lead_until_done(&slot)
     }
 
-    fn enqueue<F, R>(&self, work: F) -> (Arc<Slot<R>>, bool)
+    fn enqueue<F, R>(&self, work: F, waiter: Waiter) -> (Arc<Slot<R>>, bool)
     where
         F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        let slot = Arc::new(Slot::new());
+        let slot = Arc::new(Slot::new(waiter));
         let job = Box::new(TypedJob {
             work: Some(work),
             outcome: None,

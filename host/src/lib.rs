@@ -40,6 +40,7 @@
 #![deny(missing_docs)]
 
 mod client;
+mod engine;
 mod error;
 mod json;
 mod object;

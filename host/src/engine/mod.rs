@@ -1,0 +1,3 @@
+//! The reconcile engine: controllers, the work queue, passes and drivers.
+
+mod queue;

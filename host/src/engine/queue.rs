@@ -1,0 +1,532 @@
+//! The per-kind work queue: which object runs next, and when.
+//!
+//! One slot per object: a wake for an object already queued collapses into
+//! it, and an object is never handed to two workers at once (a wake while it
+//! runs is remembered and served when the pass ends). Each object has a
+//! re-enqueue floor: an ordinary wake within the floor of its last dispatch
+//! waits for the floor. A failed pass arms a backoff alarm (1 s doubling up to
+//! the cap) that absorbs ordinary wakes; an immediate wake (a push at commit,
+//! a requeue) cancels any alarm and bypasses the floor. A successful pass
+//! clears the backoff.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::object::ObjectId;
+
+/// How a wake treats alarms and the floor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Wake {
+    /// A scan found work: respects the floor, absorbed by a backoff alarm.
+    Ordinary,
+    /// A push at commit or a requeue: cancels any alarm, bypasses the floor.
+    Immediate,
+}
+
+/// How a pass ended, as far as scheduling is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The pass succeeded; run again after `requeue`, if given.
+    Succeeded { requeue: Option<Duration> },
+    /// The pass failed: take the next step of the backoff ladder.
+    Failed,
+    /// The object no longer exists: forget it.
+    Gone,
+}
+
+/// The queue's timing rules.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QueueConfig {
+    /// The per-object re-enqueue floor.
+    pub(crate) floor: Duration,
+    /// The first backoff step.
+    pub(crate) base_backoff: Duration,
+    /// The backoff cap.
+    pub(crate) max_backoff: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Ready,
+    Running,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Alarm {
+    due: Instant,
+    backoff: bool,
+}
+
+#[derive(Debug)]
+struct Entry {
+    phase: Phase,
+    alarm: Option<Alarm>,
+    /// The last backoff step taken; `None` when not backing off.
+    backoff: Option<Duration>,
+    last_dispatch: Option<Instant>,
+    /// The strongest wake that arrived while the object was running.
+    rerun: Option<Wake>,
+}
+
+impl Entry {
+    fn new() -> Self {
+        Entry {
+            phase: Phase::Idle,
+            alarm: None,
+            backoff: None,
+            last_dispatch: None,
+            rerun: None,
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    entries: HashMap<ObjectId, Entry>,
+    ready: VecDeque<ObjectId>,
+    alarms: BTreeSet<(Instant, ObjectId)>,
+    closed: bool,
+}
+
+/// The work queue of one kind.
+pub(crate) struct WorkQueue {
+    state: Mutex<State>,
+    changed: Notify,
+    config: QueueConfig,
+}
+
+fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl WorkQueue {
+    pub(crate) fn new(config: QueueConfig) -> Self {
+        WorkQueue {
+            state: Mutex::new(State::default()),
+            changed: Notify::new(),
+            config,
+        }
+    }
+
+    /// Asks for a pass of `id`.
+    pub(crate) fn wake(&self, id: ObjectId, wake: Wake) {
+        let mut state = lock(&self.state);
+        if state.closed {
+            return;
+        }
+        self.wake_locked(&mut state, id, wake, Instant::now());
+    }
+
+    /// Asks for a pass of each id.
+    pub(crate) fn wake_all(&self, ids: impl IntoIterator<Item = ObjectId>, wake: Wake) {
+        let mut state = lock(&self.state);
+        if state.closed {
+            return;
+        }
+        let now = Instant::now();
+        for id in ids {
+            self.wake_locked(&mut state, id, wake, now);
+        }
+    }
+
+    /// Requeues `id` now, clearing its backoff if asked.
+    pub(crate) fn requeue(&self, id: ObjectId, reset_backoff: bool) {
+        let mut state = lock(&self.state);
+        if state.closed {
+            return;
+        }
+        if reset_backoff && let Some(entry) = state.entries.get_mut(&id) {
+            entry.backoff = None;
+        }
+        self.wake_locked(&mut state, id, Wake::Immediate, Instant::now());
+    }
+
+    fn wake_locked(&self, state: &mut State, id: ObjectId, wake: Wake, now: Instant) {
+        let floor = self.config.floor;
+        let entry = state.entries.entry(id).or_insert_with(Entry::new);
+        match entry.phase {
+            Phase::Ready => {}
+            Phase::Running => entry.rerun = entry.rerun.max(Some(wake)),
+            Phase::Idle => match wake {
+                Wake::Immediate => {
+                    let cancelled = entry.alarm.take();
+                    entry.phase = Phase::Ready;
+                    if let Some(alarm) = cancelled {
+                        state.alarms.remove(&(alarm.due, id));
+                    }
+                    state.ready.push_back(id);
+                    self.changed.notify_one();
+                }
+                Wake::Ordinary => {
+                    if entry.alarm.is_some_and(|a| a.backoff) {
+                        return;
+                    }
+                    let earliest = entry.last_dispatch.map_or(now, |at| at + floor);
+                    if earliest <= now {
+                        let cancelled = entry.alarm.take();
+                        entry.phase = Phase::Ready;
+                        if let Some(alarm) = cancelled {
+                            state.alarms.remove(&(alarm.due, id));
+                        }
+                        state.ready.push_back(id);
+                        self.changed.notify_one();
+                    } else {
+                        self.arm(state, id, earliest, false);
+                    }
+                }
+            },
+        }
+    }
+
+    /// Sets an alarm for `id` at `due`, keeping an earlier non-backoff one.
+    fn arm(&self, state: &mut State, id: ObjectId, due: Instant, backoff: bool) {
+        let Some(entry) = state.entries.get_mut(&id) else {
+            return;
+        };
+        if let Some(existing) = entry.alarm {
+            if !backoff && !existing.backoff && existing.due <= due {
+                return;
+            }
+            state.alarms.remove(&(existing.due, id));
+        }
+        entry.alarm = Some(Alarm { due, backoff });
+        state.alarms.insert((due, id));
+        self.changed.notify_one();
+    }
+
+    /// Waits for the next object to run and marks it running. `None` once the
+    /// queue is closed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: an object is only taken when this returns it.
+    pub(crate) async fn next(&self) -> Option<ObjectId> {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            // Registered before the state is read, so a change made after the
+            // read still wakes this waiter.
+            changed.as_mut().enable();
+            let next_alarm = {
+                let mut state = lock(&self.state);
+                if state.closed {
+                    return None;
+                }
+                let now = Instant::now();
+                fire_due_alarms(&mut state, now);
+                if let Some(id) = state.ready.pop_front() {
+                    if let Some(entry) = state.entries.get_mut(&id) {
+                        entry.phase = Phase::Running;
+                        entry.last_dispatch = Some(now);
+                    }
+                    if !state.ready.is_empty() {
+                        // Another worker may be waiting for the rest.
+                        self.changed.notify_one();
+                    }
+                    return Some(id);
+                }
+                state.alarms.first().map(|(due, _)| *due)
+            };
+            match next_alarm {
+                Some(due) => {
+                    tokio::select! {
+                        _ = &mut changed => {}
+                        _ = tokio::time::sleep_until(due) => {}
+                    }
+                }
+                None => changed.await,
+            }
+        }
+    }
+
+    /// Records how the pass of `id` ended and schedules what follows.
+    pub(crate) fn done(&self, id: ObjectId, outcome: Outcome) {
+        let mut state = lock(&self.state);
+        let now = Instant::now();
+        let floor = self.config.floor;
+        if outcome == Outcome::Gone {
+            if let Some(entry) = state.entries.remove(&id)
+                && let Some(alarm) = entry.alarm
+            {
+                state.alarms.remove(&(alarm.due, id));
+            }
+            return;
+        }
+        let Some(entry) = state.entries.get_mut(&id) else {
+            return;
+        };
+        entry.phase = Phase::Idle;
+        let rerun = entry.rerun.take();
+        match outcome {
+            Outcome::Succeeded { requeue } => {
+                entry.backoff = None;
+                if let Some(delay) = requeue {
+                    let floor_at = entry.last_dispatch.map_or(now, |at| at + floor);
+                    self.arm(&mut state, id, (now + delay).max(floor_at), false);
+                }
+            }
+            Outcome::Failed => {
+                let step = match entry.backoff {
+                    Some(last) => (last * 2).min(self.config.max_backoff),
+                    None => self.config.base_backoff.min(self.config.max_backoff),
+                };
+                entry.backoff = Some(step);
+                self.arm(&mut state, id, now + step, true);
+            }
+            Outcome::Gone => {}
+        }
+        if let Some(wake) = rerun
+            && !state.closed
+        {
+            self.wake_locked(&mut state, id, wake, now);
+        }
+    }
+
+    /// When `id` is next due: now if it is queued or running, its alarm if it
+    /// has one, `None` if nothing is scheduled.
+    pub(crate) fn scheduled_at(&self, id: ObjectId) -> Option<Instant> {
+        let state = lock(&self.state);
+        let entry = state.entries.get(&id)?;
+        match entry.phase {
+            Phase::Ready | Phase::Running => Some(Instant::now()),
+            Phase::Idle => entry.alarm.map(|a| a.due),
+        }
+    }
+
+    /// Forgets idle objects with nothing pending whose floor has passed, so
+    /// the queue holds only what it needs.
+    pub(crate) fn prune(&self) {
+        let mut state = lock(&self.state);
+        let now = Instant::now();
+        let floor = self.config.floor;
+        state.entries.retain(|_, e| {
+            e.phase != Phase::Idle
+                || e.alarm.is_some()
+                || e.backoff.is_some()
+                || e.last_dispatch.is_some_and(|at| at + floor > now)
+        });
+    }
+
+    /// Stops handing out work; waiting workers get `None`.
+    pub(crate) fn close(&self) {
+        lock(&self.state).closed = true;
+        self.changed.notify_waiters();
+        // notify_waiters wakes only those waiting now; a permit catches the rest.
+        self.changed.notify_one();
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        lock(&self.state).entries.len()
+    }
+}
+
+fn fire_due_alarms(state: &mut State, now: Instant) {
+    while let Some(&(due, id)) = state.alarms.first() {
+        if due > now {
+            break;
+        }
+        state.alarms.pop_first();
+        if let Some(entry) = state.entries.get_mut(&id) {
+            entry.alarm = None;
+            if entry.phase == Phase::Idle {
+                entry.phase = Phase::Ready;
+                state.ready.push_back(id);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue() -> WorkQueue {
+        WorkQueue::new(QueueConfig {
+            floor: Duration::from_secs(1),
+            base_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(30),
+        })
+    }
+
+    /// The next object, or `None` if nothing is due within `within`.
+    async fn next_within(queue: &WorkQueue, within: Duration) -> Option<ObjectId> {
+        tokio::time::timeout(within, queue.next()).await.ok().flatten()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wakes_for_a_queued_object_collapse_into_one_slot() {
+        let q = queue();
+        q.wake(1, Wake::Immediate);
+        q.wake(1, Wake::Immediate);
+        q.wake(1, Wake::Ordinary);
+        assert_eq!(next_within(&q, Duration::ZERO).await, Some(1));
+        assert_eq!(next_within(&q, Duration::from_secs(60)).await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_running_object_is_not_handed_out_again_until_it_is_done() {
+        let q = queue();
+        q.wake(1, Wake::Immediate);
+        assert_eq!(q.next().await, Some(1));
+        q.wake(1, Wake::Immediate);
+        assert_eq!(next_within(&q, Duration::from_secs(60)).await, None);
+        q.done(1, Outcome::Succeeded { requeue: None });
+        assert_eq!(next_within(&q, Duration::ZERO).await, Some(1), "the wake was kept");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_ordinary_wake_waits_for_the_floor_and_an_immediate_one_does_not() {
+        let q = queue();
+        q.wake(1, Wake::Immediate);
+        assert_eq!(q.next().await, Some(1));
+        q.done(1, Outcome::Succeeded { requeue: None });
+
+        let start = Instant::now();
+        q.wake(1, Wake::Ordinary);
+        assert_eq!(q.next().await, Some(1));
+        assert_eq!(start.elapsed(), Duration::from_secs(1), "held to the floor");
+        q.done(1, Outcome::Succeeded { requeue: None });
+
+        let start = Instant::now();
+        q.wake(1, Wake::Immediate);
+        assert_eq!(q.next().await, Some(1));
+        assert_eq!(start.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failures_back_off_doubling_to_the_cap_and_success_resets() {
+        let q = WorkQueue::new(QueueConfig {
+            floor: Duration::from_secs(1),
+            base_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(8),
+        });
+        q.wake(1, Wake::Immediate);
+        q.next().await;
+        let mut gaps = Vec::new();
+        for _ in 0..6 {
+            q.done(1, Outcome::Failed);
+            let start = Instant::now();
+            assert_eq!(q.next().await, Some(1));
+            gaps.push(start.elapsed().as_secs());
+        }
+        assert_eq!(gaps, [1, 2, 4, 8, 8, 8]);
+
+        q.done(1, Outcome::Succeeded { requeue: None });
+        q.wake(1, Wake::Immediate);
+        q.next().await;
+        q.done(1, Outcome::Failed);
+        let start = Instant::now();
+        q.next().await;
+        assert_eq!(start.elapsed(), Duration::from_secs(1), "the ladder starts over");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_backoff_alarm_absorbs_ordinary_wakes_but_not_immediate_ones() {
+        let q = queue();
+        q.wake(1, Wake::Immediate);
+        q.next().await;
+        q.done(1, Outcome::Failed);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        // The alarm fired at 1 s; take the retry and fail again: now 2 s.
+        assert_eq!(q.next().await, Some(1));
+        q.done(1, Outcome::Failed);
+        q.wake(1, Wake::Ordinary);
+        let start = Instant::now();
+        assert_eq!(q.next().await, Some(1));
+        assert_eq!(start.elapsed(), Duration::from_secs(2), "absorbed by the alarm");
+
+        q.done(1, Outcome::Failed);
+        let start = Instant::now();
+        q.wake(1, Wake::Immediate);
+        assert_eq!(q.next().await, Some(1));
+        assert_eq!(start.elapsed(), Duration::ZERO, "cancelled the alarm");
+        // The ladder was kept: the next failure steps from 4 s to 8 s.
+        q.done(1, Outcome::Failed);
+        let start = Instant::now();
+        q.next().await;
+        assert_eq!(start.elapsed(), Duration::from_secs(8));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requeue_keeps_the_backoff_unless_asked_to_reset_it() {
+        let q = queue();
+        q.wake(1, Wake::Immediate);
+        q.next().await;
+        q.done(1, Outcome::Failed); // 1 s
+        q.requeue(1, false);
+        q.next().await;
+        q.done(1, Outcome::Failed);
+        let start = Instant::now();
+        q.next().await;
+        assert_eq!(start.elapsed(), Duration::from_secs(2), "ladder kept");
+
+        q.done(1, Outcome::Failed); // 4 s
+        q.requeue(1, true);
+        q.next().await;
+        q.done(1, Outcome::Failed);
+        let start = Instant::now();
+        q.next().await;
+        assert_eq!(start.elapsed(), Duration::from_secs(1), "ladder reset");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_requeue_delay_schedules_the_next_pass_and_zero_means_the_floor() {
+        let q = queue();
+        q.wake(1, Wake::Immediate);
+        q.next().await;
+        q.done(1, Outcome::Succeeded { requeue: Some(Duration::from_secs(5)) });
+        assert!(q.scheduled_at(1).is_some());
+        let start = Instant::now();
+        q.next().await;
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+
+        q.done(1, Outcome::Succeeded { requeue: Some(Duration::ZERO) });
+        let start = Instant::now();
+        q.next().await;
+        assert_eq!(start.elapsed(), Duration::from_secs(1), "held to the floor");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_ordinary_wake_overrides_a_later_requeue_alarm() {
+        let q = queue();
+        q.wake(1, Wake::Immediate);
+        q.next().await;
+        q.done(1, Outcome::Succeeded { requeue: Some(Duration::from_secs(30)) });
+        q.wake(1, Wake::Ordinary);
+        let start = Instant::now();
+        q.next().await;
+        assert_eq!(start.elapsed(), Duration::from_secs(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn gone_objects_are_forgotten_and_idle_ones_pruned() {
+        let q = queue();
+        q.wake_all([1, 2], Wake::Immediate);
+        let a = q.next().await.unwrap();
+        let b = q.next().await.unwrap();
+        q.done(a, Outcome::Gone);
+        q.done(b, Outcome::Succeeded { requeue: None });
+        assert_eq!(q.len(), 1);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        q.prune();
+        assert_eq!(q.len(), 0);
+        assert_eq!(q.scheduled_at(b), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn closing_releases_waiting_workers() {
+        let q = std::sync::Arc::new(queue());
+        let waiter = tokio::spawn({
+            let q = q.clone();
+            async move { q.next().await }
+        });
+        tokio::task::yield_now().await;
+        q.close();
+        assert_eq!(waiter.await.unwrap(), None);
+    }
+}

@@ -70,6 +70,15 @@ pub enum Error {
         source: serde_json::Error,
     },
 
+    /// One `set_conditions` call named the same condition type twice; nothing
+    /// was written.
+    #[error("duplicate condition type: {0:?} appears twice in one call")]
+    DuplicateConditionType(String),
+
+    /// A condition cannot be stored (an empty type); nothing was written.
+    #[error("invalid condition: {0}")]
+    InvalidCondition(String),
+
     /// A secondary lookup was read from an object whose read did not ask for it.
     #[error("not loaded: the {0} relation was not requested on this read")]
     NotLoaded(&'static str),

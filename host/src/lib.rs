@@ -42,6 +42,7 @@
 mod client;
 mod engine;
 mod error;
+mod event;
 mod json;
 mod object;
 mod store;
@@ -51,8 +52,9 @@ pub use error::{Error, Result};
 pub use json::Json;
 pub use object::{
     Condition, ConditionStatus, GroupKind, Loads, Meta, ObjectId, ObjectRef, RawObject, Timestamp,
-    generate_name,
+    generate_name, to_json,
 };
+pub use event::{Event, EventFilter, EventSpec, EventType};
 pub use store::Store;
 
 // Compiles the README's Rust examples as doctests, so the README stays true.

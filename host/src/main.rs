@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use beehive::{GroupKind, Loads, RawClient, RawObject, Store};
+use beehive::{GroupKind, Loads, RawClient, Store};
 use clap::{Parser, Subcommand};
 
 /// Beehive: an embedded, durable, self-healing control plane.
@@ -64,7 +64,7 @@ fn get(db: &std::path::Path, kind: &str, name: Option<&str>) -> Result<(), Strin
         None => client.list(Loads::none()).map_err(|e| e.to_string())?,
     };
     for object in &objects {
-        println!("{}", to_json(object));
+        println!("{}", beehive::to_json(object));
     }
     Ok(())
 }
@@ -76,24 +76,4 @@ fn parse_kind(text: &str) -> Result<GroupKind, String> {
         return Err(format!("invalid kind {text:?}: write Kind or Kind.group"));
     }
     Ok(GroupKind::new(group, kind))
-}
-
-fn to_json(object: &RawObject) -> serde_json::Value {
-    let meta = &object.meta;
-    serde_json::json!({
-        "id": meta.id,
-        "group": meta.group_kind.group,
-        "kind": meta.group_kind.kind,
-        "name": meta.name,
-        "generation": meta.generation,
-        "observedGeneration": meta.observed_generation,
-        "resourceVersion": meta.resource_version,
-        "deletionRequestedAt": meta.deletion_requested_at,
-        "finalizers": meta.finalizers,
-        "conditions": meta.conditions,
-        "createdAt": meta.created_at,
-        "updatedAt": meta.updated_at,
-        "spec": object.spec.to_value(),
-        "status": object.status.as_ref().map(|s| s.to_value()),
-    })
 }

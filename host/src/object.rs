@@ -315,6 +315,29 @@ impl RawObject {
     }
 }
 
+/// An object as one JSON document: what the CLI prints and what the write log
+/// keeps as a collected object's final state.
+pub fn to_json(object: &RawObject) -> serde_json::Value {
+    let meta = &object.meta;
+    serde_json::json!({
+        "id": meta.id,
+        "group": meta.group_kind.group,
+        "kind": meta.group_kind.kind,
+        "name": meta.name,
+        "generation": meta.generation,
+        "observedGeneration": meta.observed_generation,
+        "observedAt": meta.observed_at,
+        "resourceVersion": meta.resource_version,
+        "deletionRequestedAt": meta.deletion_requested_at,
+        "finalizers": meta.finalizers,
+        "conditions": meta.conditions,
+        "createdAt": meta.created_at,
+        "updatedAt": meta.updated_at,
+        "spec": object.spec.to_value(),
+        "status": object.status.as_ref().map(Json::to_value),
+    })
+}
+
 /// Returns `prefix` joined to a fresh UUIDv7, so generated names sharing a
 /// prefix sort by creation time.
 ///

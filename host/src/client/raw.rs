@@ -6,8 +6,8 @@ use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
 use crate::store::Store;
-use crate::store::WriteTx;
-use crate::store::rows::{self, Direction, NewObject, WriteOp};
+use crate::store::{Push, WriteTx};
+use crate::store::rows::{self, Direction, LogEntry, NewObject, WriteOp};
 
 /// The untyped client for one (group, kind).
 ///
@@ -329,13 +329,15 @@ struct CreatePlan {
 
 impl CreatePlan {
     fn insert(self, tx: &mut WriteTx<'_>) -> Result<RawObject> {
-        if let Some(owner) = self.owner
-            && !rows::exists(tx.conn(), owner)?
-        {
-            return Err(Error::InvalidOption(format!(
-                "owner {owner} does not exist"
-            )));
-        }
+        let owner = match self.owner {
+            Some(owner) => match rows::select_kind_and_deletion(tx.conn(), owner)? {
+                Some((group_kind, deleting)) => Some((owner, group_kind, deleting)),
+                None => {
+                    return Err(Error::InvalidOption(format!("owner {owner} does not exist")));
+                }
+            },
+            None => None,
+        };
         let id = tx.next_object_id();
         let resource_version = tx.next_resource_version();
         let object = rows::insert_object(
@@ -350,10 +352,15 @@ impl CreatePlan {
                 now: tx.now(),
             },
         )?;
-        if let Some(owner) = self.owner {
+        rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Create))?;
+        tx.push(push_for(&object));
+        if let Some((owner, group_kind, deleting)) = owner {
             rows::insert_owner_edge(tx.conn(), object.meta.id, owner)?;
+            if deleting {
+                // The owner waits for its children to go; it must see this one.
+                tx.push(Push { id: owner, group_kind });
+            }
         }
-        rows::log_write(tx.conn(), &object.meta, WriteOp::Create, None)?;
         if let Some(hook) = self.on_create {
             tx.after_commit(hook);
         }
@@ -407,7 +414,8 @@ fn apply_spec(tx: &mut WriteTx<'_>, object: RawObject, spec: Json) -> Result<Raw
     }
     let resource_version = tx.next_resource_version();
     rows::update_spec(tx.conn(), &mut object, spec, resource_version, tx.now())?;
-    rows::log_write(tx.conn(), &object.meta, WriteOp::Update, None)?;
+    rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Update))?;
+    tx.push(push_for(&object));
     Ok(object)
 }
 
@@ -418,7 +426,17 @@ fn mark_for_deletion(tx: &mut WriteTx<'_>, mut object: RawObject) -> Result<()> 
     }
     let resource_version = tx.next_resource_version();
     rows::mark_deleted(tx.conn(), &mut object, resource_version, tx.now())?;
-    rows::log_write(tx.conn(), &object.meta, WriteOp::Update, None)
+    rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Update))?;
+    tx.push(push_for(&object));
+    Ok(())
+}
+
+/// The push announcing that `object` owes a pass.
+fn push_for(object: &RawObject) -> Push {
+    Push {
+        id: object.meta.id,
+        group_kind: object.meta.group_kind.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,11 @@
 //! WAL mode never wait for the writer. The store knows objects, edges,
 //! conditions, events and the write log; it knows nothing of controllers.
 
+pub(crate) mod collect;
+pub(crate) mod events;
+pub(crate) mod observed;
 pub(crate) mod rows;
+pub(crate) mod scan;
 mod schema;
 mod writer;
 
@@ -17,7 +21,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::Result;
 
-pub(crate) use writer::WriteTx;
+pub(crate) use writer::{CommitListener, Push, WriteTx};
 use writer::{Sequences, Writer, WriterConn};
 
 /// How long a connection waits on SQLite's own lock before giving up. Only the
@@ -113,6 +117,12 @@ impl Store {
     /// The last `resource_version` committed through this store.
     pub fn resource_version(&self) -> i64 {
         self.inner.writer.resource_version()
+    }
+
+    /// Sets (or clears) the listener that hears, after each commit, which
+    /// objects the committed writes left owing a pass.
+    pub(crate) fn set_commit_listener(&self, listener: Option<CommitListener>) {
+        self.inner.writer.set_listener(listener);
     }
 
     /// This open's session id: what liveness conditions are stamped with.

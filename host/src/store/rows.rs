@@ -383,18 +383,37 @@ pub(crate) fn mark_deleted(
 pub(crate) enum WriteOp {
     Create,
     Update,
-    #[allow(dead_code)] // Written by garbage collection.
     Delete,
 }
 
+/// One entry of the object write log.
+pub(crate) struct LogEntry<'a> {
+    pub(crate) resource_version: i64,
+    pub(crate) object_id: ObjectId,
+    pub(crate) group_kind: &'a GroupKind,
+    pub(crate) op: WriteOp,
+    pub(crate) written_at: Timestamp,
+    /// The final row, on a delete.
+    pub(crate) row_image: Option<String>,
+}
+
+impl<'a> LogEntry<'a> {
+    /// The entry for a write that left `object` as it is now.
+    pub(crate) fn of(object: &'a Meta, op: WriteOp) -> Self {
+        LogEntry {
+            resource_version: object.resource_version,
+            object_id: object.id,
+            group_kind: &object.group_kind,
+            op,
+            written_at: object.updated_at,
+            row_image: None,
+        }
+    }
+}
+
 /// Appends one entry to the object write log, in the write's own transaction.
-pub(crate) fn log_write(
-    conn: &Connection,
-    object: &Meta,
-    op: WriteOp,
-    row_image: Option<&str>,
-) -> Result<()> {
-    let op = match op {
+pub(crate) fn log_write(conn: &Connection, entry: LogEntry<'_>) -> Result<()> {
+    let op = match entry.op {
         WriteOp::Create => "create",
         WriteOp::Update => "update",
         WriteOp::Delete => "delete",
@@ -404,13 +423,13 @@ pub(crate) fn log_write(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
-        object.resource_version,
-        object.id,
-        object.group_kind.group,
-        object.group_kind.kind,
+        entry.resource_version,
+        entry.object_id,
+        entry.group_kind.group,
+        entry.group_kind.kind,
         op,
-        object.updated_at.as_millis(),
-        row_image,
+        entry.written_at.as_millis(),
+        entry.row_image,
     ])?;
     Ok(())
 }
@@ -424,9 +443,20 @@ pub(crate) fn insert_owner_edge(conn: &Connection, from: ObjectId, owner: Object
     Ok(())
 }
 
-/// Whether an object with `id` exists, of any kind.
-pub(crate) fn exists(conn: &Connection, id: ObjectId) -> Result<bool> {
+/// The kind of object `id` and whether it is being deleted, if it exists.
+pub(crate) fn select_kind_and_deletion(
+    conn: &Connection,
+    id: ObjectId,
+) -> Result<Option<(GroupKind, bool)>> {
     Ok(conn
-        .prepare_cached("SELECT 1 FROM objects WHERE id = ?1")?
-        .exists([id])?)
+        .prepare_cached(
+            "SELECT grp, kind, deletion_requested_at IS NOT NULL FROM objects WHERE id = ?1",
+        )?
+        .query_row([id], |row| {
+            Ok((
+                GroupKind::new(row.get::<_, String>(0)?, row.get::<_, String>(1)?),
+                row.get::<_, bool>(2)?,
+            ))
+        })
+        .optional()?)
 }

@@ -88,7 +88,8 @@ CREATE TABLE events (
 ) STRICT;
 
 CREATE INDEX events_timeline ON events (object_id, category, id);
-CREATE INDEX events_by_version ON events (object_id, resource_version);
+-- Resumable reads of one object's log, and the sequence's maximum at open.
+CREATE INDEX events_by_version ON events (resource_version);
 CREATE INDEX events_by_age ON events (last_at);
 
 -- One entry per real object write; the delete entry carries the final row image.

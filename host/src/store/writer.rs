@@ -14,19 +14,29 @@
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use rusqlite::Connection;
 use tokio::sync::Notify;
 
 use crate::error::{Error, Result};
-use crate::object::Timestamp;
+use crate::object::{GroupKind, ObjectId, Timestamp};
 
 /// The most jobs one transaction carries; bounds how long any one caller leads.
 const MAX_BATCH: usize = 64;
 
 /// Work to run once the transaction that carried a job has committed.
 pub(crate) type Hook = Box<dyn FnOnce() + Send>;
+
+/// An object that owes a pass because of a committed write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Push {
+    pub(crate) id: ObjectId,
+    pub(crate) group_kind: GroupKind,
+}
+
+/// Receives each committed batch's pushes, on the committing thread.
+pub(crate) type CommitListener = Arc<dyn Fn(Vec<Push>) + Send + Sync>;
 
 /// What a job sees: the write connection inside an open transaction.
 pub(crate) struct WriteTx<'c> {
@@ -35,6 +45,7 @@ pub(crate) struct WriteTx<'c> {
     now: Timestamp,
     session: i64,
     hooks: Vec<Hook>,
+    pushes: Vec<Push>,
     save_sequences: bool,
     #[cfg_attr(not(test), allow(dead_code))]
     batch: u64,
@@ -81,13 +92,19 @@ impl<'c> WriteTx<'c> {
     /// Persists the counters in `kv` with this transaction.
     ///
     /// # Caveat
-    /// Every job that removes rows from `objects` or `object_writes` must call
+    /// Every job that removes rows from `objects`, `object_writes` or `events` must call
     /// this: the counters are otherwise re-derived at open from the highest id
     /// and log position still stored, and removing the newest row would let
     /// its id or version be handed out again.
     #[allow(dead_code)] // Garbage collection and log retention call it.
     pub(crate) fn save_sequences(&mut self) {
         self.save_sequences = true;
+    }
+
+    /// Announces, once this transaction commits, that `object` owes a pass.
+    /// Dropped if the job rolls back.
+    pub(crate) fn push(&mut self, object: Push) {
+        self.pushes.push(object);
     }
 
     /// Runs `hook` after the outermost commit, and never if the job rolls back.
@@ -99,8 +116,8 @@ impl<'c> WriteTx<'c> {
 /// The store-wide counters the writer owns.
 ///
 /// They are not written on every commit: every write that takes a version
-/// appends it to the write log, and every create stores its id, so at open the
-/// highest stored id and log position recover them. `kv` holds a floor under
+/// appends it to the write log or the event log, and every create stores its
+/// id, so at open the highest stored id and versions recover them. `kv` holds a floor under
 /// both, written by the transactions that remove rows (see
 /// [`WriteTx::save_sequences`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,11 +136,12 @@ impl Sequences {
                 row.get::<_, i64>(0)
             })
         };
-        // Both maxima are primary-key lookups, so opening stays O(1).
+        // Every maximum here is an index lookup, so opening stays O(1).
         let logged = read("SELECT MAX(resource_version) FROM object_writes")?.unwrap_or(0);
+        let evented = read("SELECT MAX(resource_version) FROM events")?.unwrap_or(0);
         let stored = read("SELECT MAX(id) FROM objects")?.unwrap_or(0);
         Ok(Sequences {
-            resource_version: floor("resource_version")?.max(logged),
+            resource_version: floor("resource_version")?.max(logged).max(evented),
             object_id: floor("object_id")?.max(stored),
         })
     }
@@ -303,6 +321,7 @@ struct Queue {
 pub(crate) struct Writer {
     queue: Mutex<Queue>,
     conn: Mutex<WriterConn>,
+    listener: RwLock<Option<CommitListener>>,
 }
 
 /// Locks a mutex, shrugging off poisoning: every critical section here leaves
@@ -321,7 +340,16 @@ impl Writer {
                 leader_active: false,
             }),
             conn: Mutex::new(conn),
+            listener: RwLock::new(None),
         }
+    }
+
+    /// Sets (or clears) who hears about pushes.
+    pub(crate) fn set_listener(&self, listener: Option<CommitListener>) {
+        *self
+            .listener
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = listener;
     }
 
     /// The last `resource_version` this writer committed.
@@ -440,10 +468,11 @@ impl Writer {
             now: Timestamp::now(),
             session: writer.session,
             hooks: Vec::new(),
+            pushes: Vec::new(),
             save_sequences: false,
         };
         let committed = run_jobs(&mut tx, &mut batch).map_err(|e| e.to_string());
-        let (sequences, hooks) = (tx.sequences, tx.hooks);
+        let (sequences, mut hooks, pushes) = (tx.sequences, tx.hooks, tx.pushes);
         match &committed {
             Ok(()) => writer.sequences = sequences,
             Err(_) => {
@@ -454,7 +483,15 @@ impl Writer {
         for job in batch {
             job.finish(&committed);
         }
-        if committed.is_ok() { hooks } else { Vec::new() }
+        if committed.is_err() {
+            return Vec::new();
+        }
+        if !pushes.is_empty()
+            && let Some(listener) = read_lock(&self.listener).clone()
+        {
+            hooks.insert(0, Box::new(move || listener(pushes)));
+        }
+        hooks
     }
 
     /// Withdraws a job whose caller stopped waiting, or passes on the
@@ -487,6 +524,7 @@ fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> rusqlite::Resul
     for job in batch.iter_mut() {
         exec(tx.conn, "SAVEPOINT job")?;
         let hooks_before = tx.hooks.len();
+        let pushes_before = tx.pushes.len();
         let sequences_before = tx.sequences;
         if job.run(tx) {
             exec(tx.conn, "RELEASE job")?;
@@ -495,6 +533,7 @@ fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> rusqlite::Resul
             exec(tx.conn, "RELEASE job")?;
             // Nothing the job wrote survives, so what it took can be handed out again.
             tx.hooks.truncate(hooks_before);
+            tx.pushes.truncate(pushes_before);
             tx.sequences = sequences_before;
         }
     }
@@ -502,6 +541,10 @@ fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> rusqlite::Resul
         tx.sequences.save(tx.conn)?;
     }
     exec(tx.conn, "COMMIT")
+}
+
+fn read_lock<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn run_hooks(hooks: Vec<Hook>) {

@@ -1,0 +1,175 @@
+//! Events: a per-object, append-only log of observations, grouped into runs.
+//!
+//! Consecutive records sharing (category, type, reason) in one object's
+//! timeline merge into one run: its count grows and its window widens, while
+//! the message and detail are sampled (the latest wins). Each category is an
+//! independent timeline, so unrelated concerns never break each other's runs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::json::Json;
+use crate::object::{ObjectId, Timestamp};
+
+/// How an event reads: fine, or worth a look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventType {
+    /// Things are as they should be (✓).
+    Normal,
+    /// Something went wrong (✗).
+    Warning,
+}
+
+impl EventType {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+
+    pub(crate) fn from_stored(text: &str) -> EventType {
+        match text {
+            "Warning" => EventType::Warning,
+            // The schema's CHECK admits nothing else.
+            _ => EventType::Normal,
+        }
+    }
+}
+
+/// One observation, as a controller records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventSpec {
+    /// The timeline it belongs to; `""` is the default one.
+    pub category: String,
+    /// Normal or Warning.
+    pub type_: EventType,
+    /// A machine-readable token, e.g. `ProbeFailed`.
+    pub reason: String,
+    /// Human-readable text; sampled, not part of the run key.
+    pub message: String,
+    /// An optional machine-readable payload; sampled like the message.
+    pub detail: Option<Json>,
+}
+
+impl EventSpec {
+    /// A Normal event with `reason` in the default category.
+    pub fn normal(reason: impl Into<String>) -> Self {
+        Self::new(EventType::Normal, reason)
+    }
+
+    /// A Warning event with `reason` in the default category.
+    pub fn warning(reason: impl Into<String>) -> Self {
+        Self::new(EventType::Warning, reason)
+    }
+
+    fn new(type_: EventType, reason: impl Into<String>) -> Self {
+        EventSpec {
+            category: String::new(),
+            type_,
+            reason: reason.into(),
+            message: String::new(),
+            detail: None,
+        }
+    }
+
+    /// Puts the event in `category`'s timeline.
+    pub fn category(mut self, category: impl Into<String>) -> Self {
+        self.category = category.into();
+        self
+    }
+
+    /// Sets the message.
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
+    /// Attaches a JSON payload.
+    pub fn detail(mut self, detail: Json) -> Self {
+        self.detail = Some(detail);
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.reason.is_empty() {
+            return Err(Error::InvalidOption("an event needs a reason".into()));
+        }
+        Ok(())
+    }
+}
+
+/// One run of consecutive observations in an object's timeline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// The run's id.
+    pub id: i64,
+    /// The object it is about.
+    pub object_id: ObjectId,
+    /// Its timeline.
+    pub category: String,
+    /// Normal or Warning.
+    pub type_: EventType,
+    /// The run's reason.
+    pub reason: String,
+    /// The latest occurrence's message.
+    pub message: String,
+    /// The latest occurrence's payload.
+    pub detail: Option<Json>,
+    /// Occurrences in this run, at least 1.
+    pub count: i64,
+    /// When the run started.
+    pub first_at: Timestamp,
+    /// When it was last extended.
+    pub last_at: Timestamp,
+    /// Its position in the store-wide sequence; an extend takes a new one.
+    pub resource_version: i64,
+}
+
+/// Which runs a read returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    pub(crate) category: Option<String>,
+    pub(crate) type_: Option<EventType>,
+    pub(crate) reason: Option<String>,
+    pub(crate) limit: Option<usize>,
+    pub(crate) since: Option<Timestamp>,
+}
+
+impl EventFilter {
+    /// Every run.
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// Only runs in `category` (`""` is the default timeline).
+    pub fn category(mut self, category: impl Into<String>) -> Self {
+        self.category = Some(category.into());
+        self
+    }
+
+    /// Only runs of one type.
+    pub fn type_(mut self, type_: EventType) -> Self {
+        self.type_ = Some(type_);
+        self
+    }
+
+    /// Only runs with this reason.
+    pub fn reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// At most the newest `limit` runs.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Only runs still active at or after `since`.
+    pub fn since(mut self, since: Timestamp) -> Self {
+        self.since = Some(since);
+        self
+    }
+}

@@ -1,0 +1,121 @@
+//! Garbage collection of deletion-pending objects.
+//!
+//! Collecting an object first cascades its deletion mark to the children it
+//! owns (each of which is pushed), then removes the row once its finalizers
+//! are empty and nothing with a live claim points at it: no owned child, and
+//! no dependent that is not itself being deleted.
+
+use rusqlite::{Connection, params};
+
+use crate::error::Result;
+use crate::object::{GroupKind, ObjectId};
+use crate::store::rows::{self, LogEntry, WriteOp};
+use crate::store::{Push, WriteTx};
+
+/// What a collect did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Collected {
+    /// The row is gone (or was already).
+    Removed,
+    /// Finalizers remain: the kind's controller must clear them.
+    AwaitingFinalizers,
+    /// Something with a live claim still points at it.
+    Claimed,
+    /// It is not being deleted.
+    Live,
+}
+
+/// Collects object `id` as far as it can go now.
+pub(crate) fn collect(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<Collected> {
+    let Some(object) = rows::select_by_id(tx.conn(), id)? else {
+        return Ok(Collected::Removed);
+    };
+    if object.meta.deletion_requested_at.is_none() {
+        return Ok(Collected::Live);
+    }
+    cascade(tx, id)?;
+    if !object.meta.finalizers.is_empty() {
+        return Ok(Collected::AwaitingFinalizers);
+    }
+    if has_live_claims(tx.conn(), id)? {
+        return Ok(Collected::Claimed);
+    }
+    let owner = deleting_owner(tx.conn(), id)?;
+    let mut objects = [object];
+    rows::load_conditions(tx.conn(), tx.session(), &mut objects)?;
+    let [object] = objects;
+    let image = crate::object::to_json(&object).to_string();
+    tx.conn()
+        .prepare_cached("DELETE FROM objects WHERE id = ?1")?
+        .execute([id])?;
+    let resource_version = tx.next_resource_version();
+    rows::log_write(
+        tx.conn(),
+        LogEntry {
+            resource_version,
+            object_id: id,
+            group_kind: &object.meta.group_kind,
+            op: WriteOp::Delete,
+            written_at: tx.now(),
+            row_image: Some(image),
+        },
+    )?;
+    // The newest id may just have gone; keep the counters from going back.
+    tx.save_sequences();
+    if let Some(owner) = owner {
+        // The owner may have been waiting for this child.
+        tx.push(owner);
+    }
+    Ok(Collected::Removed)
+}
+
+/// Marks every live child that `id` owns for deletion, pushing each.
+fn cascade(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<()> {
+    let children = rows::select_refs(tx.conn(), id, rows::Direction::Owned)?;
+    for child in children {
+        let Some(mut object) = rows::select_by_id(tx.conn(), child.id)? else {
+            continue;
+        };
+        if object.meta.deletion_requested_at.is_some() {
+            continue;
+        }
+        let resource_version = tx.next_resource_version();
+        rows::mark_deleted(tx.conn(), &mut object, resource_version, tx.now())?;
+        rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Update))?;
+        tx.push(Push {
+            id: child.id,
+            group_kind: child.group_kind,
+        });
+    }
+    Ok(())
+}
+
+/// Does anything with a live claim point at `id`: an owned child (deleting or
+/// not, since it must go first), or a dependent not itself being deleted?
+pub(crate) fn has_live_claims(conn: &Connection, id: ObjectId) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS ( \
+                SELECT 1 FROM edges e JOIN objects o ON o.id = e.from_id \
+                WHERE e.to_id = ?1 AND e.from_id <> ?1 \
+                  AND (e.relation = 'owned_by' OR o.deletion_requested_at IS NULL))",
+        )?
+        .query_row([id], |row| row.get(0))?)
+}
+
+/// The owner of `id`, if it has one that is being deleted.
+fn deleting_owner(conn: &Connection, id: ObjectId) -> Result<Option<Push>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT o.id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.to_id \
+         WHERE e.from_id = ?1 AND e.relation = 'owned_by' \
+           AND o.deletion_requested_at IS NOT NULL",
+    )?;
+    let mut rows = stmt.query(params![id])?;
+    match rows.next()? {
+        Some(row) => Ok(Some(Push {
+            id: row.get(0)?,
+            group_kind: GroupKind::new(row.get::<_, String>(1)?, row.get::<_, String>(2)?),
+        })),
+        None => Ok(None),
+    }
+}

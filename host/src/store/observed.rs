@@ -1,0 +1,251 @@
+//! What controllers write about an object: status, conditions, finalizers
+//! and the observed-generation stamp. Each write folds the object's kind into
+//! its lookup, so a wrong id fails instead of touching another kind's row.
+
+use std::collections::HashSet;
+
+use rusqlite::{OptionalExtension, params};
+
+use crate::error::{Error, Result};
+use crate::json::Json;
+use crate::object::{Condition, GroupKind, ObjectId};
+use crate::store::rows::{self, LogEntry, WriteOp};
+use crate::store::{Push, WriteTx};
+
+/// The object `id`, which must exist and be of kind `gk`.
+fn require_own(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Result<bool> {
+    match rows::select_kind_and_deletion(tx.conn(), id)? {
+        None => Err(Error::not_found(format!("{gk} {id}"))),
+        Some((actual, _)) if &actual != gk => Err(Error::WrongKind {
+            id,
+            expected: gk.to_string(),
+            actual: actual.to_string(),
+        }),
+        Some((_, deleting)) => Ok(deleting),
+    }
+}
+
+/// Records a real write to object `id` that changed something other than its
+/// spec: a new `resource_version`, `updated_at` and a log entry.
+fn touch(tx: &mut WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Result<()> {
+    let resource_version = tx.next_resource_version();
+    let now = tx.now();
+    tx.conn()
+        .prepare_cached("UPDATE objects SET resource_version = ?2, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![id, resource_version, now.as_millis()])?;
+    rows::log_write(
+        tx.conn(),
+        LogEntry {
+            resource_version,
+            object_id: id,
+            group_kind: gk,
+            op: WriteOp::Update,
+            written_at: now,
+            row_image: None,
+        },
+    )
+}
+
+/// Writes the status of object `id`.
+///
+/// # Errors
+/// [`Error::NotFound`] when the object is gone; [`Error::WrongKind`].
+pub(crate) fn write_status(
+    tx: &mut WriteTx<'_>,
+    gk: &GroupKind,
+    id: ObjectId,
+    status: &Json,
+) -> Result<()> {
+    require_own(tx, gk, id)?;
+    tx.conn()
+        .prepare_cached("UPDATE objects SET status = ?2 WHERE id = ?1")?
+        .execute(params![id, status.as_str()])?;
+    touch(tx, gk, id)
+}
+
+/// Records that a pass settled `generation`, and takes away the owed passes it
+/// serviced. Writes nothing for a generation already recorded.
+pub(crate) fn stamp_observed(
+    tx: &mut WriteTx<'_>,
+    gk: &GroupKind,
+    id: ObjectId,
+    generation: i64,
+    owed_serviced: i64,
+) -> Result<()> {
+    let now = tx.now();
+    let stamped = tx
+        .conn()
+        .prepare_cached(
+            "UPDATE objects SET observed_generation = ?2, observed_at = ?3, \
+                    reconcile_owed = MAX(0, reconcile_owed - ?4) \
+             WHERE id = ?1 AND (observed_generation IS NULL OR observed_generation < ?2)",
+        )?
+        .execute(params![id, generation, now.as_millis(), owed_serviced])?;
+    if stamped > 0 {
+        return touch(tx, gk, id);
+    }
+    subtract_owed(tx, id, owed_serviced)
+}
+
+/// Takes away owed passes a successful pass serviced; bookkeeping only, so no
+/// version moves.
+pub(crate) fn subtract_owed(tx: &mut WriteTx<'_>, id: ObjectId, serviced: i64) -> Result<()> {
+    if serviced > 0 {
+        tx.conn()
+            .prepare_cached(
+                "UPDATE objects SET reconcile_owed = MAX(0, reconcile_owed - ?2) WHERE id = ?1",
+            )?
+            .execute(params![id, serviced])?;
+    }
+    Ok(())
+}
+
+/// Refuses a batch of conditions that names a type twice or names none.
+pub(crate) fn validate_conditions(conditions: &[Condition]) -> Result<()> {
+    let mut seen = HashSet::new();
+    for condition in conditions {
+        if condition.type_.is_empty() {
+            return Err(Error::InvalidCondition("a condition type must not be empty".into()));
+        }
+        if !seen.insert(condition.type_.as_str()) {
+            return Err(Error::DuplicateConditionType(condition.type_.clone()));
+        }
+    }
+    Ok(())
+}
+
+struct StoredCondition {
+    status: String,
+    reason: String,
+    message: String,
+    liveness: bool,
+    written_session: i64,
+    transitioned_at: i64,
+}
+
+/// Writes each condition that differs from what is stored, under one version
+/// bump; returns whether anything was written. A liveness condition written
+/// by another session is rewritten even when its content matches, which is
+/// what confirms it in this one.
+pub(crate) fn set_conditions(
+    tx: &mut WriteTx<'_>,
+    gk: &GroupKind,
+    id: ObjectId,
+    conditions: &[Condition],
+) -> Result<bool> {
+    validate_conditions(conditions)?;
+    require_own(tx, gk, id)?;
+    let now = tx.now().as_millis();
+    let session = tx.session();
+    let mut changed = false;
+    for condition in conditions {
+        let stored = tx
+            .conn()
+            .prepare_cached(
+                "SELECT status, reason, message, liveness, written_session, transitioned_at \
+                 FROM conditions WHERE object_id = ?1 AND type = ?2",
+            )?
+            .query_row(params![id, condition.type_], |row| {
+                Ok(StoredCondition {
+                    status: row.get(0)?,
+                    reason: row.get(1)?,
+                    message: row.get(2)?,
+                    liveness: row.get(3)?,
+                    written_session: row.get(4)?,
+                    transitioned_at: row.get(5)?,
+                })
+            })
+            .optional()?;
+        let status = condition.status.as_str();
+        if let Some(stored) = &stored {
+            let same = stored.status == status
+                && stored.reason == condition.reason
+                && stored.message == condition.message
+                && stored.liveness == condition.liveness;
+            let confirmed = !condition.liveness || stored.written_session == session;
+            if same && confirmed {
+                continue;
+            }
+        }
+        let transitioned_at = match &stored {
+            Some(stored) if stored.status == status => stored.transitioned_at,
+            _ => now,
+        };
+        tx.conn()
+            .prepare_cached(
+                "INSERT OR REPLACE INTO conditions \
+                 (object_id, type, status, reason, message, liveness, written_session, \
+                  transitioned_at, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                id,
+                condition.type_,
+                status,
+                condition.reason,
+                condition.message,
+                condition.liveness,
+                session,
+                transitioned_at,
+                now,
+            ])?;
+        changed = true;
+    }
+    if changed {
+        touch(tx, gk, id)?;
+    }
+    Ok(changed)
+}
+
+/// Removes the condition of `type_`; returns whether there was one.
+pub(crate) fn delete_condition(
+    tx: &mut WriteTx<'_>,
+    gk: &GroupKind,
+    id: ObjectId,
+    type_: &str,
+) -> Result<bool> {
+    require_own(tx, gk, id)?;
+    let deleted = tx
+        .conn()
+        .prepare_cached("DELETE FROM conditions WHERE object_id = ?1 AND type = ?2")?
+        .execute(params![id, type_])?;
+    if deleted > 0 {
+        touch(tx, gk, id)?;
+    }
+    Ok(deleted > 0)
+}
+
+/// Removes `finalizer` from object `id`; returns whether it was there. Clearing
+/// the last finalizer of a deleting object pushes it, so it is collected.
+pub(crate) fn delete_finalizer(
+    tx: &mut WriteTx<'_>,
+    gk: &GroupKind,
+    id: ObjectId,
+    finalizer: &str,
+) -> Result<bool> {
+    let deleting = require_own(tx, gk, id)?;
+    let stored: String = tx
+        .conn()
+        .prepare_cached("SELECT finalizers FROM objects WHERE id = ?1")?
+        .query_row([id], |row| row.get(0))?;
+    let mut finalizers: Vec<String> = serde_json::from_str(&stored)
+        .map_err(|e| Error::Internal(format!("stored finalizers do not parse: {e}")))?;
+    let before = finalizers.len();
+    finalizers.retain(|f| f != finalizer);
+    if finalizers.len() == before {
+        return Ok(false);
+    }
+    let text = serde_json::to_string(&finalizers)
+        .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
+    tx.conn()
+        .prepare_cached("UPDATE objects SET finalizers = ?2 WHERE id = ?1")?
+        .execute(params![id, text])?;
+    touch(tx, gk, id)?;
+    if finalizers.is_empty() && deleting {
+        tx.push(Push {
+            id,
+            group_kind: gk.clone(),
+        });
+    }
+    Ok(true)
+}

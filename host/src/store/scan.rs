@@ -1,0 +1,48 @@
+//! The scans behind the drivers: each reads an index of outstanding work, or
+//! the kind, and returns ids to enqueue.
+
+use rusqlite::Connection;
+
+use crate::error::Result;
+use crate::object::{GroupKind, ObjectId};
+
+/// Objects of `gk` that the store records as owing a pass: an unobserved
+/// generation, owed dependency wakes, or a pending deletion. Reads the
+/// partial index of outstanding work, never the whole kind.
+pub(crate) fn owed(conn: &Connection, gk: &GroupKind) -> Result<Vec<ObjectId>> {
+    // The WHERE clause repeats the partial index's, so SQLite can use it.
+    let mut stmt = conn.prepare_cached(
+        "SELECT id FROM objects \
+         WHERE grp = ?1 AND kind = ?2 \
+           AND (observed_generation IS NULL \
+                OR observed_generation < generation \
+                OR reconcile_owed > 0 \
+                OR deletion_requested_at IS NOT NULL) \
+         ORDER BY id",
+    )?;
+    let ids = stmt.query_map([&gk.group, &gk.kind], |row| row.get(0))?;
+    Ok(ids.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Every object of `gk`.
+pub(crate) fn all_of_kind(conn: &Connection, gk: &GroupKind) -> Result<Vec<ObjectId>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT id FROM objects WHERE grp = ?1 AND kind = ?2 ORDER BY id")?;
+    let ids = stmt.query_map([&gk.group, &gk.kind], |row| row.get(0))?;
+    Ok(ids.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Every deletion-pending object, of every kind.
+pub(crate) fn deleting(conn: &Connection) -> Result<Vec<(ObjectId, GroupKind)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, grp, kind FROM objects WHERE deletion_requested_at IS NOT NULL \
+         ORDER BY deletion_requested_at, id",
+    )?;
+    let rows = stmt.query_map([], |row| {
+        Ok((
+            row.get(0)?,
+            GroupKind::new(row.get::<_, String>(1)?, row.get::<_, String>(2)?),
+        ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

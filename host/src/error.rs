@@ -94,6 +94,28 @@ pub enum Error {
         supported: i64,
     },
 
+    /// A [`ControllerClient`](crate::ControllerClient) was used after the
+    /// pass it was handed to had returned.
+    #[error("reconcile returned: this controller client's pass is over")]
+    ReconcileReturned,
+
+    /// The kind has no controller registered in this host.
+    #[error("no controller: nothing reconciles {0}")]
+    NoController(String),
+
+    /// Another host is already running over this database in this process.
+    #[error("store in use: a host is already running over {0}")]
+    StoreInUse(String),
+
+    /// The host was started before, or has stopped; a host is one-shot.
+    #[error("host already started: a host starts once")]
+    AlreadyStarted,
+
+    /// Stopping took longer than the caller allowed; the loops were cancelled
+    /// and are ending.
+    #[error("stop timed out: passes were still running after {0:?}")]
+    StopTimedOut(std::time::Duration),
+
     /// The transaction carrying a write failed to commit; nothing was written.
     #[error("commit failed: {0}")]
     CommitFailed(String),

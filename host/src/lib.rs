@@ -48,6 +48,10 @@ mod object;
 mod store;
 
 pub use client::{Client, CreateOptions, Object, RawClient};
+pub use engine::{
+    Controller, ControllerClient, ControllerOptions, Host, HostOptions, ReconcileFuture,
+    ReconcileResult, Reconciler, Schedule, StopHandle, Typed,
+};
 pub use error::{Error, Result};
 pub use json::Json;
 pub use object::{
@@ -56,6 +60,7 @@ pub use object::{
 };
 pub use event::{Event, EventFilter, EventSpec, EventType};
 pub use store::Store;
+pub use store::registrations::Registration;
 
 // Compiles the README's Rust examples as doctests, so the README stays true.
 #[doc = include_str!("../../README.md")]

@@ -141,6 +141,41 @@ pub struct Condition {
     pub updated_at: Timestamp,
 }
 
+impl Condition {
+    /// A durable condition of `type_` with `status`, no reason and no message.
+    pub fn new(type_: impl Into<String>, status: ConditionStatus) -> Self {
+        Condition {
+            type_: type_.into(),
+            status,
+            reason: String::new(),
+            message: String::new(),
+            liveness: false,
+            unconfirmed: false,
+            transitioned_at: Timestamp::from_millis(0),
+            updated_at: Timestamp::from_millis(0),
+        }
+    }
+
+    /// Sets the machine-readable reason.
+    pub fn reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = reason.into();
+        self
+    }
+
+    /// Sets the human-readable message.
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
+    /// Marks the condition as describing something alive in this process, so
+    /// a later process reads it as `Unknown` until a controller confirms it.
+    pub fn liveness(mut self, liveness: bool) -> Self {
+        self.liveness = liveness;
+        self
+    }
+}
+
 /// Which secondary lookups a read loads alongside each object.
 ///
 /// Build it with the chained constructors: `Loads::none().owner().dependents()`.
@@ -246,6 +281,8 @@ pub struct Meta {
     pub updated_at: Timestamp,
     pub(crate) spec_version: i64,
     pub(crate) status_version: i64,
+    /// Passes owed by dependency wakes, drained by successful passes.
+    pub(crate) reconcile_owed: i64,
 }
 
 impl Meta {

@@ -3,6 +3,7 @@
 
 use crate::client::options::{CreateOptions, OnCreate};
 use crate::error::{Error, Result};
+use crate::event::{Event, EventFilter};
 use crate::json::Json;
 use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
 use crate::store::Store;
@@ -292,6 +293,19 @@ impl RawClient {
         self.refs(id, Direction::Owned)
     }
 
+    /// Object `id`'s event runs matching `filter`, newest first. Reads by id
+    /// whatever the object's kind, since an event carries no kind of its own.
+    pub fn list_events(&self, id: ObjectId, filter: &EventFilter) -> Result<Vec<Event>> {
+        self.store
+            .read(|conn| crate::store::events::list_events(conn, id, filter))
+    }
+
+    /// The current run of object `id`'s `category` timeline, if it has one.
+    pub fn get_latest_event(&self, id: ObjectId, category: &str) -> Result<Option<Event>> {
+        let filter = EventFilter::all().category(category).limit(1);
+        Ok(self.list_events(id, &filter)?.into_iter().next())
+    }
+
     fn refs(&self, id: ObjectId, direction: Direction) -> Result<Vec<ObjectRef>> {
         self.store
             .read(|conn| rows::select_refs(conn, id, direction))
@@ -306,6 +320,13 @@ impl RawClient {
         check_name(name)?;
         spec.require_object()?;
         options.validate()?;
+        if !options.finalizers.is_empty() && !self.store.has_controller(&self.group_kind) {
+            return Err(Error::InvalidOption(format!(
+                "finalizers need a controller for {} registered in this process, \
+                 since only a controller can clear them",
+                self.group_kind
+            )));
+        }
         Ok(CreatePlan {
             group_kind: self.group_kind.clone(),
             name: name.to_string(),

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use crate::client::options::CreateOptions;
 use crate::client::raw::RawClient;
 use crate::error::{Error, Result};
+use crate::event::{Event, EventFilter};
 use crate::json::Json;
 use crate::object::{GroupKind, Loads, Meta, ObjectId, ObjectRef, RawObject, Relations};
 use crate::store::Store;
@@ -290,6 +291,16 @@ where
         loads: Loads,
     ) -> Result<Vec<Object<Spec, Status>>> {
         Ok(decode_all(self.raw.list_owned_objects(owner, loads)?))
+    }
+
+    /// See [`RawClient::list_events`].
+    pub fn list_events(&self, id: ObjectId, filter: &EventFilter) -> Result<Vec<Event>> {
+        self.raw.list_events(id, filter)
+    }
+
+    /// See [`RawClient::get_latest_event`].
+    pub fn get_latest_event(&self, id: ObjectId, category: &str) -> Result<Option<Event>> {
+        self.raw.get_latest_event(id, category)
     }
 
     /// See [`RawClient::get_owner`].

@@ -1,3 +1,16 @@
 //! The reconcile engine: controllers, the work queue, passes and drivers.
 
+mod controller;
+mod controller_client;
+mod host;
+mod kind;
+mod options;
+mod pass;
 mod queue;
+
+pub use controller::{
+    Controller, ControllerOptions, ReconcileFuture, ReconcileResult, Reconciler, Typed,
+};
+pub use controller_client::ControllerClient;
+pub use host::{Host, Schedule, StopHandle};
+pub use options::HostOptions;

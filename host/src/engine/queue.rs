@@ -97,7 +97,7 @@ struct State {
 pub(crate) struct WorkQueue {
     state: Mutex<State>,
     changed: Notify,
-    config: QueueConfig,
+    config: Mutex<QueueConfig>,
 }
 
 fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -109,8 +109,23 @@ impl WorkQueue {
         WorkQueue {
             state: Mutex::new(State::default()),
             changed: Notify::new(),
-            config,
+            config: Mutex::new(config),
         }
+    }
+
+    fn config(&self) -> QueueConfig {
+        *self
+            .config
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Changes the backoff cap (a replaced controller's setting).
+    pub(crate) fn set_max_backoff(&self, max_backoff: Duration) {
+        self.config
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .max_backoff = max_backoff;
     }
 
     /// Asks for a pass of `id`.
@@ -134,6 +149,18 @@ impl WorkQueue {
         }
     }
 
+    /// Schedules a pass of `id` at `due` unless something sooner is pending.
+    pub(crate) fn wake_at(&self, id: ObjectId, due: Instant) {
+        let mut state = lock(&self.state);
+        if state.closed {
+            return;
+        }
+        let entry = state.entries.entry(id).or_insert_with(Entry::new);
+        if entry.phase == Phase::Idle {
+            self.arm(&mut state, id, due, false);
+        }
+    }
+
     /// Requeues `id` now, clearing its backoff if asked.
     pub(crate) fn requeue(&self, id: ObjectId, reset_backoff: bool) {
         let mut state = lock(&self.state);
@@ -147,7 +174,7 @@ impl WorkQueue {
     }
 
     fn wake_locked(&self, state: &mut State, id: ObjectId, wake: Wake, now: Instant) {
-        let floor = self.config.floor;
+        let floor = self.config().floor;
         let entry = state.entries.entry(id).or_insert_with(Entry::new);
         match entry.phase {
             Phase::Ready => {}
@@ -247,7 +274,7 @@ impl WorkQueue {
     pub(crate) fn done(&self, id: ObjectId, outcome: Outcome) {
         let mut state = lock(&self.state);
         let now = Instant::now();
-        let floor = self.config.floor;
+        let floor = self.config().floor;
         if outcome == Outcome::Gone {
             if let Some(entry) = state.entries.remove(&id)
                 && let Some(alarm) = entry.alarm
@@ -270,9 +297,10 @@ impl WorkQueue {
                 }
             }
             Outcome::Failed => {
+                let config = self.config();
                 let step = match entry.backoff {
-                    Some(last) => (last * 2).min(self.config.max_backoff),
-                    None => self.config.base_backoff.min(self.config.max_backoff),
+                    Some(last) => (last * 2).min(config.max_backoff),
+                    None => config.base_backoff.min(config.max_backoff),
                 };
                 entry.backoff = Some(step);
                 self.arm(&mut state, id, now + step, true);
@@ -302,7 +330,7 @@ impl WorkQueue {
     pub(crate) fn prune(&self) {
         let mut state = lock(&self.state);
         let now = Instant::now();
-        let floor = self.config.floor;
+        let floor = self.config().floor;
         state.entries.retain(|_, e| {
             e.phase != Phase::Idle
                 || e.alarm.is_some()

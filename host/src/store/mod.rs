@@ -8,6 +8,8 @@
 pub(crate) mod collect;
 pub(crate) mod events;
 pub(crate) mod observed;
+pub(crate) mod registrations;
+pub(crate) mod retention;
 pub(crate) mod rows;
 pub(crate) mod scan;
 mod schema;
@@ -20,6 +22,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::error::Result;
+use crate::object::GroupKind;
 
 pub(crate) use writer::{CommitListener, Push, WriteTx};
 use writer::{Sequences, Writer, WriterConn};
@@ -44,6 +47,9 @@ struct Inner {
     path: PathBuf,
     writer: Writer,
     readers: Mutex<Vec<Connection>>,
+    /// Kinds with a controller registered in this process: only they may
+    /// create objects with finalizers, since only a controller clears one.
+    controllers: std::sync::RwLock<std::collections::HashSet<GroupKind>>,
     session: i64,
     // Held so a temporary store's directory lives exactly as long as the store.
     _temp_dir: Option<tempfile::TempDir>,
@@ -103,6 +109,7 @@ impl Store {
                 path,
                 writer,
                 readers: Mutex::new(Vec::new()),
+                controllers: Default::default(),
                 session,
                 _temp_dir: temp_dir,
             }),
@@ -123,6 +130,37 @@ impl Store {
     /// objects the committed writes left owing a pass.
     pub(crate) fn set_commit_listener(&self, listener: Option<CommitListener>) {
         self.inner.writer.set_listener(listener);
+    }
+
+    /// Notes whether `gk` has a controller registered in this process.
+    pub(crate) fn set_has_controller(&self, gk: &GroupKind, registered: bool) {
+        let mut controllers = self
+            .inner
+            .controllers
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if registered {
+            controllers.insert(gk.clone());
+        } else {
+            controllers.remove(gk);
+        }
+    }
+
+    /// Whether `gk` has a controller registered in this process.
+    pub(crate) fn has_controller(&self, gk: &GroupKind) -> bool {
+        self.inner
+            .controllers
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .contains(gk)
+    }
+
+    /// Every kind registration recorded in the database, by any process.
+    ///
+    /// # Errors
+    /// [`crate::Error::Sqlite`] when the read fails.
+    pub fn registrations(&self) -> Result<Vec<registrations::Registration>> {
+        self.read(registrations::list)
     }
 
     /// This open's session id: what liveness conditions are stamped with.

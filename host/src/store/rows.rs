@@ -17,7 +17,7 @@ pub(crate) type ObjectRow = RawObject;
 
 const COLUMNS: &str = "id, grp, kind, name, spec, status, spec_version, status_version, \
      generation, observed_generation, observed_at, resource_version, deletion_requested_at, \
-     finalizers, created_at, updated_at";
+     finalizers, created_at, updated_at, reconcile_owed";
 
 fn object_from_row(row: &Row<'_>) -> rusqlite::Result<RawObject> {
     let finalizers: String = row.get(13)?;
@@ -40,6 +40,7 @@ fn object_from_row(row: &Row<'_>) -> rusqlite::Result<RawObject> {
             conditions: Vec::new(),
             created_at: Timestamp::from_millis(row.get(14)?),
             updated_at: Timestamp::from_millis(row.get(15)?),
+            reconcile_owed: row.get(16)?,
         },
         spec: Json::from_stored(row.get(4)?),
         status: row.get::<_, Option<String>>(5)?.map(Json::from_stored),
@@ -326,6 +327,7 @@ pub(crate) fn insert_object(conn: &Connection, new: NewObject<'_>) -> Result<Raw
             updated_at: new.now,
             spec_version: 0,
             status_version: 0,
+            reconcile_owed: 0,
         },
         spec: new.spec.clone(),
         status: None,

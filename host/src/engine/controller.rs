@@ -1,0 +1,237 @@
+//! What a controller is, what it returns, and how it is configured.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::client::Object;
+use crate::engine::ControllerClient;
+use crate::object::RawObject;
+
+/// The future a [`Controller`] returns.
+pub type ReconcileFuture<'a> = Pin<Box<dyn Future<Output = ReconcileResult> + Send + 'a>>;
+
+/// Reconcile logic for one kind, over the untyped object.
+///
+/// A controller has no lifecycle of its own: the host calls `reconcile` for an
+/// object that owes a pass, with a [`ControllerClient`] bound to that object
+/// and that pass. Write it to be idempotent: each client write commits on its
+/// own, and the next pass works from whatever is stored.
+///
+/// Most Rust code implements [`Reconciler`] instead and registers it wrapped
+/// in [`Typed`]; a WebAssembly plugin is another implementation of this trait.
+pub trait Controller: Send + Sync + 'static {
+    /// Drives `object` toward its spec and reports what was observed.
+    fn reconcile<'a>(
+        &'a self,
+        client: &'a ControllerClient,
+        object: &'a RawObject,
+    ) -> ReconcileFuture<'a>;
+}
+
+/// Reconcile logic over decoded spec and status types.
+pub trait Reconciler<Spec, Status>: Send + Sync + 'static {
+    /// Drives `object` toward its spec and reports what was observed.
+    fn reconcile(
+        &self,
+        client: &ControllerClient,
+        object: &Object<Spec, Status>,
+    ) -> impl Future<Output = ReconcileResult> + Send;
+}
+
+/// Adapts a [`Reconciler`] into a [`Controller`]: decodes each object before
+/// the pass. An object that does not decode is quarantined: logged, and its
+/// pass counted as a success that settles nothing, so it comes back on the
+/// owed-pass cadence (staying visible) instead of spinning under backoff.
+pub struct Typed<R, Spec, Status> {
+    reconciler: R,
+    _types: PhantomData<fn() -> (Spec, Status)>,
+}
+
+impl<R, Spec, Status> Typed<R, Spec, Status> {
+    /// Wraps `reconciler`.
+    pub fn new(reconciler: R) -> Self {
+        Typed {
+            reconciler,
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<R, Spec, Status> Controller for Typed<R, Spec, Status>
+where
+    R: Reconciler<Spec, Status>,
+    Spec: Serialize + DeserializeOwned + Send + Sync + 'static,
+    Status: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    fn reconcile<'a>(
+        &'a self,
+        client: &'a ControllerClient,
+        object: &'a RawObject,
+    ) -> ReconcileFuture<'a> {
+        Box::pin(async move {
+            match Object::<Spec, Status>::from_raw(object.clone()) {
+                Ok(typed) => self.reconciler.reconcile(client, &typed).await,
+                Err(error) => {
+                    tracing::warn!(object = %object.meta.label(), %error, "quarantined: the object does not decode");
+                    ReconcileResult::unsettled()
+                }
+            }
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Settled,
+    Unsettled,
+    Failed(String),
+    Invalid(String),
+}
+
+/// What a pass reports. Build it with [`ReconcileResult::settled`],
+/// [`ReconcileResult::unsettled`] or [`ReconcileResult::fail`]:
+///
+/// | result | records the generation | next pass |
+/// |---|---|---|
+/// | `settled()` | yes | none scheduled |
+/// | `unsettled()` | no | after the owed-pass interval |
+/// | either `.requeue_after(d)` | as above | after `d` (zero: as soon as the floor allows) |
+/// | `fail(e)` | no | the backoff ladder; `requeue_after` is ignored |
+#[must_use]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReconcileResult {
+    pub(crate) verdict: Verdict,
+    pub(crate) requeue_after: Option<Duration>,
+}
+
+impl ReconcileResult {
+    /// The pass observed the object's current generation, which the host
+    /// records. It claims nothing about health.
+    pub fn settled() -> Self {
+        Self::of(Verdict::Settled)
+    }
+
+    /// The pass did real work but the object has not caught up; nothing is
+    /// recorded, and the object comes back after the owed-pass interval unless
+    /// [`ReconcileResult::requeue_after`] says otherwise.
+    pub fn unsettled() -> Self {
+        Self::of(Verdict::Unsettled)
+    }
+
+    /// The pass failed: nothing is recorded and the object retries on the
+    /// backoff ladder.
+    pub fn fail(error: impl std::fmt::Display) -> Self {
+        Self::of(Verdict::Failed(error.to_string()))
+    }
+
+    /// A result that cannot be used (a plugin's malformed answer); it fails
+    /// the pass.
+    pub(crate) fn invalid(why: impl Into<String>) -> Self {
+        Self::of(Verdict::Invalid(why.into()))
+    }
+
+    fn of(verdict: Verdict) -> Self {
+        ReconcileResult {
+            verdict,
+            requeue_after: None,
+        }
+    }
+
+    /// Schedules the next pass after `delay`; zero means as soon as the
+    /// per-object floor allows. Ignored on a failed pass.
+    pub fn requeue_after(mut self, delay: Duration) -> Self {
+        self.requeue_after = Some(delay);
+        self
+    }
+
+    /// The failure this result carries, if any.
+    pub fn error(&self) -> Option<&str> {
+        match &self.verdict {
+            Verdict::Failed(message) | Verdict::Invalid(message) => Some(message),
+            Verdict::Settled | Verdict::Unsettled => None,
+        }
+    }
+}
+
+/// Per-kind settings, given at registration. Unset values take the host's.
+#[derive(Clone, Debug, Default)]
+pub struct ControllerOptions {
+    pub(crate) concurrency: Option<usize>,
+    pub(crate) owed_pass_interval: Option<Duration>,
+    pub(crate) full_pass_interval: Option<Duration>,
+    pub(crate) individual_pass_interval: Option<Duration>,
+    pub(crate) startup_full_pass: Option<bool>,
+    pub(crate) max_retry_interval: Option<Duration>,
+    pub(crate) finalizers: Vec<String>,
+    pub(crate) source: Option<(String, Option<String>)>,
+}
+
+impl ControllerOptions {
+    /// The host's defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many passes of this kind may run at once (default 1).
+    pub fn concurrency(mut self, workers: usize) -> Self {
+        self.concurrency = Some(workers);
+        self
+    }
+
+    /// How often to drain the work the store records as owed (default 30 s;
+    /// must be positive).
+    pub fn owed_pass_interval(mut self, interval: Duration) -> Self {
+        self.owed_pass_interval = Some(interval);
+        self
+    }
+
+    /// How often to pass over every object of the kind (default off; zero
+    /// turns it off).
+    pub fn full_pass_interval(mut self, interval: Duration) -> Self {
+        self.full_pass_interval = Some(interval);
+        self
+    }
+
+    /// Gives each object a pass roughly every `interval` from the end of its
+    /// own last pass (default off; zero turns it off).
+    pub fn individual_pass_interval(mut self, interval: Duration) -> Self {
+        self.individual_pass_interval = Some(interval);
+        self
+    }
+
+    /// Passes over every object once when the host starts (default off): for
+    /// kinds whose reconcile builds state that lives in this process.
+    pub fn startup_full_pass(mut self, enabled: bool) -> Self {
+        self.startup_full_pass = Some(enabled);
+        self
+    }
+
+    /// Caps the backoff after failed passes (default 30 s; zero keeps the
+    /// default).
+    pub fn max_retry_interval(mut self, interval: Duration) -> Self {
+        self.max_retry_interval = Some(interval);
+        self
+    }
+
+    /// Finalizers this controller owns, recorded with the registration.
+    pub fn finalizers<I, S>(mut self, finalizers: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.finalizers.extend(finalizers.into_iter().map(Into::into));
+        self
+    }
+
+    /// Where the controller came from (a plugin file) and its content hash,
+    /// recorded with the registration.
+    pub fn source(mut self, source: impl Into<String>, content_hash: Option<String>) -> Self {
+        self.source = Some((source.into(), content_hash));
+        self
+    }
+}

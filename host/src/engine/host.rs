@@ -1,0 +1,451 @@
+//! The host: registered kinds over a store, started once, stopped once.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::client::{Client, RawClient};
+use crate::engine::kind::Kind;
+use crate::engine::options::HostOptions;
+use crate::engine::queue::Wake;
+use crate::engine::{Controller, ControllerOptions};
+use crate::error::{Error, Result};
+use crate::object::{GroupKind, ObjectId, Timestamp};
+use crate::store::collect;
+use crate::store::registrations::{self, Registration};
+use crate::store::retention::{self, Retention};
+use crate::store::{CommitListener, Push, Store, rows, scan};
+
+/// The control plane: controllers registered per kind over one [`Store`],
+/// driven between [`Host::start`] and [`StopHandle::stop`].
+///
+/// Controllers can be registered before or after the start, replaced (the
+/// kind keeps its queue and backoff; passes in flight finish on the old
+/// controller) and unregistered (the kind's passes drain; its objects stay).
+///
+/// # Example
+/// ```no_run
+/// # async fn demo(controller: impl beehive::Controller) -> beehive::Result<()> {
+/// use std::time::Duration;
+/// use beehive::{ControllerOptions, GroupKind, Host, HostOptions, Store};
+///
+/// let store = Store::open("beehive.db")?;
+/// let host = Host::new(&store, HostOptions::new())?;
+/// host.register(GroupKind::new("acme.com", "Cluster"), controller, ControllerOptions::new()).await?;
+/// let running = host.start().await?;
+/// // ... the app runs ...
+/// running.stop(Duration::from_secs(30)).await?;
+/// # Ok(()) }
+/// ```
+pub struct Host {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    store: Store,
+    options: HostOptions,
+    kinds: RwLock<HashMap<GroupKind, Arc<Kind>>>,
+    lifecycle: Mutex<Lifecycle>,
+}
+
+enum Lifecycle {
+    New,
+    Running(Running),
+    Stopped,
+}
+
+struct Running {
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+    _claim: Claim,
+}
+
+/// When an object is next due to reconcile, as far as per-object timers know.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Schedule {
+    /// A pending backoff retry, a requeue delay, a wake held by the floor, or
+    /// now for an object already queued; `None` when nothing is scheduled.
+    /// Drivers that scan (the owed pass, the full pass) are not timers, so a
+    /// pass can come sooner.
+    pub next_requeue_at: Option<SystemTime>,
+}
+
+impl Host {
+    /// A host over `store`. Nothing runs until [`Host::start`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for a cadence that cannot be turned off set to zero.
+    pub fn new(store: &Store, options: HostOptions) -> Result<Host> {
+        options.validate()?;
+        Ok(Host {
+            shared: Arc::new(Shared {
+                store: store.clone(),
+                options,
+                kinds: RwLock::new(HashMap::new()),
+                lifecycle: Mutex::new(Lifecycle::New),
+            }),
+        })
+    }
+
+    /// The store this host drives.
+    pub fn store(&self) -> &Store {
+        &self.shared.store
+    }
+
+    /// An untyped client for `group_kind`.
+    pub fn client(&self, group_kind: GroupKind) -> RawClient {
+        RawClient::new(&self.shared.store, group_kind)
+    }
+
+    /// A typed client for `group_kind`.
+    pub fn typed_client<Spec, Status>(&self, group_kind: GroupKind) -> Client<Spec, Status>
+    where
+        Spec: Serialize + DeserializeOwned + 'static,
+        Status: Serialize + DeserializeOwned + 'static,
+    {
+        Client::new(&self.shared.store, group_kind)
+    }
+
+    /// Registers `controller` for `group_kind`, or replaces the one it has.
+    /// The registration is recorded in the store.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for an invalid option; a store error if the
+    /// registration cannot be recorded (nothing is registered then).
+    pub async fn register(
+        &self,
+        group_kind: GroupKind,
+        controller: impl Controller,
+        options: ControllerOptions,
+    ) -> Result<()> {
+        self.register_shared(group_kind, Arc::new(controller), options)
+            .await
+    }
+
+    /// [`Host::register`] for a controller already shared.
+    ///
+    /// # Errors
+    /// As [`Host::register`].
+    pub async fn register_shared(
+        &self,
+        group_kind: GroupKind,
+        controller: Arc<dyn Controller>,
+        options: ControllerOptions,
+    ) -> Result<()> {
+        let settings = self.shared.options.resolve(&options)?;
+        let (source, content_hash) = options
+            .source
+            .clone()
+            .unwrap_or_else(|| ("native".to_string(), None));
+        let registration = Registration {
+            group_kind: group_kind.clone(),
+            finalizers: options.finalizers.clone(),
+            spec_version: 0,
+            status_version: 0,
+            source,
+            content_hash,
+            registered_at: Timestamp::now(),
+        };
+        self.shared
+            .store
+            .write(move |tx| registrations::record(tx, &registration))
+            .await?;
+        let existing = read(&self.shared.kinds).get(&group_kind).cloned();
+        match existing {
+            Some(kind) => {
+                kind.replace(controller, settings);
+                if let Some(tracker) = self.running_tracker() {
+                    kind.spawn_workers(&self.shared.store, &tracker);
+                }
+                // The new version should see every object once.
+                let ids = self
+                    .shared
+                    .store
+                    .read(|conn| scan::all_of_kind(conn, &group_kind))?;
+                kind.queue.wake_all(ids, Wake::Ordinary);
+            }
+            None => {
+                let kind = Arc::new(Kind::new(
+                    group_kind.clone(),
+                    controller,
+                    settings,
+                    self.shared.options.requeue_floor,
+                ));
+                write(&self.shared.kinds).insert(group_kind.clone(), kind.clone());
+                self.shared.store.set_has_controller(&group_kind, true);
+                if let Some(tracker) = self.running_tracker() {
+                    kind.spawn(&self.shared.store, &tracker);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the controller of `group_kind`: its queued work is dropped,
+    /// passes in flight finish, its objects stay in the store.
+    ///
+    /// # Errors
+    /// [`Error::NoController`] when the kind has none.
+    pub async fn unregister(&self, group_kind: &GroupKind) -> Result<()> {
+        let kind = write(&self.shared.kinds)
+            .remove(group_kind)
+            .ok_or_else(|| Error::NoController(group_kind.to_string()))?;
+        self.shared.store.set_has_controller(group_kind, false);
+        kind.shut_down();
+        kind.tracker.wait().await;
+        let group_kind = group_kind.clone();
+        self.shared
+            .store
+            .write(move |tx| registrations::remove(tx, &group_kind))
+            .await
+    }
+
+    /// The kinds with a controller in this host.
+    pub fn kinds(&self) -> Vec<GroupKind> {
+        let mut kinds: Vec<_> = read(&self.shared.kinds).keys().cloned().collect();
+        kinds.sort();
+        kinds
+    }
+
+    /// Queues object `id` of `group_kind` for a pass now, bypassing the
+    /// re-enqueue floor. Keeps the object's backoff unless `reset_backoff`.
+    /// A latency hint: it returns once the object is queued.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for a missing id or one of another kind;
+    /// [`Error::NoController`] for a kind with no controller.
+    pub fn requeue(&self, group_kind: &GroupKind, id: ObjectId, reset_backoff: bool) -> Result<()> {
+        let found = self
+            .shared
+            .store
+            .read(|conn| rows::select_kind_and_deletion(conn, id))?;
+        if found.map(|(gk, _)| gk).as_ref() != Some(group_kind) {
+            return Err(Error::not_found(format!("{group_kind} {id}")));
+        }
+        let kind = read(&self.shared.kinds)
+            .get(group_kind)
+            .cloned()
+            .ok_or_else(|| Error::NoController(group_kind.to_string()))?;
+        kind.queue.requeue(id, reset_backoff);
+        Ok(())
+    }
+
+    /// When object `id` of `group_kind` is next due, from in-memory timers.
+    /// A missing id, another kind's id and a kind with no controller all read
+    /// as nothing scheduled.
+    pub fn schedule(&self, group_kind: &GroupKind, id: ObjectId) -> Schedule {
+        let Some(kind) = read(&self.shared.kinds).get(group_kind).cloned() else {
+            return Schedule::default();
+        };
+        let next_requeue_at = kind.queue.scheduled_at(id).map(|due| {
+            let from_now = due.saturating_duration_since(tokio::time::Instant::now());
+            SystemTime::now() + from_now
+        });
+        Schedule { next_requeue_at }
+    }
+
+    /// Starts every loop: the workers and drivers of each kind, the pushes at
+    /// commit, and the garbage-collection sweeper. Must be called inside a
+    /// tokio runtime. A host starts once.
+    ///
+    /// # Errors
+    /// [`Error::StoreInUse`] when another host in this process runs over the
+    /// same database; [`Error::AlreadyStarted`] on a second start.
+    pub async fn start(&self) -> Result<StopHandle> {
+        let mut lifecycle = lock(&self.shared.lifecycle);
+        if !matches!(*lifecycle, Lifecycle::New) {
+            return Err(Error::AlreadyStarted);
+        }
+        let claim = Claim::take(self.shared.store.path())?;
+        let cancel = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        self.shared
+            .store
+            .set_commit_listener(Some(push_listener(Arc::downgrade(&self.shared))));
+        for kind in read(&self.shared.kinds).values() {
+            kind.spawn(&self.shared.store, &tracker);
+        }
+        let shared = self.shared.clone();
+        let sweeper_cancel = cancel.clone();
+        tracker.spawn(async move { sweep_loop(&shared, &sweeper_cancel).await });
+        let owed = self.shared.options.owed_pass_interval;
+        if owed > Duration::from_secs(3600) {
+            tracing::info!(?owed, "the owed pass runs rarely: lost pushes wait that long");
+        }
+        *lifecycle = Lifecycle::Running(Running {
+            cancel,
+            tracker,
+            _claim: claim,
+        });
+        Ok(StopHandle {
+            shared: self.shared.clone(),
+        })
+    }
+
+    fn running_tracker(&self) -> Option<TaskTracker> {
+        match &*lock(&self.shared.lifecycle) {
+            Lifecycle::Running(running) => Some(running.tracker.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// Stops a started host. Dropping it without calling [`StopHandle::stop`]
+/// cancels every loop at once, without waiting.
+#[must_use = "dropping the handle stops the host at once"]
+pub struct StopHandle {
+    shared: Arc<Shared>,
+}
+
+impl StopHandle {
+    /// Cancels every loop, lets passes in flight finish, and waits for them up
+    /// to `deadline`.
+    ///
+    /// # Errors
+    /// [`Error::StopTimedOut`] when passes were still running at the deadline;
+    /// they are cancelled and ending, and the store's claim is released.
+    pub async fn stop(self, deadline: Duration) -> Result<()> {
+        let Some(running) = self.shared.begin_stop() else {
+            return Ok(());
+        };
+        let waited = tokio::time::timeout(deadline, running.tracker.wait()).await;
+        drop(running);
+        match waited {
+            Ok(()) => Ok(()),
+            Err(_) => Err(Error::StopTimedOut(deadline)),
+        }
+    }
+}
+
+impl Drop for StopHandle {
+    fn drop(&mut self) {
+        drop(self.shared.begin_stop());
+    }
+}
+
+impl Shared {
+    /// Cancels everything and hands back what is needed to wait for it.
+    fn begin_stop(&self) -> Option<Running> {
+        let running = {
+            let mut lifecycle = lock(&self.lifecycle);
+            match std::mem::replace(&mut *lifecycle, Lifecycle::Stopped) {
+                Lifecycle::Running(running) => running,
+                _ => return None,
+            }
+        };
+        self.store.set_commit_listener(None);
+        running.cancel.cancel();
+        for kind in read(&self.kinds).values() {
+            kind.shut_down();
+        }
+        running.tracker.close();
+        Some(running)
+    }
+}
+
+/// Routes each push at commit to the queue of its kind, if it has one.
+fn push_listener(shared: Weak<Shared>) -> CommitListener {
+    Arc::new(move |pushes: Vec<Push>| {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let kinds = read(&shared.kinds);
+        for push in pushes {
+            if let Some(kind) = kinds.get(&push.group_kind) {
+                kind.queue.wake(push.id, Wake::Immediate);
+            }
+        }
+    })
+}
+
+/// The garbage-collection sweeper: every deletion-pending object of a
+/// registered kind is queued (a backstop under the pushes); those of kinds
+/// with no controller are collected here. Then retention and free pages.
+async fn sweep_loop(shared: &Shared, cancel: &CancellationToken) {
+    loop {
+        if let Err(error) = sweep(shared).await {
+            tracing::warn!(%error, "garbage-collection sweep failed");
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(shared.options.gc_interval) => {}
+        }
+    }
+}
+
+async fn sweep(shared: &Shared) -> Result<()> {
+    let deleting = shared.store.read(scan::deleting)?;
+    let mut client_only = Vec::new();
+    {
+        let kinds = read(&shared.kinds);
+        for (id, group_kind) in deleting {
+            match kinds.get(&group_kind) {
+                Some(kind) => kind.queue.wake(id, Wake::Ordinary),
+                None => client_only.push(id),
+            }
+        }
+    }
+    if !client_only.is_empty() {
+        shared
+            .store
+            .write(move |tx| {
+                for id in client_only {
+                    collect::collect(tx, id)?;
+                }
+                Ok(())
+            })
+            .await?;
+    }
+    let options = &shared.options;
+    retention::sweep(
+        &shared.store,
+        Retention {
+            write_log_max_age_ms: options.write_log_max_age.as_millis() as i64,
+            write_log_per_kind: options.write_log_per_kind,
+            event_runs_per_timeline: options.event_runs_per_timeline,
+            event_max_age_ms: options.event_max_age.as_millis() as i64,
+        },
+    )
+    .await
+}
+
+/// This process's claim on a database: one running host per file.
+struct Claim(PathBuf);
+
+static CLAIMS: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+impl Claim {
+    fn take(path: &std::path::Path) -> Result<Claim> {
+        // Keyed on the file, so two opens of one path collide.
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let mut claims = lock(&CLAIMS);
+        if !claims.insert(key.clone()) {
+            return Err(Error::StoreInUse(key.display().to_string()));
+        }
+        Ok(Claim(key))
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        lock(&CLAIMS).remove(&self.0);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

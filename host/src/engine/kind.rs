@@ -1,0 +1,205 @@
+//! One registered kind at run time: its controller, settings, queue, workers
+//! and per-kind drivers (the owed pass, the full pass, the startup passes).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::engine::Controller;
+use crate::engine::options::KindSettings;
+use crate::engine::pass;
+use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
+use crate::object::GroupKind;
+use crate::store::{Store, scan};
+
+/// A registered kind.
+pub(crate) struct Kind {
+    pub(crate) group_kind: GroupKind,
+    controller: RwLock<Arc<dyn Controller>>,
+    settings: RwLock<KindSettings>,
+    pub(crate) queue: WorkQueue,
+    /// Ends this kind's workers and drivers (unregister, stop).
+    pub(crate) cancel: CancellationToken,
+    /// This kind's tasks, so unregistering can wait for its passes.
+    pub(crate) tracker: TaskTracker,
+    settings_changed: Notify,
+    workers: AtomicUsize,
+}
+
+fn read<T: Clone>(lock: &RwLock<T>) -> T {
+    lock.read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone()
+}
+
+fn write<T>(lock: &RwLock<T>, value: T) {
+    *lock.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = value;
+}
+
+impl Kind {
+    pub(crate) fn new(
+        group_kind: GroupKind,
+        controller: Arc<dyn Controller>,
+        settings: KindSettings,
+        floor: Duration,
+    ) -> Self {
+        Kind {
+            group_kind,
+            controller: RwLock::new(controller),
+            queue: WorkQueue::new(QueueConfig {
+                floor,
+                base_backoff: Duration::from_secs(1),
+                max_backoff: settings.max_retry_interval,
+            }),
+            settings: RwLock::new(settings),
+            cancel: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+            settings_changed: Notify::new(),
+            workers: AtomicUsize::new(0),
+        }
+    }
+
+    /// The controller new passes run; passes in flight keep the one they took.
+    pub(crate) fn controller(&self) -> Arc<dyn Controller> {
+        read(&self.controller)
+    }
+
+    pub(crate) fn settings(&self) -> KindSettings {
+        *self
+            .settings
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Swaps in a new controller and settings, keeping the queue and backoff.
+    pub(crate) fn replace(&self, controller: Arc<dyn Controller>, settings: KindSettings) {
+        write(&self.controller, controller);
+        write(&self.settings, settings);
+        self.queue.set_max_backoff(settings.max_retry_interval);
+        self.settings_changed.notify_waiters();
+    }
+
+    /// Starts (or tops up) the workers and starts the drivers.
+    pub(crate) fn spawn(self: &Arc<Self>, store: &Store, host: &TaskTracker) {
+        self.spawn_workers(store, host);
+        let kind = self.clone();
+        let store_for_driver = store.clone();
+        host.spawn(self.tracker.track_future(async move {
+            kind.drive(&store_for_driver).await;
+        }));
+    }
+
+    /// Brings the number of workers up to the configured concurrency.
+    pub(crate) fn spawn_workers(self: &Arc<Self>, store: &Store, host: &TaskTracker) {
+        let wanted = self.settings().concurrency;
+        while self.workers.load(Ordering::SeqCst) < wanted {
+            let index = self.workers.fetch_add(1, Ordering::SeqCst);
+            let kind = self.clone();
+            let store = store.clone();
+            host.spawn(self.tracker.track_future(async move {
+                kind.work(&store, index).await;
+            }));
+        }
+    }
+
+    /// A worker: takes the next object and runs its pass, until cancelled or
+    /// no longer wanted. A pass in flight is finished, never abandoned.
+    async fn work(&self, store: &Store, index: usize) {
+        loop {
+            if index >= self.settings().concurrency {
+                break;
+            }
+            let next = tokio::select! {
+                _ = self.cancel.cancelled() => None,
+                next = self.queue.next() => next,
+            };
+            let Some(id) = next else {
+                break;
+            };
+            let outcome = pass::run(store, self, id).await;
+            self.queue.done(id, outcome);
+        }
+        self.workers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// The per-kind drivers in one loop: the startup passes, then the owed
+    /// pass and the full pass, each on its own cadence.
+    async fn drive(&self, store: &Store) {
+        self.startup(store);
+        let start = Instant::now();
+        let mut next_owed = start;
+        let mut next_full = start + self.settings().full_pass_interval;
+        loop {
+            let settings = self.settings();
+            let now = Instant::now();
+            if now >= next_owed {
+                self.enqueue_scan(store, scan::owed);
+                self.queue.prune();
+                next_owed = now + settings.owed_pass_interval;
+            }
+            let full_on = !settings.full_pass_interval.is_zero();
+            if full_on && now >= next_full {
+                self.enqueue_scan(store, scan::all_of_kind);
+                next_full = now + settings.full_pass_interval;
+            }
+            let wake_at = if full_on {
+                next_owed.min(next_full)
+            } else {
+                next_owed
+            };
+            tokio::select! {
+                _ = self.cancel.cancelled() => break,
+                _ = self.settings_changed.notified() => {
+                    let settings = self.settings();
+                    next_owed = next_owed.min(Instant::now() + settings.owed_pass_interval);
+                    next_full = Instant::now() + settings.full_pass_interval;
+                }
+                _ = tokio::time::sleep_until(wake_at) => {}
+            }
+        }
+    }
+
+    /// The once-per-start passes: every object if the kind asks for it, and
+    /// the first arming of the individual cadence, spread across its interval.
+    fn startup(&self, store: &Store) {
+        let settings = self.settings();
+        if settings.startup_full_pass {
+            self.enqueue_scan(store, scan::all_of_kind);
+        }
+        let interval = settings.individual_pass_interval;
+        if !interval.is_zero() {
+            match store.read(|conn| scan::all_of_kind(conn, &self.group_kind)) {
+                Ok(ids) => {
+                    let now = Instant::now();
+                    for id in ids {
+                        self.queue.wake_at(id, now + pass::random_below(interval));
+                    }
+                }
+                Err(error) => tracing::warn!(kind = %self.group_kind, %error, "startup scan failed"),
+            }
+        }
+    }
+
+    fn enqueue_scan(
+        &self,
+        store: &Store,
+        scan: fn(&rusqlite::Connection, &GroupKind) -> crate::Result<Vec<i64>>,
+    ) {
+        match store.read(|conn| scan(conn, &self.group_kind)) {
+            Ok(ids) => self.queue.wake_all(ids, Wake::Ordinary),
+            Err(error) => tracing::warn!(kind = %self.group_kind, %error, "scan failed"),
+        }
+    }
+
+    /// Stops handing out work and ends the drivers; passes in flight finish.
+    pub(crate) fn shut_down(&self) {
+        self.cancel.cancel();
+        self.queue.close();
+        self.tracker.close();
+    }
+}

@@ -1,0 +1,96 @@
+//! What the sweeper trims: old write-log entries, old event runs, and the free
+//! pages they leave. Each step reads first and takes the writer only when
+//! there is something to remove, so an idle host writes nothing.
+
+use rusqlite::{Connection, params};
+
+use crate::error::Result;
+use crate::object::Timestamp;
+use crate::store::{Store, WriteTx};
+
+/// Bounds on the write log and the event log; zero leaves a bound off.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Retention {
+    pub(crate) write_log_max_age_ms: i64,
+    pub(crate) write_log_per_kind: usize,
+    pub(crate) event_runs_per_timeline: usize,
+    pub(crate) event_max_age_ms: i64,
+}
+
+/// Applies `retention`, then releases free pages if there are any.
+pub(crate) async fn sweep(store: &Store, retention: Retention) -> Result<()> {
+    let now = Timestamp::now().as_millis();
+    let log_cutoff = (retention.write_log_max_age_ms > 0).then(|| now - retention.write_log_max_age_ms);
+    let event_cutoff = (retention.event_max_age_ms > 0).then(|| now - retention.event_max_age_ms);
+    let work = store.read(|conn| {
+        Ok(log_cutoff.is_some_and(|c| exists(conn, "SELECT EXISTS(SELECT 1 FROM object_writes WHERE written_at < ?1)", c))
+            || event_cutoff.is_some_and(|c| exists(conn, "SELECT EXISTS(SELECT 1 FROM events WHERE last_at < ?1)", c))
+            || retention.write_log_per_kind > 0
+            || retention.event_runs_per_timeline > 0)
+    })?;
+    if work {
+        store
+            .write(move |tx| trim(tx, retention, log_cutoff, event_cutoff))
+            .await?;
+    }
+    let free_pages: i64 = store.read(|conn| {
+        Ok(conn.pragma_query_value(None, "freelist_count", |row| row.get(0))?)
+    })?;
+    if free_pages > 0 {
+        store
+            .write(|tx| {
+                tx.conn().execute_batch("PRAGMA incremental_vacuum")?;
+                Ok(())
+            })
+            .await?;
+    }
+    Ok(())
+}
+
+fn exists(conn: &Connection, sql: &str, cutoff: i64) -> bool {
+    conn.query_row(sql, [cutoff], |row| row.get(0))
+        .unwrap_or(false)
+}
+
+fn trim(
+    tx: &mut WriteTx<'_>,
+    retention: Retention,
+    log_cutoff: Option<i64>,
+    event_cutoff: Option<i64>,
+) -> Result<()> {
+    let conn = tx.conn();
+    let mut removed = 0;
+    if let Some(cutoff) = log_cutoff {
+        removed += conn.execute("DELETE FROM object_writes WHERE written_at < ?1", [cutoff])?;
+    }
+    if retention.write_log_per_kind > 0 {
+        removed += conn.execute(
+            "DELETE FROM object_writes WHERE resource_version IN ( \
+                SELECT resource_version FROM ( \
+                    SELECT resource_version, ROW_NUMBER() OVER ( \
+                        PARTITION BY grp, kind ORDER BY resource_version DESC) AS newest \
+                    FROM object_writes) \
+                WHERE newest > ?1)",
+            params![retention.write_log_per_kind as i64],
+        )?;
+    }
+    if let Some(cutoff) = event_cutoff {
+        removed += conn.execute("DELETE FROM events WHERE last_at < ?1", [cutoff])?;
+    }
+    if retention.event_runs_per_timeline > 0 {
+        removed += conn.execute(
+            "DELETE FROM events WHERE id IN ( \
+                SELECT id FROM ( \
+                    SELECT id, ROW_NUMBER() OVER ( \
+                        PARTITION BY object_id, category ORDER BY id DESC) AS newest \
+                    FROM events) \
+                WHERE newest > ?1)",
+            params![retention.event_runs_per_timeline as i64],
+        )?;
+    }
+    if removed > 0 {
+        // The newest log entry or event may be gone: keep the counters.
+        tx.save_sequences();
+    }
+    Ok(())
+}

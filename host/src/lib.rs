@@ -53,12 +53,12 @@ pub use engine::{
     ReconcileResult, Reconciler, Schedule, StopHandle, Typed,
 };
 pub use error::{Error, Result};
+pub use event::{Event, EventFilter, EventSpec, EventType};
 pub use json::Json;
 pub use object::{
     Condition, ConditionStatus, GroupKind, Loads, Meta, ObjectId, ObjectRef, RawObject, Timestamp,
     generate_name, to_json,
 };
-pub use event::{Event, EventFilter, EventSpec, EventType};
 pub use store::Store;
 pub use store::registrations::Registration;
 

@@ -7,8 +7,8 @@ use crate::event::{Event, EventFilter};
 use crate::json::Json;
 use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
 use crate::store::Store;
-use crate::store::{Push, WriteTx};
 use crate::store::rows::{self, Direction, LogEntry, NewObject, WriteOp};
+use crate::store::{Push, WriteTx};
 
 /// The untyped client for one (group, kind).
 ///
@@ -354,7 +354,9 @@ impl CreatePlan {
             Some(owner) => match rows::select_kind_and_deletion(tx.conn(), owner)? {
                 Some((group_kind, deleting)) => Some((owner, group_kind, deleting)),
                 None => {
-                    return Err(Error::InvalidOption(format!("owner {owner} does not exist")));
+                    return Err(Error::InvalidOption(format!(
+                        "owner {owner} does not exist"
+                    )));
                 }
             },
             None => None,
@@ -379,7 +381,10 @@ impl CreatePlan {
             rows::insert_owner_edge(tx.conn(), object.meta.id, owner)?;
             if deleting {
                 // The owner waits for its children to go; it must see this one.
-                tx.push(Push { id: owner, group_kind });
+                tx.push(Push {
+                    id: owner,
+                    group_kind,
+                });
             }
         }
         if let Some(hook) = self.on_create {

@@ -224,7 +224,8 @@ impl ControllerOptions {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.finalizers.extend(finalizers.into_iter().map(Into::into));
+        self.finalizers
+            .extend(finalizers.into_iter().map(Into::into));
         self
     }
 

@@ -276,7 +276,10 @@ impl Host {
         tracker.spawn(async move { sweep_loop(&shared, &sweeper_cancel).await });
         let owed = self.shared.options.owed_pass_interval;
         if owed > Duration::from_secs(3600) {
-            tracing::info!(?owed, "the owed pass runs rarely: lost pushes wait that long");
+            tracing::info!(
+                ?owed,
+                "the owed pass runs rarely: lost pushes wait that long"
+            );
         }
         *lifecycle = Lifecycle::Running(Running {
             cancel,
@@ -439,7 +442,9 @@ impl Drop for Claim {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -447,5 +452,6 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 }
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+    lock.write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -38,7 +38,9 @@ fn read<T: Clone>(lock: &RwLock<T>) -> T {
 }
 
 fn write<T>(lock: &RwLock<T>, value: T) {
-    *lock.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = value;
+    *lock
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = value;
 }
 
 impl Kind {
@@ -180,7 +182,9 @@ impl Kind {
                         self.queue.wake_at(id, now + pass::random_below(interval));
                     }
                 }
-                Err(error) => tracing::warn!(kind = %self.group_kind, %error, "startup scan failed"),
+                Err(error) => {
+                    tracing::warn!(kind = %self.group_kind, %error, "startup scan failed")
+                }
             }
         }
     }

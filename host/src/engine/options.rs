@@ -183,9 +183,19 @@ mod tests {
     #[test]
     fn cadences_that_cannot_be_disabled_refuse_zero() {
         let zero = Duration::ZERO;
-        assert!(HostOptions::new().owed_pass_interval(zero).validate().is_err());
+        assert!(
+            HostOptions::new()
+                .owed_pass_interval(zero)
+                .validate()
+                .is_err()
+        );
         assert!(HostOptions::new().gc_interval(zero).validate().is_err());
-        assert!(HostOptions::new().full_pass_interval(zero).validate().is_ok());
+        assert!(
+            HostOptions::new()
+                .full_pass_interval(zero)
+                .validate()
+                .is_ok()
+        );
         let per_kind = ControllerOptions::new().owed_pass_interval(zero);
         assert!(matches!(
             HostOptions::new().resolve(&per_kind),
@@ -200,8 +210,14 @@ mod tests {
             .resolve(&ControllerOptions::new().max_retry_interval(Duration::ZERO))
             .unwrap();
         assert_eq!(settings.concurrency, 2);
-        assert_eq!(settings.max_retry_interval, Duration::from_secs(30), "zero keeps the default");
-        let settings = host.resolve(&ControllerOptions::new().concurrency(4)).unwrap();
+        assert_eq!(
+            settings.max_retry_interval,
+            Duration::from_secs(30),
+            "zero keeps the default"
+        );
+        let settings = host
+            .resolve(&ControllerOptions::new().concurrency(4))
+            .unwrap();
         assert_eq!(settings.concurrency, 4);
     }
 }

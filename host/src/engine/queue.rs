@@ -101,7 +101,9 @@ pub(crate) struct WorkQueue {
 }
 
 fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl WorkQueue {
@@ -383,7 +385,10 @@ mod tests {
 
     /// The next object, or `None` if nothing is due within `within`.
     async fn next_within(queue: &WorkQueue, within: Duration) -> Option<ObjectId> {
-        tokio::time::timeout(within, queue.next()).await.ok().flatten()
+        tokio::time::timeout(within, queue.next())
+            .await
+            .ok()
+            .flatten()
     }
 
     #[tokio::test(start_paused = true)]
@@ -404,7 +409,11 @@ mod tests {
         q.wake(1, Wake::Immediate);
         assert_eq!(next_within(&q, Duration::from_secs(60)).await, None);
         q.done(1, Outcome::Succeeded { requeue: None });
-        assert_eq!(next_within(&q, Duration::ZERO).await, Some(1), "the wake was kept");
+        assert_eq!(
+            next_within(&q, Duration::ZERO).await,
+            Some(1),
+            "the wake was kept"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -450,7 +459,11 @@ mod tests {
         q.done(1, Outcome::Failed);
         let start = Instant::now();
         q.next().await;
-        assert_eq!(start.elapsed(), Duration::from_secs(1), "the ladder starts over");
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_secs(1),
+            "the ladder starts over"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -466,7 +479,11 @@ mod tests {
         q.wake(1, Wake::Ordinary);
         let start = Instant::now();
         assert_eq!(q.next().await, Some(1));
-        assert_eq!(start.elapsed(), Duration::from_secs(2), "absorbed by the alarm");
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_secs(2),
+            "absorbed by the alarm"
+        );
 
         q.done(1, Outcome::Failed);
         let start = Instant::now();
@@ -507,13 +524,23 @@ mod tests {
         let q = queue();
         q.wake(1, Wake::Immediate);
         q.next().await;
-        q.done(1, Outcome::Succeeded { requeue: Some(Duration::from_secs(5)) });
+        q.done(
+            1,
+            Outcome::Succeeded {
+                requeue: Some(Duration::from_secs(5)),
+            },
+        );
         assert!(q.scheduled_at(1).is_some());
         let start = Instant::now();
         q.next().await;
         assert_eq!(start.elapsed(), Duration::from_secs(5));
 
-        q.done(1, Outcome::Succeeded { requeue: Some(Duration::ZERO) });
+        q.done(
+            1,
+            Outcome::Succeeded {
+                requeue: Some(Duration::ZERO),
+            },
+        );
         let start = Instant::now();
         q.next().await;
         assert_eq!(start.elapsed(), Duration::from_secs(1), "held to the floor");
@@ -524,7 +551,12 @@ mod tests {
         let q = queue();
         q.wake(1, Wake::Immediate);
         q.next().await;
-        q.done(1, Outcome::Succeeded { requeue: Some(Duration::from_secs(30)) });
+        q.done(
+            1,
+            Outcome::Succeeded {
+                requeue: Some(Duration::from_secs(30)),
+            },
+        );
         q.wake(1, Wake::Ordinary);
         let start = Instant::now();
         q.next().await;

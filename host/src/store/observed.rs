@@ -105,7 +105,9 @@ pub(crate) fn validate_conditions(conditions: &[Condition]) -> Result<()> {
     let mut seen = HashSet::new();
     for condition in conditions {
         if condition.type_.is_empty() {
-            return Err(Error::InvalidCondition("a condition type must not be empty".into()));
+            return Err(Error::InvalidCondition(
+                "a condition type must not be empty".into(),
+            ));
         }
         if !seen.insert(condition.type_.as_str()) {
             return Err(Error::DuplicateConditionType(condition.type_.clone()));

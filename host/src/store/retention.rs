@@ -20,12 +20,23 @@ pub(crate) struct Retention {
 /// Applies `retention`, then releases free pages if there are any.
 pub(crate) async fn sweep(store: &Store, retention: Retention) -> Result<()> {
     let now = Timestamp::now().as_millis();
-    let log_cutoff = (retention.write_log_max_age_ms > 0).then(|| now - retention.write_log_max_age_ms);
+    let log_cutoff =
+        (retention.write_log_max_age_ms > 0).then(|| now - retention.write_log_max_age_ms);
     let event_cutoff = (retention.event_max_age_ms > 0).then(|| now - retention.event_max_age_ms);
     let work = store.read(|conn| {
-        Ok(log_cutoff.is_some_and(|c| exists(conn, "SELECT EXISTS(SELECT 1 FROM object_writes WHERE written_at < ?1)", c))
-            || event_cutoff.is_some_and(|c| exists(conn, "SELECT EXISTS(SELECT 1 FROM events WHERE last_at < ?1)", c))
-            || retention.write_log_per_kind > 0
+        Ok(log_cutoff.is_some_and(|c| {
+            exists(
+                conn,
+                "SELECT EXISTS(SELECT 1 FROM object_writes WHERE written_at < ?1)",
+                c,
+            )
+        }) || event_cutoff.is_some_and(|c| {
+            exists(
+                conn,
+                "SELECT EXISTS(SELECT 1 FROM events WHERE last_at < ?1)",
+                c,
+            )
+        }) || retention.write_log_per_kind > 0
             || retention.event_runs_per_timeline > 0)
     })?;
     if work {
@@ -33,9 +44,8 @@ pub(crate) async fn sweep(store: &Store, retention: Retention) -> Result<()> {
             .write(move |tx| trim(tx, retention, log_cutoff, event_cutoff))
             .await?;
     }
-    let free_pages: i64 = store.read(|conn| {
-        Ok(conn.pragma_query_value(None, "freelist_count", |row| row.get(0))?)
-    })?;
+    let free_pages: i64 = store
+        .read(|conn| Ok(conn.pragma_query_value(None, "freelist_count", |row| row.get(0))?))?;
     if free_pages > 0 {
         store
             .write(|tx| {

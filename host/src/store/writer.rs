@@ -258,9 +258,7 @@ impl<R> Slot<R> {
             match &self.waiter {
                 Waiter::Async(notify) => notify.notified().await,
                 Waiter::Blocking(_) => {
-                    return Wake::Done(Err(Error::Internal(
-                        "a blocking write was awaited".into(),
-                    )));
+                    return Wake::Done(Err(Error::Internal("a blocking write was awaited".into())));
                 }
             }
         }

@@ -1,0 +1,661 @@
+//! The reconcile engine through the public API: real hosts over file stores.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use beehive::{
+    Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
+    Error, EventFilter, EventSpec, GroupKind, Host, HostOptions, Json, Loads, RawObject,
+    ReconcileFuture, ReconcileResult, Store,
+};
+use common::{PATIENCE, wait_until};
+
+fn spec(text: &str) -> Json {
+    Json::parse(text).unwrap()
+}
+
+fn widget() -> GroupKind {
+    GroupKind::new("test.dev", "Widget")
+}
+
+/// A controller defined by a closure over the object and its client.
+struct FnController<F>(F);
+
+impl<F, Fut> Controller for FnController<F>
+where
+    F: Fn(ControllerClient, RawObject) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ReconcileResult> + Send + 'static,
+{
+    fn reconcile<'a>(
+        &'a self,
+        client: &'a ControllerClient,
+        object: &'a RawObject,
+    ) -> ReconcileFuture<'a> {
+        Box::pin((self.0)(client.clone(), object.clone()))
+    }
+}
+
+fn controller<F, Fut>(f: F) -> FnController<F>
+where
+    F: Fn(ControllerClient, RawObject) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ReconcileResult> + Send + 'static,
+{
+    FnController(f)
+}
+
+/// Records every (id, generation) a pass was handed, writes the spec back as
+/// status and settles.
+#[derive(Clone, Default)]
+struct Recorder {
+    passes: Arc<Mutex<HashMap<(i64, i64), usize>>>,
+}
+
+impl Recorder {
+    fn controller(&self) -> impl Controller {
+        let passes = self.passes.clone();
+        controller(move |client, object| {
+            let passes = passes.clone();
+            async move {
+                *passes
+                    .lock()
+                    .unwrap()
+                    .entry((object.meta.id, object.meta.generation))
+                    .or_default() += 1;
+                match client.update_status_json(object.spec.clone()).await {
+                    Ok(()) => ReconcileResult::settled(),
+                    Err(error) => ReconcileResult::fail(error),
+                }
+            }
+        })
+    }
+
+    fn counts(&self) -> HashMap<(i64, i64), usize> {
+        self.passes.lock().unwrap().clone()
+    }
+}
+
+fn all_observed(host: &Host, gk: &GroupKind) -> bool {
+    host.client(gk.clone())
+        .list(Loads::none())
+        .unwrap()
+        .iter()
+        .all(|o| o.meta.is_observed())
+}
+
+fn fast_options() -> HostOptions {
+    HostOptions::new()
+        .owed_pass_interval(Duration::from_secs(60))
+        .gc_interval(Duration::from_millis(200))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_generation_of_each_object_is_reconciled_exactly_once() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    let recorder = Recorder::default();
+    host.register(widget(), recorder.controller(), ControllerOptions::new())
+        .await
+        .unwrap();
+    let running = host.start().await.unwrap();
+    let client = host.client(widget());
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        let created = client
+            .create(
+                &format!("w{i}"),
+                spec(&format!(r#"{{"v":{i}}}"#)),
+                CreateOptions::new(),
+            )
+            .await
+            .unwrap();
+        ids.push(created.meta.id);
+    }
+    wait_until("every widget is observed", PATIENCE, || {
+        all_observed(&host, &widget())
+    })
+    .await;
+    for id in &ids[..10] {
+        client.update(*id, spec(r#"{"v":"second"}"#)).await.unwrap();
+    }
+    wait_until("the updates are observed", PATIENCE, || {
+        all_observed(&host, &widget())
+    })
+    .await;
+    // A last round on other objects, so a stray extra pass would have run by now.
+    for id in &ids[10..] {
+        client.update(*id, spec(r#"{"v":"third"}"#)).await.unwrap();
+    }
+    wait_until("the last round is observed", PATIENCE, || {
+        all_observed(&host, &widget())
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+
+    let counts = recorder.counts();
+    assert_eq!(counts.len(), 40, "20 first generations and 20 second ones");
+    assert!(counts.values().all(|&n| n == 1), "{counts:?}");
+    for object in client.list(Loads::none()).unwrap() {
+        assert_eq!(object.status.as_ref(), Some(&object.spec));
+        assert!(object.meta.observed_at.is_some());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_controller_backs_off_and_recovers() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    let calls = Arc::new(Mutex::new(Vec::<Instant>::new()));
+    let seen = calls.clone();
+    host.register(
+        widget(),
+        controller(move |_client, _object| {
+            let seen = seen.clone();
+            async move {
+                let mut calls = seen.lock().unwrap();
+                calls.push(Instant::now());
+                if calls.len() <= 4 {
+                    ReconcileResult::fail("not yet")
+                } else {
+                    ReconcileResult::settled()
+                }
+            }
+        }),
+        ControllerOptions::new().max_retry_interval(Duration::from_secs(2)),
+    )
+    .await
+    .unwrap();
+    let running = host.start().await.unwrap();
+    let created = host
+        .client(widget())
+        .create("w", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    wait_until("the widget is observed", PATIENCE, || {
+        all_observed(&host, &widget())
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 5);
+    let gaps: Vec<f64> = calls
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64())
+        .collect();
+    for (gap, expected) in gaps.iter().zip([1.0, 2.0, 2.0, 2.0]) {
+        assert!(*gap >= expected * 0.95, "gaps {gaps:?}");
+        assert!(*gap < expected + 3.0, "gaps {gaps:?}");
+    }
+    let events = host
+        .client(widget())
+        .list_events(created.meta.id, &EventFilter::all().category("reconcile"))
+        .unwrap();
+    assert_eq!(events.len(), 1, "one run of failures");
+    assert_eq!(events[0].count, 4);
+    assert_eq!(events[0].reason, "ReconcileFailed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_kept_past_its_pass_is_refused() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    let kept: Arc<Mutex<Option<ControllerClient>>> = Arc::default();
+    let stash = kept.clone();
+    host.register(
+        widget(),
+        controller(move |client, _object| {
+            let stash = stash.clone();
+            async move {
+                *stash.lock().unwrap() = Some(client);
+                ReconcileResult::settled()
+            }
+        }),
+        ControllerOptions::new(),
+    )
+    .await
+    .unwrap();
+    let running = host.start().await.unwrap();
+    host.client(widget())
+        .create("w", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    wait_until("the widget is observed", PATIENCE, || {
+        all_observed(&host, &widget())
+    })
+    .await;
+    let client = kept.lock().unwrap().clone().unwrap();
+    let err = client
+        .update_status_json(spec(r#"{"late":true}"#))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::ReconcileReturned), "{err}");
+    assert!(matches!(client.list_owned(), Err(Error::ReconcileReturned)));
+    assert!(matches!(
+        client.add_event(EventSpec::normal("Late")).await,
+        Err(Error::ReconcileReturned)
+    ));
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_an_owner_cascades_to_a_hundred_children_and_removes_every_row() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    let parent = GroupKind::new("test.dev", "Parent");
+    for gk in [parent.clone(), widget()] {
+        host.register(
+            gk,
+            Recorder::default().controller(),
+            ControllerOptions::new(),
+        )
+        .await
+        .unwrap();
+    }
+    let running = host.start().await.unwrap();
+    let owner = host
+        .client(parent.clone())
+        .create("p", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let children = host.client(widget());
+    for i in 0..100 {
+        children
+            .create(
+                &format!("c{i}"),
+                spec("{}"),
+                CreateOptions::new().owner(owner.meta.id),
+            )
+            .await
+            .unwrap();
+    }
+    host.client(parent.clone())
+        .delete(owner.meta.id)
+        .await
+        .unwrap();
+    wait_until("every row is gone", PATIENCE, || {
+        children.list(Loads::none()).unwrap().is_empty()
+            && host
+                .client(parent.clone())
+                .list(Loads::none())
+                .unwrap()
+                .is_empty()
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    let cleaned = Arc::new(AtomicUsize::new(0));
+    let count = cleaned.clone();
+    let unregistered = host
+        .client(widget())
+        .create(
+            "early",
+            spec("{}"),
+            CreateOptions::new().finalizers(["test.dev/cleanup"]),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(unregistered, Error::InvalidOption(_)),
+        "{unregistered}"
+    );
+
+    host.register(
+        widget(),
+        controller(move |client, object| {
+            let count = count.clone();
+            async move {
+                if object.meta.deletion_requested_at.is_some() {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    if let Err(error) = client.delete_finalizer("test.dev/cleanup").await {
+                        return ReconcileResult::fail(error);
+                    }
+                }
+                ReconcileResult::settled()
+            }
+        }),
+        ControllerOptions::new().finalizers(["test.dev/cleanup"]),
+    )
+    .await
+    .unwrap();
+    let running = host.start().await.unwrap();
+    let client = host.client(widget());
+    let created = client
+        .create(
+            "w",
+            spec("{}"),
+            CreateOptions::new().finalizers(["test.dev/cleanup"]),
+        )
+        .await
+        .unwrap();
+    wait_until("the widget is observed", PATIENCE, || {
+        all_observed(&host, &widget())
+    })
+    .await;
+    client.delete(created.meta.id).await.unwrap();
+    wait_until("the row is gone", PATIENCE, || {
+        client.get(created.meta.id, Loads::none()).is_err()
+    })
+    .await;
+    assert_eq!(cleaned.load(Ordering::SeqCst), 1);
+    let registrations = store.registrations().unwrap();
+    assert_eq!(registrations.len(), 1);
+    assert_eq!(registrations[0].finalizers, ["test.dev/cleanup"]);
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_only_kind_is_collected_by_the_sweeper() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    let running = host.start().await.unwrap();
+    let notes = host.client(GroupKind::core("Note"));
+    let owner = notes
+        .create("owner", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    notes
+        .create(
+            "child",
+            spec("{}"),
+            CreateOptions::new().owner(owner.meta.id),
+        )
+        .await
+        .unwrap();
+    notes.delete(owner.meta.id).await.unwrap();
+    wait_until("both notes are collected", PATIENCE, || {
+        notes.list(Loads::none()).unwrap().is_empty()
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    host.register(
+        widget(),
+        controller(|client, object| async move {
+            let report = async {
+                client.update_status_json(spec(r#"{"seen":true}"#)).await?;
+                client
+                    .update_status_json(spec(r#"{ "seen": true }"#))
+                    .await?;
+                client
+                    .set_conditions(vec![
+                        Condition::new("Ready", ConditionStatus::True).reason("Fine"),
+                        Condition::new("Live", ConditionStatus::True).liveness(true),
+                    ])
+                    .await?;
+                let duplicate = client
+                    .set_conditions(vec![
+                        Condition::new("A", ConditionStatus::True),
+                        Condition::new("A", ConditionStatus::False),
+                    ])
+                    .await;
+                assert!(matches!(duplicate, Err(Error::DuplicateConditionType(_))));
+                for _ in 0..3 {
+                    client
+                        .add_event(EventSpec::normal("Probed").category("health").message("ok"))
+                        .await?;
+                }
+                client
+                    .add_event(EventSpec::warning("ProbeFailed").category("health"))
+                    .await?;
+                Ok::<(), Error>(())
+            };
+            match report.await {
+                Ok(()) => {
+                    let _ = object;
+                    ReconcileResult::settled()
+                }
+                Err(error) => ReconcileResult::fail(error),
+            }
+        }),
+        ControllerOptions::new(),
+    )
+    .await
+    .unwrap();
+    let running = host.start().await.unwrap();
+    let client = host.client(widget());
+    let created = client
+        .create("w", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    wait_until("the widget is observed", PATIENCE, || {
+        all_observed(&host, &widget())
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+
+    let object = client.get(created.meta.id, Loads::none()).unwrap();
+    assert_eq!(object.status, Some(spec(r#"{"seen":true}"#)));
+    // The log holds the create, one status write (the second was a no-op),
+    // one write for both conditions, and the stamp; events move no object.
+    let conn = rusqlite::Connection::open(store.path()).unwrap();
+    let writes: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM object_writes WHERE object_id = ?1",
+            [created.meta.id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(writes, 4);
+    let types: Vec<_> = object
+        .meta
+        .conditions
+        .iter()
+        .map(|c| c.type_.as_str())
+        .collect();
+    assert_eq!(types, ["Live", "Ready"]);
+    assert!(object.meta.conditions.iter().all(|c| !c.unconfirmed));
+    let events = client
+        .list_events(created.meta.id, &EventFilter::all().category("health"))
+        .unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(
+        (events[0].reason.as_str(), events[0].count),
+        ("ProbeFailed", 1)
+    );
+    assert_eq!((events[1].reason.as_str(), events[1].count), ("Probed", 3));
+
+    // Another process (a reopened store) cannot vouch for a liveness condition.
+    let reopened = Store::open(store.path()).unwrap();
+    let object = beehive::RawClient::new(&reopened, widget())
+        .get(created.meta.id, Loads::none())
+        .unwrap();
+    let live = object
+        .meta
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Live")
+        .unwrap();
+    assert!(live.unconfirmed);
+    assert_eq!(live.status, ConditionStatus::Unknown);
+    let ready = object
+        .meta
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
+    assert_eq!(
+        ready.status,
+        ConditionStatus::True,
+        "durable conditions survive"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_host_over_the_same_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.db");
+    let first = Host::new(&Store::open(&path).unwrap(), fast_options()).unwrap();
+    let running = first.start().await.unwrap();
+    let second = Host::new(&Store::open(&path).unwrap(), fast_options()).unwrap();
+    assert!(matches!(second.start().await, Err(Error::StoreInUse(_))));
+    assert!(matches!(first.start().await, Err(Error::AlreadyStarted)));
+    running.stop(Duration::from_secs(10)).await.unwrap();
+    let third = Host::new(&Store::open(&path).unwrap(), fast_options()).unwrap();
+    third
+        .start()
+        .await
+        .unwrap()
+        .stop(Duration::from_secs(10))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requeue_needs_an_object_of_the_kind_and_a_controller() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    host.register(
+        widget(),
+        Recorder::default().controller(),
+        ControllerOptions::new(),
+    )
+    .await
+    .unwrap();
+    let running = host.start().await.unwrap();
+    let created = host
+        .client(widget())
+        .create("w", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let note = host
+        .client(GroupKind::core("Note"))
+        .create("n", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    assert!(matches!(
+        host.requeue(&widget(), 999_999, false),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(matches!(
+        host.requeue(&widget(), note.meta.id, false),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(matches!(
+        host.requeue(&GroupKind::core("Note"), note.meta.id, false),
+        Err(Error::NoController(_))
+    ));
+    host.requeue(&widget(), created.meta.id, true).unwrap();
+    assert_eq!(
+        host.schedule(&GroupKind::core("Note"), note.meta.id)
+            .next_requeue_at,
+        None
+    );
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsettled_pass_comes_back_and_a_requeue_delay_is_scheduled() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    let passes = Arc::new(AtomicUsize::new(0));
+    let count = passes.clone();
+    host.register(
+        widget(),
+        controller(move |_client, _object| {
+            let count = count.clone();
+            async move {
+                match count.fetch_add(1, Ordering::SeqCst) {
+                    0 => ReconcileResult::unsettled().requeue_after(Duration::from_millis(1500)),
+                    _ => ReconcileResult::settled().requeue_after(Duration::from_secs(3600)),
+                }
+            }
+        }),
+        ControllerOptions::new(),
+    )
+    .await
+    .unwrap();
+    let running = host.start().await.unwrap();
+    let created = host
+        .client(widget())
+        .create("w", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    wait_until("the widget is observed", PATIENCE, || {
+        all_observed(&host, &widget())
+    })
+    .await;
+    assert_eq!(passes.load(Ordering::SeqCst), 2);
+    let next = host
+        .schedule(&widget(), created.meta.id)
+        .next_requeue_at
+        .unwrap();
+    let ahead = next.duration_since(std::time::SystemTime::now()).unwrap();
+    assert!(ahead > Duration::from_secs(3000), "{ahead:?}");
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    let recorder = Recorder::default();
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let (first_pass_tx, first_pass_rx) = tokio::sync::oneshot::channel::<()>();
+    let first_pass_tx = Arc::new(Mutex::new(Some(first_pass_tx)));
+    let (inner, wait) = (recorder.controller(), gate.clone());
+    let inner = Arc::new(inner);
+    host.register(
+        widget(),
+        controller(move |client, object| {
+            let (inner, wait, signal) = (inner.clone(), wait.clone(), first_pass_tx.clone());
+            async move {
+                let first = signal.lock().unwrap().take();
+                if let Some(signal) = first {
+                    let _ = signal.send(());
+                    wait.notified().await;
+                }
+                inner.reconcile(&client, &object).await
+            }
+        }),
+        ControllerOptions::new(),
+    )
+    .await
+    .unwrap();
+    let running = host.start().await.unwrap();
+    let client = host.client(widget());
+    let created = client
+        .create("w", spec(r#"{"v":1}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    first_pass_rx.await.unwrap();
+    client
+        .update(created.meta.id, spec(r#"{"v":2}"#))
+        .await
+        .unwrap();
+    gate.notify_one();
+    wait_until("generation 2 is observed", PATIENCE, || {
+        client
+            .get(created.meta.id, Loads::none())
+            .unwrap()
+            .meta
+            .observed_generation
+            == Some(2)
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+    let counts = recorder.counts();
+    assert_eq!(
+        counts.get(&(created.meta.id, 1)),
+        Some(&1),
+        "handed generation 1"
+    );
+    assert_eq!(
+        counts.get(&(created.meta.id, 2)),
+        Some(&1),
+        "and then generation 2"
+    );
+}

@@ -659,3 +659,178 @@ async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
         "and then generation 2"
     );
 }
+
+/// Writes `{"version": N, "spec": ...}` as status and settles.
+fn versioned(version: u32) -> impl Controller {
+    controller(move |client, object| async move {
+        let status = serde_json::json!({ "version": version, "spec": object.spec.to_value() });
+        match client.update_status(&status).await {
+            Ok(()) => ReconcileResult::settled(),
+            Err(error) => ReconcileResult::fail(error),
+        }
+    })
+}
+
+fn status_version(object: &RawObject) -> Option<u64> {
+    object.status.as_ref()?.to_value()["version"].as_u64()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replacing_a_controller_under_load_loses_no_pass() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    let options = || ControllerOptions::new().concurrency(2);
+    host.register(widget(), versioned(1), options())
+        .await
+        .unwrap();
+    let running = host.start().await.unwrap();
+    let client = host.client(widget());
+    let writer = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            for i in 0..300 {
+                let name = format!("w{}", i % 150);
+                let body = spec(&format!(r#"{{"round":{i}}}"#));
+                client
+                    .create_or_update(&name, body, CreateOptions::new())
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    for version in 2..=4 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        host.register(widget(), versioned(version), options())
+            .await
+            .unwrap();
+    }
+    writer.await.unwrap();
+    wait_until(
+        "every widget is observed by the last version",
+        PATIENCE,
+        || {
+            let objects = client.list(Loads::none()).unwrap();
+            objects.len() == 150
+                && objects
+                    .iter()
+                    .all(|o| o.meta.is_observed() && status_version(o) == Some(4))
+        },
+    )
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+    for object in client.list(Loads::none()).unwrap() {
+        let failures = client
+            .list_events(object.meta.id, &EventFilter::all().category("reconcile"))
+            .unwrap();
+        assert!(failures.is_empty(), "no pass failed: {failures:?}");
+        let status = object.status.unwrap().to_value();
+        assert_eq!(
+            status["spec"],
+            object.spec.to_value(),
+            "the latest spec was seen"
+        );
+    }
+}
+
+/// Runs `body` on a runtime of its own and then drops that runtime without
+/// waiting, which abandons every task at its next await: the nearest thing
+/// to a crash that a test can do in-process.
+fn run_then_crash(body: impl std::future::Future<Output = ()>) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(body);
+    runtime.shutdown_background();
+}
+
+#[test]
+fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.db");
+    let created = Arc::new(AtomicUsize::new(0));
+
+    let counter = created.clone();
+    let crash_path = path.clone();
+    run_then_crash(async move {
+        let store = Store::open(&crash_path).unwrap();
+        let host = Host::new(&store, fast_options()).unwrap();
+        // A slow controller, so the crash lands with work outstanding.
+        host.register(
+            widget(),
+            controller(|client, object| async move {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                match client.update_status_json(object.spec.clone()).await {
+                    Ok(()) => ReconcileResult::settled(),
+                    Err(error) => ReconcileResult::fail(error),
+                }
+            }),
+            ControllerOptions::new(),
+        )
+        .await
+        .unwrap();
+        let running = host.start().await.unwrap();
+        let client = host.client(widget());
+        for i in 0..200 {
+            client
+                .create(
+                    &format!("w{i}"),
+                    spec(&format!(r#"{{"i":{i}}}"#)),
+                    CreateOptions::new(),
+                )
+                .await
+                .unwrap();
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+        wait_until("some widgets are observed", PATIENCE, || {
+            client
+                .list(Loads::none())
+                .unwrap()
+                .iter()
+                .any(|o| o.meta.is_observed())
+        })
+        .await;
+        // Dropping the handle releases this process's claim on the file, as the
+        // end of a crashed process would; the runtime then abandons every task.
+        drop(running);
+    });
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = Store::open(&path).unwrap();
+        let before = beehive::RawClient::new(&store, widget())
+            .list(Loads::none())
+            .unwrap();
+        assert_eq!(
+            before.len(),
+            created.load(Ordering::SeqCst),
+            "nothing committed is lost"
+        );
+        assert!(
+            before.iter().any(|o| !o.meta.is_observed()),
+            "the crash left work outstanding"
+        );
+        let host = Host::new(&store, fast_options()).unwrap();
+        host.register(
+            widget(),
+            Recorder::default().controller(),
+            ControllerOptions::new(),
+        )
+        .await
+        .unwrap();
+        let running = host.start().await.unwrap();
+        wait_until("every widget converges after the restart", PATIENCE, || {
+            all_observed(&host, &widget())
+        })
+        .await;
+        for object in host.client(widget()).list(Loads::none()).unwrap() {
+            assert_eq!(object.status.as_ref(), Some(&object.spec));
+        }
+        running.stop(Duration::from_secs(10)).await.unwrap();
+    });
+}

@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::engine::Controller;
 use crate::engine::options::KindSettings;
-use crate::engine::pass;
+use crate::engine::pass::{self, Finish};
 use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
 use crate::object::GroupKind;
 use crate::store::{Store, scan};
@@ -103,15 +103,16 @@ impl Kind {
             let index = self.workers.fetch_add(1, Ordering::SeqCst);
             let kind = self.clone();
             let store = store.clone();
+            let tracker = host.clone();
             host.spawn(self.tracker.track_future(async move {
-                kind.work(&store, index).await;
+                kind.work(&store, &tracker, index).await;
             }));
         }
     }
 
     /// A worker: takes the next object and runs its pass, until cancelled or
     /// no longer wanted. A pass in flight is finished, never abandoned.
-    async fn work(&self, store: &Store, index: usize) {
+    async fn work(self: &Arc<Self>, store: &Store, host: &TaskTracker, index: usize) {
         loop {
             if index >= self.settings().concurrency {
                 break;
@@ -123,8 +124,16 @@ impl Kind {
             let Some(id) = next else {
                 break;
             };
-            let outcome = pass::run(store, self, id).await;
-            self.queue.done(id, outcome);
+            match pass::run(store, self, id).await {
+                Finish::Done(outcome) => self.queue.done(id, outcome),
+                Finish::Handshake(handshake) => {
+                    let kind = self.clone();
+                    host.spawn(self.tracker.track_future(async move {
+                        let outcome = handshake.await;
+                        kind.queue.done(id, outcome);
+                    }));
+                }
+            }
         }
         self.workers.fetch_sub(1, Ordering::SeqCst);
     }

@@ -1,7 +1,9 @@
 //! One pass over one object: load it, collect it if it is being deleted,
 //! call the controller, then record the handshake.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -16,26 +18,38 @@ use crate::object::RawObject;
 use crate::store::collect::{self, Collected};
 use crate::store::{Store, events, observed, rows};
 
-/// Runs one pass of object `id` of `kind` and says how it ended.
-pub(crate) async fn run(store: &Store, kind: &Kind, id: i64) -> Outcome {
+/// How a pass ends: decided, or with the handshake still to commit.
+pub(crate) enum Finish {
+    /// The pass is over.
+    Done(Outcome),
+    /// The controller has returned; recording the handshake is what remains.
+    /// The worker hands this off and takes the next object, so a commit never
+    /// stands between two reconciles; the object stays running until it ends.
+    Handshake(Pin<Box<dyn Future<Output = Outcome> + Send>>),
+}
+
+/// Runs one pass of object `id` of `kind`.
+pub(crate) async fn run(store: &Store, kind: &Kind, id: i64) -> Finish {
     match try_run(store, kind, id).await {
-        Ok(outcome) => outcome,
-        Err(error) => {
-            tracing::warn!(kind = %kind.group_kind, id, %error, "pass failed in the store");
-            Outcome::Failed
-        }
+        Ok(finish) => finish,
+        Err(error) => Finish::Done(store_failure(kind, id, error)),
     }
 }
 
-async fn try_run(store: &Store, kind: &Kind, id: i64) -> Result<Outcome> {
+fn store_failure(kind: &Kind, id: i64, error: crate::Error) -> Outcome {
+    tracing::warn!(kind = %kind.group_kind, id, %error, "pass failed in the store");
+    Outcome::Failed
+}
+
+async fn try_run(store: &Store, kind: &Kind, id: i64) -> Result<Finish> {
     let Some(object) = load(store, kind, id)? else {
-        return Ok(Outcome::Gone);
+        return Ok(Finish::Done(Outcome::Gone));
     };
     if object.meta.deletion_requested_at.is_some() {
         match store.write(move |tx| collect::collect(tx, id)).await? {
-            Collected::Removed => return Ok(Outcome::Gone),
+            Collected::Removed => return Ok(Finish::Done(Outcome::Gone)),
             // A child's removal or a dependent's release pushes it again.
-            Collected::Claimed => return Ok(Outcome::Succeeded { requeue: None }),
+            Collected::Claimed => return Ok(Finish::Done(Outcome::Succeeded { requeue: None })),
             Collected::AwaitingFinalizers | Collected::Live => {}
         }
     }
@@ -59,7 +73,7 @@ fn load(store: &Store, kind: &Kind, id: i64) -> Result<Option<RawObject>> {
     })
 }
 
-async fn reconcile(store: &Store, kind: &Kind, object: RawObject) -> Result<Outcome> {
+async fn reconcile(store: &Store, kind: &Kind, object: RawObject) -> Result<Finish> {
     let id = object.meta.id;
     let label = object.meta.label();
     let controller = kind.controller();
@@ -81,12 +95,33 @@ async fn reconcile(store: &Store, kind: &Kind, object: RawObject) -> Result<Outc
     let requeue = result.requeue_after;
     match result.verdict {
         Verdict::Settled => {
-            record_settled(store, kind, &object).await?;
             let cadence = (!settings.individual_pass_interval.is_zero())
                 .then(|| jittered(settings.individual_pass_interval));
-            Ok(Outcome::Succeeded {
+            let settled = Outcome::Succeeded {
                 requeue: requeue.or(cadence),
-            })
+            };
+            let meta = &object.meta;
+            let (generation, owed) = (meta.generation, meta.reconcile_owed);
+            if meta.observed_generation == Some(generation) && owed == 0 {
+                // Already recorded and nothing owed: the handshake costs nothing.
+                return Ok(Finish::Done(settled));
+            }
+            let store = store.clone();
+            let group_kind = kind.group_kind.clone();
+            Ok(Finish::Handshake(Box::pin(async move {
+                let stamped = store
+                    .write(move |tx| {
+                        observed::stamp_observed(tx, &group_kind, id, generation, owed)
+                    })
+                    .await;
+                match stamped {
+                    Ok(()) => settled,
+                    Err(error) => {
+                        tracing::warn!(object = %label, %error, "could not record the pass");
+                        Outcome::Failed
+                    }
+                }
+            })))
         }
         Verdict::Unsettled => {
             let owed = object.meta.reconcile_owed;
@@ -95,9 +130,9 @@ async fn reconcile(store: &Store, kind: &Kind, object: RawObject) -> Result<Outc
                     .write(move |tx| observed::subtract_owed(tx, id, owed))
                     .await?;
             }
-            Ok(Outcome::Succeeded {
+            Ok(Finish::Done(Outcome::Succeeded {
                 requeue: Some(requeue.unwrap_or(settings.owed_pass_interval)),
-            })
+            }))
         }
         Verdict::Failed(message) | Verdict::Invalid(message) => {
             tracing::warn!(object = %label, error = %message, "reconcile failed");
@@ -110,24 +145,9 @@ async fn reconcile(store: &Store, kind: &Kind, object: RawObject) -> Result<Outc
             {
                 tracing::warn!(object = %label, %error, "could not record the failure event");
             }
-            Ok(Outcome::Failed)
+            Ok(Finish::Done(Outcome::Failed))
         }
     }
-}
-
-/// The handshake: record the generation the pass was handed (never a fresh
-/// read) and take away the owed passes seen at load. Costs no store call when
-/// that generation is already recorded and nothing was owed.
-async fn record_settled(store: &Store, kind: &Kind, object: &RawObject) -> Result<()> {
-    let meta = &object.meta;
-    let (id, generation, owed) = (meta.id, meta.generation, meta.reconcile_owed);
-    if meta.observed_generation == Some(generation) && owed == 0 {
-        return Ok(());
-    }
-    let group_kind = kind.group_kind.clone();
-    store
-        .write(move |tx| observed::stamp_observed(tx, &group_kind, id, generation, owed))
-        .await
 }
 
 /// `interval` stretched by up to a tenth, so objects armed together drift apart.

@@ -33,17 +33,7 @@ fn touch(tx: &mut WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Result<()> {
     tx.conn()
         .prepare_cached("UPDATE objects SET resource_version = ?2, updated_at = ?3 WHERE id = ?1")?
         .execute(params![id, resource_version, now.as_millis()])?;
-    rows::log_write(
-        tx.conn(),
-        LogEntry {
-            resource_version,
-            object_id: id,
-            group_kind: gk,
-            op: WriteOp::Update,
-            written_at: now,
-            row_image: None,
-        },
-    )
+    log_update(tx, gk, id, resource_version)
 }
 
 /// Writes the status of object `id`.
@@ -56,11 +46,29 @@ pub(crate) fn write_status(
     id: ObjectId,
     status: &Json,
 ) -> Result<()> {
-    require_own(tx, gk, id)?;
-    tx.conn()
-        .prepare_cached("UPDATE objects SET status = ?2 WHERE id = ?1")?
-        .execute(params![id, status.as_str()])?;
-    touch(tx, gk, id)
+    let resource_version = tx.next_resource_version();
+    let now = tx.now();
+    // One statement on the hot path; the kind is folded into the WHERE, and
+    // only a miss pays for finding out why.
+    let written = tx
+        .conn()
+        .prepare_cached(
+            "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6 \
+             WHERE id = ?1 AND grp = ?2 AND kind = ?3",
+        )?
+        .execute(params![
+            id,
+            gk.group,
+            gk.kind,
+            status.as_str(),
+            resource_version,
+            now.as_millis()
+        ])?;
+    if written == 0 {
+        require_own(tx, gk, id)?;
+        return Err(Error::Internal(format!("{gk} {id} could not be written")));
+    }
+    log_update(tx, gk, id, resource_version)
 }
 
 /// Records that a pass settled `generation`, and takes away the owed passes it
@@ -72,19 +80,35 @@ pub(crate) fn stamp_observed(
     generation: i64,
     owed_serviced: i64,
 ) -> Result<()> {
-    let now = tx.now();
+    let resource_version = tx.next_resource_version();
+    let now = tx.now().as_millis();
     let stamped = tx
         .conn()
         .prepare_cached(
-            "UPDATE objects SET observed_generation = ?2, observed_at = ?3, \
-                    reconcile_owed = MAX(0, reconcile_owed - ?4) \
+            "UPDATE objects SET observed_generation = ?2, observed_at = ?3, updated_at = ?3, \
+                    reconcile_owed = MAX(0, reconcile_owed - ?4), resource_version = ?5 \
              WHERE id = ?1 AND (observed_generation IS NULL OR observed_generation < ?2)",
         )?
-        .execute(params![id, generation, now.as_millis(), owed_serviced])?;
+        .execute(params![id, generation, now, owed_serviced, resource_version])?;
     if stamped > 0 {
-        return touch(tx, gk, id);
+        return log_update(tx, gk, id, resource_version);
     }
+    tx.give_back_resource_version(resource_version);
     subtract_owed(tx, id, owed_serviced)
+}
+
+fn log_update(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId, resource_version: i64) -> Result<()> {
+    rows::log_write(
+        tx.conn(),
+        LogEntry {
+            resource_version,
+            object_id: id,
+            group_kind: gk,
+            op: WriteOp::Update,
+            written_at: tx.now(),
+            row_image: None,
+        },
+    )
 }
 
 /// Takes away owed passes a successful pass serviced; bookkeeping only, so no

@@ -71,6 +71,14 @@ impl<'c> WriteTx<'c> {
         self.sequences.resource_version
     }
 
+    /// Returns `resource_version`, the last value taken, unused: the write
+    /// that took it turned out to have nothing to write.
+    pub(crate) fn give_back_resource_version(&mut self, resource_version: i64) {
+        if self.sequences.resource_version == resource_version {
+            self.sequences.resource_version -= 1;
+        }
+    }
+
     /// Takes the next object id. Ids come from a counter of our own rather than
     /// AUTOINCREMENT, which would write `sqlite_sequence` on every insert; like
     /// resource versions, ids taken by a job that rolls back are given back.

@@ -50,7 +50,7 @@ mod store;
 pub use client::{Client, CreateOptions, Object, RawClient};
 pub use engine::{
     Controller, ControllerClient, ControllerOptions, Host, HostOptions, ReconcileFuture,
-    ReconcileResult, Reconciler, Schedule, StopHandle, Typed,
+    ReconcileResult, Reconciler, STATUS_GRACE, Schedule, StopHandle, Typed,
 };
 pub use error::{Error, Result};
 pub use event::{Event, EventFilter, EventSpec, EventType};

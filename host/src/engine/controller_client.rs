@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -20,8 +21,17 @@ use crate::store::{Store, WriteTx, events, observed};
 /// every method fails with [`Error::ReconcileReturned`], because a write with
 /// no pass behind it moves state that nothing re-derives.
 ///
-/// Each write commits on its own (or, later, inside a transaction the pass
-/// opened); the generation handshake is the host's and happens after the pass.
+/// Each write commits on its own; the generation handshake is the host's and
+/// happens after the pass.
+///
+/// # Status is written behind
+/// A changed status is held and committed with the pass's next write, or with
+/// the handshake when the pass returns, so the common pass (report a status,
+/// settle) costs one write, not two. Order is kept: any later write of the
+/// pass commits after it. A status still held after [`STATUS_GRACE`] is
+/// written on its own, so a long pass shows what it reported. The price: an
+/// `update_status` that finds the object gone cannot say so; the pass ends
+/// instead, and the object is forgotten.
 #[derive(Clone)]
 pub struct ControllerClient {
     pass: Arc<PassState>,
@@ -31,10 +41,21 @@ struct PassState {
     store: Store,
     group_kind: GroupKind,
     object_id: ObjectId,
-    /// The status as last loaded or written by this pass: the in-memory gate
-    /// that makes an unchanged `update_status` cost no store call.
-    status: Mutex<Option<Json>>,
+    status: Mutex<StatusSlot>,
     returned: AtomicBool,
+}
+
+/// How long a changed status may wait for the pass's next write.
+pub const STATUS_GRACE: Duration = Duration::from_millis(50);
+
+struct StatusSlot {
+    /// The status the object holds once `pending` is written: the in-memory
+    /// gate that makes an unchanged `update_status` cost no store call.
+    latest: Option<Json>,
+    /// A reported status not yet handed to the writer.
+    pending: Option<Json>,
+    /// Whether a grace flush is already scheduled.
+    flush_scheduled: bool,
 }
 
 impl std::fmt::Debug for ControllerClient {
@@ -58,15 +79,21 @@ impl ControllerClient {
                 store,
                 group_kind,
                 object_id,
-                status: Mutex::new(status),
+                status: Mutex::new(StatusSlot {
+                    latest: status,
+                    pending: None,
+                    flush_scheduled: false,
+                }),
                 returned: AtomicBool::new(false),
             }),
         }
     }
 
     /// Ends the pass: every later call fails with [`Error::ReconcileReturned`].
-    pub(crate) fn end(&self) {
+    /// Returns the status still held, for the handshake to write.
+    pub(crate) fn end(&self) -> Option<Json> {
         self.pass.returned.store(true, Ordering::SeqCst);
+        lock(&self.pass.status).pending.take()
     }
 
     /// The id of the object this pass is about.
@@ -82,6 +109,9 @@ impl ControllerClient {
         }
     }
 
+    /// Submits `work`, preceded by any held status, in one job. The slot's
+    /// lock is held while submitting, so writes reach the writer in the order
+    /// the pass made them.
     async fn write<R: Send + 'static>(
         &self,
         work: impl FnOnce(&mut WriteTx<'_>, &GroupKind, ObjectId) -> Result<R> + Send + 'static,
@@ -89,16 +119,49 @@ impl ControllerClient {
         let pass = self.live()?;
         let group_kind = pass.group_kind.clone();
         let id = pass.object_id;
-        pass.store.write(move |tx| work(tx, &group_kind, id)).await
+        let answer = {
+            let mut slot = lock(&pass.status);
+            let pending = slot.pending.take();
+            pass.store.submit(move |tx| {
+                if let Some(status) = pending {
+                    observed::write_status(tx, &group_kind, id, &status)?;
+                }
+                work(tx, &group_kind, id)
+            })
+        };
+        answer.await
+    }
+
+    /// Writes a status that waited out its grace, unless the pass wrote it.
+    async fn flush_after_grace(self) {
+        tokio::time::sleep(STATUS_GRACE).await;
+        if self.pass.returned.load(Ordering::SeqCst) {
+            return;
+        }
+        let pass = &self.pass;
+        let answer = {
+            let mut slot = lock(&pass.status);
+            slot.flush_scheduled = false;
+            let Some(status) = slot.pending.take() else {
+                return;
+            };
+            let (group_kind, id) = (pass.group_kind.clone(), pass.object_id);
+            pass.store
+                .submit(move |tx| observed::write_status(tx, &group_kind, id, &status))
+        };
+        if let Err(error) = answer.await {
+            tracing::warn!(object = pass.object_id, %error, "a held status could not be written");
+        }
     }
 
     /// Records `status`. Status that serialises to the bytes this pass already
     /// holds writes nothing and reaches no store, so report observed state on
-    /// every pass without an equality check of your own.
+    /// every pass without an equality check of your own. A changed status is
+    /// written behind (see the type's docs).
     ///
     /// # Errors
-    /// [`Error::NotFound`] when the object is gone (only noticed by a real
-    /// write); [`Error::InvalidDocument`] when it does not serialise.
+    /// [`Error::InvalidDocument`] when it does not serialise;
+    /// [`Error::ReconcileReturned`] after the pass.
     pub async fn update_status<S: Serialize + ?Sized>(&self, status: &S) -> Result<()> {
         self.update_status_json(Json::from_serialize(status)?).await
     }
@@ -109,13 +172,16 @@ impl ControllerClient {
     /// As [`ControllerClient::update_status`].
     pub async fn update_status_json(&self, status: Json) -> Result<()> {
         let pass = self.live()?;
-        if lock(&pass.status).as_ref() == Some(&status) {
+        let mut slot = lock(&pass.status);
+        if slot.latest.as_ref() == Some(&status) {
             return Ok(());
         }
-        let written = status.clone();
-        self.write(move |tx, gk, id| observed::write_status(tx, gk, id, &written))
-            .await?;
-        *lock(&pass.status) = Some(status);
+        slot.latest = Some(status.clone());
+        slot.pending = Some(status);
+        if !slot.flush_scheduled {
+            slot.flush_scheduled = true;
+            tokio::spawn(self.clone().flush_after_grace());
+        }
         Ok(())
     }
 

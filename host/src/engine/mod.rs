@@ -11,6 +11,6 @@ mod queue;
 pub use controller::{
     Controller, ControllerOptions, ReconcileFuture, ReconcileResult, Reconciler, Typed,
 };
-pub use controller_client::ControllerClient;
+pub use controller_client::{ControllerClient, STATUS_GRACE};
 pub use host::{Host, Schedule, StopHandle};
 pub use options::HostOptions;

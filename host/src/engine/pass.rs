@@ -14,9 +14,10 @@ use crate::engine::kind::Kind;
 use crate::engine::queue::Outcome;
 use crate::error::Result;
 use crate::event::EventSpec;
+use crate::json::Json;
 use crate::object::RawObject;
 use crate::store::collect::{self, Collected};
-use crate::store::{Store, events, observed, rows};
+use crate::store::{Store, WriteTx, events, observed, rows};
 
 /// How a pass ends: decided, or with the handshake still to commit.
 pub(crate) enum Finish {
@@ -75,7 +76,6 @@ fn load(store: &Store, kind: &Kind, id: i64) -> Result<Option<RawObject>> {
 
 async fn reconcile(store: &Store, kind: &Kind, object: RawObject) -> Result<Finish> {
     let id = object.meta.id;
-    let label = object.meta.label();
     let controller = kind.controller();
     let client = ControllerClient::new(
         store.clone(),
@@ -86,69 +86,97 @@ async fn reconcile(store: &Store, kind: &Kind, object: RawObject) -> Result<Fini
     let called = AssertUnwindSafe(controller.reconcile(&client, &object))
         .catch_unwind()
         .await;
-    client.end();
+    let held_status = client.end();
     let result = match called {
         Ok(result) => result,
         Err(_) => crate::engine::ReconcileResult::invalid("the controller panicked"),
     };
+    Ok(handshake(store, kind, &object, held_status, result))
+}
+
+/// What the pass leaves to write: any status it still holds, then the
+/// handshake for its verdict, all in one job. A settled pass records the
+/// generation it was handed (never a fresh read) and takes away the owed
+/// passes it saw at load; that costs nothing when the generation is already
+/// recorded, nothing was owed and no status is held.
+fn handshake(
+    store: &Store,
+    kind: &Kind,
+    object: &RawObject,
+    held_status: Option<Json>,
+    result: crate::engine::ReconcileResult,
+) -> Finish {
+    let meta = &object.meta;
+    let (id, generation, owed) = (meta.id, meta.generation, meta.reconcile_owed);
+    let label = meta.label();
+    let group_kind = kind.group_kind.clone();
     let settings = kind.settings();
     let requeue = result.requeue_after;
-    match result.verdict {
+    let (outcome, job): (Outcome, Option<Job>) = match result.verdict {
         Verdict::Settled => {
             let cadence = (!settings.individual_pass_interval.is_zero())
                 .then(|| jittered(settings.individual_pass_interval));
-            let settled = Outcome::Succeeded {
+            let outcome = Outcome::Succeeded {
                 requeue: requeue.or(cadence),
             };
-            let meta = &object.meta;
-            let (generation, owed) = (meta.generation, meta.reconcile_owed);
-            if meta.observed_generation == Some(generation) && owed == 0 {
-                // Already recorded and nothing owed: the handshake costs nothing.
-                return Ok(Finish::Done(settled));
-            }
-            let store = store.clone();
-            let group_kind = kind.group_kind.clone();
-            Ok(Finish::Handshake(Box::pin(async move {
-                let stamped = store
-                    .write(move |tx| {
-                        observed::stamp_observed(tx, &group_kind, id, generation, owed)
-                    })
-                    .await;
-                match stamped {
-                    Ok(()) => settled,
-                    Err(error) => {
-                        tracing::warn!(object = %label, %error, "could not record the pass");
-                        Outcome::Failed
-                    }
-                }
-            })))
+            let recorded = meta.observed_generation == Some(generation) && owed == 0;
+            let job: Option<Job> = match held_status {
+                Some(status) => Some(Box::new(move |tx| {
+                    observed::settle_with_status(tx, &group_kind, id, &status, generation, owed)
+                })),
+                None if recorded => None,
+                None => Some(Box::new(move |tx| {
+                    observed::stamp_observed(tx, &group_kind, id, generation, owed)
+                })),
+            };
+            (outcome, job)
         }
         Verdict::Unsettled => {
-            let owed = object.meta.reconcile_owed;
-            if owed > 0 {
-                store
-                    .write(move |tx| observed::subtract_owed(tx, id, owed))
-                    .await?;
-            }
-            Ok(Finish::Done(Outcome::Succeeded {
+            let outcome = Outcome::Succeeded {
                 requeue: Some(requeue.unwrap_or(settings.owed_pass_interval)),
-            }))
+            };
+            let job: Option<Job> = (held_status.is_some() || owed > 0).then(|| {
+                Box::new(move |tx: &mut WriteTx<'_>| {
+                    if let Some(status) = held_status {
+                        observed::write_status(tx, &group_kind, id, &status)?;
+                    }
+                    observed::subtract_owed(tx, id, owed)
+                }) as Job
+            });
+            (outcome, job)
         }
         Verdict::Failed(message) | Verdict::Invalid(message) => {
             tracing::warn!(object = %label, error = %message, "reconcile failed");
             let event = EventSpec::warning("ReconcileFailed")
                 .category("reconcile")
                 .message(message);
-            if let Err(error) = store
-                .write(move |tx| events::add_event(tx, id, &event))
-                .await
-            {
-                tracing::warn!(object = %label, %error, "could not record the failure event");
-            }
-            Ok(Finish::Done(Outcome::Failed))
+            let job: Job = Box::new(move |tx| {
+                if let Some(status) = held_status {
+                    observed::write_status(tx, &group_kind, id, &status)?;
+                }
+                events::add_event(tx, id, &event)
+            });
+            (Outcome::Failed, Some(job))
         }
-    }
+    };
+    let Some(job) = job else {
+        return Finish::Done(outcome);
+    };
+    let written = store.submit(job);
+    Finish::Handshake(Box::pin(async move {
+        match written.await {
+            Ok(()) => outcome,
+            Err(crate::Error::NotFound { .. }) => Outcome::Gone,
+            Err(error) => {
+                tracing::warn!(object = %label, %error, "could not record the end of the pass");
+                Outcome::Failed
+            }
+        }
+    }))
 }
+
+/// A write left for the end of a pass.
+type Job = Box<dyn FnOnce(&mut WriteTx<'_>) -> Result<()> + Send>;
 
 /// `interval` stretched by up to a tenth, so objects armed together drift apart.
 pub(crate) fn jittered(interval: Duration) -> Duration {

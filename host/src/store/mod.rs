@@ -178,6 +178,21 @@ impl Store {
         self.inner.writer.write(work).await
     }
 
+    /// Queues `work` at once, so its place among writes is fixed when this
+    /// returns, and gives back a future of its outcome.
+    pub(crate) fn submit<F, R>(
+        &self,
+        work: F,
+    ) -> impl std::future::Future<Output = Result<R>> + Send + 'static
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let submitted = self.inner.writer.submit(work);
+        let store = self.clone();
+        async move { store.inner.writer.answer(submitted).await }
+    }
+
     /// [`Store::write`] for a caller on a plain thread.
     #[allow(dead_code)] // The plugin host's passes write this way.
     pub(crate) fn write_blocking<F, R>(&self, work: F) -> Result<R>

@@ -89,12 +89,57 @@ pub(crate) fn stamp_observed(
                     reconcile_owed = MAX(0, reconcile_owed - ?4), resource_version = ?5 \
              WHERE id = ?1 AND (observed_generation IS NULL OR observed_generation < ?2)",
         )?
-        .execute(params![id, generation, now, owed_serviced, resource_version])?;
+        .execute(params![
+            id,
+            generation,
+            now,
+            owed_serviced,
+            resource_version
+        ])?;
     if stamped > 0 {
         return log_update(tx, gk, id, resource_version);
     }
     tx.give_back_resource_version(resource_version);
     subtract_owed(tx, id, owed_serviced)
+}
+
+/// The handshake of a settled pass that also reported a status: both land in
+/// one write, so a watcher sees the status and the settled generation at once.
+pub(crate) fn settle_with_status(
+    tx: &mut WriteTx<'_>,
+    gk: &GroupKind,
+    id: ObjectId,
+    status: &Json,
+    generation: i64,
+    owed_serviced: i64,
+) -> Result<()> {
+    let resource_version = tx.next_resource_version();
+    let now = tx.now().as_millis();
+    let written = tx
+        .conn()
+        .prepare_cached(
+            "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6, \
+                    reconcile_owed = MAX(0, reconcile_owed - ?8), \
+                    observed_at = CASE WHEN observed_generation IS NULL OR observed_generation < ?7 \
+                                       THEN ?6 ELSE observed_at END, \
+                    observed_generation = MAX(COALESCE(observed_generation, ?7), ?7) \
+             WHERE id = ?1 AND grp = ?2 AND kind = ?3",
+        )?
+        .execute(params![
+            id,
+            gk.group,
+            gk.kind,
+            status.as_str(),
+            resource_version,
+            now,
+            generation,
+            owed_serviced
+        ])?;
+    if written == 0 {
+        require_own(tx, gk, id)?;
+        return Err(Error::Internal(format!("{gk} {id} could not be written")));
+    }
+    log_update(tx, gk, id, resource_version)
 }
 
 fn log_update(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId, resource_version: i64) -> Result<()> {

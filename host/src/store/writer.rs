@@ -277,6 +277,12 @@ impl<R> Slot<R> {
     }
 }
 
+/// A job queued by [`Writer::submit`], not yet answered.
+pub(crate) struct Submitted<R> {
+    slot: Arc<Slot<R>>,
+    must_lead: bool,
+}
+
 struct TypedJob<F, R> {
     work: Option<F>,
     outcome: Option<Result<R>>,
@@ -397,7 +403,24 @@ impl Writer {
         F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
+        self.answer(self.submit(work)).await
+    }
+
+    /// Queues `work` now, fixing its place in the order of writes, and hands
+    /// back what [`Writer::answer`] waits on.
+    pub(crate) fn submit<F, R>(&self, work: F) -> Submitted<R>
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
         let (slot, must_lead) = self.enqueue(work, Waiter::Async(Notify::new()));
+        Submitted { slot, must_lead }
+    }
+
+    /// Waits for a submitted job's outcome, leading a batch if it is this
+    /// caller's turn. Cancel safe as [`Writer::write`].
+    pub(crate) async fn answer<R>(&self, submitted: Submitted<R>) -> Result<R> {
+        let Submitted { slot, must_lead } = submitted;
         if !must_lead {
             let mut guard = WithdrawOnDrop {
                 writer: self,

@@ -42,16 +42,40 @@ fn store_failure(kind: &Kind, id: i64, error: crate::Error) -> Outcome {
     Outcome::Failed
 }
 
+fn store_failure_of(id: i64, error: crate::Error) -> Outcome {
+    tracing::warn!(id, %error, "collecting failed in the store");
+    Outcome::Failed
+}
+
+fn after_collect(collected: Collected) -> Outcome {
+    match collected {
+        Collected::Removed => Outcome::Gone,
+        // The release of its last claim pushes it again.
+        Collected::Claimed | Collected::Live | Collected::AwaitingFinalizers => {
+            Outcome::Succeeded { requeue: None }
+        }
+    }
+}
+
 async fn try_run(store: &Store, kind: &Kind, id: i64) -> Result<Finish> {
     let Some(object) = load(store, kind, id)? else {
         return Ok(Finish::Done(Outcome::Gone));
     };
     if object.meta.deletion_requested_at.is_some() {
-        match store.write(move |tx| collect::collect(tx, id)).await? {
-            Collected::Removed => return Ok(Finish::Done(Outcome::Gone)),
-            // A child's removal or a dependent's release pushes it again.
-            Collected::Claimed => return Ok(Finish::Done(Outcome::Succeeded { requeue: None })),
-            Collected::AwaitingFinalizers | Collected::Live => {}
+        if object.meta.finalizers.is_empty() {
+            // Nothing for the controller to do: collecting is the whole pass,
+            // and like a handshake it need not hold up the worker.
+            let collected = store.submit(move |tx| collect::collect(tx, id));
+            return Ok(Finish::Handshake(Box::pin(async move {
+                match collected.await {
+                    Ok(collected) => after_collect(collected),
+                    Err(error) => store_failure_of(id, error),
+                }
+            })));
+        }
+        let collected = store.write(move |tx| collect::collect(tx, id)).await?;
+        if collected != Collected::AwaitingFinalizers {
+            return Ok(Finish::Done(after_collect(collected)));
         }
     }
     reconcile(store, kind, object).await
@@ -66,6 +90,10 @@ fn load(store: &Store, kind: &Kind, id: i64) -> Result<Option<RawObject>> {
         };
         if object.meta.group_kind != kind.group_kind {
             return Ok(None);
+        }
+        if object.meta.deletion_requested_at.is_some() && object.meta.finalizers.is_empty() {
+            // Only collected, never shown to the controller: conditions unneeded.
+            return Ok(Some(object));
         }
         let mut objects = [object];
         rows::load_conditions(conn, session, &mut objects)?;

@@ -62,8 +62,10 @@ pub(crate) fn collect(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<Collected> {
     )?;
     // The newest id may just have gone; keep the counters from going back.
     tx.save_sequences();
-    if let Some(owner) = owner {
-        // The owner may have been waiting for this child.
+    if let Some(owner) = owner
+        && !has_live_claims(tx.conn(), owner.id)?
+    {
+        // The owner was waiting for its last claim to go, and this was it.
         tx.push(owner);
     }
     Ok(Collected::Removed)
@@ -71,20 +73,43 @@ pub(crate) fn collect(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<Collected> {
 
 /// Marks every live child that `id` owns for deletion, pushing each.
 fn cascade(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<()> {
-    let children = rows::select_refs(tx.conn(), id, rows::Direction::Owned)?;
-    for child in children {
-        let Some(mut object) = rows::select_by_id(tx.conn(), child.id)? else {
-            continue;
-        };
-        if object.meta.deletion_requested_at.is_some() {
-            continue;
-        }
+    let live_children: Vec<(ObjectId, GroupKind)> = {
+        let mut stmt = tx.conn().prepare_cached(
+            "SELECT o.id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.from_id \
+             WHERE e.to_id = ?1 AND e.relation = 'owned_by' AND o.deletion_requested_at IS NULL",
+        )?;
+        let rows = stmt.query_map([id], |row| {
+            Ok((
+                row.get(0)?,
+                GroupKind::new(row.get::<_, String>(1)?, row.get::<_, String>(2)?),
+            ))
+        })?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let now = tx.now();
+    for (child, group_kind) in live_children {
         let resource_version = tx.next_resource_version();
-        rows::mark_deleted(tx.conn(), &mut object, resource_version, tx.now())?;
-        rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Update))?;
+        tx.conn()
+            .prepare_cached(
+                "UPDATE objects SET deletion_requested_at = ?2, resource_version = ?3, \
+                                    updated_at = ?2 \
+                 WHERE id = ?1",
+            )?
+            .execute(params![child, now.as_millis(), resource_version])?;
+        rows::log_write(
+            tx.conn(),
+            LogEntry {
+                resource_version,
+                object_id: child,
+                group_kind: &group_kind,
+                op: WriteOp::Update,
+                written_at: now,
+                row_image: None,
+            },
+        )?;
         tx.push(Push {
-            id: child.id,
-            group_kind: child.group_kind,
+            id: child,
+            group_kind,
         });
     }
     Ok(())

@@ -116,6 +116,14 @@ pub enum Error {
     #[error("stop timed out: passes were still running after {0:?}")]
     StopTimedOut(std::time::Duration),
 
+    /// A transaction was held past its hold limit and was rolled back.
+    #[error("transaction timed out: it was held past its limit and rolled back")]
+    TransactionTimedOut,
+
+    /// A commit or rollback with no transaction open.
+    #[error("no transaction: there is no open transaction to end")]
+    NoTransaction,
+
     /// The transaction carrying a write failed to commit; nothing was written.
     #[error("commit failed: {0}")]
     CommitFailed(String),

@@ -6,4 +6,5 @@ mod typed;
 
 pub use options::CreateOptions;
 pub use raw::RawClient;
+pub(crate) use raw::TransactionSource;
 pub use typed::{Client, Object};

@@ -1,6 +1,8 @@
 //! The untyped client: one kind's objects with spec and status as canonical
 //! JSON. The CLI, the local API and plugins use it; the typed client wraps it.
 
+use std::sync::Arc;
+
 use crate::client::options::{CreateOptions, OnCreate};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventFilter};
@@ -8,6 +10,7 @@ use crate::json::Json;
 use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
 use crate::store::Store;
 use crate::store::rows::{self, Direction, LogEntry, NewObject, WriteOp};
+use crate::store::session::Session;
 use crate::store::{Push, WriteTx};
 
 /// The untyped client for one (group, kind).
@@ -25,10 +28,27 @@ use crate::store::{Push, WriteTx};
 /// | nothing | creates | creates, `true` | `NotFound` | creates, `true` | `Ok`, no write |
 /// | a live row | `NameTaken` | returns it, `false` | writes the spec | writes the spec, `false` | marks it deleted |
 /// | a deletion-pending row | `NameTaken` | returns it, `false` | `DeletionPending` | `DeletionPending` | `Ok`, no write |
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RawClient {
     store: Store,
     group_kind: GroupKind,
+    /// Where a transaction this client's calls should join comes from: the
+    /// pass that made the client, if any.
+    transactions: Option<Arc<dyn TransactionSource>>,
+}
+
+impl std::fmt::Debug for RawClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawClient")
+            .field("group_kind", &self.group_kind)
+            .finish()
+    }
+}
+
+/// Something that may have a transaction open, such as a pass.
+pub(crate) trait TransactionSource: Send + Sync {
+    /// The transaction open now, if any.
+    fn open_transaction(&self) -> Option<Arc<Session>>;
 }
 
 impl RawClient {
@@ -37,6 +57,45 @@ impl RawClient {
         RawClient {
             store: store.clone(),
             group_kind,
+            transactions: None,
+        }
+    }
+
+    /// A client whose calls join whatever transaction `source` has open.
+    pub(crate) fn joining(
+        store: &Store,
+        group_kind: GroupKind,
+        source: Arc<dyn TransactionSource>,
+    ) -> Self {
+        RawClient {
+            store: store.clone(),
+            group_kind,
+            transactions: Some(source),
+        }
+    }
+
+    fn open_transaction(&self) -> Option<Arc<Session>> {
+        self.transactions.as_ref()?.open_transaction()
+    }
+
+    /// Runs `work` in the open transaction, or in the next group commit.
+    async fn write<F, R>(&self, work: F) -> Result<R>
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        match self.open_transaction() {
+            Some(session) => session.run(work),
+            None => self.store.write(work).await,
+        }
+    }
+
+    /// Reads through the open transaction (seeing its writes), or on a
+    /// pooled reader.
+    fn read<R>(&self, work: impl FnOnce(&rusqlite::Connection) -> Result<R>) -> Result<R> {
+        match self.open_transaction() {
+            Some(session) => session.read(work),
+            None => self.store.read(work),
         }
     }
 
@@ -59,7 +118,7 @@ impl RawClient {
         options: CreateOptions,
     ) -> Result<RawObject> {
         let plan = self.plan_create(name, spec, options)?;
-        self.store.write(move |tx| plan.insert(tx)).await
+        self.write(move |tx| plan.insert(tx)).await
     }
 
     /// Returns the object holding `name`, creating it from `spec` if nothing
@@ -77,14 +136,13 @@ impl RawClient {
         options: CreateOptions,
     ) -> Result<(RawObject, bool)> {
         let plan = self.plan_create(name, spec, options)?;
-        self.store
-            .write(
-                move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
-                    Some(found) => Ok((with_conditions(tx, found)?, false)),
-                    None => Ok((plan.insert(tx)?, true)),
-                },
-            )
-            .await
+        self.write(
+            move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
+                Some(found) => Ok((with_conditions(tx, found)?, false)),
+                None => Ok((plan.insert(tx)?, true)),
+            },
+        )
+        .await
     }
 
     /// Makes whatever holds `name` hold `spec`, creating it if nothing does;
@@ -100,17 +158,16 @@ impl RawClient {
         options: CreateOptions,
     ) -> Result<(RawObject, bool)> {
         let plan = self.plan_create(name, spec, options)?;
-        self.store
-            .write(
-                move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
-                    None => Ok((plan.insert(tx)?, true)),
-                    Some(found) => {
-                        let updated = apply_spec(tx, found, plan.spec)?;
-                        Ok((updated, false))
-                    }
-                },
-            )
-            .await
+        self.write(
+            move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
+                None => Ok((plan.insert(tx)?, true)),
+                Some(found) => {
+                    let updated = apply_spec(tx, found, plan.spec)?;
+                    Ok((updated, false))
+                }
+            },
+        )
+        .await
     }
 
     /// Replaces the spec of object `id`. A spec whose canonical bytes equal the
@@ -124,12 +181,11 @@ impl RawClient {
     pub async fn update(&self, id: ObjectId, spec: Json) -> Result<RawObject> {
         spec.require_object()?;
         let group_kind = self.group_kind.clone();
-        self.store
-            .write(move |tx| {
-                let found = select_own_for_write(tx, &group_kind, id)?;
-                apply_spec(tx, found, spec)
-            })
-            .await
+        self.write(move |tx| {
+            let found = select_own_for_write(tx, &group_kind, id)?;
+            apply_spec(tx, found, spec)
+        })
+        .await
     }
 
     /// Replaces the spec of whatever holds `name`, resolving and writing in one
@@ -144,13 +200,12 @@ impl RawClient {
         spec.require_object()?;
         let group_kind = self.group_kind.clone();
         let name = name.to_string();
-        self.store
-            .write(move |tx| {
-                let found = rows::select_by_name(tx.conn(), &group_kind, &name)?
-                    .ok_or_else(|| Error::not_found(format!("{group_kind}/{name}")))?;
-                apply_spec(tx, found, spec)
-            })
-            .await
+        self.write(move |tx| {
+            let found = rows::select_by_name(tx.conn(), &group_kind, &name)?
+                .ok_or_else(|| Error::not_found(format!("{group_kind}/{name}")))?;
+            apply_spec(tx, found, spec)
+        })
+        .await
     }
 
     /// Requests deletion of object `id`: sets its deletion mark and leaves the
@@ -162,12 +217,11 @@ impl RawClient {
     /// is another kind's.
     pub async fn delete(&self, id: ObjectId) -> Result<()> {
         let group_kind = self.group_kind.clone();
-        self.store
-            .write(move |tx| {
-                let found = select_own_for_write(tx, &group_kind, id)?;
-                mark_for_deletion(tx, found)
-            })
-            .await
+        self.write(move |tx| {
+            let found = select_own_for_write(tx, &group_kind, id)?;
+            mark_for_deletion(tx, found)
+        })
+        .await
     }
 
     /// Requests deletion of whatever holds `name`. Absent or already deleting
@@ -188,14 +242,13 @@ impl RawClient {
         // The probe is advisory: resolve again under the writer.
         let group_kind = self.group_kind.clone();
         let name = name.to_string();
-        self.store
-            .write(
-                move |tx| match rows::select_by_name(tx.conn(), &group_kind, &name)? {
-                    Some(found) => mark_for_deletion(tx, found),
-                    None => Ok(()),
-                },
-            )
-            .await
+        self.write(
+            move |tx| match rows::select_by_name(tx.conn(), &group_kind, &name)? {
+                Some(found) => mark_for_deletion(tx, found),
+                None => Ok(()),
+            },
+        )
+        .await
     }
 
     /// Reads object `id` with the relations `loads` asks for.
@@ -231,7 +284,7 @@ impl RawClient {
         label: impl FnOnce() -> String,
     ) -> Result<RawObject> {
         let session = self.store.session();
-        self.store.read(|conn| {
+        self.read(|conn| {
             let found = select(conn)?.filter(|o| o.meta.group_kind == self.group_kind);
             let Some(object) = found else {
                 return Err(Error::not_found(label()));
@@ -264,7 +317,7 @@ impl RawClient {
         select: impl FnOnce(&rusqlite::Connection) -> Result<Vec<RawObject>>,
     ) -> Result<Vec<RawObject>> {
         let session = self.store.session();
-        self.store.read(|conn| {
+        self.read(|conn| {
             let mut objects = select(conn)?;
             rows::load_conditions(conn, session, &mut objects)?;
             rows::load_relations(conn, loads, &mut objects)?;
@@ -296,8 +349,7 @@ impl RawClient {
     /// Object `id`'s event runs matching `filter`, newest first. Reads by id
     /// whatever the object's kind, since an event carries no kind of its own.
     pub fn list_events(&self, id: ObjectId, filter: &EventFilter) -> Result<Vec<Event>> {
-        self.store
-            .read(|conn| crate::store::events::list_events(conn, id, filter))
+        self.read(|conn| crate::store::events::list_events(conn, id, filter))
     }
 
     /// The current run of object `id`'s `category` timeline, if it has one.
@@ -307,8 +359,7 @@ impl RawClient {
     }
 
     fn refs(&self, id: ObjectId, direction: Direction) -> Result<Vec<ObjectRef>> {
-        self.store
-            .read(|conn| rows::select_refs(conn, id, direction))
+        self.read(|conn| rows::select_refs(conn, id, direction))
     }
 
     fn plan_create(

@@ -6,11 +6,14 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::client::RawClient;
+use crate::client::TransactionSource;
 use crate::error::{Error, Result};
 use crate::event::EventSpec;
 use crate::json::Json;
 use crate::object::{Condition, GroupKind, ObjectId, ObjectRef};
 use crate::store::rows::{self, Direction};
+use crate::store::session::Session;
 use crate::store::{Store, WriteTx, events, observed};
 
 /// The write surface of one pass, bound to the object the pass was handed.
@@ -43,6 +46,16 @@ struct PassState {
     object_id: ObjectId,
     status: Mutex<StatusSlot>,
     returned: AtomicBool,
+    /// The transaction the pass has open, if any: every write of the pass,
+    /// kind clients' included, joins it.
+    transaction: Mutex<Option<Arc<Session>>>,
+    hold_limit: Duration,
+}
+
+impl TransactionSource for PassState {
+    fn open_transaction(&self) -> Option<Arc<Session>> {
+        lock(&self.transaction).clone()
+    }
 }
 
 /// How long a changed status may wait for the pass's next write.
@@ -73,6 +86,7 @@ impl ControllerClient {
         group_kind: GroupKind,
         object_id: ObjectId,
         status: Option<Json>,
+        hold_limit: Duration,
     ) -> Self {
         ControllerClient {
             pass: Arc::new(PassState {
@@ -85,15 +99,131 @@ impl ControllerClient {
                     flush_scheduled: false,
                 }),
                 returned: AtomicBool::new(false),
+                transaction: Mutex::new(None),
+                hold_limit,
             }),
         }
     }
 
     /// Ends the pass: every later call fails with [`Error::ReconcileReturned`].
-    /// Returns the status still held, for the handshake to write.
-    pub(crate) fn end(&self) -> Option<Json> {
+    /// Returns the status still held, for the handshake to write, and whether
+    /// the pass left a transaction open (which is rolled back here).
+    pub(crate) fn end(&self) -> (Option<Json>, bool) {
         self.pass.returned.store(true, Ordering::SeqCst);
-        lock(&self.pass.status).pending.take()
+        let left_open = lock(&self.pass.transaction).take();
+        if let Some(session) = &left_open {
+            let _ = session.rollback();
+        }
+        (lock(&self.pass.status).pending.take(), left_open.is_some())
+    }
+
+    /// A client for `group_kind` whose calls join this pass's open
+    /// transaction, if it has one.
+    pub fn kind_client(&self, group_kind: GroupKind) -> RawClient {
+        let source: Arc<dyn TransactionSource> = self.pass.clone();
+        RawClient::joining(&self.pass.store, group_kind, source)
+    }
+
+    /// Opens a transaction frame: until the matching [`ControllerClient::commit`]
+    /// or [`ControllerClient::rollback`], every write of this pass (kind
+    /// clients from [`ControllerClient::kind_client`] included) joins it, and
+    /// reads through them see its writes. Frames nest as savepoints. A
+    /// transaction holds the store's writer, so it has a hold limit (1 s by
+    /// default) after which it is rolled back; a pass that returns with a
+    /// frame open has it rolled back and fails.
+    ///
+    /// # Errors
+    /// [`Error::ReconcileReturned`] after the pass; a store error if the held
+    /// status written before the transaction fails.
+    pub async fn begin(&self) -> Result<()> {
+        let pass = self.live()?;
+        let open = lock(&pass.transaction).clone();
+        if let Some(session) = open {
+            return session.push_frame();
+        }
+        // A status reported before the transaction is not part of it.
+        let held = lock(&pass.status).pending.take();
+        if let Some(status) = held {
+            let (group_kind, id) = (pass.group_kind.clone(), pass.object_id);
+            pass.store
+                .write(move |tx| observed::write_status(tx, &group_kind, id, &status))
+                .await?;
+        }
+        let session = pass.store.begin_session(pass.hold_limit).await?;
+        *lock(&pass.transaction) = Some(session);
+        Ok(())
+    }
+
+    /// Closes the innermost frame, keeping its writes; closing the outermost
+    /// commits, delivers the pushes and runs on-create hooks.
+    ///
+    /// # Errors
+    /// [`Error::NoTransaction`] with no frame open;
+    /// [`Error::TransactionTimedOut`] when the hold limit rolled it back.
+    pub async fn commit(&self) -> Result<()> {
+        self.end_frame(true)
+    }
+
+    /// Closes the innermost frame, undoing its writes; pushes and hooks it
+    /// made are dropped.
+    ///
+    /// # Errors
+    /// As [`ControllerClient::commit`].
+    pub async fn rollback(&self) -> Result<()> {
+        self.end_frame(false)
+    }
+
+    fn end_frame(&self, keep: bool) -> Result<()> {
+        let pass = self.live()?;
+        let mut open = lock(&pass.transaction);
+        let session = open.clone().ok_or(Error::NoTransaction)?;
+        if session.depth() > 1 {
+            return session.pop_frame(keep);
+        }
+        *open = None;
+        drop(open);
+        if keep {
+            session.commit()
+        } else {
+            session.rollback()
+        }
+    }
+
+    /// Runs `work` in a transaction frame: committed when it returns `Ok`,
+    /// rolled back when it returns `Err` (which is passed on).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: &beehive::ControllerClient) -> beehive::Result<()> {
+    /// use beehive::{Condition, ConditionStatus, EventSpec};
+    /// client
+    ///     .within(|tx| async move {
+    ///         tx.set_condition(Condition::new("Ready", ConditionStatus::True)).await?;
+    ///         tx.add_event(EventSpec::normal("BecameReady")).await
+    ///     })
+    ///     .await
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// What `work` returns, or what opening or committing the frame returns.
+    pub async fn within<T, F, Fut>(&self, work: F) -> Result<T>
+    where
+        F: FnOnce(ControllerClient) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        self.begin().await?;
+        match work(self.clone()).await {
+            Ok(value) => {
+                self.commit().await?;
+                Ok(value)
+            }
+            Err(error) => {
+                // The frame may already be gone (a timeout); the error that
+                // ended the work is the one worth reporting.
+                let _ = self.rollback().await;
+                Err(error)
+            }
+        }
     }
 
     /// The id of the object this pass is about.
@@ -119,6 +249,10 @@ impl ControllerClient {
         let pass = self.live()?;
         let group_kind = pass.group_kind.clone();
         let id = pass.object_id;
+        if let Some(session) = pass.open_transaction() {
+            // Inside a transaction nothing is held: status writes go straight in.
+            return session.run(move |tx| work(tx, &group_kind, id));
+        }
         let answer = {
             let mut slot = lock(&pass.status);
             let pending = slot.pending.take();
@@ -172,10 +306,18 @@ impl ControllerClient {
     /// As [`ControllerClient::update_status`].
     pub async fn update_status_json(&self, status: Json) -> Result<()> {
         let pass = self.live()?;
-        let mut slot = lock(&pass.status);
-        if slot.latest.as_ref() == Some(&status) {
+        if lock(&pass.status).latest.as_ref() == Some(&status) {
             return Ok(());
         }
+        if pass.open_transaction().is_some() {
+            let written = status.clone();
+            self.write(move |tx, gk, id| observed::write_status(tx, gk, id, &written))
+                .await?;
+            // A rollback would make this stale; it then only costs a write.
+            lock(&pass.status).latest = Some(status);
+            return Ok(());
+        }
+        let mut slot = lock(&pass.status);
         slot.latest = Some(status.clone());
         slot.pending = Some(status);
         if !slot.flush_scheduled {

@@ -28,6 +28,7 @@ pub struct HostOptions {
     pub(crate) write_log_per_kind: usize,
     pub(crate) event_runs_per_timeline: usize,
     pub(crate) event_max_age: Duration,
+    pub(crate) transaction_hold_limit: Duration,
 }
 
 impl Default for HostOptions {
@@ -45,6 +46,7 @@ impl Default for HostOptions {
             write_log_per_kind: 0,
             event_runs_per_timeline: 0,
             event_max_age: Duration::ZERO,
+            transaction_hold_limit: Duration::from_secs(1),
         }
     }
 }
@@ -123,9 +125,17 @@ impl HostOptions {
         self
     }
 
+    /// How long a pass may hold a transaction open before it is rolled back
+    /// (default 1 s): a transaction holds the store's single writer.
+    pub fn transaction_hold_limit(mut self, limit: Duration) -> Self {
+        self.transaction_hold_limit = limit;
+        self
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         require_positive("owed pass interval", self.owed_pass_interval)?;
         require_positive("GC interval", self.gc_interval)?;
+        require_positive("transaction hold limit", self.transaction_hold_limit)?;
         Ok(())
     }
 
@@ -151,6 +161,7 @@ impl HostOptions {
                 .unwrap_or(self.individual_pass_interval),
             startup_full_pass: options.startup_full_pass.unwrap_or(self.startup_full_pass),
             max_retry_interval: max_retry,
+            transaction_hold_limit: self.transaction_hold_limit,
         })
     }
 }
@@ -174,6 +185,7 @@ pub(crate) struct KindSettings {
     pub(crate) individual_pass_interval: Duration,
     pub(crate) startup_full_pass: bool,
     pub(crate) max_retry_interval: Duration,
+    pub(crate) transaction_hold_limit: Duration,
 }
 
 #[cfg(test)]

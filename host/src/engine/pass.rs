@@ -110,12 +110,16 @@ async fn reconcile(store: &Store, kind: &Kind, object: RawObject) -> Result<Fini
         kind.group_kind.clone(),
         id,
         object.status.clone(),
+        kind.settings().transaction_hold_limit,
     );
     let called = AssertUnwindSafe(controller.reconcile(&client, &object))
         .catch_unwind()
         .await;
-    let held_status = client.end();
+    let (held_status, left_open) = client.end();
     let result = match called {
+        Ok(_) if left_open => crate::engine::ReconcileResult::invalid(
+            "the pass returned with a transaction open; it was rolled back",
+        ),
         Ok(result) => result,
         Err(_) => crate::engine::ReconcileResult::invalid("the controller panicked"),
     };

@@ -13,6 +13,7 @@ pub(crate) mod retention;
 pub(crate) mod rows;
 pub(crate) mod scan;
 mod schema;
+pub(crate) mod session;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -45,7 +46,7 @@ pub struct Store {
 
 struct Inner {
     path: PathBuf,
-    writer: Writer,
+    writer: Arc<Writer>,
     readers: Mutex<Vec<Connection>>,
     /// Kinds with a controller registered in this process: only they may
     /// create objects with finalizers, since only a controller clears one.
@@ -98,12 +99,12 @@ impl Store {
         schema::migrate(&mut conn)?;
         let sequences = Sequences::load(&conn)?;
         let session = new_session_id();
-        let writer = Writer::new(WriterConn {
+        let writer = Arc::new(Writer::new(WriterConn {
             conn,
             sequences,
             session,
             batches: 0,
-        });
+        }));
         Ok(Store {
             inner: Arc::new(Inner {
                 path,
@@ -191,6 +192,14 @@ impl Store {
         let submitted = self.inner.writer.submit(work);
         let store = self.clone();
         async move { store.inner.writer.answer(submitted).await }
+    }
+
+    /// Opens a transaction held across calls; see [`session::Session`].
+    pub(crate) async fn begin_session(
+        &self,
+        hold_limit: std::time::Duration,
+    ) -> Result<Arc<session::Session>> {
+        session::Session::begin(&self.inner.writer, hold_limit).await
     }
 
     /// [`Store::write`] for a caller on a plain thread.

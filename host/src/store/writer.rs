@@ -40,15 +40,15 @@ pub(crate) type CommitListener = Arc<dyn Fn(Vec<Push>) + Send + Sync>;
 
 /// What a job sees: the write connection inside an open transaction.
 pub(crate) struct WriteTx<'c> {
-    conn: &'c Connection,
-    sequences: Sequences,
-    now: Timestamp,
-    session: i64,
-    hooks: Vec<Hook>,
-    pushes: Vec<Push>,
-    save_sequences: bool,
+    pub(super) conn: &'c Connection,
+    pub(super) sequences: Sequences,
+    pub(super) now: Timestamp,
+    pub(super) session: i64,
+    pub(super) hooks: Vec<Hook>,
+    pub(super) pushes: Vec<Push>,
+    pub(super) save_sequences: bool,
     #[cfg_attr(not(test), allow(dead_code))]
-    batch: u64,
+    pub(super) batch: u64,
 }
 
 impl<'c> WriteTx<'c> {
@@ -154,7 +154,7 @@ impl Sequences {
         })
     }
 
-    fn save(self, conn: &Connection) -> rusqlite::Result<()> {
+    pub(super) fn save(self, conn: &Connection) -> rusqlite::Result<()> {
         let mut update = conn.prepare_cached("UPDATE kv SET value = ?2 WHERE key = ?1")?;
         update.execute(rusqlite::params!["resource_version", self.resource_version])?;
         update.execute(rusqlite::params!["object_id", self.object_id])?;
@@ -181,6 +181,11 @@ trait Job: Send {
     fn grant_lead(&self);
     /// Identifies the job's slot, so a caller that gives up can find its job.
     fn slot_addr(&self) -> usize;
+    /// A lease is never run in a batch: it hands the whole writer to a
+    /// session (a transaction held across calls) when it reaches the front.
+    fn is_lease(&self) -> bool {
+        false
+    }
 }
 
 enum SlotState<R> {
@@ -272,8 +277,45 @@ impl<R> Slot<R> {
         }
     }
 
+    /// Back to waiting, after a lead that found a lease ahead of its job.
+    fn requeue(&self) {
+        let mut state = lock(&self.state);
+        if matches!(*state, SlotState::Taken) {
+            *state = SlotState::Queued;
+        }
+    }
+
+    fn addr(self: &Arc<Self>) -> usize {
+        Arc::as_ptr(self) as *const () as usize
+    }
+
     fn is_done_or_taken(&self) -> bool {
         matches!(*lock(&self.state), SlotState::Done(_) | SlotState::Taken)
+    }
+}
+
+/// A request for the whole writer, queued like a job and never run as one.
+struct LeaseJob {
+    slot: Arc<Slot<()>>,
+}
+
+impl Job for LeaseJob {
+    fn run(&mut self, _tx: &mut WriteTx<'_>) -> bool {
+        false
+    }
+
+    fn finish(self: Box<Self>, _commit: &Result<(), String>) {}
+
+    fn grant_lead(&self) {
+        self.slot.set(SlotState::Lead);
+    }
+
+    fn slot_addr(&self) -> usize {
+        self.slot.addr()
+    }
+
+    fn is_lease(&self) -> bool {
+        true
     }
 }
 
@@ -320,7 +362,7 @@ where
     }
 
     fn slot_addr(&self) -> usize {
-        Arc::as_ptr(&self.slot) as *const () as usize
+        self.slot.addr()
     }
 }
 
@@ -332,13 +374,13 @@ struct Queue {
 /// The write side of the store.
 pub(crate) struct Writer {
     queue: Mutex<Queue>,
-    conn: Mutex<WriterConn>,
-    listener: RwLock<Option<CommitListener>>,
+    pub(super) conn: Mutex<WriterConn>,
+    pub(super) listener: RwLock<Option<CommitListener>>,
 }
 
 /// Locks a mutex, shrugging off poisoning: every critical section here leaves
 /// its data consistent before anything that could panic.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -382,14 +424,22 @@ impl Writer {
         F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        let (slot, must_lead) = self.enqueue(work, Waiter::Blocking(Condvar::new()));
-        if !must_lead {
-            match slot.wait_blocking() {
-                Wake::Done(result) => return result,
-                Wake::Lead => {}
+        let (slot, mut must_lead) = self.enqueue(work, Waiter::Blocking(Condvar::new()));
+        loop {
+            if !must_lead {
+                match slot.wait_blocking() {
+                    Wake::Done(result) => return result,
+                    Wake::Lead => {}
+                }
+            }
+            match self.lead_until_done(&slot) {
+                Some(result) => return result,
+                None => {
+                    slot.requeue();
+                    must_lead = false;
+                }
             }
         }
-        self.lead_until_done(&slot)
     }
 
     /// Queues `work` and resolves to its outcome once its transaction committed.
@@ -420,21 +470,65 @@ impl Writer {
     /// Waits for a submitted job's outcome, leading a batch if it is this
     /// caller's turn. Cancel safe as [`Writer::write`].
     pub(crate) async fn answer<R>(&self, submitted: Submitted<R>) -> Result<R> {
-        let Submitted { slot, must_lead } = submitted;
+        let Submitted {
+            slot,
+            mut must_lead,
+        } = submitted;
+        loop {
+            if !must_lead {
+                let mut guard = WithdrawOnDrop {
+                    writer: self,
+                    slot: &slot,
+                    armed: true,
+                };
+                let wake = slot.wait_async().await;
+                guard.armed = false;
+                match wake {
+                    Wake::Done(result) => return result,
+                    Wake::Lead => {}
+                }
+            }
+            match self.lead_until_done(&slot) {
+                Some(result) => return result,
+                None => {
+                    slot.requeue();
+                    must_lead = false;
+                }
+            }
+        }
+    }
+
+    /// Waits until the whole writer is this caller's: every job queued before
+    /// has committed, and jobs queued after wait until [`Writer::hand_off`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future withdraws the request, passing the writer on if it
+    /// had already been granted.
+    pub(super) async fn lease(&self) {
+        let slot = Arc::new(Slot::<()>::new(Waiter::Async(Notify::new())));
+        let must_lead = {
+            let mut queue = lock(&self.queue);
+            queue
+                .jobs
+                .push_back(Box::new(LeaseJob { slot: slot.clone() }));
+            let must_lead = !queue.leader_active;
+            queue.leader_active = true;
+            must_lead
+        };
         if !must_lead {
             let mut guard = WithdrawOnDrop {
                 writer: self,
                 slot: &slot,
                 armed: true,
             };
-            let wake = slot.wait_async().await;
+            slot.wait_async().await;
             guard.armed = false;
-            match wake {
-                Wake::Done(result) => return result,
-                Wake::Lead => {}
-            }
         }
-        self.lead_until_done(&slot)
+        // The lease is at the front: leave the queue and hold the writer.
+        let mut queue = lock(&self.queue);
+        if let Some(position) = queue.jobs.iter().position(|j| j.slot_addr() == slot.addr()) {
+            queue.jobs.remove(position);
+        }
     }
 
     fn enqueue<F, R>(&self, work: F, waiter: Waiter) -> (Arc<Slot<R>>, bool)
@@ -457,27 +551,44 @@ impl Writer {
 
     /// Runs batches until the caller's own job is answered, then passes the
     /// leadership on.
-    fn lead_until_done<R>(&self, slot: &Slot<R>) -> Result<R> {
+    ///
+    /// `None` when a lease stands ahead of the caller's job: the writer goes
+    /// to the lease's session and the caller waits again.
+    fn lead_until_done<R>(&self, slot: &Slot<R>) -> Option<Result<R>> {
         loop {
-            let batch: Vec<Box<dyn Job>> = {
-                let mut queue = lock(&self.queue);
-                let take = queue.jobs.len().min(MAX_BATCH);
-                queue.jobs.drain(..take).collect()
-            };
+            let batch = self.take_batch();
+            if batch.is_empty() {
+                self.hand_off();
+                return None;
+            }
             let hooks = self.run_batch(batch);
             if slot.is_done_or_taken() {
                 self.hand_off();
                 run_hooks(hooks);
-                return match slot.wait_blocking() {
+                return Some(match slot.wait_blocking() {
                     Wake::Done(result) => result,
                     Wake::Lead => Err(Error::Internal("leadership granted twice".into())),
-                };
+                });
             }
             run_hooks(hooks);
         }
     }
 
-    fn hand_off(&self) {
+    /// The jobs at the front of the queue, up to [`MAX_BATCH`], stopping at a lease.
+    fn take_batch(&self) -> Vec<Box<dyn Job>> {
+        let mut queue = lock(&self.queue);
+        let take = queue
+            .jobs
+            .iter()
+            .take(MAX_BATCH)
+            .take_while(|job| !job.is_lease())
+            .count();
+        queue.jobs.drain(..take).collect()
+    }
+
+    /// Passes the writer to whatever is at the front of the queue: a job's
+    /// caller, or a lease's session.
+    pub(super) fn hand_off(&self) {
         let mut queue = lock(&self.queue);
         match queue.jobs.front() {
             Some(next) => next.grant_lead(),
@@ -543,7 +654,7 @@ impl Writer {
 }
 
 /// Runs one of the writer's fixed statements; cached, since every job runs several.
-fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+pub(super) fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([])?;
     Ok(())
 }
@@ -572,11 +683,11 @@ fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> rusqlite::Resul
     exec(tx.conn, "COMMIT")
 }
 
-fn read_lock<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+pub(super) fn read_lock<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn run_hooks(hooks: Vec<Hook>) {
+pub(super) fn run_hooks(hooks: Vec<Hook>) {
     for hook in hooks {
         if catch_unwind(AssertUnwindSafe(hook)).is_err() {
             tracing::error!("an after-commit hook panicked");

@@ -1,0 +1,260 @@
+//! Sessions: a transaction held across calls, for `within` and for the
+//! begin/commit/rollback stack a plugin drives.
+//!
+//! A session leases the whole writer: every job queued before it commits
+//! first, and jobs queued during it wait. Its operations run on the caller's
+//! thread against the write connection, each inside a SAVEPOINT so a failed
+//! operation undoes only itself; nested frames are further savepoints. Pushes
+//! and after-commit hooks wait for the outermost COMMIT and are dropped with
+//! the frame that made them. A session held past its hold limit is rolled
+//! back by a watchdog and the writer passed on; its next call fails.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+use crate::object::Timestamp;
+use crate::store::writer::{
+    Hook, Push, Sequences, WriteTx, Writer, exec, lock, read_lock, run_hooks,
+};
+
+/// A transaction held across calls. See the module docs.
+pub(crate) struct Session {
+    writer: Arc<Writer>,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Open,
+    Ended,
+    Expired,
+}
+
+struct Inner {
+    state: State,
+    sequences: Sequences,
+    hooks: Vec<Hook>,
+    pushes: Vec<Push>,
+    save_sequences: bool,
+    /// One mark per nested frame: what to restore when it rolls back.
+    frames: Vec<Mark>,
+}
+
+#[derive(Clone, Copy)]
+struct Mark {
+    hooks: usize,
+    pushes: usize,
+    sequences: Sequences,
+}
+
+impl Inner {
+    fn check_open(&self) -> Result<()> {
+        match self.state {
+            State::Open => Ok(()),
+            State::Expired => Err(Error::TransactionTimedOut),
+            State::Ended => Err(Error::NoTransaction),
+        }
+    }
+
+    fn mark(&self) -> Mark {
+        Mark {
+            hooks: self.hooks.len(),
+            pushes: self.pushes.len(),
+            sequences: self.sequences,
+        }
+    }
+
+    fn restore(&mut self, mark: Mark) {
+        self.hooks.truncate(mark.hooks);
+        self.pushes.truncate(mark.pushes);
+        self.sequences = mark.sequences;
+    }
+}
+
+impl Session {
+    /// Leases the writer and opens a transaction, rolled back after `hold_limit`
+    /// unless it ends first. Must be called inside a tokio runtime.
+    pub(crate) async fn begin(writer: &Arc<Writer>, hold_limit: Duration) -> Result<Arc<Session>> {
+        writer.lease().await;
+        let sequences = {
+            let conn = lock(&writer.conn);
+            if let Err(error) = exec(&conn.conn, "BEGIN IMMEDIATE") {
+                drop(conn);
+                writer.hand_off();
+                return Err(error.into());
+            }
+            conn.sequences
+        };
+        let session = Arc::new(Session {
+            writer: writer.clone(),
+            inner: Mutex::new(Inner {
+                state: State::Open,
+                sequences,
+                hooks: Vec::new(),
+                pushes: Vec::new(),
+                save_sequences: false,
+                frames: Vec::new(),
+            }),
+        });
+        let watched: Weak<Session> = Arc::downgrade(&session);
+        tokio::spawn(async move {
+            tokio::time::sleep(hold_limit).await;
+            if let Some(session) = watched.upgrade() {
+                session.expire();
+            }
+        });
+        Ok(session)
+    }
+
+    /// How many frames are open: 1 for the transaction itself, plus savepoints.
+    pub(crate) fn depth(&self) -> usize {
+        let inner = lock(&self.inner);
+        match inner.state {
+            State::Open => inner.frames.len() + 1,
+            State::Ended | State::Expired => 0,
+        }
+    }
+
+    /// Runs `work` inside the transaction, undoing only it if it fails.
+    pub(crate) fn run<R>(&self, work: impl FnOnce(&mut WriteTx<'_>) -> Result<R>) -> Result<R> {
+        let mut inner = lock(&self.inner);
+        inner.check_open()?;
+        let writer_conn = lock(&self.writer.conn);
+        let conn = &writer_conn.conn;
+        let mark = inner.mark();
+        let mut tx = WriteTx {
+            conn,
+            sequences: inner.sequences,
+            now: Timestamp::now(),
+            session: writer_conn.session,
+            hooks: std::mem::take(&mut inner.hooks),
+            pushes: std::mem::take(&mut inner.pushes),
+            save_sequences: inner.save_sequences,
+            batch: 0,
+        };
+        exec(conn, "SAVEPOINT op")?;
+        let result = catch_unwind(AssertUnwindSafe(|| work(&mut tx)))
+            .unwrap_or_else(|_| Err(Error::Internal("a write in a transaction panicked".into())));
+        inner.sequences = tx.sequences;
+        inner.hooks = tx.hooks;
+        inner.pushes = tx.pushes;
+        inner.save_sequences = tx.save_sequences;
+        if result.is_ok() {
+            exec(conn, "RELEASE op")?;
+        } else {
+            exec(conn, "ROLLBACK TO op")?;
+            exec(conn, "RELEASE op")?;
+            inner.restore(mark);
+        }
+        result
+    }
+
+    /// Reads through the transaction, seeing its own uncommitted writes.
+    pub(crate) fn read<R>(&self, work: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+        let inner = lock(&self.inner);
+        inner.check_open()?;
+        let writer_conn = lock(&self.writer.conn);
+        work(&writer_conn.conn)
+    }
+
+    /// Opens a nested frame.
+    pub(crate) fn push_frame(&self) -> Result<()> {
+        let mut inner = lock(&self.inner);
+        inner.check_open()?;
+        exec(&lock(&self.writer.conn).conn, "SAVEPOINT frame")?;
+        let mark = inner.mark();
+        inner.frames.push(mark);
+        Ok(())
+    }
+
+    /// Closes the innermost nested frame, keeping or undoing what it wrote.
+    pub(crate) fn pop_frame(&self, keep: bool) -> Result<()> {
+        let mut inner = lock(&self.inner);
+        inner.check_open()?;
+        let mark = inner.frames.pop().ok_or(Error::NoTransaction)?;
+        let writer_conn = lock(&self.writer.conn);
+        if keep {
+            exec(&writer_conn.conn, "RELEASE frame")?;
+        } else {
+            exec(&writer_conn.conn, "ROLLBACK TO frame")?;
+            exec(&writer_conn.conn, "RELEASE frame")?;
+            inner.restore(mark);
+        }
+        Ok(())
+    }
+
+    /// Commits everything and passes the writer on; then delivers the pushes
+    /// and runs the hooks.
+    pub(crate) fn commit(&self) -> Result<()> {
+        let (hooks, pushes, committed) = {
+            let mut inner = lock(&self.inner);
+            inner.check_open()?;
+            inner.state = State::Ended;
+            let mut writer_conn = lock(&self.writer.conn);
+            let committed = commit_on(&writer_conn.conn, &inner);
+            match &committed {
+                Ok(()) => writer_conn.sequences = inner.sequences,
+                Err(_) => {
+                    let _ = writer_conn.conn.execute_batch("ROLLBACK");
+                }
+            }
+            (
+                std::mem::take(&mut inner.hooks),
+                std::mem::take(&mut inner.pushes),
+                committed,
+            )
+        };
+        self.writer.hand_off();
+        committed?;
+        if !pushes.is_empty()
+            && let Some(listener) = read_lock(&self.writer.listener).clone()
+        {
+            listener(pushes);
+        }
+        run_hooks(hooks);
+        Ok(())
+    }
+
+    /// Undoes everything and passes the writer on.
+    pub(crate) fn rollback(&self) -> Result<()> {
+        self.end(State::Ended)
+    }
+
+    /// The watchdog's end: undoes everything; later calls say why.
+    fn expire(&self) {
+        if self.end(State::Expired).is_ok() {
+            tracing::warn!("a transaction outlived its hold limit and was rolled back");
+        }
+    }
+
+    fn end(&self, state: State) -> Result<()> {
+        {
+            let mut inner = lock(&self.inner);
+            inner.check_open()?;
+            inner.state = state;
+            inner.hooks.clear();
+            inner.pushes.clear();
+            let _ = lock(&self.writer.conn).conn.execute_batch("ROLLBACK");
+        }
+        self.writer.hand_off();
+        Ok(())
+    }
+}
+
+fn commit_on(conn: &Connection, inner: &Inner) -> rusqlite::Result<()> {
+    if inner.save_sequences {
+        inner.sequences.save(conn)?;
+    }
+    exec(conn, "COMMIT")
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // A session nobody ended must not keep the writer.
+        let _ = self.end(State::Ended);
+    }
+}

@@ -1,0 +1,338 @@
+//! Transactions a pass opens: `within`, nested frames, the hold limit, and a
+//! pass that returns with a frame open.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use beehive::{
+    Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
+    Error, EventFilter, GroupKind, Host, HostOptions, Json, Loads, RawObject, ReconcileFuture,
+    ReconcileResult, Store,
+};
+use common::{PATIENCE, wait_until};
+
+fn spec(text: &str) -> Json {
+    Json::parse(text).unwrap()
+}
+
+fn parent() -> GroupKind {
+    GroupKind::new("test.dev", "Parent")
+}
+
+fn child() -> GroupKind {
+    GroupKind::core("Child")
+}
+
+/// Runs the scenario named by the object's spec on its first pass, and keeps
+/// what it saw for the test to check.
+struct Scenario {
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+fn note(seen: &Mutex<Vec<String>>, line: impl Into<String>) {
+    seen.lock().unwrap().push(line.into());
+}
+
+async fn run(
+    client: &ControllerClient,
+    object: &RawObject,
+    seen: &Mutex<Vec<String>>,
+) -> ReconcileResult {
+    let children = client.kind_client(child());
+    let scenario = object.spec.to_value()["scenario"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    match scenario.as_str() {
+        "commit" => {
+            let result = client
+                .within(|tx| {
+                    let children = children.clone();
+                    async move {
+                        tx.update_status(&serde_json::json!({"phase": "done"}))
+                            .await?;
+                        tx.set_condition(Condition::new("Ready", ConditionStatus::True))
+                            .await?;
+                        children
+                            .create("kept", spec("{}"), CreateOptions::new())
+                            .await?;
+                        let read = children.get_by_name("kept", Loads::none())?;
+                        note(seen, format!("read own write: {}", read.meta.name));
+                        Ok(())
+                    }
+                })
+                .await;
+            note(seen, format!("commit: {result:?}"));
+            ReconcileResult::settled()
+        }
+        "rollback" => {
+            let hook_ran = Arc::new(Mutex::new(false));
+            let flag = hook_ran.clone();
+            let result: beehive::Result<()> = client
+                .within(|tx| {
+                    let children = children.clone();
+                    async move {
+                        tx.set_condition(Condition::new("Ready", ConditionStatus::True))
+                            .await?;
+                        children
+                            .create(
+                                "discarded",
+                                spec("{}"),
+                                CreateOptions::new()
+                                    .on_create(move || *flag.lock().unwrap() = true),
+                            )
+                            .await?;
+                        Err(Error::InvalidOption("changed my mind".into()))
+                    }
+                })
+                .await;
+            note(seen, format!("rollback: {}", result.is_err()));
+            note(seen, format!("hook ran: {}", hook_ran.lock().unwrap()));
+            ReconcileResult::settled()
+        }
+        "nested" => {
+            let outcome = async {
+                client.begin().await?;
+                children
+                    .create("outer", spec("{}"), CreateOptions::new())
+                    .await?;
+                client.begin().await?;
+                children
+                    .create("inner", spec("{}"), CreateOptions::new())
+                    .await?;
+                client.rollback().await?;
+                client.commit().await
+            }
+            .await;
+            note(seen, format!("nested: {outcome:?}"));
+            note(
+                seen,
+                format!("extra commit: {:?}", client.commit().await.err()),
+            );
+            ReconcileResult::settled()
+        }
+        "hold" => {
+            let outcome = async {
+                client.begin().await?;
+                children
+                    .create("held", spec("{}"), CreateOptions::new())
+                    .await?;
+                tokio::time::sleep(Duration::from_millis(600)).await;
+                children
+                    .create("late", spec("{}"), CreateOptions::new())
+                    .await?;
+                client.commit().await
+            }
+            .await;
+            note(
+                seen,
+                format!("hold: {:?}", outcome.err().map(|e| e.to_string())),
+            );
+            ReconcileResult::settled()
+        }
+        "left-open" => {
+            if client.begin().await.is_ok() {
+                let _ = children
+                    .create("abandoned", spec("{}"), CreateOptions::new())
+                    .await;
+            }
+            ReconcileResult::settled()
+        }
+        _ => ReconcileResult::settled(),
+    }
+}
+
+impl Controller for Scenario {
+    fn reconcile<'a>(
+        &'a self,
+        client: &'a ControllerClient,
+        object: &'a RawObject,
+    ) -> ReconcileFuture<'a> {
+        Box::pin(run(client, object, &self.seen))
+    }
+}
+
+async fn run_scenario(scenario: &str) -> (Store, Host, Vec<String>, RawObject) {
+    let store = Store::temporary().unwrap();
+    let options = HostOptions::new()
+        .owed_pass_interval(Duration::from_secs(60))
+        .transaction_hold_limit(Duration::from_millis(200));
+    let host = Host::new(&store, options).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    host.register(
+        parent(),
+        Scenario { seen: seen.clone() },
+        ControllerOptions::new(),
+    )
+    .await
+    .unwrap();
+    let running = host.start().await.unwrap();
+    let created = host
+        .client(parent())
+        .create(
+            "p",
+            spec(&format!(r#"{{"scenario":"{scenario}"}}"#)),
+            CreateOptions::new(),
+        )
+        .await
+        .unwrap();
+    let id = created.meta.id;
+    let parents = host.client(parent());
+    let events = host.client(parent());
+    wait_until("the pass has run", PATIENCE, || {
+        let object = parents.get(id, Loads::none()).unwrap();
+        let failed = !events
+            .list_events(id, &EventFilter::all().category("reconcile"))
+            .unwrap()
+            .is_empty();
+        object.meta.is_observed() || failed
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let object = host.client(parent()).get(id, Loads::none()).unwrap();
+    (store, host, seen, object)
+}
+
+fn names(host: &Host) -> Vec<String> {
+    host.client(child())
+        .list(Loads::none())
+        .unwrap()
+        .into_iter()
+        .map(|o| o.meta.name)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn within_commits_every_write_of_the_pass_together() {
+    let (_store, host, seen, object) = run_scenario("commit").await;
+    assert_eq!(seen, ["read own write: kept", "commit: Ok(())"]);
+    assert_eq!(names(&host), ["kept"]);
+    assert_eq!(object.status, Some(spec(r#"{"phase":"done"}"#)));
+    assert_eq!(object.meta.conditions.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_within_rolls_back_and_skips_on_create_hooks() {
+    let (_store, host, seen, object) = run_scenario("rollback").await;
+    assert_eq!(seen, ["rollback: true", "hook ran: false"]);
+    assert!(names(&host).is_empty(), "the child was rolled back");
+    assert!(
+        object.meta.conditions.is_empty(),
+        "the condition was rolled back"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_rollback_undoes_only_its_own_frame() {
+    let (_store, host, seen, _object) = run_scenario("nested").await;
+    assert_eq!(
+        seen,
+        ["nested: Ok(())", "extra commit: Some(NoTransaction)"]
+    );
+    assert_eq!(names(&host), ["outer"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_held_past_its_limit_is_rolled_back() {
+    let (_store, host, seen, _object) = run_scenario("hold").await;
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].contains("timed out"), "{seen:?}");
+    assert!(
+        names(&host).is_empty(),
+        "nothing from the expired transaction"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_that_returns_with_a_frame_open_is_rolled_back_and_fails() {
+    let (_store, host, _seen, object) = run_scenario("left-open").await;
+    assert!(names(&host).is_empty());
+    assert!(
+        !object.meta.is_observed(),
+        "the pass failed, so nothing settled"
+    );
+    let failures = host
+        .client(parent())
+        .list_events(object.meta.id, &EventFilter::all().category("reconcile"))
+        .unwrap();
+    assert!(
+        failures[0].message.contains("transaction open"),
+        "{failures:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_outside_a_transaction_wait_for_it_and_then_proceed() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let (entered_tx, entered_rx) = tokio::sync::oneshot::channel::<()>();
+    let entered = Arc::new(Mutex::new(Some(entered_tx)));
+    let release = Arc::new(tokio::sync::Notify::new());
+    struct Holder {
+        entered: Arc<Mutex<Option<tokio::sync::oneshot::Sender<()>>>>,
+        release: Arc<tokio::sync::Notify>,
+    }
+    impl Controller for Holder {
+        fn reconcile<'a>(
+            &'a self,
+            client: &'a ControllerClient,
+            _object: &'a RawObject,
+        ) -> ReconcileFuture<'a> {
+            Box::pin(async move {
+                let signal = self.entered.lock().unwrap().take();
+                let Some(signal) = signal else {
+                    return ReconcileResult::settled();
+                };
+                let result = client
+                    .within(|tx| async move {
+                        tx.set_condition(Condition::new("Held", ConditionStatus::True))
+                            .await?;
+                        let _ = signal.send(());
+                        self.release.notified().await;
+                        Ok(())
+                    })
+                    .await;
+                match result {
+                    Ok(()) => ReconcileResult::settled(),
+                    Err(error) => ReconcileResult::fail(error),
+                }
+            })
+        }
+    }
+    host.register(
+        parent(),
+        Holder {
+            entered,
+            release: release.clone(),
+        },
+        ControllerOptions::new(),
+    )
+    .await
+    .unwrap();
+    let running = host.start().await.unwrap();
+    host.client(parent())
+        .create("p", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    entered_rx.await.unwrap();
+    let outside = {
+        let notes = host.client(child());
+        tokio::spawn(async move {
+            notes
+                .create("outside", spec("{}"), CreateOptions::new())
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        !outside.is_finished(),
+        "the writer is held by the transaction"
+    );
+    release.notify_one();
+    outside.await.unwrap().unwrap();
+    assert_eq!(names(&host), ["outside"]);
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}

@@ -1,0 +1,438 @@
+//! The drivers and the lifecycle: full, individual and startup passes,
+//! registering after start, unregistering, stopping, retention, idleness.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use beehive::{
+    Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
+    Host, HostOptions, Json, Loads, Object, RawObject, ReconcileFuture, ReconcileResult,
+    Reconciler, Store, Typed,
+};
+use common::{PATIENCE, wait_until};
+use serde::{Deserialize, Serialize};
+
+fn spec(text: &str) -> Json {
+    Json::parse(text).unwrap()
+}
+
+fn widget() -> GroupKind {
+    GroupKind::new("test.dev", "Widget")
+}
+
+/// Counts passes per object and settles.
+#[derive(Clone, Default)]
+struct Counter {
+    passes: Arc<AtomicUsize>,
+}
+
+impl Controller for Counter {
+    fn reconcile<'a>(
+        &'a self,
+        _client: &'a ControllerClient,
+        _object: &'a RawObject,
+    ) -> ReconcileFuture<'a> {
+        self.passes.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { ReconcileResult::settled() })
+    }
+}
+
+impl Counter {
+    fn count(&self) -> usize {
+        self.passes.load(Ordering::SeqCst)
+    }
+}
+
+fn quiet() -> HostOptions {
+    HostOptions::new()
+        .owed_pass_interval(Duration::from_secs(60))
+        .gc_interval(Duration::from_secs(60))
+}
+
+async fn seed(store: &Store, count: usize) {
+    let client = beehive::RawClient::new(store, widget());
+    for i in 0..count {
+        client
+            .create(&format!("w{i}"), spec("{}"), CreateOptions::new())
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_pass_revisits_settled_objects_on_its_interval() {
+    let store = Store::temporary().unwrap();
+    seed(&store, 3).await;
+    let host = Host::new(&store, quiet()).unwrap();
+    let counter = Counter::default();
+    host.register(
+        widget(),
+        counter.clone(),
+        ControllerOptions::new().full_pass_interval(Duration::from_millis(300)),
+    )
+    .await
+    .unwrap();
+    let running = host.start().await.unwrap();
+    wait_until("two full passes beyond the first", PATIENCE, || {
+        counter.count() >= 9
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_startup_full_pass_reconciles_settled_objects_once_per_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = Store::open(&path).unwrap();
+    seed(&store, 4).await;
+    for round in 0..2 {
+        let host = Host::new(&store, quiet()).unwrap();
+        let counter = Counter::default();
+        host.register(
+            widget(),
+            counter.clone(),
+            ControllerOptions::new().startup_full_pass(true),
+        )
+        .await
+        .unwrap();
+        let running = host.start().await.unwrap();
+        wait_until("every object had its startup pass", PATIENCE, || {
+            counter.count() >= 4
+        })
+        .await;
+        running.stop(Duration::from_secs(10)).await.unwrap();
+        // Round 0 settles unobserved objects; round 1 finds them all settled
+        // and still passes over each, exactly once.
+        assert_eq!(counter.count(), 4, "round {round}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_individual_pass_interval_rearms_each_object_after_its_own_pass() {
+    let store = Store::temporary().unwrap();
+    seed(&store, 2).await;
+    let host = Host::new(&store, quiet()).unwrap();
+    let counter = Counter::default();
+    host.register(
+        widget(),
+        counter.clone(),
+        ControllerOptions::new().individual_pass_interval(Duration::from_millis(250)),
+    )
+    .await
+    .unwrap();
+    let running = host.start().await.unwrap();
+    wait_until("each object came back on its own cadence", PATIENCE, || {
+        counter.count() >= 8
+    })
+    .await;
+    let id = host
+        .client(widget())
+        .get_by_name("w0", Loads::none())
+        .unwrap()
+        .meta
+        .id;
+    assert!(
+        host.schedule(&widget(), id).next_requeue_at.is_some(),
+        "armed"
+    );
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_registered_after_start_converges_its_kind_and_unregistering_drains_it() {
+    let store = Store::temporary().unwrap();
+    seed(&store, 5).await;
+    let host = Host::new(&store, quiet()).unwrap();
+    let running = host.start().await.unwrap();
+    let counter = Counter::default();
+    host.register(widget(), counter.clone(), ControllerOptions::new())
+        .await
+        .unwrap();
+    let client = host.client(widget());
+    wait_until("the kind converged", PATIENCE, || {
+        client
+            .list(Loads::none())
+            .unwrap()
+            .iter()
+            .all(|o| o.meta.is_observed())
+    })
+    .await;
+    host.unregister(&widget()).await.unwrap();
+    assert!(store.registrations().unwrap().is_empty());
+    assert!(matches!(
+        host.unregister(&widget()).await,
+        Err(Error::NoController(_))
+    ));
+    let passes = counter.count();
+    client
+        .create("after", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let later = client.get_by_name("after", Loads::none()).unwrap();
+    assert!(
+        !later.meta.is_observed(),
+        "nothing reconciles an unregistered kind"
+    );
+    assert_eq!(
+        client.list(Loads::none()).unwrap().len(),
+        6,
+        "its objects stay"
+    );
+    assert_eq!(counter.count(), passes);
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_reports_a_pass_that_outlives_its_deadline() {
+    let store = Store::temporary().unwrap();
+    seed(&store, 1).await;
+    let host = Host::new(&store, quiet()).unwrap();
+    let started = Arc::new(tokio::sync::Notify::new());
+    struct Stuck(Arc<tokio::sync::Notify>);
+    impl Controller for Stuck {
+        fn reconcile<'a>(
+            &'a self,
+            _c: &'a ControllerClient,
+            _o: &'a RawObject,
+        ) -> ReconcileFuture<'a> {
+            self.0.notify_one();
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                ReconcileResult::settled()
+            })
+        }
+    }
+    host.register(widget(), Stuck(started.clone()), ControllerOptions::new())
+        .await
+        .unwrap();
+    let running = host.start().await.unwrap();
+    started.notified().await;
+    let stopped = running.stop(Duration::from_millis(100)).await;
+    assert!(
+        matches!(stopped, Err(Error::StopTimedOut(_))),
+        "{stopped:?}"
+    );
+    // The claim was released all the same: another host may start.
+    let next = Host::new(&store, quiet()).unwrap();
+    next.start()
+        .await
+        .unwrap()
+        .stop(Duration::from_secs(10))
+        .await
+        .unwrap();
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+struct Greeting {
+    name: String,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+struct Greeted {
+    message: String,
+}
+
+struct Greeter;
+
+impl Reconciler<Greeting, Greeted> for Greeter {
+    async fn reconcile(
+        &self,
+        client: &ControllerClient,
+        object: &Object<Greeting, Greeted>,
+    ) -> ReconcileResult {
+        let status = Greeted {
+            message: format!("Hello, {}!", object.spec.name),
+        };
+        match client.update_status(&status).await {
+            Ok(()) => ReconcileResult::settled(),
+            Err(error) => ReconcileResult::fail(error),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, quiet()).unwrap();
+    host.register(widget(), Typed::new(Greeter), ControllerOptions::new())
+        .await
+        .unwrap();
+    let running = host.start().await.unwrap();
+    let client = host.typed_client::<Greeting, Greeted>(widget());
+    let created = client
+        .create(
+            "ada",
+            &Greeting { name: "Ada".into() },
+            CreateOptions::new(),
+        )
+        .await
+        .unwrap();
+    let bad = host
+        .client(widget())
+        .create("bad", spec(r#"{"nom":"x"}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    wait_until("the greeting is written", PATIENCE, || {
+        client
+            .get(created.id(), Loads::none())
+            .unwrap()
+            .meta
+            .is_observed()
+    })
+    .await;
+    let greeted = client.get(created.id(), Loads::none()).unwrap();
+    assert_eq!(greeted.status.unwrap().message, "Hello, Ada!");
+    let quarantined = host
+        .client(widget())
+        .get(bad.meta.id, Loads::none())
+        .unwrap();
+    assert!(
+        !quarantined.meta.is_observed(),
+        "an undecodable object never settles"
+    );
+    assert!(
+        host.client(widget())
+            .list_events(bad.meta.id, &beehive::EventFilter::all())
+            .unwrap()
+            .is_empty(),
+        "and is not retried as a failure"
+    );
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+fn data_version(conn: &rusqlite::Connection) -> i64 {
+    conn.query_row("PRAGMA data_version", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_host_writes_nothing() {
+    let store = Store::temporary().unwrap();
+    seed(&store, 3).await;
+    let options = HostOptions::new()
+        .owed_pass_interval(Duration::from_millis(100))
+        .gc_interval(Duration::from_millis(100));
+    let host = Host::new(&store, options).unwrap();
+    let counter = Counter::default();
+    host.register(widget(), counter.clone(), ControllerOptions::new())
+        .await
+        .unwrap();
+    let running = host.start().await.unwrap();
+    let client = host.client(widget());
+    wait_until("the kind converged", PATIENCE, || {
+        client
+            .list(Loads::none())
+            .unwrap()
+            .iter()
+            .all(|o| o.meta.is_observed())
+    })
+    .await;
+    // data_version moves when another connection commits to the file.
+    let observer = rusqlite::Connection::open(store.path()).unwrap();
+    let before = data_version(&observer);
+    let passes = counter.count();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(data_version(&observer), before, "no commit while idle");
+    assert_eq!(counter.count(), passes, "and no pass");
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweeper_applies_event_and_write_log_retention() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(
+        &store,
+        HostOptions::new()
+            .owed_pass_interval(Duration::from_secs(60))
+            .gc_interval(Duration::from_millis(100))
+            .event_retention(2, Duration::ZERO)
+            .write_log_retention(3, Duration::ZERO),
+    )
+    .unwrap();
+    let reasons = Arc::new(Mutex::new(0usize));
+    let counter = reasons.clone();
+    struct Chatty(Arc<Mutex<usize>>);
+    impl Controller for Chatty {
+        fn reconcile<'a>(
+            &'a self,
+            client: &'a ControllerClient,
+            _o: &'a RawObject,
+        ) -> ReconcileFuture<'a> {
+            Box::pin(async move {
+                for i in 0..5 {
+                    // Alternating reasons make five runs in one timeline.
+                    let reason = if i % 2 == 0 { "Up" } else { "Down" };
+                    if let Err(error) = client.add_event(EventSpec::normal(reason)).await {
+                        return ReconcileResult::fail(error);
+                    }
+                    *self.0.lock().unwrap() += 1;
+                }
+                ReconcileResult::settled()
+            })
+        }
+    }
+    host.register(widget(), Chatty(counter), ControllerOptions::new())
+        .await
+        .unwrap();
+    let running = host.start().await.unwrap();
+    let client = host.client(widget());
+    let created = client
+        .create("w", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    for round in 0..5 {
+        client
+            .update(created.meta.id, spec(&format!(r#"{{"round":{round}}}"#)))
+            .await
+            .unwrap();
+    }
+    let observer = rusqlite::Connection::open(store.path()).unwrap();
+    wait_until("retention trimmed both logs", PATIENCE, || {
+        let runs = client
+            .list_events(created.meta.id, &beehive::EventFilter::all())
+            .unwrap();
+        let log: i64 = observer
+            .query_row("SELECT COUNT(*) FROM object_writes", [], |r| r.get(0))
+            .unwrap();
+        runs.len() == 2 && log <= 3
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+    assert!(*reasons.lock().unwrap() >= 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collected_object_leaves_its_final_state_in_the_write_log() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, quiet()).unwrap();
+    host.register(widget(), Counter::default(), ControllerOptions::new())
+        .await
+        .unwrap();
+    let running = host.start().await.unwrap();
+    let client = host.client(widget());
+    let created = client
+        .create("w", spec(r#"{"keep":"me"}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    client.delete(created.meta.id).await.unwrap();
+    wait_until("the row is gone", PATIENCE, || {
+        client.get(created.meta.id, Loads::none()).is_err()
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+    let observer = rusqlite::Connection::open(store.path()).unwrap();
+    let image: String = observer
+        .query_row(
+            "SELECT row_image FROM object_writes WHERE object_id = ?1 AND op = 'delete'",
+            [created.meta.id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let image: serde_json::Value = serde_json::from_str(&image).unwrap();
+    assert_eq!(image["spec"]["keep"], "me");
+    assert_eq!(image["name"], "w");
+}

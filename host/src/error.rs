@@ -116,6 +116,14 @@ pub enum Error {
     #[error("stop timed out: passes were still running after {0:?}")]
     StopTimedOut(std::time::Duration),
 
+    /// A dependency edge would close a cycle; nothing was written. The cycle
+    /// starts and ends at the object that declared the edge.
+    #[error("dependency cycle: {}", cycle.join(" → "))]
+    DependencyCycle {
+        /// The objects on the cycle, as `Kind/name`.
+        cycle: Vec<String>,
+    },
+
     /// A transaction was held past its hold limit and was rolled back.
     #[error("transaction timed out: it was held past its limit and rolled back")]
     TransactionTimedOut,

@@ -9,6 +9,7 @@ use crate::event::{Event, EventFilter};
 use crate::json::Json;
 use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
 use crate::store::Store;
+use crate::store::dependencies;
 use crate::store::rows::{self, Direction, LogEntry, NewObject, WriteOp};
 use crate::store::session::Session;
 use crate::store::{Push, WriteTx};
@@ -505,7 +506,8 @@ fn mark_for_deletion(tx: &mut WriteTx<'_>, mut object: RawObject) -> Result<()> 
     rows::mark_deleted(tx.conn(), &mut object, resource_version, tx.now())?;
     rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Update))?;
     tx.push(push_for(&object));
-    Ok(())
+    // A dependent being deleted holds no claim: its deleting targets may go.
+    dependencies::push_unblocked_targets(tx, object.meta.id)
 }
 
 /// The push announcing that `object` owes a pass.

@@ -14,7 +14,7 @@ use crate::json::Json;
 use crate::object::{Condition, GroupKind, ObjectId, ObjectRef};
 use crate::store::rows::{self, Direction};
 use crate::store::session::Session;
-use crate::store::{Store, WriteTx, events, observed};
+use crate::store::{Store, WriteTx, collect, dependencies, events, observed};
 
 /// The write surface of one pass, bound to the object the pass was handed.
 ///
@@ -391,6 +391,59 @@ impl ControllerClient {
             .map(drop)
     }
 
+    /// Declares that this object depends on `target` (of any kind, including
+    /// kinds with no controller): when `target`'s spec or status changes, this
+    /// object is reconciled again. The call that creates the edge also records
+    /// one owed pass on this object, atomically with the edge, so a change to
+    /// the target between this pass's read and the edge's commit is not missed;
+    /// re-asserting an existing edge on every pass writes nothing. A self edge
+    /// is accepted and never wakes its object.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when `target` does not exist;
+    /// [`Error::DependencyCycle`] when the edge would close a cycle: nothing is
+    /// written, and a Warning event naming the cycle is recorded on this object.
+    pub async fn add_dependency(&self, target: ObjectId) -> Result<()> {
+        let added = self
+            .write(move |tx, gk, id| dependencies::add_dependency(tx, gk, id, target))
+            .await;
+        if let Err(Error::DependencyCycle { cycle }) = &added {
+            let event = EventSpec::warning("DependencyCycle")
+                .category("dependencies")
+                .message(format!(
+                    "refused a dependency that would close a cycle: {}",
+                    cycle.join(" → ")
+                ));
+            if let Err(error) = self.add_event(event).await {
+                tracing::warn!(object = self.pass.object_id, %error, "could not record the cycle");
+            }
+        }
+        added.map(drop)
+    }
+
+    /// Drops this object's dependency on `target`, if it has one. A deleting
+    /// target held only by this edge is collected at once.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when this object is gone.
+    pub async fn delete_dependency(&self, target: ObjectId) -> Result<()> {
+        self.write(move |tx, gk, id| dependencies::delete_dependency(tx, gk, id, target))
+            .await
+            .map(drop)
+    }
+
+    /// Whether anything with a live claim points at this object: an owned
+    /// child, or a dependent not itself being deleted. A finalizer can wait
+    /// on it, so a shared resource outlives its last real user.
+    pub fn has_incoming_edges(&self) -> Result<bool> {
+        let pass = self.live()?;
+        let id = pass.object_id;
+        match pass.open_transaction() {
+            Some(session) => session.read(|conn| collect::has_live_claims(conn, id)),
+            None => pass.store.read(|conn| collect::has_live_claims(conn, id)),
+        }
+    }
+
     /// The object's owner, if it has one.
     pub fn get_owner(&self) -> Result<Option<ObjectRef>> {
         Ok(self.refs(Direction::Owner)?.into_iter().next())
@@ -413,8 +466,13 @@ impl ControllerClient {
 
     fn refs(&self, direction: Direction) -> Result<Vec<ObjectRef>> {
         let pass = self.live()?;
-        pass.store
-            .read(|conn| rows::select_refs(conn, pass.object_id, direction))
+        let id = pass.object_id;
+        match pass.open_transaction() {
+            Some(session) => session.read(|conn| rows::select_refs(conn, id, direction)),
+            None => pass
+                .store
+                .read(|conn| rows::select_refs(conn, id, direction)),
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -14,13 +15,14 @@ use crate::client::{Client, RawClient};
 use crate::engine::kind::Kind;
 use crate::engine::options::HostOptions;
 use crate::engine::queue::Wake;
+use crate::engine::waker;
 use crate::engine::{Controller, ControllerOptions};
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, ObjectId, Timestamp};
 use crate::store::collect;
 use crate::store::registrations::{self, Registration};
 use crate::store::retention::{self, Retention};
-use crate::store::{CommitListener, Push, Store, rows, scan};
+use crate::store::{CommitListener, Committed, Store, rows, scan};
 
 /// The control plane: controllers registered per kind over one [`Store`],
 /// driven between [`Host::start`] and [`StopHandle::stop`].
@@ -52,6 +54,8 @@ struct Shared {
     options: HostOptions,
     kinds: RwLock<HashMap<GroupKind, Arc<Kind>>>,
     lifecycle: Mutex<Lifecycle>,
+    /// Rung by every commit that grew the write log: the waker's only trigger.
+    commits: Notify,
 }
 
 enum Lifecycle {
@@ -89,6 +93,7 @@ impl Host {
                 options,
                 kinds: RwLock::new(HashMap::new()),
                 lifecycle: Mutex::new(Lifecycle::New),
+                commits: Notify::new(),
             }),
         })
     }
@@ -265,9 +270,21 @@ impl Host {
         let claim = Claim::take(self.shared.store.path())?;
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
+        // Seeded and subscribed before start returns, so no write a caller
+        // makes afterwards escapes the waker.
+        let cursor = waker::seed(&self.shared.store)?;
         self.shared
             .store
-            .set_commit_listener(Some(push_listener(Arc::downgrade(&self.shared))));
+            .set_commit_listener(Some(commit_listener(Arc::downgrade(&self.shared))));
+        let shared = self.shared.clone();
+        let waker_cancel = cancel.clone();
+        tracker.spawn(async move {
+            let wake = |dependents, wake| shared.wake(dependents, wake);
+            waker::run(&shared.store, &shared.commits, &waker_cancel, cursor, wake).await;
+        });
+        let shared = self.shared.clone();
+        let stale_cancel = cancel.clone();
+        tracker.spawn(async move { stale_loop(&shared, &stale_cancel).await });
         for kind in read(&self.shared.kinds).values() {
             kind.spawn(&self.shared.store, &tracker);
         }
@@ -352,19 +369,49 @@ impl Shared {
     }
 }
 
-/// Routes each push at commit to the queue of its kind, if it has one.
-fn push_listener(shared: Weak<Shared>) -> CommitListener {
-    Arc::new(move |pushes: Vec<Push>| {
+impl Shared {
+    /// Queues each object in the queue of its kind, if it has a controller.
+    fn wake(&self, objects: Vec<(ObjectId, GroupKind)>, wake: Wake) {
+        let kinds = read(&self.kinds);
+        for (id, group_kind) in objects {
+            if let Some(kind) = kinds.get(&group_kind) {
+                kind.queue.wake(id, wake);
+            }
+        }
+    }
+}
+
+/// Routes each push at commit to the queue of its kind, and rings the
+/// dependency waker when the write log grew.
+fn commit_listener(shared: Weak<Shared>) -> CommitListener {
+    Arc::new(move |committed: Committed| {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let kinds = read(&shared.kinds);
-        for push in pushes {
-            if let Some(kind) = kinds.get(&push.group_kind) {
-                kind.queue.wake(push.id, Wake::Immediate);
-            }
+        if committed.log_grew {
+            shared.commits.notify_one();
         }
+        let pushes = committed
+            .pushes
+            .into_iter()
+            .map(|push| (push.id, push.group_kind))
+            .collect();
+        shared.wake(pushes, Wake::Immediate);
     })
+}
+
+/// The stale-dependents pass: at start, then every interval.
+async fn stale_loop(shared: &Shared, cancel: &CancellationToken) {
+    loop {
+        let wake = |dependents, wake| shared.wake(dependents, wake);
+        if let Err(error) = waker::stale_dependents(&shared.store, wake) {
+            tracing::warn!(%error, "the stale-dependents pass failed");
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(shared.options.stale_dependents_interval) => {}
+        }
+    }
 }
 
 /// The garbage-collection sweeper: every deletion-pending object of a

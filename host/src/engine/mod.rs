@@ -7,6 +7,7 @@ mod kind;
 mod options;
 mod pass;
 mod queue;
+mod waker;
 
 pub use controller::{
     Controller, ControllerOptions, ReconcileFuture, ReconcileResult, Reconciler, Typed,

@@ -29,6 +29,7 @@ pub struct HostOptions {
     pub(crate) event_runs_per_timeline: usize,
     pub(crate) event_max_age: Duration,
     pub(crate) transaction_hold_limit: Duration,
+    pub(crate) stale_dependents_interval: Duration,
 }
 
 impl Default for HostOptions {
@@ -47,6 +48,7 @@ impl Default for HostOptions {
             event_runs_per_timeline: 0,
             event_max_age: Duration::ZERO,
             transaction_hold_limit: Duration::from_secs(1),
+            stale_dependents_interval: Duration::from_secs(60),
         }
     }
 }
@@ -132,7 +134,16 @@ impl HostOptions {
         self
     }
 
+    /// How often the stale-dependents pass looks for dependents whose targets
+    /// moved past what their last pass saw (default 60 s): the backstop under
+    /// the dependency waker. Cannot be disabled: non-positive is refused.
+    pub fn stale_dependents_interval(mut self, interval: Duration) -> Self {
+        self.stale_dependents_interval = interval;
+        self
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
+        require_positive("stale-dependents interval", self.stale_dependents_interval)?;
         require_positive("owed pass interval", self.owed_pass_interval)?;
         require_positive("GC interval", self.gc_interval)?;
         require_positive("transaction hold limit", self.transaction_hold_limit)?;
@@ -202,6 +213,18 @@ mod tests {
                 .is_err()
         );
         assert!(HostOptions::new().gc_interval(zero).validate().is_err());
+        assert!(
+            HostOptions::new()
+                .stale_dependents_interval(zero)
+                .validate()
+                .is_err()
+        );
+        assert!(
+            HostOptions::new()
+                .transaction_hold_limit(zero)
+                .validate()
+                .is_err()
+        );
         assert!(
             HostOptions::new()
                 .full_pass_interval(zero)

@@ -17,7 +17,7 @@ use crate::event::EventSpec;
 use crate::json::Json;
 use crate::object::RawObject;
 use crate::store::collect::{self, Collected};
-use crate::store::{Store, WriteTx, events, observed, rows};
+use crate::store::{Store, WriteTx, dependencies, events, observed, rows};
 
 /// How a pass ends: decided, or with the handshake still to commit.
 pub(crate) enum Finish {
@@ -58,9 +58,10 @@ fn after_collect(collected: Collected) -> Outcome {
 }
 
 async fn try_run(store: &Store, kind: &Kind, id: i64) -> Result<Finish> {
-    let Some(object) = load(store, kind, id)? else {
+    let Some(loaded) = load(store, kind, id)? else {
         return Ok(Finish::Done(Outcome::Gone));
     };
+    let object = &loaded.object;
     if object.meta.deletion_requested_at.is_some() {
         if object.meta.finalizers.is_empty() {
             // Nothing for the controller to do: collecting is the whole pass,
@@ -78,12 +79,23 @@ async fn try_run(store: &Store, kind: &Kind, id: i64) -> Result<Finish> {
             return Ok(Finish::Done(after_collect(collected)));
         }
     }
-    reconcile(store, kind, object).await
+    reconcile(store, kind, loaded).await
+}
+
+/// What a pass starts from.
+struct Loaded {
+    object: RawObject,
+    /// The store-wide write cursor sampled before the read: every write at or
+    /// below it is in what the pass saw. A successful pass of a dependent
+    /// records it as its watermark.
+    cursor: i64,
+    has_dependencies: bool,
 }
 
 /// The object, if it still exists and is of this kind.
-fn load(store: &Store, kind: &Kind, id: i64) -> Result<Option<RawObject>> {
+fn load(store: &Store, kind: &Kind, id: i64) -> Result<Option<Loaded>> {
     let session = store.session();
+    let cursor = store.resource_version();
     store.read(|conn| {
         let Some(object) = rows::select_by_id(conn, id)? else {
             return Ok(None);
@@ -92,17 +104,31 @@ fn load(store: &Store, kind: &Kind, id: i64) -> Result<Option<RawObject>> {
             return Ok(None);
         }
         if object.meta.deletion_requested_at.is_some() && object.meta.finalizers.is_empty() {
-            // Only collected, never shown to the controller: conditions unneeded.
-            return Ok(Some(object));
+            // Only collected, never shown to the controller.
+            return Ok(Some(Loaded {
+                object,
+                cursor,
+                has_dependencies: false,
+            }));
         }
+        let has_dependencies = dependencies::has_dependencies(conn, id)?;
         let mut objects = [object];
         rows::load_conditions(conn, session, &mut objects)?;
         let [object] = objects;
-        Ok(Some(object))
+        Ok(Some(Loaded {
+            object,
+            cursor,
+            has_dependencies,
+        }))
     })
 }
 
-async fn reconcile(store: &Store, kind: &Kind, object: RawObject) -> Result<Finish> {
+async fn reconcile(store: &Store, kind: &Kind, loaded: Loaded) -> Result<Finish> {
+    let Loaded {
+        object,
+        cursor,
+        has_dependencies,
+    } = loaded;
     let id = object.meta.id;
     let controller = kind.controller();
     let client = ControllerClient::new(
@@ -123,7 +149,15 @@ async fn reconcile(store: &Store, kind: &Kind, object: RawObject) -> Result<Fini
         Ok(result) => result,
         Err(_) => crate::engine::ReconcileResult::invalid("the controller panicked"),
     };
-    Ok(handshake(store, kind, &object, held_status, result))
+    let watermark = has_dependencies.then_some(cursor);
+    Ok(handshake(
+        store,
+        kind,
+        &object,
+        held_status,
+        watermark,
+        result,
+    ))
 }
 
 /// What the pass leaves to write: any status it still holds, then the
@@ -136,6 +170,7 @@ fn handshake(
     kind: &Kind,
     object: &RawObject,
     held_status: Option<Json>,
+    watermark: Option<i64>,
     result: crate::engine::ReconcileResult,
 ) -> Finish {
     let meta = &object.meta;
@@ -191,6 +226,11 @@ fn handshake(
             (Outcome::Failed, Some(job))
         }
     };
+    let succeeded = matches!(outcome, Outcome::Succeeded { .. });
+    let job = match watermark {
+        Some(cursor) if succeeded => Some(with_watermark(job, id, cursor)),
+        _ => job,
+    };
     let Some(job) = job else {
         return Finish::Done(outcome);
     };
@@ -209,6 +249,17 @@ fn handshake(
 
 /// A write left for the end of a pass.
 type Job = Box<dyn FnOnce(&mut WriteTx<'_>) -> Result<()> + Send>;
+
+/// `job`, then the dependent's watermark: a successful pass saw every write up
+/// to `cursor`, so the stale-dependents pass need not wake it for those.
+fn with_watermark(job: Option<Job>, id: i64, cursor: i64) -> Job {
+    Box::new(move |tx| {
+        if let Some(job) = job {
+            job(tx)?;
+        }
+        dependencies::record_watermark(tx, id, cursor)
+    })
+}
 
 /// `interval` stretched by up to a tenth, so objects armed together drift apart.
 pub(crate) fn jittered(interval: Duration) -> Duration {

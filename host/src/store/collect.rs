@@ -9,6 +9,7 @@ use rusqlite::{Connection, params};
 
 use crate::error::Result;
 use crate::object::{GroupKind, ObjectId};
+use crate::store::dependencies;
 use crate::store::rows::{self, LogEntry, WriteOp};
 use crate::store::{Push, WriteTx};
 
@@ -111,6 +112,7 @@ fn cascade(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<()> {
             id: child,
             group_kind,
         });
+        dependencies::push_unblocked_targets(tx, child)?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@
 //! conditions, events and the write log; it knows nothing of controllers.
 
 pub(crate) mod collect;
+pub(crate) mod dependencies;
 pub(crate) mod events;
 pub(crate) mod observed;
 pub(crate) mod registrations;
@@ -25,7 +26,7 @@ use rusqlite::{Connection, OpenFlags};
 use crate::error::Result;
 use crate::object::GroupKind;
 
-pub(crate) use writer::{CommitListener, Push, WriteTx};
+pub(crate) use writer::{CommitListener, Committed, Push, WriteTx};
 use writer::{Sequences, Writer, WriterConn};
 
 /// How long a connection waits on SQLite's own lock before giving up. Only the

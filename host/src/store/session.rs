@@ -18,7 +18,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 use crate::object::Timestamp;
 use crate::store::writer::{
-    Hook, Push, Sequences, WriteTx, Writer, exec, lock, read_lock, run_hooks,
+    Committed, Hook, Push, Sequences, WriteTx, Writer, announce, exec, lock, run_hooks,
 };
 
 /// A transaction held across calls. See the module docs.
@@ -190,11 +190,13 @@ impl Session {
     /// Commits everything and passes the writer on; then delivers the pushes
     /// and runs the hooks.
     pub(crate) fn commit(&self) -> Result<()> {
-        let (hooks, pushes, committed) = {
+        let (hooks, pushes, log_grew, committed) = {
             let mut inner = lock(&self.inner);
             inner.check_open()?;
             inner.state = State::Ended;
             let mut writer_conn = lock(&self.writer.conn);
+            let log_grew =
+                inner.sequences.resource_version > writer_conn.sequences.resource_version;
             let committed = commit_on(&writer_conn.conn, &inner);
             match &committed {
                 Ok(()) => writer_conn.sequences = inner.sequences,
@@ -205,15 +207,15 @@ impl Session {
             (
                 std::mem::take(&mut inner.hooks),
                 std::mem::take(&mut inner.pushes),
+                log_grew,
                 committed,
             )
         };
         self.writer.hand_off();
         committed?;
-        if !pushes.is_empty()
-            && let Some(listener) = read_lock(&self.writer.listener).clone()
+        if let Some(announcement) = announce(&self.writer.listener, Committed { pushes, log_grew })
         {
-            listener(pushes);
+            announcement();
         }
         run_hooks(hooks);
         Ok(())

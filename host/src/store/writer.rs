@@ -35,8 +35,28 @@ pub(crate) struct Push {
     pub(crate) group_kind: GroupKind,
 }
 
-/// Receives each committed batch's pushes, on the committing thread.
-pub(crate) type CommitListener = Arc<dyn Fn(Vec<Push>) + Send + Sync>;
+/// What a commit tells the host: the objects it left owing a pass, and
+/// whether it moved the store-wide version (so the write log grew).
+pub(crate) struct Committed {
+    pub(crate) pushes: Vec<Push>,
+    pub(crate) log_grew: bool,
+}
+
+/// Hears about each commit that pushed or logged something, on the
+/// committing thread, after the COMMIT.
+pub(crate) type CommitListener = Arc<dyn Fn(Committed) + Send + Sync>;
+
+/// Hands `listener` what a commit did, if it did anything worth hearing.
+pub(super) fn announce(
+    listener: &RwLock<Option<CommitListener>>,
+    committed: Committed,
+) -> Option<Hook> {
+    if committed.pushes.is_empty() && !committed.log_grew {
+        return None;
+    }
+    let listener = read_lock(listener).clone()?;
+    Some(Box::new(move || listener(committed)))
+}
 
 /// What a job sees: the write connection inside an open transaction.
 pub(crate) struct WriteTx<'c> {
@@ -612,6 +632,7 @@ impl Writer {
             save_sequences: false,
         };
         let committed = run_jobs(&mut tx, &mut batch).map_err(|e| e.to_string());
+        let log_grew = tx.sequences.resource_version > writer.sequences.resource_version;
         let (sequences, mut hooks, pushes) = (tx.sequences, tx.hooks, tx.pushes);
         match &committed {
             Ok(()) => writer.sequences = sequences,
@@ -626,10 +647,8 @@ impl Writer {
         if committed.is_err() {
             return Vec::new();
         }
-        if !pushes.is_empty()
-            && let Some(listener) = read_lock(&self.listener).clone()
-        {
-            hooks.insert(0, Box::new(move || listener(pushes)));
+        if let Some(announcement) = announce(&self.listener, Committed { pushes, log_grew }) {
+            hooks.insert(0, announcement);
         }
         hooks
     }

@@ -1,0 +1,116 @@
+//! The dependency waker and the stale-dependents pass behind it.
+//!
+//! The waker has no tick: each commit that grew the write log wakes it, and it
+//! reads the log above its cursor (store-wide, so a target of a kind with no
+//! controller wakes its dependents too), and queues the dependents of every
+//! object that moved. A burst of writes costs one batched read per page of
+//! log, not a read per write. The cursor is persisted now and then, so a
+//! restart resumes close to where it stopped.
+//!
+//! The stale-dependents pass compares current state instead: every dependent
+//! whose targets moved past the watermark its last successful pass recorded.
+//! It recovers any lost wake, whatever lost it.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::queue::Wake;
+use crate::error::Result;
+use crate::object::{GroupKind, ObjectId};
+use crate::store::{Store, dependencies};
+
+/// Log entries read per page.
+const PAGE: usize = 4096;
+
+/// How long an advanced cursor may stay unsaved.
+const SAVE_EVERY: Duration = Duration::from_secs(1);
+
+/// Where the waker starts: its saved cursor, or the log's head on a first
+/// start (older writes are the stale-dependents pass's to find). Never above
+/// the head, which a restored backup could otherwise leave it.
+pub(crate) fn seed(store: &Store) -> Result<i64> {
+    let head = store.resource_version();
+    let saved = store.read(dependencies::load_waker_cursor)?;
+    Ok(saved.unwrap_or(head).min(head))
+}
+
+/// Runs the waker until `cancel`.
+pub(crate) async fn run(
+    store: &Store,
+    commits: &Notify,
+    cancel: &CancellationToken,
+    mut cursor: i64,
+    wake: impl Fn(Vec<(ObjectId, GroupKind)>, Wake),
+) {
+    let mut saved = cursor;
+    let mut saved_at = Instant::now();
+    loop {
+        match drain(store, &mut cursor, &wake) {
+            Ok(()) => {}
+            Err(error) => tracing::warn!(%error, "the dependency waker could not read the log"),
+        }
+        if cursor != saved && saved_at.elapsed() >= SAVE_EVERY {
+            save(store, cursor).await;
+            (saved, saved_at) = (cursor, Instant::now());
+        }
+        let unsaved = cursor != saved;
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = commits.notified() => {}
+            _ = tokio::time::sleep(SAVE_EVERY), if unsaved => {}
+        }
+    }
+    if cursor != saved {
+        save(store, cursor).await;
+    }
+}
+
+/// Reads the log above `cursor` page by page, waking the dependents of what moved.
+fn drain(
+    store: &Store,
+    cursor: &mut i64,
+    wake: &impl Fn(Vec<(ObjectId, GroupKind)>, Wake),
+) -> Result<()> {
+    loop {
+        let entries = store.read(|conn| dependencies::log_above(conn, *cursor, PAGE))?;
+        let Some(&(last, _)) = entries.last() else {
+            return Ok(());
+        };
+        let moved: Vec<ObjectId> = entries
+            .iter()
+            .map(|&(_, id)| id)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let dependents = store.read(|conn| dependencies::dependents_of(conn, &moved))?;
+        if !dependents.is_empty() {
+            wake(dependents, Wake::Ordinary);
+        }
+        *cursor = last;
+    }
+}
+
+async fn save(store: &Store, cursor: i64) {
+    if let Err(error) = store
+        .write(move |tx| dependencies::save_waker_cursor(tx, cursor))
+        .await
+    {
+        tracing::warn!(%error, "could not save the dependency waker's cursor");
+    }
+}
+
+/// Queues every dependent whose targets moved past its watermark.
+pub(crate) fn stale_dependents(
+    store: &Store,
+    wake: impl Fn(Vec<(ObjectId, GroupKind)>, Wake),
+) -> Result<()> {
+    let stale = store.read(dependencies::stale_dependents)?;
+    if !stale.is_empty() {
+        wake(stale, Wake::Ordinary);
+    }
+    Ok(())
+}

@@ -1,0 +1,254 @@
+//! Dependency edges (`depends_on`): declaring and dropping them, the owed
+//! pass an edge's creation records, cycle refusal, and the reads behind the
+//! dependency waker and the stale-dependents pass.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::{Error, Result};
+use crate::object::{GroupKind, ObjectId};
+use crate::store::collect::has_live_claims;
+use crate::store::{Push, WriteTx, rows};
+
+/// Records that `from` (of kind `gk`) depends on `to`; returns whether the
+/// edge is new. Creating it also records, in the same transaction, one owed
+/// pass on `from` and pushes it, so a change to `to` that landed between the
+/// caller's read and this commit is still seen. Re-asserting an edge writes
+/// nothing. A self edge is accepted and never wakes its object.
+///
+/// # Errors
+/// [`Error::NotFound`] when either end is missing; [`Error::WrongKind`] when
+/// `from` is another kind's; [`Error::DependencyCycle`] when the edge would
+/// close a cycle (nothing is written).
+pub(crate) fn add_dependency(
+    tx: &mut WriteTx<'_>,
+    gk: &GroupKind,
+    from: ObjectId,
+    to: ObjectId,
+) -> Result<bool> {
+    require_kind(tx.conn(), gk, from)?;
+    if rows::select_kind_and_deletion(tx.conn(), to)?.is_none() {
+        return Err(Error::not_found(format!("dependency target {to}")));
+    }
+    let exists = tx
+        .conn()
+        .prepare_cached(
+            "SELECT 1 FROM edges WHERE from_id = ?1 AND relation = 'depends_on' AND to_id = ?2",
+        )?
+        .exists([from, to])?;
+    if exists {
+        return Ok(false);
+    }
+    if from != to
+        && let Some(cycle) = find_cycle(tx.conn(), from, to)?
+    {
+        return Err(Error::DependencyCycle { cycle });
+    }
+    tx.conn()
+        .prepare_cached(
+            "INSERT INTO edges (from_id, relation, to_id) VALUES (?1, 'depends_on', ?2)",
+        )?
+        .execute([from, to])?;
+    tx.conn()
+        .prepare_cached("UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id = ?1")?
+        .execute([from])?;
+    tx.push(Push {
+        id: from,
+        group_kind: gk.clone(),
+    });
+    Ok(true)
+}
+
+/// Drops the edge `from` → `to`; returns whether there was one. A deleting
+/// target whose last live claim this was is pushed, so it is collected now.
+pub(crate) fn delete_dependency(
+    tx: &mut WriteTx<'_>,
+    gk: &GroupKind,
+    from: ObjectId,
+    to: ObjectId,
+) -> Result<bool> {
+    require_kind(tx.conn(), gk, from)?;
+    let deleted = tx
+        .conn()
+        .prepare_cached(
+            "DELETE FROM edges WHERE from_id = ?1 AND relation = 'depends_on' AND to_id = ?2",
+        )?
+        .execute([from, to])?;
+    if deleted > 0 {
+        push_if_unblocked(tx, to)?;
+    }
+    Ok(deleted > 0)
+}
+
+/// Pushes every deleting target of `id`'s dependencies that no longer has a
+/// live claim: `id` itself was just marked for deletion, so it holds none.
+pub(crate) fn push_unblocked_targets(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<()> {
+    let targets: Vec<ObjectId> = {
+        let mut stmt = tx.conn().prepare_cached(
+            "SELECT e.to_id FROM edges e JOIN objects t ON t.id = e.to_id \
+             WHERE e.from_id = ?1 AND e.relation = 'depends_on' AND e.to_id <> ?1 \
+               AND t.deletion_requested_at IS NOT NULL",
+        )?;
+        let ids = stmt.query_map([id], |row| row.get(0))?;
+        ids.collect::<rusqlite::Result<_>>()?
+    };
+    for target in targets {
+        push_if_unblocked(tx, target)?;
+    }
+    Ok(())
+}
+
+fn push_if_unblocked(tx: &mut WriteTx<'_>, target: ObjectId) -> Result<()> {
+    let Some((group_kind, deleting)) = rows::select_kind_and_deletion(tx.conn(), target)? else {
+        return Ok(());
+    };
+    if deleting && !has_live_claims(tx.conn(), target)? {
+        tx.push(Push {
+            id: target,
+            group_kind,
+        });
+    }
+    Ok(())
+}
+
+fn require_kind(conn: &Connection, gk: &GroupKind, id: ObjectId) -> Result<()> {
+    match rows::select_kind_and_deletion(conn, id)? {
+        None => Err(Error::not_found(format!("{gk} {id}"))),
+        Some((actual, _)) if &actual != gk => Err(Error::WrongKind {
+            id,
+            expected: gk.to_string(),
+            actual: actual.to_string(),
+        }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The cycle that an edge `from` → `to` would close, as `Kind/name` labels
+/// starting and ending at `from`, if `from` is reachable from `to`.
+fn find_cycle(conn: &Connection, from: ObjectId, to: ObjectId) -> Result<Option<Vec<String>>> {
+    let path: Option<String> = conn
+        .prepare_cached(
+            "WITH RECURSIVE reach(id, path) AS ( \
+                 SELECT ?2, ?2 \
+                 UNION \
+                 SELECT e.to_id, reach.path || ',' || e.to_id \
+                 FROM edges e JOIN reach ON e.from_id = reach.id \
+                 WHERE e.relation = 'depends_on' AND e.to_id <> e.from_id \
+                   AND instr(',' || reach.path || ',', ',' || e.to_id || ',') = 0 \
+             ) \
+             SELECT path FROM reach WHERE id = ?1 LIMIT 1",
+        )?
+        .query_row([from, to], |row| row.get(0))
+        .optional()?;
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let mut ids = vec![from];
+    ids.extend(path.split(',').filter_map(|id| id.parse::<ObjectId>().ok()));
+    let mut labels = Vec::with_capacity(ids.len());
+    for id in ids {
+        let label = match rows::select_by_id(conn, id)? {
+            Some(object) => object.meta.label(),
+            None => format!("object {id}"),
+        };
+        labels.push(label);
+    }
+    Ok(Some(labels))
+}
+
+/// Up to `limit` write-log entries above `cursor`: (position, object id).
+pub(crate) fn log_above(
+    conn: &Connection,
+    cursor: i64,
+    limit: usize,
+) -> Result<Vec<(i64, ObjectId)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT resource_version, object_id FROM object_writes \
+         WHERE resource_version > ?1 ORDER BY resource_version LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![cursor, limit as i64], |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The dependents (other than themselves) of any of `targets`, with kinds.
+pub(crate) fn dependents_of(
+    conn: &Connection,
+    targets: &[ObjectId],
+) -> Result<Vec<(ObjectId, GroupKind)>> {
+    let ids = serde_json::to_string(targets)
+        .map_err(|e| Error::Internal(format!("ids do not serialise: {e}")))?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT e.from_id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.from_id \
+         WHERE e.to_id IN (SELECT value FROM json_each(?1)) \
+           AND e.relation = 'depends_on' AND e.from_id <> e.to_id",
+    )?;
+    let rows = stmt.query_map([ids], |row| {
+        Ok((
+            row.get(0)?,
+            GroupKind::new(row.get::<_, String>(1)?, row.get::<_, String>(2)?),
+        ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Dependents one of whose targets moved past the watermark their last
+/// successful pass recorded (or that never recorded one).
+pub(crate) fn stale_dependents(conn: &Connection) -> Result<Vec<(ObjectId, GroupKind)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT e.from_id, o.grp, o.kind \
+         FROM edges e \
+         JOIN objects t ON t.id = e.to_id \
+         JOIN objects o ON o.id = e.from_id \
+         LEFT JOIN dependency_watermarks w ON w.object_id = e.from_id \
+         WHERE e.relation = 'depends_on' AND e.from_id <> e.to_id \
+           AND (w.resource_version IS NULL OR t.resource_version > w.resource_version)",
+    )?;
+    let rows = stmt.query_map([], |row| {
+        Ok((
+            row.get(0)?,
+            GroupKind::new(row.get::<_, String>(1)?, row.get::<_, String>(2)?),
+        ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Whether `id` declares any dependency.
+pub(crate) fn has_dependencies(conn: &Connection, id: ObjectId) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM edges WHERE from_id = ?1 AND relation = 'depends_on')",
+        )?
+        .query_row([id], |row| row.get(0))?)
+}
+
+/// Records the write cursor a successful pass of `id` observed at its load.
+pub(crate) fn record_watermark(tx: &mut WriteTx<'_>, id: ObjectId, cursor: i64) -> Result<()> {
+    tx.conn()
+        .prepare_cached(
+            "INSERT INTO dependency_watermarks (object_id, resource_version) \
+             SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM objects WHERE id = ?1) \
+             ON CONFLICT (object_id) DO UPDATE SET resource_version = excluded.resource_version",
+        )?
+        .execute([id, cursor])?;
+    Ok(())
+}
+
+/// The waker's persisted cursor, if it has one.
+pub(crate) fn load_waker_cursor(conn: &Connection) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT value FROM kv WHERE key = 'waker_cursor'")?
+        .query_row([], |row| row.get(0))
+        .optional()?)
+}
+
+/// Persists the waker's cursor.
+pub(crate) fn save_waker_cursor(tx: &mut WriteTx<'_>, cursor: i64) -> Result<()> {
+    tx.conn()
+        .prepare_cached(
+            "INSERT INTO kv (key, value) VALUES ('waker_cursor', ?1) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )?
+        .execute([cursor])?;
+    Ok(())
+}

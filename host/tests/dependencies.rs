@@ -1,0 +1,502 @@
+//! Dependencies: declared edges, the owed pass an edge records, the waker,
+//! the stale-dependents backstop, collection rules and cycles.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use beehive::{
+    Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventFilter, GroupKind,
+    Host, HostOptions, Json, Loads, RawObject, ReconcileFuture, ReconcileResult, Store,
+};
+use common::{PATIENCE, wait_until};
+
+fn spec(text: &str) -> Json {
+    Json::parse(text).unwrap()
+}
+
+fn app() -> GroupKind {
+    GroupKind::new("test.dev", "App")
+}
+
+fn config() -> GroupKind {
+    GroupKind::core("Config")
+}
+
+fn db() -> GroupKind {
+    GroupKind::new("test.dev", "Db")
+}
+
+/// An app depends on the object its spec names (`{"target": id}`), asserting
+/// the edge on every pass, and reports the target's spec as its status.
+#[derive(Clone, Default)]
+struct Apps {
+    passes: Arc<Mutex<HashMap<i64, usize>>>,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl Apps {
+    fn passes_of(&self, id: i64) -> usize {
+        self.passes.lock().unwrap().get(&id).copied().unwrap_or(0)
+    }
+
+    async fn pass(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        *self
+            .passes
+            .lock()
+            .unwrap()
+            .entry(object.meta.id)
+            .or_default() += 1;
+        let target = object.spec.to_value()["target"].as_i64();
+        let outcome = async {
+            let mut seen = serde_json::Value::Null;
+            if let Some(target) = target {
+                client.add_dependency(target).await?;
+                let kind = match object.spec.to_value()["kind"].as_str() {
+                    Some("Db") => db(),
+                    Some("App") => app(),
+                    _ => config(),
+                };
+                if let Ok(found) = client.kind_client(kind).get(target, Loads::none()) {
+                    seen = found.spec.to_value();
+                }
+            }
+            for dependency in client.list_dependencies()? {
+                if Some(dependency.id) != target {
+                    client.delete_dependency(dependency.id).await?;
+                }
+            }
+            client
+                .update_status(&serde_json::json!({ "seen": seen }))
+                .await
+        };
+        match outcome.await {
+            Ok(()) => ReconcileResult::settled(),
+            Err(error) => {
+                self.errors.lock().unwrap().push(error.to_string());
+                ReconcileResult::fail(error)
+            }
+        }
+    }
+}
+
+impl Controller for Apps {
+    fn reconcile<'a>(
+        &'a self,
+        client: &'a ControllerClient,
+        object: &'a RawObject,
+    ) -> ReconcileFuture<'a> {
+        Box::pin(self.pass(client, object))
+    }
+}
+
+/// A database whose status counts its passes, so a requeue changes its status.
+#[derive(Clone, Default)]
+struct Dbs {
+    passes: Arc<Mutex<usize>>,
+}
+
+impl Controller for Dbs {
+    fn reconcile<'a>(
+        &'a self,
+        client: &'a ControllerClient,
+        object: &'a RawObject,
+    ) -> ReconcileFuture<'a> {
+        Box::pin(async move {
+            if object.meta.deletion_requested_at.is_some() {
+                return ReconcileResult::settled();
+            }
+            let passes = {
+                let mut passes = self.passes.lock().unwrap();
+                *passes += 1;
+                *passes
+            };
+            match client
+                .update_status(&serde_json::json!({ "passes": passes }))
+                .await
+            {
+                Ok(()) => ReconcileResult::settled(),
+                Err(error) => ReconcileResult::fail(error),
+            }
+        })
+    }
+}
+
+fn options() -> HostOptions {
+    HostOptions::new()
+        .owed_pass_interval(Duration::from_secs(60))
+        .gc_interval(Duration::from_millis(100))
+        .requeue_floor(Duration::from_millis(20))
+}
+
+async fn host_with(store: &Store, apps: &Apps, dbs: &Dbs) -> (Host, beehive::StopHandle) {
+    let host = Host::new(store, options()).unwrap();
+    host.register(app(), apps.clone(), ControllerOptions::new())
+        .await
+        .unwrap();
+    host.register(db(), dbs.clone(), ControllerOptions::new())
+        .await
+        .unwrap();
+    let running = host.start().await.unwrap();
+    (host, running)
+}
+
+fn settled(host: &Host, gk: GroupKind) -> bool {
+    host.client(gk)
+        .list(Loads::none())
+        .unwrap()
+        .iter()
+        .all(|o| o.meta.is_observed())
+}
+
+fn owed_total(store: &Store) -> i64 {
+    let conn = rusqlite::Connection::open(store.path()).unwrap();
+    conn.query_row(
+        "SELECT COALESCE(SUM(reconcile_owed), 0) FROM objects",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+async fn apps_on(host: &Host, target: i64, kind: &str, count: usize) -> Vec<i64> {
+    let mut ids = Vec::new();
+    for i in 0..count {
+        let body = spec(&format!(r#"{{"target":{target},"kind":"{kind}"}}"#));
+        let created = host
+            .client(app())
+            .create(&format!("app{i}"), body, CreateOptions::new())
+            .await
+            .unwrap();
+        ids.push(created.meta.id);
+    }
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_only_target_wakes_each_dependent_once_per_change() {
+    let store = Store::temporary().unwrap();
+    let (apps, dbs) = (Apps::default(), Dbs::default());
+    let (host, running) = host_with(&store, &apps, &dbs).await;
+    let target = host
+        .client(config())
+        .create("settings", spec(r#"{"color":"red"}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    let ids = apps_on(&host, target.meta.id, "Config", 5).await;
+    wait_until("the apps settle with their edges", PATIENCE, || {
+        settled(&host, app()) && owed_total(&store) == 0
+    })
+    .await;
+    // Declaring an edge costs one extra pass, once; re-asserting costs nothing.
+    for id in &ids {
+        assert_eq!(apps.passes_of(*id), 2);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for id in &ids {
+        assert_eq!(apps.passes_of(*id), 2, "re-asserting an edge wakes nothing");
+    }
+
+    host.client(config())
+        .update(target.meta.id, spec(r#"{"color":"blue"}"#))
+        .await
+        .unwrap();
+    wait_until("every app saw the new spec", PATIENCE, || {
+        host.client(app())
+            .list(Loads::none())
+            .unwrap()
+            .iter()
+            .all(|o| {
+                o.status
+                    .as_ref()
+                    .map(|s| s.to_value()["seen"]["color"] == "blue")
+                    == Some(true)
+            })
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for id in &ids {
+        assert_eq!(apps.passes_of(*id), 3, "one pass for one change");
+    }
+    running.stop(Duration::from_secs(10)).await.unwrap();
+    assert!(apps.errors.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_targets_status_change_wakes_its_dependents() {
+    let store = Store::temporary().unwrap();
+    let (apps, dbs) = (Apps::default(), Dbs::default());
+    let (host, running) = host_with(&store, &apps, &dbs).await;
+    let target = host
+        .client(db())
+        .create("main", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let ids = apps_on(&host, target.meta.id, "Db", 3).await;
+    wait_until("everything settles", PATIENCE, || {
+        settled(&host, app()) && settled(&host, db()) && owed_total(&store) == 0
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let before: Vec<usize> = ids.iter().map(|id| apps.passes_of(*id)).collect();
+    // A requeue makes the database write a new status, and nothing else.
+    host.requeue(&db(), target.meta.id, false).unwrap();
+    wait_until("every app ran again", PATIENCE, || {
+        ids.iter()
+            .zip(&before)
+            .all(|(id, n)| apps.passes_of(*id) > *n)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for (id, n) in ids.iter().zip(&before) {
+        assert_eq!(apps.passes_of(*id), n + 1);
+    }
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleting_target_waits_for_live_dependents() {
+    let store = Store::temporary().unwrap();
+    let (apps, dbs) = (Apps::default(), Dbs::default());
+    let (host, running) = host_with(&store, &apps, &dbs).await;
+    let dbs_client = host.client(db());
+    let first = dbs_client
+        .create("first", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let second = dbs_client
+        .create("second", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let apps_client = host.client(app());
+    let holder = apps_client
+        .create(
+            "holder",
+            spec(&format!(r#"{{"target":{},"kind":"Db"}}"#, first.meta.id)),
+            CreateOptions::new(),
+        )
+        .await
+        .unwrap();
+    let doomed = apps_client
+        .create(
+            "doomed",
+            spec(&format!(r#"{{"target":{},"kind":"Db"}}"#, second.meta.id)),
+            CreateOptions::new(),
+        )
+        .await
+        .unwrap();
+    wait_until("everything settles", PATIENCE, || {
+        settled(&host, app()) && owed_total(&store) == 0
+    })
+    .await;
+
+    dbs_client.delete(first.meta.id).await.unwrap();
+    dbs_client.delete(second.meta.id).await.unwrap();
+    // Several GC sweeps pass; both are held by live dependents.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(dbs_client.get(first.meta.id, Loads::none()).is_ok());
+    assert!(dbs_client.get(second.meta.id, Loads::none()).is_ok());
+
+    // Dropping the edge releases the first; deleting the dependent, the second.
+    apps_client
+        .update(holder.meta.id, spec(r#"{"target":null}"#))
+        .await
+        .unwrap();
+    apps_client.delete(doomed.meta.id).await.unwrap();
+    wait_until("both targets are collected", PATIENCE, || {
+        dbs_client.get(first.meta.id, Loads::none()).is_err()
+            && dbs_client.get(second.meta.id, Loads::none()).is_err()
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_that_would_close_a_cycle_is_refused_and_reported() {
+    let store = Store::temporary().unwrap();
+    let (apps, dbs) = (Apps::default(), Dbs::default());
+    let (host, running) = host_with(&store, &apps, &dbs).await;
+    let client = host.client(app());
+    let a = client
+        .create("a", spec(r#"{"target":null}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    let b = client
+        .create(
+            "b",
+            spec(&format!(r#"{{"target":{},"kind":"App"}}"#, a.meta.id)),
+            CreateOptions::new(),
+        )
+        .await
+        .unwrap();
+    wait_until("b depends on a", PATIENCE, || {
+        settled(&host, app()) && owed_total(&store) == 0
+    })
+    .await;
+    // a now asks to depend on b: a → b → a.
+    client
+        .update(
+            a.meta.id,
+            spec(&format!(r#"{{"target":{},"kind":"App"}}"#, b.meta.id)),
+        )
+        .await
+        .unwrap();
+    wait_until("the cycle is reported", PATIENCE, || {
+        !client
+            .list_events(a.meta.id, &EventFilter::all().category("dependencies"))
+            .unwrap()
+            .is_empty()
+    })
+    .await;
+    let events = client
+        .list_events(a.meta.id, &EventFilter::all().category("dependencies"))
+        .unwrap();
+    assert_eq!(events[0].reason, "DependencyCycle");
+    assert!(
+        events[0]
+            .message
+            .contains("App.test.dev/a → App.test.dev/b → App.test.dev/a"),
+        "{}",
+        events[0].message
+    );
+    assert!(
+        client.list_dependencies(a.meta.id).unwrap().is_empty(),
+        "the edge was not written"
+    );
+    let errors = apps.errors.lock().unwrap().clone();
+    assert!(
+        errors.iter().any(|e| e.contains("dependency cycle")),
+        "{errors:?}"
+    );
+    // b saw a's new spec once (a is its target); after that nothing spins:
+    // a retries on its backoff ladder, and its failures move nothing b reads.
+    wait_until("b saw a's new spec", PATIENCE, || {
+        let b_now = client.get(b.meta.id, Loads::none()).unwrap();
+        b_now
+            .status
+            .map(|s| s.to_value()["seen"]["target"] == b.meta.id)
+            == Some(true)
+    })
+    .await;
+    let b_passes = apps.passes_of(b.meta.id);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(apps.passes_of(a.meta.id) <= 3, "a backs off");
+    assert_eq!(apps.passes_of(b.meta.id), b_passes);
+    running.stop(Duration::from_secs(10)).await.unwrap();
+    assert!(matches!(
+        Error::DependencyCycle {
+            cycle: vec!["x".into()]
+        },
+        Error::DependencyCycle { .. }
+    ));
+}
+
+/// As `run_then_crash` in the engine tests: a runtime dropped without waiting.
+fn run_then_crash(body: impl std::future::Future<Output = ()>) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(body);
+    runtime.shutdown_background();
+}
+
+/// Apps that hang on every pass after their first two, standing for a crash
+/// between a dependency wake's commit and its pass.
+#[derive(Clone, Default)]
+struct HangingApps {
+    inner: Apps,
+}
+
+impl Controller for HangingApps {
+    fn reconcile<'a>(
+        &'a self,
+        client: &'a ControllerClient,
+        object: &'a RawObject,
+    ) -> ReconcileFuture<'a> {
+        Box::pin(async move {
+            if self.inner.passes_of(object.meta.id) >= 2 {
+                std::future::pending::<()>().await;
+            }
+            self.inner.pass(client, object).await
+        })
+    }
+}
+
+#[test]
+fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deps.db");
+    let ids: Arc<Mutex<(i64, i64)>> = Arc::default();
+
+    let (crash_path, crash_ids) = (path.clone(), ids.clone());
+    run_then_crash(async move {
+        let store = Store::open(&crash_path).unwrap();
+        let host = Host::new(&store, options()).unwrap();
+        let apps = HangingApps::default();
+        host.register(app(), apps.clone(), ControllerOptions::new())
+            .await
+            .unwrap();
+        let running = host.start().await.unwrap();
+        let target = host
+            .client(config())
+            .create("settings", spec(r#"{"v":1}"#), CreateOptions::new())
+            .await
+            .unwrap();
+        let dependent = apps_on(&host, target.meta.id, "Config", 1).await[0];
+        *crash_ids.lock().unwrap() = (target.meta.id, dependent);
+        wait_until("the app settles", PATIENCE, || {
+            owed_total(&store) == 0 && settled(&host, app())
+        })
+        .await;
+        host.client(config())
+            .update(target.meta.id, spec(r#"{"v":2}"#))
+            .await
+            .unwrap();
+        // The wake is taken (the pass hangs) and the waker's cursor is saved
+        // past the update, so only the watermark can bring the app back.
+        wait_until("the woken pass is hanging", PATIENCE, || {
+            apps.inner.passes_of(dependent) >= 2
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        drop(running);
+    });
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (_target, dependent) = *ids.lock().unwrap();
+        let store = Store::open(&path).unwrap();
+        let stale = beehive::RawClient::new(&store, app())
+            .get(dependent, Loads::none())
+            .unwrap();
+        assert_eq!(
+            stale.status.unwrap().to_value()["seen"]["v"],
+            1,
+            "the crash lost the wake"
+        );
+        let host = Host::new(&store, options()).unwrap();
+        let apps = Apps::default();
+        host.register(app(), apps.clone(), ControllerOptions::new())
+            .await
+            .unwrap();
+        let running = host.start().await.unwrap();
+        wait_until(
+            "the stale-dependents pass brings the app up to date",
+            PATIENCE,
+            || {
+                let object = host.client(app()).get(dependent, Loads::none()).unwrap();
+                object.status.map(|s| s.to_value()["seen"]["v"] == 2) == Some(true)
+            },
+        )
+        .await;
+        running.stop(Duration::from_secs(10)).await.unwrap();
+    });
+}

@@ -36,19 +36,36 @@ impl<Spec: DeserializeOwned, Status: DeserializeOwned> Object<Spec, Status> {
             what: format!("spec of {label}"),
             source,
         })?;
-        let status = match &raw.status {
-            Some(status) => Some(status.decode().map_err(|source| Error::Decode {
-                what: format!("status of {label}"),
-                source,
-            })?),
-            None => None,
-        };
+        let status = decode_status(&raw)?;
         Ok(Object {
             meta: raw.meta,
             spec,
             status,
             relations: raw.relations,
         })
+    }
+}
+
+impl<Spec, Status: DeserializeOwned> Object<Spec, Status> {
+    /// An untyped object whose spec is already decoded as `spec`.
+    fn with_spec(raw: RawObject, spec: Spec) -> Result<Self> {
+        let status = decode_status(&raw)?;
+        Ok(Object {
+            meta: raw.meta,
+            spec,
+            status,
+            relations: raw.relations,
+        })
+    }
+}
+
+fn decode_status<Status: DeserializeOwned>(raw: &RawObject) -> Result<Option<Status>> {
+    match &raw.status {
+        Some(status) => Ok(Some(status.decode().map_err(|source| Error::Decode {
+            what: format!("status of {}", raw.meta.label()),
+            source,
+        })?)),
+        None => Ok(None),
     }
 }
 
@@ -163,14 +180,15 @@ where
         }
     }
 
-    /// The canonical form of `spec`, provided it decodes back into `Spec`.
-    fn encode(&self, spec: &Spec) -> Result<Json> {
+    /// The canonical form of `spec`, provided it decodes back into `Spec`,
+    /// and that decoded value: what the stored row will read back as.
+    fn encode(&self, spec: &Spec) -> Result<(Json, Spec)> {
         let json = Json::from_serialize(spec)?;
-        json.decode::<Spec>().map_err(|source| Error::Decode {
+        let decoded = json.decode::<Spec>().map_err(|source| Error::Decode {
             what: format!("the spec written to {}", self.raw.group_kind()),
             source,
         })?;
-        Ok(json)
+        Ok((json, decoded))
     }
 
     /// The untyped client underneath.
@@ -189,9 +207,9 @@ where
         spec: &Spec,
         options: CreateOptions,
     ) -> Result<Object<Spec, Status>> {
-        let spec = self.encode(spec)?;
-        let raw = self.raw.create(name, spec, options).await?;
-        Object::from_raw(raw)
+        let (json, decoded) = self.encode(spec)?;
+        let raw = self.raw.create(name, json, options).await?;
+        Object::with_spec(raw, decoded)
     }
 
     /// See [`RawClient::get_or_create`].
@@ -204,9 +222,15 @@ where
         spec: &Spec,
         options: CreateOptions,
     ) -> Result<(Object<Spec, Status>, bool)> {
-        let spec = self.encode(spec)?;
-        let (raw, created) = self.raw.get_or_create(name, spec, options).await?;
-        Ok((Object::from_raw(raw)?, created))
+        let (json, decoded) = self.encode(spec)?;
+        let (raw, created) = self.raw.get_or_create(name, json, options).await?;
+        // A found row keeps its own spec; only a created one holds ours.
+        let object = if created {
+            Object::with_spec(raw, decoded)?
+        } else {
+            Object::from_raw(raw)?
+        };
+        Ok((object, created))
     }
 
     /// See [`RawClient::create_or_update`].
@@ -219,9 +243,9 @@ where
         spec: &Spec,
         options: CreateOptions,
     ) -> Result<(Object<Spec, Status>, bool)> {
-        let spec = self.encode(spec)?;
-        let (raw, created) = self.raw.create_or_update(name, spec, options).await?;
-        Ok((Object::from_raw(raw)?, created))
+        let (json, decoded) = self.encode(spec)?;
+        let (raw, created) = self.raw.create_or_update(name, json, options).await?;
+        Ok((Object::with_spec(raw, decoded)?, created))
     }
 
     /// See [`RawClient::update`].
@@ -229,9 +253,9 @@ where
     /// # Errors
     /// As [`RawClient::update`], plus [`Error::Decode`].
     pub async fn update(&self, id: ObjectId, spec: &Spec) -> Result<Object<Spec, Status>> {
-        let spec = self.encode(spec)?;
-        let raw = self.raw.update(id, spec).await?;
-        Object::from_raw(raw)
+        let (json, decoded) = self.encode(spec)?;
+        let raw = self.raw.update(id, json).await?;
+        Object::with_spec(raw, decoded)
     }
 
     /// See [`RawClient::update_by_name`].
@@ -239,9 +263,9 @@ where
     /// # Errors
     /// As [`RawClient::update_by_name`], plus [`Error::Decode`].
     pub async fn update_by_name(&self, name: &str, spec: &Spec) -> Result<Object<Spec, Status>> {
-        let spec = self.encode(spec)?;
-        let raw = self.raw.update_by_name(name, spec).await?;
-        Object::from_raw(raw)
+        let (json, decoded) = self.encode(spec)?;
+        let raw = self.raw.update_by_name(name, json).await?;
+        Object::with_spec(raw, decoded)
     }
 
     /// See [`RawClient::delete`].

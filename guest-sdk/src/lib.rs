@@ -1,6 +1,162 @@
 //! The SDK a Beehive controller plugin is written against.
 //!
-//! A plugin is a WebAssembly component built for `wasm32-wasip2` against the
-//! WIT contract in `wit/`. This crate will carry the typed object, the
-//! controller client, the export macro and a fake client for unit tests; until
-//! the plugin contract lands it holds nothing.
+//! A plugin is a WebAssembly component, built for `wasm32-wasip2`, that
+//! reconciles one kind. Write a type implementing [`Controller`], export it
+//! with [`export!`], and build it; drop the `.wasm` file in the host's plugin
+//! directory.
+//!
+//! ```
+//! use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+//!
+//! #[derive(serde::Deserialize)]
+//! pub struct Spec { name: String }
+//! #[derive(serde::Serialize, serde::Deserialize)]
+//! pub struct Status { message: String }
+//!
+//! #[derive(Default)]
+//! pub struct Greeter;
+//!
+//! impl Controller for Greeter {
+//!     type Spec = Spec;
+//!     type Status = Status;
+//!
+//!     fn registration() -> Registration {
+//!         Registration::new("example.dev", "Greeting")
+//!     }
+//!
+//!     fn reconcile(&self, client: &Client<'_, Status>, object: &Object<Spec, Status>) -> ReconcileResult {
+//!         let message = format!("Hello, {}!", object.spec.name);
+//!         match client.update_status(&Status { message }) {
+//!             Ok(()) => ReconcileResult::settled(),
+//!             Err(error) => ReconcileResult::fail(error),
+//!         }
+//!     }
+//! }
+//!
+//! beehive_guest::export!(Greeter);
+//!
+//! // On the host target, the same reconcile runs against the fake client:
+//! let fake = beehive_guest::fake::FakeClient::new();
+//! let object = beehive_guest::Object { meta: Default::default(), spec: Spec { name: "Ada".into() }, status: None };
+//! let result = Greeter.reconcile(&Client::new(&fake), &object);
+//! assert_eq!(result, ReconcileResult::settled());
+//! assert_eq!(fake.status().unwrap()["message"], "Hello, Ada!");
+//! ```
+//!
+//! The bindings to the host exist only when compiling for `wasm32`; on the
+//! host target the SDK is plain Rust, which is what makes the fake work.
+
+#![deny(missing_docs)]
+
+mod client;
+pub mod fake;
+mod types;
+
+#[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_plugin",
+        default_bindings_module: "::beehive_guest::bindings",
+    });
+}
+
+#[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
+pub mod wasm;
+
+pub use client::{Client, ControllerClient, CreateOptions, Kind, KindClient};
+pub use types::{
+    Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object, ObjectId, ObjectRef,
+    RawObject, ReconcileResult, Registration, Result, Verdict,
+};
+
+/// A controller: the one trait a plugin implements.
+pub trait Controller: Default + 'static {
+    /// The kind's spec.
+    type Spec: serde::de::DeserializeOwned;
+    /// The kind's status.
+    type Status: serde::Serialize + serde::de::DeserializeOwned;
+
+    /// The kind this plugin reconciles and how it wants to be driven.
+    fn registration() -> Registration;
+
+    /// One pass over `object`. Write it to be idempotent: the next pass works
+    /// from whatever is stored.
+    fn reconcile(
+        &self,
+        client: &Client<'_, Self::Status>,
+        object: &Object<Self::Spec, Self::Status>,
+    ) -> ReconcileResult;
+}
+
+/// Log levels for the host's log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Level {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// Writes `message` to the host's log (tagged with plugin, kind and object);
+/// on the host target, to stderr.
+pub fn log(level: Level, message: &str) {
+    #[cfg(target_arch = "wasm32")]
+    wasm::log(level, message);
+    #[cfg(not(target_arch = "wasm32"))]
+    eprintln!("{level:?}: {message}");
+}
+
+/// Logs at info level, `format!`-style.
+#[macro_export]
+macro_rules! info {
+    ($($arg:tt)*) => { $crate::log($crate::Level::Info, &format!($($arg)*)) };
+}
+
+/// Logs at warn level, `format!`-style.
+#[macro_export]
+macro_rules! warn {
+    ($($arg:tt)*) => { $crate::log($crate::Level::Warn, &format!($($arg)*)) };
+}
+
+/// Logs at debug level, `format!`-style.
+#[macro_export]
+macro_rules! debug {
+    ($($arg:tt)*) => { $crate::log($crate::Level::Debug, &format!($($arg)*)) };
+}
+
+/// Logs at error level, `format!`-style.
+#[macro_export]
+macro_rules! error {
+    ($($arg:tt)*) => { $crate::log($crate::Level::Error, &format!($($arg)*)) };
+}
+
+/// Exports a [`Controller`] as the component's `controller` interface. Expands
+/// to nothing outside `wasm32`, so the crate still builds (and tests) on the
+/// host target.
+#[macro_export]
+macro_rules! export {
+    ($controller:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            ::std::thread_local! {
+                static INSTANCE: $controller = <$controller as ::std::default::Default>::default();
+            }
+            struct __BeehiveInstance;
+            impl $crate::wasm::Instance for __BeehiveInstance {
+                type Controller = $controller;
+                fn with<R>(work: impl FnOnce(&$controller) -> R) -> R {
+                    INSTANCE.with(work)
+                }
+            }
+            type __BeehivePlugin = $crate::wasm::Adapter<__BeehiveInstance>;
+    $crate::bindings::__export_plugin!(__BeehivePlugin with_types_in $crate::bindings);
+        };
+    };
+}

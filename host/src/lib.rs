@@ -45,6 +45,7 @@ mod error;
 mod event;
 mod json;
 mod object;
+pub mod plugin;
 mod store;
 
 pub use client::{Client, CreateOptions, Object, RawClient};

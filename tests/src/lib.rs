@@ -23,6 +23,28 @@ pub fn beehive_bin() -> PathBuf {
     bin
 }
 
+/// The example plugin `name`, built as a component by `scripts/build-plugins`.
+///
+/// # Panics
+/// When it has not been built.
+pub fn plugin_wasm(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable has a path");
+    let target_dir = exe
+        .ancestors()
+        .nth(3)
+        .expect("the test executable lives in target/<profile>/deps");
+    let wasm = target_dir
+        .join("wasm32-wasip2")
+        .join("release")
+        .join(format!("{name}.wasm"));
+    assert!(
+        wasm.exists(),
+        "{} is missing: run scripts/build-plugins (scripts/test does)",
+        wasm.display()
+    );
+    wasm
+}
+
 /// A scratch directory and a way to run `beehive` inside it.
 pub struct Workspace {
     dir: tempfile::TempDir,

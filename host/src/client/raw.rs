@@ -304,6 +304,22 @@ impl RawClient {
         self.read_many(loads, |conn| rows::select_kind(conn, &self.group_kind))
     }
 
+    /// Up to `limit` objects of this kind with ids above `after`, by id, and
+    /// the id to continue after when there may be more.
+    pub fn list_page(
+        &self,
+        after: Option<ObjectId>,
+        limit: usize,
+    ) -> Result<(Vec<RawObject>, Option<ObjectId>)> {
+        let objects = self.read_many(Loads::none(), |conn| {
+            rows::select_kind_page(conn, &self.group_kind, after.unwrap_or(0), limit)
+        })?;
+        let next = (objects.len() == limit)
+            .then(|| objects.last().map(|o| o.meta.id))
+            .flatten();
+        Ok((objects, next))
+    }
+
     /// The objects of this kind owned by `owner`, by id, deletion-pending ones
     /// included. A missing owner reads as no children.
     pub fn list_owned_objects(&self, owner: ObjectId, loads: Loads) -> Result<Vec<RawObject>> {

@@ -78,6 +78,24 @@ pub(crate) fn select_kind(conn: &Connection, gk: &GroupKind) -> Result<Vec<Objec
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// Up to `limit` objects of kind `gk` with ids above `after`, by id.
+pub(crate) fn select_kind_page(
+    conn: &Connection,
+    gk: &GroupKind,
+    after: ObjectId,
+    limit: usize,
+) -> Result<Vec<ObjectRow>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM objects WHERE grp = ?1 AND kind = ?2 AND id > ?3 ORDER BY id LIMIT ?4"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(
+        params![gk.group, gk.kind, after, limit as i64],
+        object_from_row,
+    )?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// The objects of kind `gk` owned by `owner`, by id: the kind filter and the
 /// row read fold into the edge join.
 pub(crate) fn select_owned(

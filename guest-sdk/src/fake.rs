@@ -1,0 +1,346 @@
+//! A fake controller client for unit tests on the host target: it keeps what
+//! a pass wrote in memory, and fake kind clients keep objects in memory.
+//!
+//! ```
+//! use beehive_guest::fake::FakeClient;
+//! use beehive_guest::{Client, ControllerClient};
+//!
+//! let fake = FakeClient::new();
+//! let client: Client<'_, serde_json::Value> = Client::new(&fake);
+//! client.update_status(&serde_json::json!({"ok": true})).unwrap();
+//! assert_eq!(fake.status().unwrap(), serde_json::json!({"ok": true}));
+//! ```
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use crate::client::{ControllerClient, CreateOptions, KindClient};
+use crate::types::{Condition, Error, EventSpec, Meta, ObjectId, ObjectRef, RawObject, Result};
+
+/// Records what a pass did.
+#[derive(Default)]
+pub struct FakeClient {
+    state: RefCell<PassRecord>,
+    objects: Rc<RefCell<Objects>>,
+}
+
+/// Everything a pass wrote through its controller client.
+#[derive(Clone, Debug, Default)]
+pub struct PassRecord {
+    /// The last status written, as JSON text.
+    pub status: Option<String>,
+    /// Conditions by type.
+    pub conditions: BTreeMap<String, Condition>,
+    /// Events, in order.
+    pub events: Vec<EventSpec>,
+    /// Finalizers removed.
+    pub deleted_finalizers: Vec<String>,
+    /// Declared dependencies.
+    pub dependencies: BTreeSet<ObjectId>,
+    /// Open transaction frames.
+    pub open_frames: usize,
+    /// Frames committed and rolled back.
+    pub commits: usize,
+    /// Frames rolled back.
+    pub rollbacks: usize,
+}
+
+#[derive(Default)]
+struct Objects {
+    next_id: ObjectId,
+    by_id: BTreeMap<ObjectId, (RawObject, Option<ObjectId>)>,
+}
+
+impl FakeClient {
+    /// An empty fake.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// What the pass wrote.
+    pub fn record(&self) -> PassRecord {
+        self.state.borrow().clone()
+    }
+
+    /// The last status written, decoded.
+    pub fn status(&self) -> Option<serde_json::Value> {
+        let text = self.state.borrow().status.clone()?;
+        serde_json::from_str(&text).ok()
+    }
+}
+
+impl ControllerClient for FakeClient {
+    fn update_status_json(&self, status: String) -> Result<()> {
+        self.state.borrow_mut().status = Some(status);
+        Ok(())
+    }
+
+    fn set_conditions(&self, conditions: Vec<Condition>) -> Result<()> {
+        let mut seen = BTreeSet::new();
+        for condition in &conditions {
+            if !seen.insert(condition.type_.clone()) {
+                return Err(Error::DuplicateConditionType(condition.type_.clone()));
+            }
+        }
+        let mut state = self.state.borrow_mut();
+        for condition in conditions {
+            state.conditions.insert(condition.type_.clone(), condition);
+        }
+        Ok(())
+    }
+
+    fn delete_condition(&self, type_: &str) -> Result<()> {
+        self.state.borrow_mut().conditions.remove(type_);
+        Ok(())
+    }
+
+    fn add_event(&self, event: EventSpec) -> Result<()> {
+        self.state.borrow_mut().events.push(event);
+        Ok(())
+    }
+
+    fn delete_finalizer(&self, finalizer: &str) -> Result<()> {
+        self.state
+            .borrow_mut()
+            .deleted_finalizers
+            .push(finalizer.to_string());
+        Ok(())
+    }
+
+    fn add_dependency(&self, target: ObjectId) -> Result<()> {
+        self.state.borrow_mut().dependencies.insert(target);
+        Ok(())
+    }
+
+    fn delete_dependency(&self, target: ObjectId) -> Result<()> {
+        self.state.borrow_mut().dependencies.remove(&target);
+        Ok(())
+    }
+
+    fn has_incoming_edges(&self) -> Result<bool> {
+        Ok(false)
+    }
+
+    fn get_owner(&self) -> Result<Option<ObjectRef>> {
+        Ok(None)
+    }
+
+    fn list_dependencies(&self) -> Result<Vec<ObjectRef>> {
+        Ok(self
+            .state
+            .borrow()
+            .dependencies
+            .iter()
+            .map(|id| ObjectRef {
+                id: *id,
+                group: String::new(),
+                kind: String::new(),
+            })
+            .collect())
+    }
+
+    fn list_dependents(&self) -> Result<Vec<ObjectRef>> {
+        Ok(Vec::new())
+    }
+
+    fn list_owned(&self) -> Result<Vec<ObjectRef>> {
+        Ok(Vec::new())
+    }
+
+    fn begin(&self) -> Result<()> {
+        self.state.borrow_mut().open_frames += 1;
+        Ok(())
+    }
+
+    fn commit(&self) -> Result<()> {
+        let mut state = self.state.borrow_mut();
+        state.open_frames = state
+            .open_frames
+            .checked_sub(1)
+            .ok_or(Error::NoTransaction)?;
+        state.commits += 1;
+        Ok(())
+    }
+
+    fn rollback(&self) -> Result<()> {
+        let mut state = self.state.borrow_mut();
+        state.open_frames = state
+            .open_frames
+            .checked_sub(1)
+            .ok_or(Error::NoTransaction)?;
+        state.rollbacks += 1;
+        Ok(())
+    }
+
+    fn kind_client(&self, group: &str, kind: &str) -> Box<dyn KindClient> {
+        Box::new(FakeKindClient {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            objects: self.objects.clone(),
+        })
+    }
+}
+
+/// An in-memory kind client sharing its objects with the fake that made it.
+pub struct FakeKindClient {
+    group: String,
+    kind: String,
+    objects: Rc<RefCell<Objects>>,
+}
+
+impl FakeKindClient {
+    fn find(&self, name: &str) -> Option<RawObject> {
+        self.objects
+            .borrow()
+            .by_id
+            .values()
+            .map(|(object, _)| object)
+            .find(|o| o.meta.group == self.group && o.meta.kind == self.kind && o.meta.name == name)
+            .cloned()
+    }
+
+    fn insert(&self, name: &str, spec: String, options: CreateOptions) -> RawObject {
+        let mut objects = self.objects.borrow_mut();
+        objects.next_id += 1;
+        let object = RawObject {
+            meta: Meta {
+                id: objects.next_id,
+                group: self.group.clone(),
+                kind: self.kind.clone(),
+                name: name.to_string(),
+                generation: 1,
+                finalizers: options.finalizers,
+                ..Meta::default()
+            },
+            spec,
+            status: None,
+        };
+        objects
+            .by_id
+            .insert(object.meta.id, (object.clone(), options.owner));
+        object
+    }
+
+    fn write_spec(&self, id: ObjectId, spec: String) -> Result<RawObject> {
+        let mut objects = self.objects.borrow_mut();
+        let (object, _) = objects
+            .by_id
+            .get_mut(&id)
+            .ok_or_else(|| Error::NotFound(format!("{id}")))?;
+        if object.meta.is_deleting() {
+            return Err(Error::DeletionPending(object.meta.name.clone()));
+        }
+        if object.spec != spec {
+            object.spec = spec;
+            object.meta.generation += 1;
+        }
+        Ok(object.clone())
+    }
+}
+
+impl KindClient for FakeKindClient {
+    fn create(&self, name: &str, spec: String, options: CreateOptions) -> Result<RawObject> {
+        if name.is_empty() {
+            return Err(Error::InvalidName);
+        }
+        if self.find(name).is_some() {
+            return Err(Error::NameTaken(name.to_string()));
+        }
+        Ok(self.insert(name, spec, options))
+    }
+
+    fn get_or_create(
+        &self,
+        name: &str,
+        spec: String,
+        options: CreateOptions,
+    ) -> Result<(RawObject, bool)> {
+        match self.find(name) {
+            Some(found) => Ok((found, false)),
+            None => Ok((self.create(name, spec, options)?, true)),
+        }
+    }
+
+    fn create_or_update(
+        &self,
+        name: &str,
+        spec: String,
+        options: CreateOptions,
+    ) -> Result<(RawObject, bool)> {
+        match self.find(name) {
+            Some(found) => Ok((self.write_spec(found.meta.id, spec)?, false)),
+            None => Ok((self.create(name, spec, options)?, true)),
+        }
+    }
+
+    fn get(&self, id: ObjectId) -> Result<RawObject> {
+        self.objects
+            .borrow()
+            .by_id
+            .get(&id)
+            .map(|(object, _)| object.clone())
+            .filter(|o| o.meta.group == self.group && o.meta.kind == self.kind)
+            .ok_or_else(|| Error::NotFound(format!("{id}")))
+    }
+
+    fn get_by_name(&self, name: &str) -> Result<RawObject> {
+        self.find(name)
+            .ok_or_else(|| Error::NotFound(name.to_string()))
+    }
+
+    fn list(
+        &self,
+        after: Option<ObjectId>,
+        limit: u32,
+    ) -> Result<(Vec<RawObject>, Option<ObjectId>)> {
+        let objects = self.objects.borrow();
+        let page: Vec<RawObject> = objects
+            .by_id
+            .range(after.map_or(0, |a| a + 1)..)
+            .map(|(_, (object, _))| object)
+            .filter(|o| o.meta.group == self.group && o.meta.kind == self.kind)
+            .take(limit as usize)
+            .cloned()
+            .collect();
+        let next = (page.len() == limit as usize)
+            .then(|| page.last().map(|o| o.meta.id))
+            .flatten();
+        Ok((page, next))
+    }
+
+    fn update(&self, id: ObjectId, spec: String) -> Result<RawObject> {
+        self.get(id)?;
+        self.write_spec(id, spec)
+    }
+
+    fn delete(&self, id: ObjectId) -> Result<()> {
+        let mut objects = self.objects.borrow_mut();
+        let (object, _) = objects
+            .by_id
+            .get_mut(&id)
+            .ok_or_else(|| Error::NotFound(format!("{id}")))?;
+        object.meta.deletion_requested_at_ms.get_or_insert(1);
+        Ok(())
+    }
+
+    fn delete_by_name(&self, name: &str) -> Result<()> {
+        match self.find(name) {
+            Some(found) => self.delete(found.meta.id),
+            None => Ok(()),
+        }
+    }
+
+    fn list_owned_objects(&self, owner: ObjectId) -> Result<Vec<RawObject>> {
+        Ok(self
+            .objects
+            .borrow()
+            .by_id
+            .values()
+            .filter(|(o, o_owner)| {
+                *o_owner == Some(owner) && o.meta.group == self.group && o.meta.kind == self.kind
+            })
+            .map(|(object, _)| object.clone())
+            .collect())
+    }
+}

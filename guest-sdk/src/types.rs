@@ -1,0 +1,382 @@
+//! The values a plugin works with, as plain Rust: the same on the host target
+//! (for tests with the fake client) and inside a component.
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+
+/// An object's identity.
+pub type ObjectId = i64;
+
+/// Every way a host call can fail (the contract's `error`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // Each variant is the host's error of the same name.
+pub enum Error {
+    NotFound(String),
+    NameTaken(String),
+    DeletionPending(String),
+    InvalidName,
+    WrongKind(String),
+    InvalidOption(String),
+    InvalidDocument(String),
+    Decode(String),
+    NotLoaded(String),
+    DuplicateConditionType(String),
+    InvalidCondition(String),
+    InvalidResult(String),
+    ReconcileReturned,
+    NoController(String),
+    StoreInUse(String),
+    DependencyCycle(Vec<String>),
+    TransactionTimedOut,
+    NoTransaction,
+    ConcurrentNestedTransaction,
+    StaleTransaction,
+    SchemaVersionDowngrade(String),
+    WatchTooOld,
+    WatchTooNew,
+    Stopped,
+    Other(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::DependencyCycle(cycle) => write!(f, "dependency cycle: {}", cycle.join(" → ")),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The result type of the SDK.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What holds for a condition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+}
+
+/// A per-type observation about an object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Condition {
+    /// Unique per object, e.g. `Ready`.
+    pub type_: String,
+    /// Whether it holds.
+    pub status: ConditionStatus,
+    /// A machine-readable token.
+    pub reason: String,
+    /// Human-readable detail.
+    pub message: String,
+    /// Valid only inside the process that wrote it.
+    pub liveness: bool,
+    /// Set on read: a liveness condition an earlier process left.
+    pub unconfirmed: bool,
+    /// When the status last changed (ms since the epoch); set by the store.
+    pub transitioned_at_ms: i64,
+    /// When it was last written (ms since the epoch); set by the store.
+    pub updated_at_ms: i64,
+}
+
+impl Condition {
+    /// A durable condition of `type_` with `status`.
+    pub fn new(type_: impl Into<String>, status: ConditionStatus) -> Self {
+        Condition {
+            type_: type_.into(),
+            status,
+            reason: String::new(),
+            message: String::new(),
+            liveness: false,
+            unconfirmed: false,
+            transitioned_at_ms: 0,
+            updated_at_ms: 0,
+        }
+    }
+
+    /// Sets the reason.
+    pub fn reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = reason.into();
+        self
+    }
+
+    /// Sets the message.
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
+    /// Marks it as describing something alive in this process only.
+    pub fn liveness(mut self, liveness: bool) -> Self {
+        self.liveness = liveness;
+        self
+    }
+}
+
+/// Normal or Warning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+/// An observation to record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventSpec {
+    /// The timeline; `""` is the default one.
+    pub category: String,
+    /// Normal or Warning.
+    pub event_type: EventType,
+    /// A machine-readable token; runs aggregate by (category, type, reason).
+    pub reason: String,
+    /// Human-readable text; the latest wins.
+    pub message: String,
+    /// A JSON payload; the latest wins.
+    pub detail: Option<String>,
+}
+
+impl EventSpec {
+    /// A Normal event with `reason`.
+    pub fn normal(reason: impl Into<String>) -> Self {
+        Self::of(EventType::Normal, reason)
+    }
+
+    /// A Warning event with `reason`.
+    pub fn warning(reason: impl Into<String>) -> Self {
+        Self::of(EventType::Warning, reason)
+    }
+
+    fn of(event_type: EventType, reason: impl Into<String>) -> Self {
+        EventSpec {
+            category: String::new(),
+            event_type,
+            reason: reason.into(),
+            message: String::new(),
+            detail: None,
+        }
+    }
+
+    /// Puts it in `category`'s timeline.
+    pub fn category(mut self, category: impl Into<String>) -> Self {
+        self.category = category.into();
+        self
+    }
+
+    /// Sets the message.
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
+    /// Attaches a JSON payload.
+    pub fn detail(mut self, detail: &impl serde::Serialize) -> Self {
+        self.detail = serde_json::to_string(detail).ok();
+        self
+    }
+}
+
+/// A pointer to a related object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectRef {
+    /// Its id.
+    pub id: ObjectId,
+    /// Its group.
+    pub group: String,
+    /// Its kind.
+    pub kind: String,
+}
+
+/// Identity and metadata of an object.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Meta {
+    /// The id.
+    pub id: ObjectId,
+    /// The group.
+    pub group: String,
+    /// The kind.
+    pub kind: String,
+    /// The name.
+    pub name: String,
+    /// Bumped by every spec change.
+    pub generation: i64,
+    /// The generation last settled.
+    pub observed_generation: Option<i64>,
+    /// The store-wide version of its last write.
+    pub resource_version: i64,
+    /// Set when deletion was requested (ms since the epoch).
+    pub deletion_requested_at_ms: Option<i64>,
+    /// What must be cleared before the row can go.
+    pub finalizers: Vec<String>,
+    /// Its conditions.
+    pub conditions: Vec<Condition>,
+    /// Created (ms since the epoch).
+    pub created_at_ms: i64,
+    /// Last written (ms since the epoch).
+    pub updated_at_ms: i64,
+}
+
+impl Meta {
+    /// Whether deletion was requested.
+    pub fn is_deleting(&self) -> bool {
+        self.deletion_requested_at_ms.is_some()
+    }
+}
+
+/// An object as the untyped interface carries it: spec and status as JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct RawObject {
+    /// Identity and metadata.
+    pub meta: Meta,
+    /// The spec, JSON text.
+    pub spec: String,
+    /// The status, JSON text.
+    pub status: Option<String>,
+}
+
+/// An object with decoded spec and status.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Object<Spec, Status> {
+    /// Identity and metadata.
+    pub meta: Meta,
+    /// The desired state.
+    pub spec: Spec,
+    /// The observed state, once reported.
+    pub status: Option<Status>,
+}
+
+impl<Spec: DeserializeOwned, Status: DeserializeOwned> Object<Spec, Status> {
+    /// Decodes an untyped object.
+    ///
+    /// # Errors
+    /// [`Error::Decode`] when the spec or status does not fit.
+    pub fn decode(raw: &RawObject) -> Result<Self> {
+        let spec = serde_json::from_str(&raw.spec)
+            .map_err(|e| Error::Decode(format!("spec of {}: {e}", raw.meta.name)))?;
+        let status = match &raw.status {
+            Some(text) => Some(
+                serde_json::from_str(text)
+                    .map_err(|e| Error::Decode(format!("status of {}: {e}", raw.meta.name)))?,
+            ),
+            None => None,
+        };
+        Ok(Object {
+            meta: raw.meta.clone(),
+            spec,
+            status,
+        })
+    }
+}
+
+/// What a pass concluded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The pass observed the current generation.
+    Settled,
+    /// Real work done, not caught up.
+    Unsettled,
+    /// The pass failed.
+    Failed(String),
+}
+
+/// What `reconcile` returns; built as the host builds it.
+#[must_use]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReconcileResult {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// When to run again.
+    pub requeue_after: Option<Duration>,
+}
+
+impl ReconcileResult {
+    /// The pass observed the object's current generation.
+    pub fn settled() -> Self {
+        Self::of(Verdict::Settled)
+    }
+
+    /// Not caught up: comes back after the owed-pass interval.
+    pub fn unsettled() -> Self {
+        Self::of(Verdict::Unsettled)
+    }
+
+    /// The pass failed: backoff ladder.
+    pub fn fail(error: impl std::fmt::Display) -> Self {
+        Self::of(Verdict::Failed(error.to_string()))
+    }
+
+    fn of(verdict: Verdict) -> Self {
+        ReconcileResult {
+            verdict,
+            requeue_after: None,
+        }
+    }
+
+    /// Schedules the next pass after `delay`.
+    pub fn requeue_after(mut self, delay: Duration) -> Self {
+        self.requeue_after = Some(delay);
+        self
+    }
+}
+
+/// What a plugin reconciles and how it wants to be driven.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Registration {
+    /// The group (`""` for the core group).
+    pub group: String,
+    /// The kind.
+    pub kind: String,
+    /// Finalizers this controller owns.
+    pub finalizers: Vec<String>,
+    /// Passes at once (host default 1).
+    pub concurrency: Option<u32>,
+    /// The owed-pass interval.
+    pub owed_pass_interval: Option<Duration>,
+    /// The full-pass interval.
+    pub full_pass_interval: Option<Duration>,
+    /// The individual-pass interval.
+    pub individual_pass_interval: Option<Duration>,
+    /// A full pass at each start.
+    pub startup_full_pass: Option<bool>,
+    /// The backoff cap.
+    pub max_retry_interval: Option<Duration>,
+    /// The spec schema version written.
+    pub spec_schema_version: u32,
+    /// The status schema version written.
+    pub status_schema_version: u32,
+    /// The CPU time one pass may spend in the plugin.
+    pub pass_deadline: Option<Duration>,
+}
+
+impl Registration {
+    /// A registration for `kind` in `group`.
+    pub fn new(group: impl Into<String>, kind: impl Into<String>) -> Self {
+        Registration {
+            group: group.into(),
+            kind: kind.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Finalizers this controller owns.
+    pub fn finalizers<I: IntoIterator<Item = S>, S: Into<String>>(mut self, finalizers: I) -> Self {
+        self.finalizers = finalizers.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The CPU time one pass may spend in the plugin.
+    pub fn pass_deadline(mut self, deadline: Duration) -> Self {
+        self.pass_deadline = Some(deadline);
+        self
+    }
+
+    /// Passes at once.
+    pub fn concurrency(mut self, workers: u32) -> Self {
+        self.concurrency = Some(workers);
+        self
+    }
+}

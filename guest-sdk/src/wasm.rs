@@ -1,0 +1,356 @@
+//! The component side: the adapter that exports a [`Controller`] through the
+//! generated bindings, and the host-backed clients.
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use crate::bindings::beehive::controller::host;
+use crate::bindings::beehive::controller::types as wit;
+use crate::bindings::exports::beehive::controller::controller::Guest;
+use crate::client::{Client, ControllerClient, CreateOptions, KindClient};
+use crate::types::{
+    Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object, ObjectId, ObjectRef,
+    RawObject, ReconcileResult, Result, Verdict,
+};
+use crate::{Controller, Level};
+
+/// Access to the plugin's one controller instance, which `export!` keeps in a
+/// thread-local of the plugin's crate.
+pub trait Instance: 'static {
+    /// The controller type.
+    type Controller: Controller;
+    /// Runs `work` with the instance.
+    fn with<R>(work: impl FnOnce(&Self::Controller) -> R) -> R;
+}
+
+/// Implements the exported interface for the controller behind `I`.
+pub struct Adapter<I>(PhantomData<I>);
+
+impl<I: Instance> Guest for Adapter<I> {
+    fn describe() -> wit::Registration {
+        let r = <I::Controller as Controller>::registration();
+        let ms = |d: Option<Duration>| d.map(|d| d.as_millis() as u64);
+        wit::Registration {
+            group: r.group,
+            kind: r.kind,
+            finalizers: r.finalizers,
+            concurrency: r.concurrency,
+            owed_pass_interval_ms: ms(r.owed_pass_interval),
+            full_pass_interval_ms: ms(r.full_pass_interval),
+            individual_pass_interval_ms: ms(r.individual_pass_interval),
+            startup_full_pass: r.startup_full_pass,
+            max_retry_interval_ms: ms(r.max_retry_interval),
+            spec_schema_version: r.spec_schema_version,
+            status_schema_version: r.status_schema_version,
+            pass_deadline_ms: ms(r.pass_deadline),
+        }
+    }
+
+    fn reconcile(object: wit::Object, client: &host::ControllerClient) -> wit::ReconcileResult {
+        let raw = raw_object(object);
+        let result = match Object::decode(&raw) {
+            Ok(object) => {
+                let host_client = HostClient(client);
+                let client = Client::new(&host_client);
+                I::with(|controller| controller.reconcile(&client, &object))
+            }
+            Err(error) => ReconcileResult::fail(error),
+        };
+        wit::ReconcileResult {
+            verdict: match result.verdict {
+                Verdict::Settled => wit::Verdict::Settled,
+                Verdict::Unsettled => wit::Verdict::Unsettled,
+                Verdict::Failed(message) => wit::Verdict::Failed(message),
+            },
+            requeue_after_ms: result.requeue_after.map(|d| d.as_millis() as u64),
+        }
+    }
+}
+
+pub(crate) fn log(level: Level, message: &str) {
+    let level = match level {
+        Level::Trace => host::Level::Trace,
+        Level::Debug => host::Level::Debug,
+        Level::Info => host::Level::Info,
+        Level::Warn => host::Level::Warn,
+        Level::Error => host::Level::Error,
+    };
+    host::log(level, message);
+}
+
+struct HostClient<'a>(&'a host::ControllerClient);
+
+impl ControllerClient for HostClient<'_> {
+    fn update_status_json(&self, status: String) -> Result<()> {
+        self.0.update_status(&status).map_err(error)
+    }
+
+    fn set_conditions(&self, conditions: Vec<Condition>) -> Result<()> {
+        let conditions: Vec<wit::Condition> = conditions.into_iter().map(wit_condition).collect();
+        self.0.set_conditions(&conditions).map_err(error)
+    }
+
+    fn delete_condition(&self, type_: &str) -> Result<()> {
+        self.0.delete_condition(type_).map_err(error)
+    }
+
+    fn add_event(&self, event: EventSpec) -> Result<()> {
+        let event = wit::EventSpec {
+            category: event.category,
+            event_type: match event.event_type {
+                EventType::Normal => wit::EventType::Normal,
+                EventType::Warning => wit::EventType::Warning,
+            },
+            reason: event.reason,
+            message: event.message,
+            detail: event.detail,
+        };
+        self.0.add_event(&event).map_err(error)
+    }
+
+    fn delete_finalizer(&self, finalizer: &str) -> Result<()> {
+        self.0.delete_finalizer(finalizer).map_err(error)
+    }
+
+    fn add_dependency(&self, target: ObjectId) -> Result<()> {
+        self.0.add_dependency(target).map_err(error)
+    }
+
+    fn delete_dependency(&self, target: ObjectId) -> Result<()> {
+        self.0.delete_dependency(target).map_err(error)
+    }
+
+    fn has_incoming_edges(&self) -> Result<bool> {
+        self.0.has_incoming_edges().map_err(error)
+    }
+
+    fn get_owner(&self) -> Result<Option<ObjectRef>> {
+        Ok(self.0.get_owner().map_err(error)?.map(object_ref))
+    }
+
+    fn list_dependencies(&self) -> Result<Vec<ObjectRef>> {
+        Ok(self
+            .0
+            .list_dependencies()
+            .map_err(error)?
+            .into_iter()
+            .map(object_ref)
+            .collect())
+    }
+
+    fn list_dependents(&self) -> Result<Vec<ObjectRef>> {
+        Ok(self
+            .0
+            .list_dependents()
+            .map_err(error)?
+            .into_iter()
+            .map(object_ref)
+            .collect())
+    }
+
+    fn list_owned(&self) -> Result<Vec<ObjectRef>> {
+        Ok(self
+            .0
+            .list_owned()
+            .map_err(error)?
+            .into_iter()
+            .map(object_ref)
+            .collect())
+    }
+
+    fn begin(&self) -> Result<()> {
+        self.0.begin().map_err(error)
+    }
+
+    fn commit(&self) -> Result<()> {
+        self.0.commit().map_err(error)
+    }
+
+    fn rollback(&self) -> Result<()> {
+        self.0.rollback().map_err(error)
+    }
+
+    fn kind_client(&self, group: &str, kind: &str) -> Box<dyn KindClient> {
+        Box::new(HostKindClient(host::KindClient::new(group, kind)))
+    }
+}
+
+struct HostKindClient(host::KindClient);
+
+fn options(options: CreateOptions) -> wit::CreateOptions {
+    wit::CreateOptions {
+        owner: options.owner,
+        finalizers: options.finalizers,
+    }
+}
+
+impl KindClient for HostKindClient {
+    fn create(&self, name: &str, spec: String, opts: CreateOptions) -> Result<RawObject> {
+        self.0
+            .create(name, &spec, &options(opts))
+            .map(raw_object)
+            .map_err(error)
+    }
+
+    fn get_or_create(
+        &self,
+        name: &str,
+        spec: String,
+        opts: CreateOptions,
+    ) -> Result<(RawObject, bool)> {
+        let (object, created) = self
+            .0
+            .get_or_create(name, &spec, &options(opts))
+            .map_err(error)?;
+        Ok((raw_object(object), created))
+    }
+
+    fn create_or_update(
+        &self,
+        name: &str,
+        spec: String,
+        opts: CreateOptions,
+    ) -> Result<(RawObject, bool)> {
+        let (object, created) = self
+            .0
+            .create_or_update(name, &spec, &options(opts))
+            .map_err(error)?;
+        Ok((raw_object(object), created))
+    }
+
+    fn get(&self, id: ObjectId) -> Result<RawObject> {
+        self.0.get(id).map(raw_object).map_err(error)
+    }
+
+    fn get_by_name(&self, name: &str) -> Result<RawObject> {
+        self.0.get_by_name(name).map(raw_object).map_err(error)
+    }
+
+    fn list(
+        &self,
+        after: Option<ObjectId>,
+        limit: u32,
+    ) -> Result<(Vec<RawObject>, Option<ObjectId>)> {
+        let page = self.0.list(after, limit).map_err(error)?;
+        Ok((
+            page.objects.into_iter().map(raw_object).collect(),
+            page.next,
+        ))
+    }
+
+    fn update(&self, id: ObjectId, spec: String) -> Result<RawObject> {
+        self.0.update(id, &spec).map(raw_object).map_err(error)
+    }
+
+    fn delete(&self, id: ObjectId) -> Result<()> {
+        self.0.delete(id).map_err(error)
+    }
+
+    fn delete_by_name(&self, name: &str) -> Result<()> {
+        self.0.delete_by_name(name).map_err(error)
+    }
+
+    fn list_owned_objects(&self, owner: ObjectId) -> Result<Vec<RawObject>> {
+        Ok(self
+            .0
+            .list_owned_objects(owner)
+            .map_err(error)?
+            .into_iter()
+            .map(raw_object)
+            .collect())
+    }
+}
+
+fn raw_object(object: wit::Object) -> RawObject {
+    RawObject {
+        meta: Meta {
+            id: object.id,
+            group: object.group,
+            kind: object.kind,
+            name: object.name,
+            generation: object.generation,
+            observed_generation: object.observed_generation,
+            resource_version: object.resource_version,
+            deletion_requested_at_ms: object.deletion_requested_at_ms,
+            finalizers: object.finalizers,
+            conditions: object.conditions.into_iter().map(condition).collect(),
+            created_at_ms: object.created_at_ms,
+            updated_at_ms: object.updated_at_ms,
+        },
+        spec: object.spec,
+        status: object.status,
+    }
+}
+
+fn condition(c: wit::Condition) -> Condition {
+    Condition {
+        type_: c.type_,
+        status: match c.status {
+            wit::ConditionStatus::IsTrue => ConditionStatus::True,
+            wit::ConditionStatus::IsFalse => ConditionStatus::False,
+            wit::ConditionStatus::Unknown => ConditionStatus::Unknown,
+        },
+        reason: c.reason,
+        message: c.message,
+        liveness: c.liveness,
+        unconfirmed: c.unconfirmed,
+        transitioned_at_ms: c.transitioned_at_ms,
+        updated_at_ms: c.updated_at_ms,
+    }
+}
+
+fn wit_condition(c: Condition) -> wit::Condition {
+    wit::Condition {
+        type_: c.type_,
+        status: match c.status {
+            ConditionStatus::True => wit::ConditionStatus::IsTrue,
+            ConditionStatus::False => wit::ConditionStatus::IsFalse,
+            ConditionStatus::Unknown => wit::ConditionStatus::Unknown,
+        },
+        reason: c.reason,
+        message: c.message,
+        liveness: c.liveness,
+        unconfirmed: c.unconfirmed,
+        transitioned_at_ms: c.transitioned_at_ms,
+        updated_at_ms: c.updated_at_ms,
+    }
+}
+
+fn object_ref(r: wit::ObjectRef) -> ObjectRef {
+    ObjectRef {
+        id: r.id,
+        group: r.group,
+        kind: r.kind,
+    }
+}
+
+fn error(e: wit::Error) -> Error {
+    use wit::Error as W;
+    match e {
+        W::NotFound(m) => Error::NotFound(m),
+        W::NameTaken(m) => Error::NameTaken(m),
+        W::DeletionPending(m) => Error::DeletionPending(m),
+        W::InvalidName => Error::InvalidName,
+        W::WrongKind(m) => Error::WrongKind(m),
+        W::InvalidOption(m) => Error::InvalidOption(m),
+        W::InvalidDocument(m) => Error::InvalidDocument(m),
+        W::Decode(m) => Error::Decode(m),
+        W::NotLoaded(m) => Error::NotLoaded(m),
+        W::DuplicateConditionType(m) => Error::DuplicateConditionType(m),
+        W::InvalidCondition(m) => Error::InvalidCondition(m),
+        W::InvalidResult(m) => Error::InvalidResult(m),
+        W::ReconcileReturned => Error::ReconcileReturned,
+        W::NoController(m) => Error::NoController(m),
+        W::StoreInUse(m) => Error::StoreInUse(m),
+        W::DependencyCycle(cycle) => Error::DependencyCycle(cycle),
+        W::TransactionTimedOut => Error::TransactionTimedOut,
+        W::NoTransaction => Error::NoTransaction,
+        W::ConcurrentNestedTransaction => Error::ConcurrentNestedTransaction,
+        W::StaleTransaction => Error::StaleTransaction,
+        W::SchemaVersionDowngrade(m) => Error::SchemaVersionDowngrade(m),
+        W::WatchTooOld => Error::WatchTooOld,
+        W::WatchTooNew => Error::WatchTooNew,
+        W::Stopped => Error::Stopped,
+        W::Other(m) => Error::Other(m),
+    }
+}

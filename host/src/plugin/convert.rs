@@ -1,0 +1,127 @@
+//! Conversions between the host's types and the contract's.
+
+use crate::error::Error;
+use crate::event::{EventSpec, EventType};
+use crate::json::Json;
+use crate::object::{Condition, ConditionStatus, ObjectRef, RawObject, Timestamp};
+use crate::plugin::bindings::beehive::controller::types as wit;
+
+pub(crate) fn object(raw: &RawObject) -> wit::Object {
+    let meta = &raw.meta;
+    wit::Object {
+        id: meta.id,
+        group: meta.group_kind.group.clone(),
+        kind: meta.group_kind.kind.clone(),
+        name: meta.name.clone(),
+        spec: raw.spec.as_str().to_string(),
+        status: raw.status.as_ref().map(|s| s.as_str().to_string()),
+        generation: meta.generation,
+        observed_generation: meta.observed_generation,
+        observed_at_ms: meta.observed_at.map(Timestamp::as_millis),
+        resource_version: meta.resource_version,
+        deletion_requested_at_ms: meta.deletion_requested_at.map(Timestamp::as_millis),
+        finalizers: meta.finalizers.clone(),
+        conditions: meta.conditions.iter().map(condition).collect(),
+        created_at_ms: meta.created_at.as_millis(),
+        updated_at_ms: meta.updated_at.as_millis(),
+    }
+}
+
+pub(crate) fn condition(c: &Condition) -> wit::Condition {
+    wit::Condition {
+        type_: c.type_.clone(),
+        status: match c.status {
+            ConditionStatus::True => wit::ConditionStatus::IsTrue,
+            ConditionStatus::False => wit::ConditionStatus::IsFalse,
+            ConditionStatus::Unknown => wit::ConditionStatus::Unknown,
+        },
+        reason: c.reason.clone(),
+        message: c.message.clone(),
+        liveness: c.liveness,
+        unconfirmed: c.unconfirmed,
+        transitioned_at_ms: c.transitioned_at.as_millis(),
+        updated_at_ms: c.updated_at.as_millis(),
+    }
+}
+
+pub(crate) fn host_condition(c: wit::Condition) -> Condition {
+    let status = match c.status {
+        wit::ConditionStatus::IsTrue => ConditionStatus::True,
+        wit::ConditionStatus::IsFalse => ConditionStatus::False,
+        wit::ConditionStatus::Unknown => ConditionStatus::Unknown,
+    };
+    Condition::new(c.type_, status)
+        .reason(c.reason)
+        .message(c.message)
+        .liveness(c.liveness)
+}
+
+pub(crate) fn event_spec(e: wit::EventSpec) -> Result<EventSpec, Error> {
+    let detail = match e.detail {
+        Some(text) => Some(Json::parse(&text)?),
+        None => None,
+    };
+    Ok(EventSpec {
+        category: e.category,
+        type_: match e.event_type {
+            wit::EventType::Normal => EventType::Normal,
+            wit::EventType::Warning => EventType::Warning,
+        },
+        reason: e.reason,
+        message: e.message,
+        detail,
+    })
+}
+
+pub(crate) fn event(e: &crate::event::Event) -> wit::Event {
+    wit::Event {
+        id: e.id,
+        object_id: e.object_id,
+        category: e.category.clone(),
+        event_type: match e.type_ {
+            EventType::Normal => wit::EventType::Normal,
+            EventType::Warning => wit::EventType::Warning,
+        },
+        reason: e.reason.clone(),
+        message: e.message.clone(),
+        detail: e.detail.as_ref().map(|d| d.as_str().to_string()),
+        count: e.count,
+        first_at_ms: e.first_at.as_millis(),
+        last_at_ms: e.last_at.as_millis(),
+        resource_version: e.resource_version,
+    }
+}
+
+pub(crate) fn object_ref(r: &ObjectRef) -> wit::ObjectRef {
+    wit::ObjectRef {
+        id: r.id,
+        group: r.group_kind.group.clone(),
+        kind: r.group_kind.kind.clone(),
+    }
+}
+
+/// The contract's error for a host error: one variant per sentinel.
+pub(crate) fn error(e: Error) -> wit::Error {
+    use wit::Error as W;
+    let message = e.to_string();
+    match e {
+        Error::NotFound { .. } => W::NotFound(message),
+        Error::NameTaken { .. } => W::NameTaken(message),
+        Error::DeletionPending { .. } => W::DeletionPending(message),
+        Error::InvalidName => W::InvalidName,
+        Error::WrongKind { .. } => W::WrongKind(message),
+        Error::InvalidOption(_) => W::InvalidOption(message),
+        Error::InvalidDocument(_) => W::InvalidDocument(message),
+        Error::Decode { .. } => W::Decode(message),
+        Error::NotLoaded(_) => W::NotLoaded(message),
+        Error::DuplicateConditionType(_) => W::DuplicateConditionType(message),
+        Error::InvalidCondition(_) => W::InvalidCondition(message),
+        Error::ReconcileReturned => W::ReconcileReturned,
+        Error::NoController(_) => W::NoController(message),
+        Error::StoreInUse(_) => W::StoreInUse(message),
+        Error::DependencyCycle { cycle } => W::DependencyCycle(cycle),
+        Error::TransactionTimedOut => W::TransactionTimedOut,
+        Error::NoTransaction => W::NoTransaction,
+        _ => W::Other(message),
+    }
+}

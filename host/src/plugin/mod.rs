@@ -1,0 +1,518 @@
+//! Controllers as WebAssembly components.
+//!
+//! A plugin is a component built against the WIT contract in `wit/`. The
+//! [`PluginRuntime`] (one per host) compiles it; a [`Plugin`] is one loaded
+//! version, an implementation of the engine's [`Controller`]. Each pass runs
+//! in a fresh store with a memory cap and a CPU deadline, and no ambient
+//! authority: no files, sockets, environment or arguments. A trap, a
+//! deadline, an out-of-memory or a malformed result fails that pass only.
+
+mod bindings;
+mod convert;
+mod state;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, Store, StoreLimitsBuilder};
+use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+
+use crate::engine::{
+    Controller, ControllerClient, ControllerOptions, Host, ReconcileFuture, ReconcileResult,
+};
+use crate::object::{GroupKind, RawObject};
+use bindings::beehive::controller::types as wit;
+use state::{ControllerClientHandle, PluginState};
+
+/// How often the epoch advances while passes run: the deadline's grain.
+const TICK: Duration = Duration::from_millis(10);
+
+/// How much of a failed plugin's stderr a report carries.
+const STDERR_CAPACITY: usize = 4096;
+
+/// Why a plugin could not be loaded. Each names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PluginError {
+    /// The file could not be read.
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        /// The plugin file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a WebAssembly component.
+    #[error("{path}: not a WebAssembly component: {message}")]
+    NotAComponent {
+        /// The plugin file.
+        path: PathBuf,
+        /// What wasmtime said.
+        message: String,
+    },
+    /// The component does not satisfy the contract (missing or mistyped
+    /// exports or imports), or its `describe` failed.
+    #[error("{path}: does not satisfy the beehive:controller contract: {message}")]
+    Contract {
+        /// The plugin file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+    /// Another plugin already reconciles the kind.
+    #[error("{path}: {kind} is already reconciled by {other}")]
+    KindClaimed {
+        /// The plugin file.
+        path: PathBuf,
+        /// The kind.
+        kind: String,
+        /// The plugin that has it.
+        other: String,
+    },
+    /// The host refused the registration.
+    #[error("{path}: cannot register: {source}")]
+    Register {
+        /// The plugin file.
+        path: PathBuf,
+        /// The host's error.
+        #[source]
+        source: crate::Error,
+    },
+}
+
+/// Sandbox limits for plugin passes.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// CPU time one pass may spend in the plugin (default 10 s).
+    pub pass_deadline: Duration,
+    /// Linear memory one instance may grow to (default 64 MiB).
+    pub memory: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            pass_deadline: Duration::from_secs(10),
+            memory: 64 << 20,
+        }
+    }
+}
+
+/// Compiles and runs plugins: one wasmtime engine and linker per host.
+pub struct PluginRuntime {
+    engine: Engine,
+    linker: Linker<PluginState>,
+    ticker: Arc<Ticker>,
+    limits: Limits,
+}
+
+impl std::fmt::Debug for PluginRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginRuntime")
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl PluginRuntime {
+    /// A runtime whose passes get `limits` unless a plugin asks for its own
+    /// deadline.
+    ///
+    /// # Errors
+    /// [`crate::Error::Internal`] when wasmtime cannot be set up.
+    pub fn new(limits: Limits) -> crate::Result<Arc<PluginRuntime>> {
+        let internal = |e: wasmtime::Error| crate::Error::Internal(format!("wasmtime: {e}"));
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).map_err(internal)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(internal)?;
+        bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)
+            .map_err(internal)?;
+        let ticker = Ticker::start(engine.clone());
+        Ok(Arc::new(PluginRuntime {
+            engine,
+            linker,
+            ticker,
+            limits,
+        }))
+    }
+
+    /// Compiles the plugin in `path` and asks it what it reconciles.
+    ///
+    /// # Errors
+    /// A [`PluginError`] naming the file.
+    pub async fn load(self: &Arc<Self>, path: &Path) -> Result<Plugin, PluginError> {
+        let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let content_hash = hex(&Sha256::digest(&bytes));
+        let engine = self.engine.clone();
+        // Compiling is seconds of CPU for a large component: off the async workers.
+        let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
+            .await
+            .map_err(|e| PluginError::NotAComponent {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?
+            .map_err(|e| PluginError::NotAComponent {
+                path: path.to_path_buf(),
+                message: format!("{e:#}"),
+            })?;
+        let contract = |message: String| PluginError::Contract {
+            path: path.to_path_buf(),
+            message,
+        };
+        let instance_pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| contract(format!("{e:#}")))?;
+        let pre = bindings::PluginPre::new(instance_pre).map_err(|e| contract(format!("{e:#}")))?;
+        let name: Arc<str> = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+            .into();
+        let mut plugin = Plugin {
+            name,
+            path: path.to_path_buf(),
+            content_hash,
+            registration: empty_registration(),
+            pre,
+            runtime: self.clone(),
+        };
+        let mut store = plugin.store(None, String::new());
+        let instance = plugin
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| contract(format!("{e:#}")))?;
+        plugin.registration = instance
+            .beehive_controller_controller()
+            .call_describe(&mut store)
+            .await
+            .map_err(|e| contract(format!("describe failed: {e:#}")))?;
+        if plugin.registration.kind.is_empty() {
+            return Err(contract("describe named no kind".into()));
+        }
+        Ok(plugin)
+    }
+}
+
+/// One loaded version of a plugin.
+pub struct Plugin {
+    name: Arc<str>,
+    path: PathBuf,
+    content_hash: String,
+    registration: wit::Registration,
+    pre: bindings::PluginPre<PluginState>,
+    runtime: Arc<PluginRuntime>,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("path", &self.path)
+            .field("kind", &self.group_kind())
+            .field("content_hash", &self.content_hash)
+            .finish()
+    }
+}
+
+impl Plugin {
+    /// The kind it reconciles.
+    pub fn group_kind(&self) -> GroupKind {
+        GroupKind::new(
+            self.registration.group.clone(),
+            self.registration.kind.clone(),
+        )
+    }
+
+    /// The file it was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The SHA-256 of the file's bytes, in hex: which version this is.
+    pub fn content_hash(&self) -> &str {
+        &self.content_hash
+    }
+
+    /// How the plugin asked to be driven, as registration options.
+    pub fn controller_options(&self) -> ControllerOptions {
+        let r = &self.registration;
+        let ms = Duration::from_millis;
+        let mut options = ControllerOptions::new()
+            .finalizers(r.finalizers.clone())
+            .source(
+                self.path.display().to_string(),
+                Some(self.content_hash.clone()),
+            );
+        if let Some(n) = r.concurrency {
+            options = options.concurrency(n as usize);
+        }
+        if let Some(d) = r.owed_pass_interval_ms {
+            options = options.owed_pass_interval(ms(d));
+        }
+        if let Some(d) = r.full_pass_interval_ms {
+            options = options.full_pass_interval(ms(d));
+        }
+        if let Some(d) = r.individual_pass_interval_ms {
+            options = options.individual_pass_interval(ms(d));
+        }
+        if let Some(on) = r.startup_full_pass {
+            options = options.startup_full_pass(on);
+        }
+        if let Some(d) = r.max_retry_interval_ms {
+            options = options.max_retry_interval(ms(d));
+        }
+        options
+    }
+
+    fn deadline(&self) -> Duration {
+        self.registration
+            .pass_deadline_ms
+            .map(Duration::from_millis)
+            .unwrap_or(self.runtime.limits.pass_deadline)
+    }
+
+    /// A fresh sandbox: no preopened files, no sockets, no environment, no
+    /// arguments; stderr captured in memory; memory capped.
+    fn store(&self, pass: Option<ControllerClient>, object: String) -> Store<PluginState> {
+        let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
+        let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(self.runtime.limits.memory)
+            .trap_on_grow_failure(true)
+            .build();
+        let mut store = Store::new(
+            &self.runtime.engine,
+            PluginState {
+                wasi,
+                table: wasmtime::component::ResourceTable::new(),
+                limits,
+                stderr,
+                plugin: self.name.clone(),
+                pass,
+                object,
+            },
+        );
+        store.limiter(|state| &mut state.limits);
+        let ticks = (self.deadline().as_millis() / TICK.as_millis()).max(1) as u64;
+        store.set_epoch_deadline(ticks);
+        store.epoch_deadline_trap();
+        store
+    }
+
+    async fn run(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        let label = object.meta.label();
+        let mut store = self.store(Some(client.clone()), label.clone());
+        let _ticking = self.runtime.ticker.running();
+        let outcome = async {
+            let instance = self.pre.instantiate_async(&mut store).await?;
+            let handle = store
+                .data_mut()
+                .table
+                .push(ControllerClientHandle(client.clone()))?;
+            let borrowed = wasmtime::component::Resource::new_borrow(handle.rep());
+            let result = instance
+                .beehive_controller_controller()
+                .call_reconcile(&mut store, &convert::object(object), borrowed)
+                .await;
+            store.data_mut().table.delete(handle)?;
+            result
+        }
+        .await;
+        store.data_mut().pass = None;
+        match outcome {
+            Ok(result) => reconcile_result(result),
+            Err(error) => {
+                let stderr = String::from_utf8_lossy(&store.data().stderr.contents()).into_owned();
+                tracing::warn!(plugin = &*self.name, object = %label, %stderr, "plugin pass failed: {error:#}");
+                ReconcileResult::invalid(plugin_failure(&self.name, &error, &stderr))
+            }
+        }
+    }
+}
+
+/// A one-line account of why a plugin's pass failed.
+fn plugin_failure(name: &str, error: &wasmtime::Error, stderr: &str) -> String {
+    let why = match error.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => "exceeded its CPU deadline".to_string(),
+        Some(trap) => format!("trapped: {trap}"),
+        None => format!("{error:#}"),
+    };
+    let last_line = stderr.lines().rev().find(|l| !l.trim().is_empty());
+    match last_line {
+        Some(line) => format!("plugin {name} {why} (stderr: {line})"),
+        None => format!("plugin {name} {why}"),
+    }
+}
+
+fn reconcile_result(result: wit::ReconcileResult) -> ReconcileResult {
+    let base = match result.verdict {
+        wit::Verdict::Settled => ReconcileResult::settled(),
+        wit::Verdict::Unsettled => ReconcileResult::unsettled(),
+        wit::Verdict::Failed(message) => return ReconcileResult::fail(message),
+    };
+    match result.requeue_after_ms {
+        Some(ms) => base.requeue_after(Duration::from_millis(ms)),
+        None => base,
+    }
+}
+
+impl Controller for Plugin {
+    fn reconcile<'a>(
+        &'a self,
+        client: &'a ControllerClient,
+        object: &'a RawObject,
+    ) -> ReconcileFuture<'a> {
+        Box::pin(self.run(client, object))
+    }
+}
+
+fn empty_registration() -> wit::Registration {
+    wit::Registration {
+        group: String::new(),
+        kind: String::new(),
+        finalizers: Vec::new(),
+        concurrency: None,
+        owed_pass_interval_ms: None,
+        full_pass_interval_ms: None,
+        individual_pass_interval_ms: None,
+        startup_full_pass: None,
+        max_retry_interval_ms: None,
+        spec_schema_version: 0,
+        status_schema_version: 0,
+        pass_deadline_ms: None,
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What loading one file of a plugin directory came to.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The file.
+    pub path: PathBuf,
+    /// The kind it now serves and its content hash, or why it was not loaded.
+    pub outcome: Result<(GroupKind, String), PluginError>,
+}
+
+/// Loads every `*.wasm` in `dir` and registers each plugin's kind with
+/// `host`. A file that fails is reported and skipped; the others still load.
+///
+/// # Errors
+/// [`PluginError::Read`] when the directory itself cannot be read.
+pub async fn load_directory(
+    runtime: &Arc<PluginRuntime>,
+    host: &Host,
+    dir: &Path,
+) -> Result<Vec<Loaded>, PluginError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| PluginError::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|ext| ext == "wasm") && p.is_file())
+        .collect();
+    paths.sort();
+    let mut claimed: Vec<(GroupKind, PathBuf)> = Vec::new();
+    let mut loaded = Vec::new();
+    for path in paths {
+        let outcome = load_one(runtime, host, &path, &mut claimed).await;
+        loaded.push(Loaded { path, outcome });
+    }
+    Ok(loaded)
+}
+
+async fn load_one(
+    runtime: &Arc<PluginRuntime>,
+    host: &Host,
+    path: &Path,
+    claimed: &mut Vec<(GroupKind, PathBuf)>,
+) -> Result<(GroupKind, String), PluginError> {
+    let plugin = runtime.load(path).await?;
+    let group_kind = plugin.group_kind();
+    if let Some((_, other)) = claimed.iter().find(|(gk, _)| gk == &group_kind) {
+        return Err(PluginError::KindClaimed {
+            path: path.to_path_buf(),
+            kind: group_kind.to_string(),
+            other: other.display().to_string(),
+        });
+    }
+    let hash = plugin.content_hash().to_string();
+    let options = plugin.controller_options();
+    host.register_shared(group_kind.clone(), Arc::new(plugin), options)
+        .await
+        .map_err(|source| PluginError::Register {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    claimed.push((group_kind.clone(), path.to_path_buf()));
+    Ok((group_kind, hash))
+}
+
+/// Advances the engine's epoch while passes run, and sleeps otherwise.
+struct Ticker {
+    running: Mutex<usize>,
+    changed: Condvar,
+}
+
+impl Ticker {
+    fn start(engine: Engine) -> Arc<Ticker> {
+        let ticker = Arc::new(Ticker {
+            running: Mutex::new(0),
+            changed: Condvar::new(),
+        });
+        let weak = Arc::downgrade(&ticker);
+        std::thread::Builder::new()
+            .name("beehive-epoch".into())
+            .spawn(move || {
+                while let Some(ticker) = weak.upgrade() {
+                    {
+                        let mut running = ticker.running.lock().unwrap_or_else(|p| p.into_inner());
+                        while *running == 0 {
+                            let (guard, timeout) = ticker
+                                .changed
+                                .wait_timeout(running, Duration::from_secs(1))
+                                .unwrap_or_else(|p| p.into_inner());
+                            running = guard;
+                            if timeout.timed_out() && Arc::strong_count(&ticker) == 1 {
+                                return;
+                            }
+                        }
+                    }
+                    drop(ticker);
+                    std::thread::sleep(TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .ok();
+        ticker
+    }
+
+    /// Marks a pass as running until the guard drops.
+    fn running(self: &Arc<Self>) -> Running {
+        *self.running.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.changed.notify_one();
+        Running(self.clone())
+    }
+}
+
+struct Running(Arc<Ticker>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        *self.0.running.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+    }
+}

@@ -1,0 +1,529 @@
+//! What a plugin's store holds, and the host functions the plugin imports.
+
+use std::sync::Arc;
+
+use wasmtime::StoreLimits;
+use wasmtime::component::{Resource, ResourceTable};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::client::{CreateOptions, RawClient};
+use crate::engine::ControllerClient;
+use crate::event::EventFilter;
+use crate::json::Json;
+use crate::object::{GroupKind, Loads, ObjectId};
+use crate::plugin::bindings::beehive::controller::host::{self, Level};
+use crate::plugin::bindings::beehive::controller::types as wit;
+use crate::plugin::convert;
+
+/// The controller client lent to the plugin for one pass.
+pub struct ControllerClientHandle(pub(crate) ControllerClient);
+
+/// A kind client the plugin made; it acts inside whichever pass is running.
+pub struct KindClientHandle(pub(crate) GroupKind);
+
+/// The data of one plugin store.
+pub(crate) struct PluginState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limits: StoreLimits,
+    pub(crate) stderr: MemoryOutputPipe,
+    pub(crate) plugin: Arc<str>,
+    /// The pass running now, if any.
+    pub(crate) pass: Option<ControllerClient>,
+    pub(crate) object: String,
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+type HostResult<T> = wasmtime::Result<Result<T, wit::Error>>;
+
+fn reply<T>(result: crate::Result<T>) -> HostResult<T> {
+    Ok(result.map_err(convert::error))
+}
+
+impl PluginState {
+    fn pass_client(&self) -> Result<&ControllerClient, wit::Error> {
+        self.pass.as_ref().ok_or(wit::Error::ReconcileReturned)
+    }
+
+    fn controller(
+        &self,
+        handle: &Resource<ControllerClientHandle>,
+    ) -> wasmtime::Result<ControllerClient> {
+        Ok(self.table.get(handle)?.0.clone())
+    }
+
+    /// The kind client behind `handle`, joined to the current pass.
+    fn kind(
+        &self,
+        handle: &Resource<KindClientHandle>,
+    ) -> wasmtime::Result<Result<RawClient, wit::Error>> {
+        let group_kind = self.table.get(handle)?.0.clone();
+        Ok(self.pass_client().map(|pass| pass.kind_client(group_kind)))
+    }
+}
+
+fn spec(text: &str) -> Result<Json, wit::Error> {
+    Json::parse(text).map_err(convert::error)
+}
+
+fn options(options: wit::CreateOptions) -> CreateOptions {
+    let mut converted = CreateOptions::new().finalizers(options.finalizers);
+    if let Some(owner) = options.owner {
+        converted = converted.owner(owner);
+    }
+    converted
+}
+
+impl wit::Host for PluginState {}
+
+impl host::Host for PluginState {
+    async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        let (plugin, object) = (&*self.plugin, self.object.as_str());
+        match level {
+            Level::Trace => tracing::trace!(plugin, object, "{message}"),
+            Level::Debug => tracing::debug!(plugin, object, "{message}"),
+            Level::Info => tracing::info!(plugin, object, "{message}"),
+            Level::Warn => tracing::warn!(plugin, object, "{message}"),
+            Level::Error => tracing::error!(plugin, object, "{message}"),
+        }
+        Ok(())
+    }
+}
+
+/// Runs a kind-client call: the handle's client, joined to the pass, or
+/// `reconcile-returned` outside one.
+macro_rules! with_kind {
+    ($state:expr, $handle:expr, |$client:ident| $body:expr) => {{
+        match $state.kind(&$handle)? {
+            Ok($client) => $body,
+            Err(error) => Ok(Err(error)),
+        }
+    }};
+}
+
+impl host::HostKindClient for PluginState {
+    async fn new(
+        &mut self,
+        group: String,
+        kind: String,
+    ) -> wasmtime::Result<Resource<KindClientHandle>> {
+        Ok(self
+            .table
+            .push(KindClientHandle(GroupKind::new(group, kind)))?)
+    }
+
+    async fn create(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        name: String,
+        spec_text: String,
+        opts: wit::CreateOptions,
+    ) -> HostResult<wit::Object> {
+        with_kind!(self, handle, |client| {
+            let spec = match spec(&spec_text) {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(e)),
+            };
+            reply(
+                client
+                    .create(&name, spec, options(opts))
+                    .await
+                    .map(|o| convert::object(&o)),
+            )
+        })
+    }
+
+    async fn get_or_create(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        name: String,
+        spec_text: String,
+        opts: wit::CreateOptions,
+    ) -> HostResult<(wit::Object, bool)> {
+        with_kind!(self, handle, |client| {
+            let spec = match spec(&spec_text) {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(e)),
+            };
+            reply(
+                client
+                    .get_or_create(&name, spec, options(opts))
+                    .await
+                    .map(|(o, c)| (convert::object(&o), c)),
+            )
+        })
+    }
+
+    async fn create_or_update(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        name: String,
+        spec_text: String,
+        opts: wit::CreateOptions,
+    ) -> HostResult<(wit::Object, bool)> {
+        with_kind!(self, handle, |client| {
+            let spec = match spec(&spec_text) {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(e)),
+            };
+            reply(
+                client
+                    .create_or_update(&name, spec, options(opts))
+                    .await
+                    .map(|(o, c)| (convert::object(&o), c)),
+            )
+        })
+    }
+
+    async fn get(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+    ) -> HostResult<wit::Object> {
+        with_kind!(self, handle, |client| reply(
+            client.get(id, Loads::none()).map(|o| convert::object(&o))
+        ))
+    }
+
+    async fn get_by_name(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        name: String,
+    ) -> HostResult<wit::Object> {
+        with_kind!(self, handle, |client| reply(
+            client
+                .get_by_name(&name, Loads::none())
+                .map(|o| convert::object(&o))
+        ))
+    }
+
+    async fn list(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        after: Option<ObjectId>,
+        limit: u32,
+    ) -> HostResult<wit::Page> {
+        with_kind!(self, handle, |client| {
+            reply(
+                client
+                    .list_page(after, limit as usize)
+                    .map(|(objects, next)| wit::Page {
+                        objects: objects.iter().map(convert::object).collect(),
+                        next,
+                    }),
+            )
+        })
+    }
+
+    async fn update(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+        spec_text: String,
+    ) -> HostResult<wit::Object> {
+        with_kind!(self, handle, |client| {
+            let spec = match spec(&spec_text) {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(e)),
+            };
+            reply(client.update(id, spec).await.map(|o| convert::object(&o)))
+        })
+    }
+
+    async fn update_by_name(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        name: String,
+        spec_text: String,
+    ) -> HostResult<wit::Object> {
+        with_kind!(self, handle, |client| {
+            let spec = match spec(&spec_text) {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(e)),
+            };
+            reply(
+                client
+                    .update_by_name(&name, spec)
+                    .await
+                    .map(|o| convert::object(&o)),
+            )
+        })
+    }
+
+    async fn delete(&mut self, handle: Resource<KindClientHandle>, id: ObjectId) -> HostResult<()> {
+        with_kind!(self, handle, |client| reply(client.delete(id).await))
+    }
+
+    async fn delete_by_name(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        name: String,
+    ) -> HostResult<()> {
+        with_kind!(self, handle, |client| reply(
+            client.delete_by_name(&name).await
+        ))
+    }
+
+    async fn get_owner(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+    ) -> HostResult<Option<wit::ObjectRef>> {
+        with_kind!(self, handle, |client| reply(
+            client
+                .get_owner(id)
+                .map(|r| r.as_ref().map(convert::object_ref))
+        ))
+    }
+
+    async fn list_dependencies(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+    ) -> HostResult<Vec<wit::ObjectRef>> {
+        with_kind!(self, handle, |client| reply(
+            client
+                .list_dependencies(id)
+                .map(|r| r.iter().map(convert::object_ref).collect())
+        ))
+    }
+
+    async fn list_dependents(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+    ) -> HostResult<Vec<wit::ObjectRef>> {
+        with_kind!(self, handle, |client| reply(
+            client
+                .list_dependents(id)
+                .map(|r| r.iter().map(convert::object_ref).collect())
+        ))
+    }
+
+    async fn list_owned(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+    ) -> HostResult<Vec<wit::ObjectRef>> {
+        with_kind!(self, handle, |client| reply(
+            client
+                .list_owned(id)
+                .map(|r| r.iter().map(convert::object_ref).collect())
+        ))
+    }
+
+    async fn list_owned_objects(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        owner: ObjectId,
+    ) -> HostResult<Vec<wit::Object>> {
+        with_kind!(self, handle, |client| reply(
+            client
+                .list_owned_objects(owner, Loads::none())
+                .map(|o| o.iter().map(convert::object).collect())
+        ))
+    }
+
+    async fn list_events(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+        category: Option<String>,
+        limit: Option<u32>,
+    ) -> HostResult<Vec<wit::Event>> {
+        with_kind!(self, handle, |client| {
+            let mut filter = EventFilter::all();
+            if let Some(category) = category {
+                filter = filter.category(category);
+            }
+            if let Some(limit) = limit {
+                filter = filter.limit(limit as usize);
+            }
+            reply(
+                client
+                    .list_events(id, &filter)
+                    .map(|e| e.iter().map(convert::event).collect()),
+            )
+        })
+    }
+
+    async fn drop(&mut self, handle: Resource<KindClientHandle>) -> wasmtime::Result<()> {
+        self.table.delete(handle)?;
+        Ok(())
+    }
+}
+
+impl host::HostControllerClient for PluginState {
+    async fn update_status(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+        status: String,
+    ) -> HostResult<()> {
+        let client = self.controller(&handle)?;
+        let status = match spec(&status) {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        reply(client.update_status_json(status).await)
+    }
+
+    async fn set_condition(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+        condition: wit::Condition,
+    ) -> HostResult<()> {
+        let client = self.controller(&handle)?;
+        reply(
+            client
+                .set_condition(convert::host_condition(condition))
+                .await,
+        )
+    }
+
+    async fn set_conditions(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+        conditions: Vec<wit::Condition>,
+    ) -> HostResult<()> {
+        let client = self.controller(&handle)?;
+        reply(
+            client
+                .set_conditions(
+                    conditions
+                        .into_iter()
+                        .map(convert::host_condition)
+                        .collect(),
+                )
+                .await,
+        )
+    }
+
+    async fn delete_condition(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+        type_: String,
+    ) -> HostResult<()> {
+        let client = self.controller(&handle)?;
+        reply(client.delete_condition(&type_).await)
+    }
+
+    async fn add_event(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+        event: wit::EventSpec,
+    ) -> HostResult<()> {
+        let client = self.controller(&handle)?;
+        let event = match convert::event_spec(event) {
+            Ok(e) => e,
+            Err(e) => return Ok(Err(convert::error(e))),
+        };
+        reply(client.add_event(event).await)
+    }
+
+    async fn delete_finalizer(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+        finalizer: String,
+    ) -> HostResult<()> {
+        let client = self.controller(&handle)?;
+        reply(client.delete_finalizer(&finalizer).await)
+    }
+
+    async fn add_dependency(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+        target: ObjectId,
+    ) -> HostResult<()> {
+        let client = self.controller(&handle)?;
+        reply(client.add_dependency(target).await)
+    }
+
+    async fn delete_dependency(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+        target: ObjectId,
+    ) -> HostResult<()> {
+        let client = self.controller(&handle)?;
+        reply(client.delete_dependency(target).await)
+    }
+
+    async fn has_incoming_edges(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+    ) -> HostResult<bool> {
+        reply(self.controller(&handle)?.has_incoming_edges())
+    }
+
+    async fn get_owner(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+    ) -> HostResult<Option<wit::ObjectRef>> {
+        reply(
+            self.controller(&handle)?
+                .get_owner()
+                .map(|r| r.as_ref().map(convert::object_ref)),
+        )
+    }
+
+    async fn list_dependencies(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+    ) -> HostResult<Vec<wit::ObjectRef>> {
+        reply(
+            self.controller(&handle)?
+                .list_dependencies()
+                .map(|r| r.iter().map(convert::object_ref).collect()),
+        )
+    }
+
+    async fn list_dependents(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+    ) -> HostResult<Vec<wit::ObjectRef>> {
+        reply(
+            self.controller(&handle)?
+                .list_dependents()
+                .map(|r| r.iter().map(convert::object_ref).collect()),
+        )
+    }
+
+    async fn list_owned(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+    ) -> HostResult<Vec<wit::ObjectRef>> {
+        reply(
+            self.controller(&handle)?
+                .list_owned()
+                .map(|r| r.iter().map(convert::object_ref).collect()),
+        )
+    }
+
+    async fn begin(&mut self, handle: Resource<ControllerClientHandle>) -> HostResult<()> {
+        let client = self.controller(&handle)?;
+        reply(client.begin().await)
+    }
+
+    async fn commit(&mut self, handle: Resource<ControllerClientHandle>) -> HostResult<()> {
+        let client = self.controller(&handle)?;
+        reply(client.commit().await)
+    }
+
+    async fn rollback(&mut self, handle: Resource<ControllerClientHandle>) -> HostResult<()> {
+        let client = self.controller(&handle)?;
+        reply(client.rollback().await)
+    }
+
+    async fn drop(&mut self, handle: Resource<ControllerClientHandle>) -> wasmtime::Result<()> {
+        self.table.delete(handle)?;
+        Ok(())
+    }
+}

@@ -74,3 +74,91 @@ async fn the_greeting_plugin_converges_its_objects() {
     assert_eq!(ada.status.unwrap().to_value()["message"], "Hello, ada!");
     running.stop(Duration::from_secs(10)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_misbehaving_plugin_fails_only_its_own_passes() {
+    let plugins = tempfile::tempdir().unwrap();
+    for name in ["greeting", "misbehave"] {
+        std::fs::copy(
+            plugin_wasm(name),
+            plugins.path().join(format!("{name}.wasm")),
+        )
+        .unwrap();
+    }
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let runtime = PluginRuntime::new(Limits::default()).unwrap();
+    for loaded in load_directory(&runtime, &host, plugins.path())
+        .await
+        .unwrap()
+    {
+        loaded.outcome.unwrap();
+    }
+    let running = host.start().await.unwrap();
+
+    let misbehave = host.client(GroupKind::new("test.dev", "Misbehave"));
+    let acts = [
+        ("loop", "exceeded its CPU deadline"),
+        ("allocate", "plugin misbehave.wasm"),
+        ("panic", "misbehave was asked to panic"),
+        ("bad-result", "malformed result"),
+        ("open-transaction", "transaction open"),
+        ("read-file", "no file access"),
+    ];
+    for (act, _) in acts {
+        let spec = Json::parse(&format!(r#"{{"act":"{act}"}}"#)).unwrap();
+        misbehave
+            .create(act, spec, CreateOptions::new())
+            .await
+            .unwrap();
+    }
+    misbehave
+        .create(
+            "calm",
+            Json::parse(r#"{"act":"behave"}"#).unwrap(),
+            CreateOptions::new(),
+        )
+        .await
+        .unwrap();
+    let greetings = host.client(GroupKind::new("example.dev", "Greeting"));
+    greetings
+        .create(
+            "ada",
+            Json::parse(r#"{"name":"Ada"}"#).unwrap(),
+            CreateOptions::new(),
+        )
+        .await
+        .unwrap();
+
+    let failure = |name: &str| {
+        let object = misbehave.get_by_name(name, Loads::none()).unwrap();
+        misbehave
+            .get_latest_event(object.meta.id, "reconcile")
+            .unwrap()
+            .map(|e| e.message)
+    };
+    wait_until("every misbehaviour is reported", || {
+        acts.iter().all(|(act, _)| failure(act).is_some())
+    })
+    .await;
+    for (act, expected) in acts {
+        let message = failure(act).unwrap();
+        assert!(message.contains(expected), "{act}: {message}");
+        let object = misbehave.get_by_name(act, Loads::none()).unwrap();
+        assert!(!object.meta.is_observed(), "{act} settled nothing");
+    }
+    wait_until("the well-behaved objects converge", || {
+        greetings
+            .get_by_name("ada", Loads::none())
+            .unwrap()
+            .meta
+            .is_observed()
+            && misbehave
+                .get_by_name("calm", Loads::none())
+                .unwrap()
+                .meta
+                .is_observed()
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}

@@ -331,7 +331,7 @@ impl Plugin {
         .await;
         store.data_mut().pass = None;
         match outcome {
-            Ok(result) => reconcile_result(result),
+            Ok(result) => reconcile_result(&self.name, result),
             Err(error) => {
                 let stderr = String::from_utf8_lossy(&store.data().stderr.contents()).into_owned();
                 tracing::warn!(plugin = &*self.name, object = %label, %stderr, "plugin pass failed: {error:#}");
@@ -348,21 +348,44 @@ fn plugin_failure(name: &str, error: &wasmtime::Error, stderr: &str) -> String {
         Some(trap) => format!("trapped: {trap}"),
         None => format!("{error:#}"),
     };
-    let last_line = stderr.lines().rev().find(|l| !l.trim().is_empty());
-    match last_line {
-        Some(line) => format!("plugin {name} {why} (stderr: {line})"),
-        None => format!("plugin {name} {why}"),
+    let said = stderr_summary(stderr);
+    if said.is_empty() {
+        format!("plugin {name} {why}")
+    } else {
+        format!("plugin {name} {why} (stderr: {said})")
     }
 }
 
-fn reconcile_result(result: wit::ReconcileResult) -> ReconcileResult {
+/// The gist of a plugin's stderr on one line: its lines joined, without
+/// Rust's backtrace hint, cut to the last few hundred characters.
+fn stderr_summary(stderr: &str) -> String {
+    const KEEP: usize = 300;
+    let joined = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("note: run with"))
+        .collect::<Vec<_>>()
+        .join(" | ");
+    match joined.char_indices().rev().nth(KEEP) {
+        Some((cut, _)) => format!("…{}", &joined[cut..]),
+        None => joined,
+    }
+}
+
+/// The longest requeue delay a plugin may ask for; more is a malformed result.
+const MAX_REQUEUE: Duration = Duration::from_secs(366 * 24 * 60 * 60);
+
+fn reconcile_result(name: &str, result: wit::ReconcileResult) -> ReconcileResult {
     let base = match result.verdict {
         wit::Verdict::Settled => ReconcileResult::settled(),
         wit::Verdict::Unsettled => ReconcileResult::unsettled(),
         wit::Verdict::Failed(message) => return ReconcileResult::fail(message),
     };
-    match result.requeue_after_ms {
-        Some(ms) => base.requeue_after(Duration::from_millis(ms)),
+    match result.requeue_after_ms.map(Duration::from_millis) {
+        Some(delay) if delay > MAX_REQUEUE => ReconcileResult::invalid(format!(
+            "plugin {name} returned a malformed result: a requeue delay of {delay:?}"
+        )),
+        Some(delay) => base.requeue_after(delay),
         None => base,
     }
 }

@@ -1,0 +1,80 @@
+//! A plugin that misbehaves on purpose, as its spec's `act` says, so tests can
+//! show that the host contains it: `loop` spins forever, `allocate` grows
+//! memory without bound, `panic` panics, `bad-result` asks to be requeued in
+//! half a billion years, `open-transaction` returns with a transaction open,
+//! `read-file` tries to read the host's files. Anything else behaves.
+
+use std::time::Duration;
+
+use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+use serde::{Deserialize, Serialize};
+
+/// What to do.
+#[derive(Debug, Deserialize)]
+pub struct Spec {
+    /// The misbehaviour.
+    pub act: String,
+}
+
+/// What a well-behaved pass reports.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Status {
+    /// What happened.
+    pub outcome: String,
+}
+
+/// The controller.
+#[derive(Default)]
+pub struct Misbehave;
+
+impl Controller for Misbehave {
+    type Spec = Spec;
+    type Status = Status;
+
+    fn registration() -> Registration {
+        // A short deadline, so the endless loop is cut quickly.
+        Registration::new("test.dev", "Misbehave").pass_deadline(Duration::from_millis(300))
+    }
+
+    fn reconcile(
+        &self,
+        client: &Client<'_, Status>,
+        object: &Object<Spec, Status>,
+    ) -> ReconcileResult {
+        let outcome = match object.spec.act.as_str() {
+            "loop" => {
+                let mut n: u64 = 0;
+                loop {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
+            "allocate" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "panic" => panic!("misbehave was asked to panic"),
+            "bad-result" => {
+                return ReconcileResult::settled()
+                    .requeue_after(Duration::from_secs(u64::MAX / 1000 - 1));
+            }
+            "open-transaction" => {
+                let _ = client.raw().begin();
+                return ReconcileResult::settled();
+            }
+            "read-file" => match std::fs::read_to_string("/etc/hostname") {
+                Ok(text) => format!("read the host's file: {text}"),
+                Err(error) => return ReconcileResult::fail(format!("no file access: {error}")),
+            },
+            other => format!("behaved ({other})"),
+        };
+        match client.update_status(&Status { outcome }) {
+            Ok(()) => ReconcileResult::settled(),
+            Err(error) => ReconcileResult::fail(error),
+        }
+    }
+}
+
+beehive_guest::export!(Misbehave);

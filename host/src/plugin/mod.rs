@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, Store, StoreLimitsBuilder};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder,
+};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
@@ -31,8 +33,12 @@ use state::{ControllerClientHandle, PluginState};
 /// How often the epoch advances while passes run: the deadline's grain.
 const TICK: Duration = Duration::from_millis(10);
 
-/// How much of a failed plugin's stderr a report carries.
-const STDERR_CAPACITY: usize = 4096;
+/// Component instances the pool has room for, across every plugin.
+const POOL_INSTANCES: u32 = 128;
+
+/// How much stderr an instance may collect. An instance that has used half
+/// is retired, so a plugin's writes to stderr never fail for lack of room.
+const STDERR_CAPACITY: usize = 64 * 1024;
 
 /// Why a plugin could not be loaded. Each names the file.
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +135,17 @@ impl PluginRuntime {
         let internal = |e: wasmtime::Error| crate::Error::Internal(format!("wasmtime: {e}"));
         let mut config = Config::new();
         config.epoch_interruption(true);
+        // Pooling keeps instance memories and async stacks between passes
+        // instead of mapping fresh ones for each. Slots bound how many
+        // instances exist at once; the idle pool holds at most one per worker.
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(POOL_INSTANCES)
+            .total_core_instances(POOL_INSTANCES * 8)
+            .total_memories(POOL_INSTANCES * 2)
+            .total_tables(POOL_INSTANCES * 2)
+            .total_stacks(POOL_INSTANCES)
+            .max_memory_size(limits.memory);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config).map_err(internal)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(internal)?;
@@ -186,6 +203,7 @@ impl PluginRuntime {
             registration: empty_registration(),
             pre,
             runtime: self.clone(),
+            idle: Mutex::new(Vec::new()),
         };
         let mut store = plugin.store(None, String::new());
         let instance = plugin
@@ -213,6 +231,16 @@ pub struct Plugin {
     registration: wit::Registration,
     pre: bindings::PluginPre<PluginState>,
     runtime: Arc<PluginRuntime>,
+    /// Instances between passes, reused so a pass pays no instantiation and
+    /// a plugin's globals (a kind client it keeps) live on. There are never
+    /// more than the kind's workers; a trapped instance is never put back.
+    idle: Mutex<Vec<Warm>>,
+}
+
+/// A live instance and its store.
+struct Warm {
+    store: Store<PluginState>,
+    instance: bindings::Plugin,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -304,40 +332,72 @@ impl Plugin {
             },
         );
         store.limiter(|state| &mut state.limits);
-        let ticks = (self.deadline().as_millis() / TICK.as_millis()).max(1) as u64;
-        store.set_epoch_deadline(ticks);
+        store.set_epoch_deadline(self.deadline_ticks());
         store.epoch_deadline_trap();
         store
     }
 
+    /// An idle instance, or a new one.
+    async fn warm(&self) -> wasmtime::Result<Warm> {
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        if let Some(warm) = idle {
+            return Ok(warm);
+        }
+        let mut store = self.store(None, String::new());
+        let instance = self.pre.instantiate_async(&mut store).await?;
+        Ok(Warm { store, instance })
+    }
+
     async fn run(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
         let label = object.meta.label();
-        let mut store = self.store(Some(client.clone()), label.clone());
         let _ticking = self.runtime.ticker.running();
+        let mut warm = match self.warm().await {
+            Ok(warm) => warm,
+            Err(error) => {
+                return ReconcileResult::invalid(plugin_failure(&self.name, &error, ""));
+            }
+        };
+        let stderr_before = warm.store.data().stderr.contents().len();
+        let state = warm.store.data_mut();
+        state.pass = Some(client.clone());
+        state.object = label.clone();
+        warm.store.set_epoch_deadline(self.deadline_ticks());
         let outcome = async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
-            let handle = store
+            let handle = warm
+                .store
                 .data_mut()
                 .table
                 .push(ControllerClientHandle(client.clone()))?;
             let borrowed = wasmtime::component::Resource::new_borrow(handle.rep());
-            let result = instance
+            let result = warm
+                .instance
                 .beehive_controller_controller()
-                .call_reconcile(&mut store, &convert::object(object), borrowed)
-                .await;
-            store.data_mut().table.delete(handle)?;
-            result
+                .call_reconcile(&mut warm.store, &convert::object(object), borrowed)
+                .await?;
+            warm.store.data_mut().table.delete(handle)?;
+            wasmtime::Result::Ok(result)
         }
         .await;
-        store.data_mut().pass = None;
+        warm.store.data_mut().pass = None;
         match outcome {
-            Ok(result) => reconcile_result(&self.name, result),
+            Ok(result) => {
+                if warm.store.data().stderr.contents().len() < STDERR_CAPACITY / 2 {
+                    self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(warm);
+                }
+                reconcile_result(&self.name, result)
+            }
             Err(error) => {
-                let stderr = String::from_utf8_lossy(&store.data().stderr.contents()).into_owned();
+                // A trapped instance cannot be entered again: it is dropped.
+                let contents = warm.store.data().stderr.contents();
+                let stderr = String::from_utf8_lossy(&contents[stderr_before..]).into_owned();
                 tracing::warn!(plugin = &*self.name, object = %label, %stderr, "plugin pass failed: {error:#}");
                 ReconcileResult::invalid(plugin_failure(&self.name, &error, &stderr))
             }
         }
+    }
+
+    fn deadline_ticks(&self) -> u64 {
+        (self.deadline().as_millis() / TICK.as_millis()).max(1) as u64
     }
 }
 

@@ -36,7 +36,11 @@ struct Status {
 struct NativeGreeter;
 
 impl Reconciler<Spec, Status> for NativeGreeter {
-    async fn reconcile(&self, client: &ControllerClient, object: &Object<Spec, Status>) -> ReconcileResult {
+    async fn reconcile(
+        &self,
+        client: &ControllerClient,
+        object: &Object<Spec, Status>,
+    ) -> ReconcileResult {
         let message = format!("Hello, {}!", object.spec.name);
         match client.update_status(&Status { message }).await {
             Ok(()) => ReconcileResult::settled(),
@@ -77,7 +81,10 @@ async fn converge(store: Store, host: Host) -> f64 {
             tokio::spawn(async move {
                 for i in (writer..OBJECTS).step_by(WRITERS) {
                     let spec = Json::parse(&format!(r#"{{"name":"n{i}"}}"#)).expect("spec");
-                    client.create(&format!("g{i}"), spec, CreateOptions::new()).await.expect("create");
+                    client
+                        .create(&format!("g{i}"), spec, CreateOptions::new())
+                        .await
+                        .expect("create");
                 }
             })
         })
@@ -97,7 +104,10 @@ async fn wasm() -> f64 {
     let store = Store::temporary().expect("store");
     let host = Host::new(&store, HostOptions::new()).expect("host");
     let runtime = PluginRuntime::new(Limits::default()).expect("runtime");
-    for loaded in load_directory(&runtime, &host, dir.path()).await.expect("load") {
+    for loaded in load_directory(&runtime, &host, dir.path())
+        .await
+        .expect("load")
+    {
         loaded.outcome.expect("plugin");
     }
     converge(store, host).await
@@ -121,13 +131,22 @@ async fn cold_start() -> f64 {
     let store = Store::temporary().expect("store");
     let typed: Client<Spec, Status> = Client::new(&store, greeting());
     let created = typed
-        .create("first", &Spec { name: "first".into() }, CreateOptions::new())
+        .create(
+            "first",
+            &Spec {
+                name: "first".into(),
+            },
+            CreateOptions::new(),
+        )
         .await
         .expect("create");
     let start = Instant::now();
     let host = Host::new(&store, HostOptions::new()).expect("host");
     let runtime = PluginRuntime::new(Limits::default()).expect("runtime");
-    for loaded in load_directory(&runtime, &host, dir.path()).await.expect("load") {
+    for loaded in load_directory(&runtime, &host, dir.path())
+        .await
+        .expect("load")
+    {
         loaded.outcome.expect("plugin");
     }
     let running = host.start().await.expect("start");
@@ -149,8 +168,14 @@ fn main() {
         .build()
         .expect("runtime");
     runtime.block_on(async {
-        println!("figure plugin.converge_10k_wasm_per_s {:.1} obj/s", wasm().await);
-        println!("figure plugin.converge_10k_native_per_s {:.1} obj/s", native().await);
+        println!(
+            "figure plugin.converge_10k_wasm_per_s {:.1} obj/s",
+            wasm().await
+        );
+        println!(
+            "figure plugin.converge_10k_native_per_s {:.1} obj/s",
+            native().await
+        );
         println!("figure plugin.cold_start_ms {:.1} ms", cold_start().await);
     });
 }

@@ -382,7 +382,10 @@ impl Plugin {
         match outcome {
             Ok(result) => {
                 if warm.store.data().stderr.contents().len() < STDERR_CAPACITY / 2 {
-                    self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(warm);
+                    self.idle
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(warm);
                 }
                 reconcile_result(&self.name, result)
             }

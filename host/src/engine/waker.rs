@@ -11,7 +11,7 @@
 //! whose targets moved past the watermark its last successful pass recorded.
 //! It recovers any lost wake, whatever lost it.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -80,10 +80,12 @@ fn drain(
         let Some(&(last, _)) = entries.last() else {
             return Ok(());
         };
-        let moved: Vec<ObjectId> = entries
+        // Each object's latest position in the page: a dependent that has
+        // seen it has seen the earlier ones too.
+        let moved: Vec<(ObjectId, i64)> = entries
             .iter()
-            .map(|&(_, id)| id)
-            .collect::<BTreeSet<_>>()
+            .map(|&(position, id)| (id, position))
+            .collect::<BTreeMap<_, _>>()
             .into_iter()
             .collect();
         let dependents = store.read(|conn| dependencies::dependents_of(conn, &moved))?;

@@ -171,19 +171,27 @@ pub(crate) fn log_above(
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// The dependents (other than themselves) of any of `targets`, with kinds.
+/// The dependents (other than themselves) of the `moved` targets that have
+/// not yet seen the move: each `(target, position)` pair wakes the dependents
+/// whose watermark is below `position` (or that have none). A dependent whose
+/// last pass loaded after the write has nothing to catch up on.
 pub(crate) fn dependents_of(
     conn: &Connection,
-    targets: &[ObjectId],
+    moved: &[(ObjectId, i64)],
 ) -> Result<Vec<(ObjectId, GroupKind)>> {
-    let ids = serde_json::to_string(targets)
+    let pairs = serde_json::to_string(moved)
         .map_err(|e| Error::Internal(format!("ids do not serialise: {e}")))?;
     let mut stmt = conn.prepare_cached(
-        "SELECT DISTINCT e.from_id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.from_id \
-         WHERE e.to_id IN (SELECT value FROM json_each(?1)) \
-           AND e.relation = 'depends_on' AND e.from_id <> e.to_id",
+        "WITH moved(id, position) AS ( \
+             SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?1)) \
+         SELECT DISTINCT e.from_id, o.grp, o.kind \
+         FROM moved m \
+         JOIN edges e ON e.to_id = m.id AND e.relation = 'depends_on' AND e.from_id <> e.to_id \
+         JOIN objects o ON o.id = e.from_id \
+         LEFT JOIN dependency_watermarks w ON w.object_id = e.from_id \
+         WHERE w.resource_version IS NULL OR w.resource_version < m.position",
     )?;
-    let rows = stmt.query_map([ids], |row| {
+    let rows = stmt.query_map([pairs], |row| {
         Ok((
             row.get(0)?,
             GroupKind::new(row.get::<_, String>(1)?, row.get::<_, String>(2)?),

@@ -404,6 +404,7 @@ impl ControllerClient {
     /// [`Error::DependencyCycle`] when the edge would close a cycle: nothing is
     /// written, and a Warning event naming the cycle is recorded on this object.
     pub async fn add_dependency(&self, target: ObjectId) -> Result<()> {
+        self.live()?.store.note_dependency_edge();
         let added = self
             .write(move |tx, gk, id| dependencies::add_dependency(tx, gk, id, target))
             .await;

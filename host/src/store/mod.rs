@@ -52,6 +52,10 @@ struct Inner {
     /// Kinds with a controller registered in this process: only they may
     /// create objects with finalizers, since only a controller clears one.
     controllers: std::sync::RwLock<std::collections::HashSet<GroupKind>>,
+    /// Whether any `depends_on` edge may exist: false only while none has
+    /// ever been created in this file, which lets the dependency waker skip
+    /// the log. Set (conservatively, before commit) by every edge creation.
+    dependency_edges: std::sync::atomic::AtomicBool,
     session: i64,
     // Held so a temporary store's directory lives exactly as long as the store.
     _temp_dir: Option<tempfile::TempDir>,
@@ -99,6 +103,11 @@ impl Store {
         conn.pragma_update(None, "wal_autocheckpoint", 8000)?;
         schema::migrate(&mut conn)?;
         let sequences = Sequences::load(&conn)?;
+        let dependency_edges: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM edges WHERE relation = 'depends_on')",
+            [],
+            |row| row.get(0),
+        )?;
         let session = new_session_id();
         let writer = Arc::new(Writer::new(WriterConn {
             conn,
@@ -112,6 +121,7 @@ impl Store {
                 writer,
                 readers: Mutex::new(Vec::new()),
                 controllers: Default::default(),
+                dependency_edges: std::sync::atomic::AtomicBool::new(dependency_edges),
                 session,
                 _temp_dir: temp_dir,
             }),
@@ -155,6 +165,20 @@ impl Store {
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .contains(gk)
+    }
+
+    /// Whether any dependency edge may exist in this store.
+    pub(crate) fn may_have_dependency_edges(&self) -> bool {
+        self.inner
+            .dependency_edges
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Notes that a dependency edge is being created.
+    pub(crate) fn note_dependency_edge(&self) {
+        self.inner
+            .dependency_edges
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Every kind registration recorded in the database, by any process.

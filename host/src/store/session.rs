@@ -199,7 +199,10 @@ impl Session {
                 inner.sequences.resource_version > writer_conn.sequences.resource_version;
             let committed = commit_on(&writer_conn.conn, &inner);
             match &committed {
-                Ok(()) => writer_conn.sequences = inner.sequences,
+                Ok(()) => {
+                    writer_conn.sequences = inner.sequences;
+                    self.writer.committed(inner.sequences);
+                }
                 Err(_) => {
                     let _ = writer_conn.conn.execute_batch("ROLLBACK");
                 }

@@ -396,6 +396,8 @@ pub(crate) struct Writer {
     queue: Mutex<Queue>,
     pub(super) conn: Mutex<WriterConn>,
     pub(super) listener: RwLock<Option<CommitListener>>,
+    /// The last committed `resource_version`, readable without the lock.
+    committed_version: std::sync::atomic::AtomicI64,
 }
 
 /// Locks a mutex, shrugging off poisoning: every critical section here leaves
@@ -413,6 +415,7 @@ impl Writer {
                 jobs: VecDeque::new(),
                 leader_active: false,
             }),
+            committed_version: std::sync::atomic::AtomicI64::new(conn.sequences.resource_version),
             conn: Mutex::new(conn),
             listener: RwLock::new(None),
         }
@@ -427,8 +430,20 @@ impl Writer {
     }
 
     /// The last `resource_version` this writer committed.
+    ///
+    /// Lock-free: passes sample it with every load, and the connection's lock
+    /// is held for whole batches.
     pub(crate) fn resource_version(&self) -> i64 {
-        lock(&self.conn).sequences.resource_version
+        self.committed_version
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Publishes what a commit made the sequences.
+    pub(super) fn committed(&self, sequences: Sequences) {
+        self.committed_version.store(
+            sequences.resource_version,
+            std::sync::atomic::Ordering::SeqCst,
+        );
     }
 
     /// How many jobs wait for a leader.
@@ -635,7 +650,10 @@ impl Writer {
         let log_grew = tx.sequences.resource_version > writer.sequences.resource_version;
         let (sequences, mut hooks, pushes) = (tx.sequences, tx.hooks, tx.pushes);
         match &committed {
-            Ok(()) => writer.sequences = sequences,
+            Ok(()) => {
+                writer.sequences = sequences;
+                self.committed(sequences);
+            }
             Err(_) => {
                 // The transaction may already be gone; a failed ROLLBACK changes nothing.
                 let _ = writer.conn.execute_batch("ROLLBACK");

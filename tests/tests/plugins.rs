@@ -162,3 +162,39 @@ async fn a_misbehaving_plugin_fails_only_its_own_passes() {
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_with_unchanged_plugins_compiles_nothing() {
+    let plugins = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        plugin_wasm("greeting"),
+        plugins.path().join("greeting.wasm"),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let load = || async {
+        let store = Store::temporary().unwrap();
+        let host = Host::new(&store, HostOptions::new()).unwrap();
+        let runtime = PluginRuntime::with_cache(Limits::default(), cache.path()).unwrap();
+        for loaded in load_directory(&runtime, &host, plugins.path())
+            .await
+            .unwrap()
+        {
+            loaded.outcome.unwrap();
+        }
+        runtime.compiled_count()
+    };
+    assert_eq!(load().await, 1, "the first start compiles");
+    assert_eq!(load().await, 0, "the next one loads the cached artifact");
+
+    // A damaged artifact is never loaded: it is rebuilt.
+    for entry in std::fs::read_dir(cache.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+    }
+    assert_eq!(load().await, 1, "a damaged artifact is compiled again");
+    assert_eq!(load().await, 0);
+}

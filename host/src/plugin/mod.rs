@@ -1,13 +1,15 @@
 //! Controllers as WebAssembly components.
 //!
 //! A plugin is a component built against the WIT contract in `wit/`. The
-//! [`PluginRuntime`] (one per host) compiles it; a [`Plugin`] is one loaded
+//! [`PluginRuntime`] (one per host) compiles it, or loads the artifact it
+//! cached for the same content and engine; a [`Plugin`] is one loaded
 //! version, an implementation of the engine's [`Controller`]. Each pass runs
 //! in a fresh store with a memory cap and a CPU deadline, and no ambient
 //! authority: no files, sockets, environment or arguments. A trap, a
 //! deadline, an out-of-memory or a malformed result fails that pass only.
 
 mod bindings;
+mod cache;
 mod convert;
 mod state;
 
@@ -115,6 +117,8 @@ pub struct PluginRuntime {
     linker: Linker<PluginState>,
     ticker: Arc<Ticker>,
     limits: Limits,
+    cache: Option<cache::Cache>,
+    compiled: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for PluginRuntime {
@@ -132,6 +136,27 @@ impl PluginRuntime {
     /// # Errors
     /// [`crate::Error::Internal`] when wasmtime cannot be set up.
     pub fn new(limits: Limits) -> crate::Result<Arc<PluginRuntime>> {
+        Self::build(limits, None)
+    }
+
+    /// A runtime that keeps compiled plugins in `cache_dir`, so a restart with
+    /// unchanged plugins compiles nothing.
+    ///
+    /// # Errors
+    /// As [`PluginRuntime::new`].
+    pub fn with_cache(
+        limits: Limits,
+        cache_dir: impl Into<PathBuf>,
+    ) -> crate::Result<Arc<PluginRuntime>> {
+        Self::build(limits, Some(cache_dir.into()))
+    }
+
+    /// How many components this runtime has compiled (not taken from the cache).
+    pub fn compiled_count(&self) -> usize {
+        self.compiled.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn build(limits: Limits, cache_dir: Option<PathBuf>) -> crate::Result<Arc<PluginRuntime>> {
         let internal = |e: wasmtime::Error| crate::Error::Internal(format!("wasmtime: {e}"));
         let mut config = Config::new();
         config.epoch_interruption(true);
@@ -152,11 +177,14 @@ impl PluginRuntime {
         bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)
             .map_err(internal)?;
         let ticker = Ticker::start(engine.clone());
+        let cache = cache_dir.map(|dir| cache::Cache::new(dir, &engine));
         Ok(Arc::new(PluginRuntime {
             engine,
             linker,
             ticker,
             limits,
+            cache,
+            compiled: std::sync::atomic::AtomicUsize::new(0),
         }))
     }
 
@@ -170,18 +198,7 @@ impl PluginRuntime {
             source,
         })?;
         let content_hash = hex(&Sha256::digest(&bytes));
-        let engine = self.engine.clone();
-        // Compiling is seconds of CPU for a large component: off the async workers.
-        let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
-            .await
-            .map_err(|e| PluginError::NotAComponent {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })?
-            .map_err(|e| PluginError::NotAComponent {
-                path: path.to_path_buf(),
-                message: format!("{e:#}"),
-            })?;
+        let component = self.component(path, bytes, &content_hash).await?;
         let contract = |message: String| PluginError::Contract {
             path: path.to_path_buf(),
             message,
@@ -220,6 +237,40 @@ impl PluginRuntime {
             return Err(contract("describe named no kind".into()));
         }
         Ok(plugin)
+    }
+}
+
+impl PluginRuntime {
+    /// The compiled component: from the cache, or compiled (off the async
+    /// workers: compiling is up to seconds of CPU) and then cached.
+    async fn component(
+        &self,
+        path: &Path,
+        bytes: Vec<u8>,
+        content_hash: &str,
+    ) -> Result<Component, PluginError> {
+        if let Some(component) = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.load(&self.engine, content_hash))
+        {
+            return Ok(component);
+        }
+        let engine = self.engine.clone();
+        let not_a_component = |message: String| PluginError::NotAComponent {
+            path: path.to_path_buf(),
+            message,
+        };
+        let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
+            .await
+            .map_err(|e| not_a_component(e.to_string()))?
+            .map_err(|e| not_a_component(format!("{e:#}")))?;
+        self.compiled
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if let Some(cache) = &self.cache {
+            cache.store(&component, content_hash);
+        }
+        Ok(component)
     }
 }
 

@@ -12,7 +12,7 @@ use beehive::{
     Error, EventFilter, EventSpec, GroupKind, Host, HostOptions, Json, Loads, RawObject,
     ReconcileFuture, ReconcileResult, Store,
 };
-use common::{PATIENCE, wait_until};
+use common::{PATIENCE, run_then_crash, wait_until};
 
 fn spec(text: &str) -> Json {
     Json::parse(text).unwrap()
@@ -730,19 +730,6 @@ async fn replacing_a_controller_under_load_loses_no_pass() {
             "the latest spec was seen"
         );
     }
-}
-
-/// Runs `body` on a runtime of its own and then drops that runtime without
-/// waiting, which abandons every task at its next await: the nearest thing
-/// to a crash that a test can do in-process.
-fn run_then_crash(body: impl std::future::Future<Output = ()>) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(body);
-    runtime.shutdown_background();
 }
 
 #[test]

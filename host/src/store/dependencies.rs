@@ -51,6 +51,10 @@ pub(crate) fn add_dependency(
     tx.conn()
         .prepare_cached("UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id = ?1")?
         .execute([from])?;
+    // The owed pass just recorded will read everything written so far, so
+    // the waker need not wake `from` for any of it.
+    let seen = tx.current_resource_version();
+    record_watermark(tx, from, seen)?;
     tx.push(Push {
         id: from,
         group_kind: gk.clone(),
@@ -236,7 +240,8 @@ pub(crate) fn record_watermark(tx: &mut WriteTx<'_>, id: ObjectId, cursor: i64) 
         .prepare_cached(
             "INSERT INTO dependency_watermarks (object_id, resource_version) \
              SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM objects WHERE id = ?1) \
-             ON CONFLICT (object_id) DO UPDATE SET resource_version = excluded.resource_version",
+             ON CONFLICT (object_id) DO UPDATE \
+             SET resource_version = MAX(resource_version, excluded.resource_version)",
         )?
         .execute([id, cursor])?;
     Ok(())

@@ -91,6 +91,12 @@ impl<'c> WriteTx<'c> {
         self.sequences.resource_version
     }
 
+    /// The last `resource_version` taken: every write at or below it is
+    /// committed or inside this transaction.
+    pub(crate) fn current_resource_version(&self) -> i64 {
+        self.sequences.resource_version
+    }
+
     /// Returns `resource_version`, the last value taken, unused: the write
     /// that took it turned out to have nothing to write.
     pub(crate) fn give_back_resource_version(&mut self, resource_version: i64) {

@@ -20,3 +20,16 @@ pub async fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut()
 
 /// The usual limit for a condition that needs a few passes.
 pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Runs `body` on a runtime of its own and then drops that runtime without
+/// waiting, which abandons every task at its next await: the nearest thing
+/// to a crash that a test can do in-process.
+pub fn run_then_crash(body: impl std::future::Future<Output = ()>) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(body);
+    runtime.shutdown_background();
+}

@@ -33,17 +33,12 @@ pub(crate) enum Finish {
 pub(crate) async fn run(store: &Store, kind: &Kind, id: i64) -> Finish {
     match try_run(store, kind, id).await {
         Ok(finish) => finish,
-        Err(error) => Finish::Done(store_failure(kind, id, error)),
+        Err(error) => Finish::Done(store_failure(&kind.group_kind, id, error)),
     }
 }
 
-fn store_failure(kind: &Kind, id: i64, error: crate::Error) -> Outcome {
-    tracing::warn!(kind = %kind.group_kind, id, %error, "pass failed in the store");
-    Outcome::Failed
-}
-
-fn store_failure_of(id: i64, error: crate::Error) -> Outcome {
-    tracing::warn!(id, %error, "collecting failed in the store");
+fn store_failure(kind: &crate::object::GroupKind, id: i64, error: crate::Error) -> Outcome {
+    tracing::warn!(%kind, id, %error, "pass failed in the store");
     Outcome::Failed
 }
 
@@ -67,10 +62,11 @@ async fn try_run(store: &Store, kind: &Kind, id: i64) -> Result<Finish> {
             // Nothing for the controller to do: collecting is the whole pass,
             // and like a handshake it need not hold up the worker.
             let collected = store.submit(move |tx| collect::collect(tx, id));
+            let group_kind = kind.group_kind.clone();
             return Ok(Finish::Handshake(Box::pin(async move {
                 match collected.await {
                     Ok(collected) => after_collect(collected),
-                    Err(error) => store_failure_of(id, error),
+                    Err(error) => store_failure(&group_kind, id, error),
                 }
             })));
         }

@@ -7,12 +7,17 @@
 //! - `plugin.converge_10k_native_per_s`: the same with the logic in Rust;
 //! - `plugin.cold_start_ms`: with every example plugin already in the
 //!   compiled-artifact cache, loading the plugin directory, starting the
-//!   host, and one greeting observed.
+//!   host, and one greeting observed;
+//! - `plugin.hot_swap_ms`: a watched directory, a new version renamed over
+//!   `greeting.wasm` (compiled, not cached), until a greeting shows the new
+//!   version's status; the median of five swaps;
+//! - `plugin.instance_rss_kib`: resident memory per idle `greeting` instance,
+//!   over 100 instances.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use beehive::plugin::{Limits, PluginRuntime, load_directory};
+use beehive::plugin::{Change, PluginDirectory, PluginRuntime, RuntimeOptions};
 use beehive::{
     Client, Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host,
     HostOptions, Json, Object, RawClient, ReconcileResult, Reconciler, Store, Typed,
@@ -99,18 +104,26 @@ async fn converge(store: Store, host: Host) -> f64 {
     OBJECTS as f64 / elapsed
 }
 
+/// Loads every plugin in `dir` into `host`; each must load.
+async fn load(
+    options: RuntimeOptions,
+    host: &Host,
+    dir: &std::path::Path,
+) -> (Arc<PluginRuntime>, Arc<PluginDirectory>) {
+    let runtime = PluginRuntime::new(options).expect("runtime");
+    let plugins = PluginDirectory::new(runtime.clone(), host.clone(), dir);
+    for change in plugins.sync().await.expect("load") {
+        assert!(matches!(change, Change::Loaded { .. }), "{change}");
+    }
+    (runtime, plugins)
+}
+
 async fn wasm() -> f64 {
     let dir = tempfile::tempdir().expect("dir");
     std::fs::copy(plugin_wasm("greeting"), dir.path().join("greeting.wasm")).expect("copy");
     let store = Store::temporary().expect("store");
     let host = Host::new(&store, HostOptions::new()).expect("host");
-    let runtime = PluginRuntime::new(Limits::default()).expect("runtime");
-    for loaded in load_directory(&runtime, &host, dir.path())
-        .await
-        .expect("load")
-    {
-        loaded.outcome.expect("plugin");
-    }
+    load(RuntimeOptions::new(), &host, dir.path()).await;
     converge(store, host).await
 }
 
@@ -134,10 +147,12 @@ async fn cold_start() -> f64 {
         // Fill the cache, as an earlier run of the host would have.
         let warm_store = Store::temporary().expect("store");
         let warm_host = Host::new(&warm_store, HostOptions::new()).expect("host");
-        let runtime = PluginRuntime::with_cache(Limits::default(), cache.path()).expect("runtime");
-        load_directory(&runtime, &warm_host, dir.path())
-            .await
-            .expect("load");
+        load(
+            RuntimeOptions::new().cache_dir(cache.path()),
+            &warm_host,
+            dir.path(),
+        )
+        .await;
     }
     let store = Store::temporary().expect("store");
     let typed: Client<Spec, Status> = Client::new(&store, greeting());
@@ -153,13 +168,12 @@ async fn cold_start() -> f64 {
         .expect("create");
     let start = Instant::now();
     let host = Host::new(&store, HostOptions::new()).expect("host");
-    let runtime = PluginRuntime::with_cache(Limits::default(), cache.path()).expect("runtime");
-    for loaded in load_directory(&runtime, &host, dir.path())
-        .await
-        .expect("load")
-    {
-        loaded.outcome.expect("plugin");
-    }
+    let (runtime, _plugins) = load(
+        RuntimeOptions::new().cache_dir(cache.path()),
+        &host,
+        dir.path(),
+    )
+    .await;
     assert_eq!(
         runtime.compiled_count(),
         0,
@@ -178,6 +192,72 @@ async fn cold_start() -> f64 {
     elapsed
 }
 
+async fn hot_swap() -> f64 {
+    let dir = tempfile::tempdir().expect("dir");
+    let target = dir.path().join("greeting.wasm");
+    std::fs::copy(plugin_wasm("greeting"), &target).expect("copy");
+    let store = Store::temporary().expect("store");
+    let host = Host::new(&store, HostOptions::new()).expect("host");
+    let (_runtime, plugins) = load(RuntimeOptions::new(), &host, dir.path()).await;
+    let running = host.start().await.expect("start");
+    let watching = plugins.watch(Duration::from_secs(60)).expect("watch");
+    let client: RawClient = host.client(greeting());
+    let spec = Json::parse(r#"{"name":"swap"}"#).expect("spec");
+    let object = client
+        .create("swap", spec, CreateOptions::new())
+        .await
+        .expect("create");
+    let message = || {
+        client
+            .get(object.meta.id, beehive::Loads::none())
+            .ok()
+            .and_then(|o| o.status)
+            .map(|s| s.to_value()["message"].to_string())
+            .unwrap_or_default()
+    };
+    wait_for(|| message().contains("Hello")).await;
+    let mut samples = Vec::new();
+    for (version, greets) in [("greeting_v2", "Good day"), ("greeting", "Hello")]
+        .repeat(3)
+        .into_iter()
+        .take(5)
+    {
+        // Past the object's re-enqueue floor, so the swap's wake runs at once.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let staging = dir.path().join(".staging");
+        std::fs::copy(plugin_wasm(version), &staging).expect("stage");
+        let start = Instant::now();
+        std::fs::rename(&staging, &target).expect("rename");
+        wait_for(|| message().contains(greets)).await;
+        samples.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    watching.stop().await;
+    running.stop(Duration::from_secs(30)).await.expect("stop");
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// Resident set size of this process, in KiB.
+fn rss_kib() -> f64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
+    let pages: f64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .expect("rss");
+    pages * 4.0
+}
+
+async fn instance_rss() -> f64 {
+    const INSTANCES: usize = 100;
+    let runtime = PluginRuntime::new(RuntimeOptions::new()).expect("runtime");
+    let plugin = runtime.load(&plugin_wasm("greeting")).await.expect("load");
+    plugin.prewarm(1).await.expect("first instance");
+    let before = rss_kib();
+    plugin.prewarm(INSTANCES).await.expect("instances");
+    (rss_kib() - before) / INSTANCES as f64
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -193,5 +273,10 @@ fn main() {
             native().await
         );
         println!("figure plugin.cold_start_ms {:.1} ms", cold_start().await);
+        println!("figure plugin.hot_swap_ms {:.1} ms", hot_swap().await);
+        println!(
+            "figure plugin.instance_rss_kib {:.1} KiB",
+            instance_rss().await
+        );
     });
 }

@@ -1,9 +1,12 @@
 //! Real example plugins loaded into a host.
 
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use beehive::plugin::{Limits, PluginRuntime, load_directory};
-use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, Store};
+use beehive::plugin::{Change, PluginDirectory, PluginRuntime, RuntimeOptions};
+use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store};
 use beehive_e2e::plugin_wasm;
 
 async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
@@ -14,92 +17,119 @@ async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
+/// A directory holding the named example plugins, each as `NAME.wasm`.
+fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for name in names {
+        std::fs::copy(plugin_wasm(name), dir.path().join(format!("{name}.wasm"))).unwrap();
+    }
+    dir
+}
+
+/// Replaces `to` with `from`'s bytes the way an operator should: written
+/// under a hidden name, then renamed into place.
+fn swap_in(from: &Path, to: &Path) {
+    let staging = to.with_file_name(".staging.wasm");
+    std::fs::copy(from, &staging).unwrap();
+    std::fs::rename(&staging, to).unwrap();
+}
+
+/// Loads a directory whose plugins must all load.
+async fn load_all(host: &Host, dir: &Path) -> Arc<PluginDirectory> {
+    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
+    let plugins = PluginDirectory::new(runtime, host.clone(), dir);
+    for change in plugins.sync().await.unwrap() {
+        assert!(matches!(change, Change::Loaded { .. }), "{change}");
+    }
+    plugins
+}
+
+fn greet(name: &str) -> Json {
+    Json::parse(&format!(r#"{{"name":"{name}"}}"#)).unwrap()
+}
+
+fn greeting_kind() -> GroupKind {
+    GroupKind::new("example.dev", "Greeting")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_greeting_plugin_converges_its_objects() {
-    let plugins = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        plugin_wasm("greeting"),
-        plugins.path().join("greeting.wasm"),
-    )
-    .unwrap();
+    let plugins = plugin_dir(&["greeting", "greeting_v2"]);
     std::fs::write(plugins.path().join("broken.wasm"), b"not a component").unwrap();
 
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, HostOptions::new()).unwrap();
-    let runtime = PluginRuntime::new(Limits::default()).unwrap();
-    let loaded = load_directory(&runtime, &host, plugins.path())
-        .await
-        .unwrap();
-    assert_eq!(loaded.len(), 2);
-    let broken = loaded
+    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
+    let directory = PluginDirectory::new(runtime, host.clone(), plugins.path());
+    let changes = directory.sync().await.unwrap();
+    assert_eq!(changes.len(), 3);
+    let failures: Vec<String> = directory
+        .failures()
         .iter()
-        .find(|l| l.path.ends_with("broken.wasm"))
-        .unwrap();
-    let message = broken.outcome.as_ref().unwrap_err().to_string();
+        .map(|f| f.error.to_string())
+        .collect();
+    assert_eq!(failures.len(), 2, "{failures:?}");
     assert!(
-        message.contains("broken.wasm") && message.contains("not a WebAssembly component"),
-        "{message}"
+        failures[0].contains("broken.wasm") && failures[0].contains("not a WebAssembly component"),
+        "{}",
+        failures[0]
     );
-    let greeting = GroupKind::new("example.dev", "Greeting");
+    assert!(
+        failures[1].contains("greeting_v2.wasm")
+            && failures[1].contains("already reconciled by")
+            && failures[1].contains("greeting.wasm"),
+        "{}",
+        failures[1]
+    );
     assert_eq!(
         host.kinds(),
-        vec![greeting.clone()],
+        vec![greeting_kind()],
         "the good plugin loaded anyway"
     );
+    let served = directory.served();
+    assert_eq!(served.len(), 1);
     let registration = &store.registrations().unwrap()[0];
     assert!(registration.source.ends_with("greeting.wasm"));
     assert_eq!(
-        registration.content_hash.as_ref().map(String::len),
-        Some(64)
+        registration.content_hash.as_ref(),
+        Some(&served[0].content_hash)
     );
+    assert_eq!(served[0].content_hash.len(), 64);
 
     let running = host.start().await.unwrap();
-    let client = host.client(greeting);
+    let client = host.client(greeting_kind());
     for name in ["ada", "grace"] {
-        let spec = Json::parse(&format!(r#"{{"name":"{name}"}}"#)).unwrap();
         client
-            .create(name, spec, CreateOptions::new())
+            .create(name, greet(name), CreateOptions::new())
             .await
             .unwrap();
     }
-    wait_until("both greetings are observed", || {
-        client
-            .list(Loads::none())
-            .unwrap()
-            .iter()
-            .all(|o| o.meta.is_observed())
-    })
-    .await;
+    wait_until("both greetings are observed", || all_observed(&client)).await;
     let ada = client.get_by_name("ada", Loads::none()).unwrap();
     assert_eq!(ada.status.unwrap().to_value()["message"], "Hello, ada!");
     running.stop(Duration::from_secs(10)).await.unwrap();
 }
 
+fn all_observed(client: &RawClient) -> bool {
+    client
+        .list(Loads::none())
+        .unwrap()
+        .iter()
+        .all(|o| o.meta.is_observed())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_misbehaving_plugin_fails_only_its_own_passes() {
-    let plugins = tempfile::tempdir().unwrap();
-    for name in ["greeting", "misbehave"] {
-        std::fs::copy(
-            plugin_wasm(name),
-            plugins.path().join(format!("{name}.wasm")),
-        )
-        .unwrap();
-    }
+    let plugins = plugin_dir(&["greeting", "misbehave"]);
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, HostOptions::new()).unwrap();
-    let runtime = PluginRuntime::new(Limits::default()).unwrap();
-    for loaded in load_directory(&runtime, &host, plugins.path())
-        .await
-        .unwrap()
-    {
-        loaded.outcome.unwrap();
-    }
+    let _directory = load_all(&host, plugins.path()).await;
     let running = host.start().await.unwrap();
 
     let misbehave = host.client(GroupKind::new("test.dev", "Misbehave"));
     let acts = [
         ("loop", "exceeded its CPU deadline"),
-        ("allocate", "plugin misbehave.wasm"),
+        ("allocate", "plugin misbehave"),
         ("panic", "misbehave was asked to panic"),
         ("bad-result", "malformed result"),
         ("open-transaction", "transaction open"),
@@ -112,14 +142,15 @@ async fn a_misbehaving_plugin_fails_only_its_own_passes() {
             .await
             .unwrap();
     }
-    misbehave
-        .create(
-            "calm",
-            Json::parse(r#"{"act":"behave"}"#).unwrap(),
-            CreateOptions::new(),
-        )
-        .await
-        .unwrap();
+    // Neither behaving nor waiting in a host call past the 300 ms deadline
+    // (which counts guest time only) fails a pass.
+    for (name, act) in [("calm", "behave"), ("sleepy", "sleep")] {
+        let spec = Json::parse(&format!(r#"{{"act":"{act}"}}"#)).unwrap();
+        misbehave
+            .create(name, spec, CreateOptions::new())
+            .await
+            .unwrap();
+    }
     let greetings = host.client(GroupKind::new("example.dev", "Greeting"));
     greetings
         .create(
@@ -153,34 +184,35 @@ async fn a_misbehaving_plugin_fails_only_its_own_passes() {
             .unwrap()
             .meta
             .is_observed()
-            && misbehave
-                .get_by_name("calm", Loads::none())
-                .unwrap()
-                .meta
-                .is_observed()
+            && ["calm", "sleepy"].iter().all(|name| {
+                misbehave
+                    .get_by_name(name, Loads::none())
+                    .unwrap()
+                    .meta
+                    .is_observed()
+            })
     })
     .await;
+    let sleepy = misbehave.get_by_name("sleepy", Loads::none()).unwrap();
+    assert_eq!(
+        sleepy.status.unwrap().to_value()["outcome"],
+        "slept in a host call"
+    );
+    assert_eq!(failure("sleepy"), None);
     running.stop(Duration::from_secs(10)).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_with_unchanged_plugins_compiles_nothing() {
-    let plugins = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        plugin_wasm("greeting"),
-        plugins.path().join("greeting.wasm"),
-    )
-    .unwrap();
+    let plugins = plugin_dir(&["greeting"]);
     let cache = tempfile::tempdir().unwrap();
     let load = || async {
         let store = Store::temporary().unwrap();
         let host = Host::new(&store, HostOptions::new()).unwrap();
-        let runtime = PluginRuntime::with_cache(Limits::default(), cache.path()).unwrap();
-        for loaded in load_directory(&runtime, &host, plugins.path())
-            .await
-            .unwrap()
-        {
-            loaded.outcome.unwrap();
+        let runtime = PluginRuntime::new(RuntimeOptions::new().cache_dir(cache.path())).unwrap();
+        let directory = PluginDirectory::new(runtime.clone(), host, plugins.path());
+        for change in directory.sync().await.unwrap() {
+            assert!(matches!(change, Change::Loaded { .. }), "{change}");
         }
         runtime.compiled_count()
     };
@@ -197,4 +229,176 @@ async fn a_restart_with_unchanged_plugins_compiles_nothing() {
     }
     assert_eq!(load().await, 1, "a damaged artifact is compiled again");
     assert_eq!(load().await, 0);
+}
+
+/// Creates objects and rewrites their specs until told to stop.
+fn keep_writing(client: RawClient, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<usize> {
+    tokio::spawn(async move {
+        let mut writes = 0;
+        while !stop.load(Ordering::SeqCst) {
+            let name = format!("load-{}", writes % 50);
+            let spec = greet(&format!("{name}-{writes}"));
+            client
+                .create_or_update(&name, spec, CreateOptions::new())
+                .await
+                .unwrap();
+            writes += 1;
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        writes
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hot_swap_under_load_fails_no_pass() {
+    let plugins = plugin_dir(&["greeting"]);
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let directory = load_all(&host, plugins.path()).await;
+    let running = host.start().await.unwrap();
+    let watching = directory.watch(Duration::from_secs(60)).unwrap();
+    let client = host.client(greeting_kind());
+    for i in 0..100 {
+        let name = format!("steady-{i}");
+        client
+            .create(&name, greet(&name), CreateOptions::new())
+            .await
+            .unwrap();
+    }
+    let old_hash = directory.served()[0].content_hash.clone();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = keep_writing(client.clone(), stop.clone());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    swap_in(
+        &plugin_wasm("greeting_v2"),
+        &plugins.path().join("greeting.wasm"),
+    );
+    wait_until("the new version serves", || {
+        directory
+            .served()
+            .first()
+            .is_some_and(|s| s.content_hash != old_hash)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, Ordering::SeqCst);
+    let writes = writer.await.unwrap();
+    assert!(writes > 20, "the load kept coming ({writes} writes)");
+
+    wait_until("every object shows the new version's status", || {
+        client.list(Loads::none()).unwrap().iter().all(|o| {
+            o.meta.is_observed()
+                && o.status
+                    .as_ref()
+                    .is_some_and(|s| s.to_value()["release"] == 2)
+        })
+    })
+    .await;
+    for object in client.list(Loads::none()).unwrap() {
+        let failed = client
+            .get_latest_event(object.meta.id, "reconcile")
+            .unwrap();
+        assert!(failed.is_none(), "{}: {failed:?}", object.meta.name);
+    }
+    let registration = &store.registrations().unwrap()[0];
+    assert_eq!(
+        registration.content_hash.as_ref(),
+        Some(&directory.served()[0].content_hash)
+    );
+    watching.stop().await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_replacement_leaves_the_old_version_serving() {
+    let plugins = plugin_dir(&["greeting"]);
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let directory = load_all(&host, plugins.path()).await;
+    let running = host.start().await.unwrap();
+    let watching = directory.watch(Duration::from_secs(60)).unwrap();
+    let served = directory.served();
+
+    let broken = plugins.path().join(".broken");
+    std::fs::write(&broken, b"\0asm but not really").unwrap();
+    swap_in(&broken, &plugins.path().join("greeting.wasm"));
+    wait_until("the failure is reported", || {
+        !directory.failures().is_empty()
+    })
+    .await;
+    let failure = directory.failures()[0].error.to_string();
+    assert!(failure.contains("greeting.wasm"), "{failure}");
+    assert_eq!(directory.served(), served, "the old version still serves");
+
+    let client = host.client(greeting_kind());
+    client
+        .create("ada", greet("Ada"), CreateOptions::new())
+        .await
+        .unwrap();
+    wait_until("the old version converges a new object", || {
+        all_observed(&client)
+    })
+    .await;
+    let ada = client.get_by_name("ada", Loads::none()).unwrap();
+    assert_eq!(ada.status.unwrap().to_value()["message"], "Hello, Ada!");
+
+    // A good file afterwards clears the failure.
+    swap_in(
+        &plugin_wasm("greeting_v2"),
+        &plugins.path().join("greeting.wasm"),
+    );
+    wait_until("the mended file serves", || {
+        directory.failures().is_empty() && directory.served() != served
+    })
+    .await;
+    watching.stop().await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_a_file_unregisters_its_kind_and_a_new_kind_swaps_registrations() {
+    let plugins = plugin_dir(&["greeting", "misbehave"]);
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let directory = load_all(&host, plugins.path()).await;
+    let running = host.start().await.unwrap();
+    let client = host.client(greeting_kind());
+    client
+        .create("ada", greet("Ada"), CreateOptions::new())
+        .await
+        .unwrap();
+    wait_until("ada is observed", || all_observed(&client)).await;
+
+    std::fs::remove_file(plugins.path().join("greeting.wasm")).unwrap();
+    let changes = directory.sync().await.unwrap();
+    assert!(
+        matches!(changes.as_slice(), [Change::Unregistered(_)]),
+        "{changes:?}"
+    );
+    assert_eq!(host.kinds(), vec![GroupKind::new("test.dev", "Misbehave")]);
+    assert!(
+        client.get_by_name("ada", Loads::none()).is_ok(),
+        "objects stay"
+    );
+
+    // misbehave.wasm now holds the greeting plugin: Misbehave goes, Greeting comes.
+    swap_in(
+        &plugin_wasm("greeting"),
+        &plugins.path().join("misbehave.wasm"),
+    );
+    let changes = directory.sync().await.unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert!(
+        changes[0]
+            .to_string()
+            .contains("no longer Misbehave.test.dev"),
+        "{}",
+        changes[0]
+    );
+    assert_eq!(host.kinds(), vec![greeting_kind()]);
+    let registrations = store.registrations().unwrap();
+    assert_eq!(registrations.len(), 1);
+    assert_eq!(registrations[0].group_kind, greeting_kind());
+    running.stop(Duration::from_secs(10)).await.unwrap();
 }

@@ -45,6 +45,9 @@ use crate::store::{CommitListener, Committed, Store, rows, scan};
 /// running.stop(Duration::from_secs(30)).await?;
 /// # Ok(()) }
 /// ```
+///
+/// A `Host` is a handle: clones share one control plane.
+#[derive(Clone)]
 pub struct Host {
     shared: Arc<Shared>,
 }

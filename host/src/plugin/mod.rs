@@ -10,11 +10,16 @@
 
 mod bindings;
 mod cache;
+mod clock;
 mod convert;
+mod directory;
 mod state;
 
+pub use directory::{Change, Failure, PluginDirectory, Served, WatchHandle};
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -26,14 +31,12 @@ use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
 use crate::engine::{
-    Controller, ControllerClient, ControllerOptions, Host, ReconcileFuture, ReconcileResult,
+    Controller, ControllerClient, ControllerOptions, ReconcileFuture, ReconcileResult,
 };
 use crate::object::{GroupKind, RawObject};
 use bindings::beehive::controller::types as wit;
+use clock::{PassClock, Ticker};
 use state::{ControllerClientHandle, PluginState};
-
-/// How often the epoch advances while passes run: the deadline's grain.
-const TICK: Duration = Duration::from_millis(10);
 
 /// Component instances the pool has room for, across every plugin.
 const POOL_INSTANCES: u32 = 128;
@@ -82,6 +85,14 @@ pub enum PluginError {
         /// The plugin that has it.
         other: String,
     },
+    /// The directory cannot be watched for changes.
+    #[error("{path}: cannot watch: {message}")]
+    Watch {
+        /// The plugin directory.
+        path: PathBuf,
+        /// What the watcher said.
+        message: String,
+    },
     /// The host refused the registration.
     #[error("{path}: cannot register: {source}")]
     Register {
@@ -94,9 +105,10 @@ pub enum PluginError {
 }
 
 /// Sandbox limits for plugin passes.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// CPU time one pass may spend in the plugin (default 10 s).
+    /// Time one pass may spend running guest code, not counting time blocked
+    /// in host calls (default 10 s).
     pub pass_deadline: Duration,
     /// Linear memory one instance may grow to (default 64 MiB).
     pub memory: usize,
@@ -111,12 +123,64 @@ impl Default for Limits {
     }
 }
 
+/// The operator's limits for one plugin; what is unset falls back to the
+/// plugin's own registration (deadline only) and then to the host's limits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PluginLimits {
+    /// The pass deadline for this plugin.
+    pub pass_deadline: Option<Duration>,
+    /// The memory cap for this plugin.
+    pub memory: Option<usize>,
+}
+
+/// How a [`PluginRuntime`] is set up.
+#[derive(Clone, Debug, Default)]
+pub struct RuntimeOptions {
+    limits: Limits,
+    plugin_limits: BTreeMap<String, PluginLimits>,
+    cache_dir: Option<PathBuf>,
+}
+
+impl RuntimeOptions {
+    /// Default limits, no per-plugin limits, no cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The limits of every plugin the operator did not single out.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Limits for the plugin in file `NAME.wasm`.
+    pub fn plugin_limits(mut self, name: impl Into<String>, limits: PluginLimits) -> Self {
+        self.plugin_limits.insert(name.into(), limits);
+        self
+    }
+
+    /// Keeps compiled plugins in `dir`, so a restart with unchanged plugins
+    /// compiles nothing.
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// The largest memory cap any plugin may get: the pool's slot size.
+    fn largest_memory(&self) -> usize {
+        self.plugin_limits
+            .values()
+            .filter_map(|l| l.memory)
+            .fold(self.limits.memory, usize::max)
+    }
+}
+
 /// Compiles and runs plugins: one wasmtime engine and linker per host.
 pub struct PluginRuntime {
     engine: Engine,
     linker: Linker<PluginState>,
     ticker: Arc<Ticker>,
-    limits: Limits,
+    options: RuntimeOptions,
     cache: Option<cache::Cache>,
     compiled: std::sync::atomic::AtomicUsize,
 }
@@ -124,39 +188,17 @@ pub struct PluginRuntime {
 impl std::fmt::Debug for PluginRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PluginRuntime")
-            .field("limits", &self.limits)
+            .field("options", &self.options)
             .finish()
     }
 }
 
 impl PluginRuntime {
-    /// A runtime whose passes get `limits` unless a plugin asks for its own
-    /// deadline.
+    /// A runtime set up as `options` say.
     ///
     /// # Errors
     /// [`crate::Error::Internal`] when wasmtime cannot be set up.
-    pub fn new(limits: Limits) -> crate::Result<Arc<PluginRuntime>> {
-        Self::build(limits, None)
-    }
-
-    /// A runtime that keeps compiled plugins in `cache_dir`, so a restart with
-    /// unchanged plugins compiles nothing.
-    ///
-    /// # Errors
-    /// As [`PluginRuntime::new`].
-    pub fn with_cache(
-        limits: Limits,
-        cache_dir: impl Into<PathBuf>,
-    ) -> crate::Result<Arc<PluginRuntime>> {
-        Self::build(limits, Some(cache_dir.into()))
-    }
-
-    /// How many components this runtime has compiled (not taken from the cache).
-    pub fn compiled_count(&self) -> usize {
-        self.compiled.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    fn build(limits: Limits, cache_dir: Option<PathBuf>) -> crate::Result<Arc<PluginRuntime>> {
+    pub fn new(options: RuntimeOptions) -> crate::Result<Arc<PluginRuntime>> {
         let internal = |e: wasmtime::Error| crate::Error::Internal(format!("wasmtime: {e}"));
         let mut config = Config::new();
         config.epoch_interruption(true);
@@ -169,7 +211,7 @@ impl PluginRuntime {
             .total_memories(POOL_INSTANCES * 2)
             .total_tables(POOL_INSTANCES * 2)
             .total_stacks(POOL_INSTANCES)
-            .max_memory_size(limits.memory);
+            .max_memory_size(options.largest_memory());
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config).map_err(internal)?;
         let mut linker = Linker::new(&engine);
@@ -177,15 +219,23 @@ impl PluginRuntime {
         bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)
             .map_err(internal)?;
         let ticker = Ticker::start(engine.clone());
-        let cache = cache_dir.map(|dir| cache::Cache::new(dir, &engine));
+        let cache = options
+            .cache_dir
+            .clone()
+            .map(|dir| cache::Cache::new(dir, &engine));
         Ok(Arc::new(PluginRuntime {
             engine,
             linker,
             ticker,
-            limits,
+            options,
             cache,
             compiled: std::sync::atomic::AtomicUsize::new(0),
         }))
+    }
+
+    /// How many components this runtime has compiled (not taken from the cache).
+    pub fn compiled_count(&self) -> usize {
+        self.compiled.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Compiles the plugin in `path` and asks it what it reconciles.
@@ -197,6 +247,15 @@ impl PluginRuntime {
             path: path.to_path_buf(),
             source,
         })?;
+        self.load_bytes(path, bytes).await
+    }
+
+    /// [`PluginRuntime::load`] of bytes already read from `path`.
+    async fn load_bytes(
+        self: &Arc<Self>,
+        path: &Path,
+        bytes: Vec<u8>,
+    ) -> Result<Plugin, PluginError> {
         let content_hash = hex(&Sha256::digest(&bytes));
         let component = self.component(path, bytes, &content_hash).await?;
         let contract = |message: String| PluginError::Contract {
@@ -208,16 +267,24 @@ impl PluginRuntime {
             .instantiate_pre(&component)
             .map_err(|e| contract(format!("{e:#}")))?;
         let pre = bindings::PluginPre::new(instance_pre).map_err(|e| contract(format!("{e:#}")))?;
-        let name: Arc<str> = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-            .into();
+        let name = plugin_name(path);
+        let operator = self
+            .options
+            .plugin_limits
+            .get(&name)
+            .copied()
+            .unwrap_or_default();
         let mut plugin = Plugin {
-            name,
+            name: name.into(),
             path: path.to_path_buf(),
             content_hash,
             registration: empty_registration(),
+            limits: Limits {
+                pass_deadline: operator
+                    .pass_deadline
+                    .unwrap_or(self.options.limits.pass_deadline),
+                memory: operator.memory.unwrap_or(self.options.limits.memory),
+            },
             pre,
             runtime: self.clone(),
             idle: Mutex::new(Vec::new()),
@@ -235,6 +302,9 @@ impl PluginRuntime {
             .map_err(|e| contract(format!("describe failed: {e:#}")))?;
         if plugin.registration.kind.is_empty() {
             return Err(contract("describe named no kind".into()));
+        }
+        if let (None, Some(ms)) = (operator.pass_deadline, plugin.registration.pass_deadline_ms) {
+            plugin.limits.pass_deadline = Duration::from_millis(ms);
         }
         Ok(plugin)
     }
@@ -280,6 +350,7 @@ pub struct Plugin {
     path: PathBuf,
     content_hash: String,
     registration: wit::Registration,
+    limits: Limits,
     pre: bindings::PluginPre<PluginState>,
     runtime: Arc<PluginRuntime>,
     /// Instances between passes, reused so a pass pays no instantiation and
@@ -354,11 +425,14 @@ impl Plugin {
         options
     }
 
-    fn deadline(&self) -> Duration {
-        self.registration
-            .pass_deadline_ms
-            .map(Duration::from_millis)
-            .unwrap_or(self.runtime.limits.pass_deadline)
+    /// The limits its passes run under.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The plugin's name: its file name without `.wasm`.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// A fresh sandbox: no preopened files, no sockets, no environment, no
@@ -367,7 +441,7 @@ impl Plugin {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
         let limits = StoreLimitsBuilder::new()
-            .memory_size(self.runtime.limits.memory)
+            .memory_size(self.limits.memory)
             .trap_on_grow_failure(true)
             .build();
         let mut store = Store::new(
@@ -380,23 +454,48 @@ impl Plugin {
                 plugin: self.name.clone(),
                 pass,
                 object,
+                clock: PassClock::new(self.limits.pass_deadline),
             },
         );
         store.limiter(|state| &mut state.limits);
-        store.set_epoch_deadline(self.deadline_ticks());
-        store.epoch_deadline_trap();
+        clock::install(&mut store);
+        store.set_epoch_deadline(clock::ticks(self.limits.pass_deadline));
         store
     }
 
     /// An idle instance, or a new one.
     async fn warm(&self) -> wasmtime::Result<Warm> {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        if let Some(warm) = idle {
-            return Ok(warm);
+        match idle {
+            Some(warm) => Ok(warm),
+            None => self.warm_new().await,
         }
+    }
+
+    async fn warm_new(&self) -> wasmtime::Result<Warm> {
         let mut store = self.store(None, String::new());
         let instance = self.pre.instantiate_async(&mut store).await?;
         Ok(Warm { store, instance })
+    }
+
+    /// Instantiates `count` instances ahead of the first passes, so they pay
+    /// no instantiation. Instances beyond the kind's workers stay idle.
+    ///
+    /// # Errors
+    /// [`PluginError::Contract`] when an instance cannot be made (the pool is
+    /// out of slots, or the plugin traps while starting).
+    pub async fn prewarm(&self, count: usize) -> Result<(), PluginError> {
+        for _ in 0..count {
+            let warm = self.warm_new().await.map_err(|e| PluginError::Contract {
+                path: self.path.clone(),
+                message: format!("cannot instantiate: {e:#}"),
+            })?;
+            self.idle
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(warm);
+        }
+        Ok(())
     }
 
     async fn run(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
@@ -412,7 +511,9 @@ impl Plugin {
         let state = warm.store.data_mut();
         state.pass = Some(client.clone());
         state.object = label.clone();
-        warm.store.set_epoch_deadline(self.deadline_ticks());
+        state.clock.restart(self.limits.pass_deadline);
+        warm.store
+            .set_epoch_deadline(clock::ticks(self.limits.pass_deadline));
         let outcome = async {
             let handle = warm
                 .store
@@ -448,10 +549,6 @@ impl Plugin {
                 ReconcileResult::invalid(plugin_failure(&self.name, &error, &stderr))
             }
         }
-    }
-
-    fn deadline_ticks(&self) -> u64 {
-        (self.deadline().as_millis() / TICK.as_millis()).max(1) as u64
     }
 }
 
@@ -531,125 +628,13 @@ fn empty_registration() -> wit::Registration {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// `greeting` for `plugins/greeting.wasm`.
+fn plugin_name(path: &Path) -> String {
+    path.file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// What loading one file of a plugin directory came to.
-#[derive(Debug)]
-pub struct Loaded {
-    /// The file.
-    pub path: PathBuf,
-    /// The kind it now serves and its content hash, or why it was not loaded.
-    pub outcome: Result<(GroupKind, String), PluginError>,
-}
-
-/// Loads every `*.wasm` in `dir` and registers each plugin's kind with
-/// `host`. A file that fails is reported and skipped; the others still load.
-///
-/// # Errors
-/// [`PluginError::Read`] when the directory itself cannot be read.
-pub async fn load_directory(
-    runtime: &Arc<PluginRuntime>,
-    host: &Host,
-    dir: &Path,
-) -> Result<Vec<Loaded>, PluginError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| PluginError::Read {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|ext| ext == "wasm") && p.is_file())
-        .collect();
-    paths.sort();
-    let mut claimed: Vec<(GroupKind, PathBuf)> = Vec::new();
-    let mut loaded = Vec::new();
-    for path in paths {
-        let outcome = load_one(runtime, host, &path, &mut claimed).await;
-        loaded.push(Loaded { path, outcome });
-    }
-    Ok(loaded)
-}
-
-async fn load_one(
-    runtime: &Arc<PluginRuntime>,
-    host: &Host,
-    path: &Path,
-    claimed: &mut Vec<(GroupKind, PathBuf)>,
-) -> Result<(GroupKind, String), PluginError> {
-    let plugin = runtime.load(path).await?;
-    let group_kind = plugin.group_kind();
-    if let Some((_, other)) = claimed.iter().find(|(gk, _)| gk == &group_kind) {
-        return Err(PluginError::KindClaimed {
-            path: path.to_path_buf(),
-            kind: group_kind.to_string(),
-            other: other.display().to_string(),
-        });
-    }
-    let hash = plugin.content_hash().to_string();
-    let options = plugin.controller_options();
-    host.register_shared(group_kind.clone(), Arc::new(plugin), options)
-        .await
-        .map_err(|source| PluginError::Register {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    claimed.push((group_kind.clone(), path.to_path_buf()));
-    Ok((group_kind, hash))
-}
-
-/// Advances the engine's epoch while passes run, and sleeps otherwise.
-struct Ticker {
-    running: Mutex<usize>,
-    changed: Condvar,
-}
-
-impl Ticker {
-    fn start(engine: Engine) -> Arc<Ticker> {
-        let ticker = Arc::new(Ticker {
-            running: Mutex::new(0),
-            changed: Condvar::new(),
-        });
-        let weak = Arc::downgrade(&ticker);
-        std::thread::Builder::new()
-            .name("beehive-epoch".into())
-            .spawn(move || {
-                while let Some(ticker) = weak.upgrade() {
-                    {
-                        let mut running = ticker.running.lock().unwrap_or_else(|p| p.into_inner());
-                        while *running == 0 {
-                            let (guard, timeout) = ticker
-                                .changed
-                                .wait_timeout(running, Duration::from_secs(1))
-                                .unwrap_or_else(|p| p.into_inner());
-                            running = guard;
-                            if timeout.timed_out() && Arc::strong_count(&ticker) == 1 {
-                                return;
-                            }
-                        }
-                    }
-                    drop(ticker);
-                    std::thread::sleep(TICK);
-                    engine.increment_epoch();
-                }
-            })
-            .ok();
-        ticker
-    }
-
-    /// Marks a pass as running until the guard drops.
-    fn running(self: &Arc<Self>) -> Running {
-        *self.running.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-        self.changed.notify_one();
-        Running(self.clone())
-    }
-}
-
-struct Running(Arc<Ticker>);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        *self.0.running.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-    }
 }

@@ -14,6 +14,7 @@ use crate::json::Json;
 use crate::object::{GroupKind, Loads, ObjectId};
 use crate::plugin::bindings::beehive::controller::host::{self, Level};
 use crate::plugin::bindings::beehive::controller::types as wit;
+use crate::plugin::clock::PassClock;
 use crate::plugin::convert;
 
 /// The controller client lent to the plugin for one pass.
@@ -32,6 +33,8 @@ pub(crate) struct PluginState {
     /// The pass running now, if any.
     pub(crate) pass: Option<ControllerClient>,
     pub(crate) object: String,
+    /// Guest time against the pass deadline.
+    pub(crate) clock: PassClock,
 }
 
 impl WasiView for PluginState {

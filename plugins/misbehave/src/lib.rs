@@ -2,7 +2,9 @@
 //! show that the host contains it: `loop` spins forever, `allocate` grows
 //! memory without bound, `panic` panics, `bad-result` asks to be requeued in
 //! half a billion years, `open-transaction` returns with a transaction open,
-//! `read-file` tries to read the host's files. Anything else behaves.
+//! `read-file` tries to read the host's files, `sleep` waits 600 ms in a
+//! host call (longer than its 300 ms deadline, which counts guest time
+//! only). Anything else behaves.
 
 use std::time::Duration;
 
@@ -63,6 +65,12 @@ impl Controller for Misbehave {
             "open-transaction" => {
                 let _ = client.raw().begin();
                 return ReconcileResult::settled();
+            }
+            "sleep" => {
+                // Blocked in a host call (WASI's poll) for longer than the
+                // deadline, which counts guest time only.
+                std::thread::sleep(Duration::from_millis(600));
+                "slept in a host call".to_string()
             }
             "read-file" => match std::fs::read_to_string("/etc/hostname") {
                 Ok(text) => format!("read the host's file: {text}"),

@@ -1,0 +1,501 @@
+//! A plugin directory kept in step with a host: every `*.wasm` file in it
+//! serves its kind, and changes to the files are hot-swapped in.
+//!
+//! A sync compares each file's size and modification time with what the last
+//! sync saw, loads what changed (compiling off the async workers), and only
+//! then touches the host: a new version replaces the old one (passes in
+//! flight finish on the old one; every object of the kind is queued once), a
+//! file that no longer loads leaves its old version serving, a removed file
+//! unregisters its kind unless another file now serves it. The watcher runs a
+//! sync shortly after the directory goes quiet, and on a slow cadence behind
+//! that, so a missed notification costs latency only.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use notify::Watcher;
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Host;
+use crate::object::GroupKind;
+use crate::plugin::{Plugin, PluginError, PluginRuntime, hex};
+
+/// How long the directory must be quiet before a sync: writes and renames
+/// come as bursts of notifications.
+const DEBOUNCE: Duration = Duration::from_millis(50);
+
+/// A plugin serving its kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Served {
+    /// The file it was loaded from.
+    pub path: PathBuf,
+    /// The kind it reconciles.
+    pub group_kind: GroupKind,
+    /// SHA-256 of the file's bytes, in hex: which version serves.
+    pub content_hash: String,
+}
+
+/// A file whose current content does not serve.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// The file.
+    pub path: PathBuf,
+    /// Why it did not load.
+    pub error: Arc<PluginError>,
+}
+
+/// What a sync changed.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Change {
+    /// A file's plugin now serves its kind: a new file, a new version, or
+    /// one that names a different kind than before (then `replaced` names
+    /// the old kind, which was unregistered).
+    Loaded {
+        /// What serves now.
+        served: Served,
+        /// What the file served before, if anything.
+        replaced: Option<Served>,
+    },
+    /// A file was removed and its kind has no controller now; its objects stay.
+    Unregistered(Served),
+    /// A file could not be loaded; the version it served before, if any,
+    /// keeps serving.
+    Failed {
+        /// Why.
+        failure: Failure,
+        /// The older version still serving.
+        still_serving: Option<Served>,
+    },
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::Loaded { served, replaced } => {
+                write!(
+                    f,
+                    "{} serves {} (version {})",
+                    served.path.display(),
+                    served.group_kind,
+                    short(&served.content_hash)
+                )?;
+                match replaced {
+                    Some(old) if old.group_kind != served.group_kind => {
+                        write!(f, ", no longer {}", old.group_kind)
+                    }
+                    Some(old) => write!(f, ", replacing version {}", short(&old.content_hash)),
+                    None => Ok(()),
+                }
+            }
+            Change::Unregistered(old) => write!(
+                f,
+                "{} was removed: {} has no controller now",
+                old.path.display(),
+                old.group_kind
+            ),
+            Change::Failed {
+                failure,
+                still_serving,
+            } => {
+                write!(f, "{}", failure.error)?;
+                match still_serving {
+                    Some(old) => write!(f, " (version {} keeps serving)", short(&old.content_hash)),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// The first twelve hex digits of a content hash, as the logs show it.
+pub(crate) fn short(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
+}
+
+/// What a sync last saw of a file, to tell whether it changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Fingerprint {
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+fn fingerprint(path: &Path) -> Option<Fingerprint> {
+    let meta = std::fs::metadata(path).ok()?;
+    meta.is_file().then(|| Fingerprint {
+        len: meta.len(),
+        modified: meta.modified().ok(),
+    })
+}
+
+#[derive(Debug)]
+struct FileState {
+    seen: Fingerprint,
+    serving: Option<Served>,
+    failure: Option<Failure>,
+}
+
+/// A directory of plugins loaded into a host, and kept loaded as its files
+/// change.
+///
+/// # Example
+/// ```no_run
+/// # async fn demo(host: beehive::Host) -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use beehive::plugin::{PluginDirectory, PluginRuntime, RuntimeOptions};
+///
+/// let runtime = PluginRuntime::new(RuntimeOptions::new().cache_dir("plugin-cache"))?;
+/// let plugins = PluginDirectory::new(runtime, host, "plugins");
+/// for change in plugins.sync().await? {
+///     println!("{change}");
+/// }
+/// let _watching = plugins.watch(Duration::from_secs(30))?;
+/// # Ok(()) }
+/// ```
+pub struct PluginDirectory {
+    runtime: Arc<PluginRuntime>,
+    host: Host,
+    dir: PathBuf,
+    /// Held for a whole sync: one look at the directory at a time.
+    files: tokio::sync::Mutex<BTreeMap<PathBuf, FileState>>,
+    /// What the last sync left, for readers that must not wait for a sync.
+    report: Mutex<(Vec<Served>, Vec<Failure>)>,
+}
+
+impl std::fmt::Debug for PluginDirectory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginDirectory")
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+impl PluginDirectory {
+    /// The plugins of `dir`, to be loaded into `host` by [`PluginDirectory::sync`].
+    pub fn new(runtime: Arc<PluginRuntime>, host: Host, dir: impl Into<PathBuf>) -> Arc<Self> {
+        Arc::new(PluginDirectory {
+            runtime,
+            host,
+            dir: dir.into(),
+            files: tokio::sync::Mutex::new(BTreeMap::new()),
+            report: Mutex::new((Vec::new(), Vec::new())),
+        })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The plugins serving now, by file name.
+    pub fn served(&self) -> Vec<Served> {
+        self.report().0.clone()
+    }
+
+    /// The files whose current content failed to load, by file name.
+    pub fn failures(&self) -> Vec<Failure> {
+        self.report().1.clone()
+    }
+
+    fn report(&self) -> std::sync::MutexGuard<'_, (Vec<Served>, Vec<Failure>)> {
+        self.report.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Brings the host in step with the directory and says what changed.
+    ///
+    /// # Errors
+    /// [`PluginError::Read`] when the directory cannot be read; problems
+    /// with single files are [`Change::Failed`] entries instead.
+    pub async fn sync(&self) -> Result<Vec<Change>, PluginError> {
+        let mut files = self.files.lock().await;
+        let present = self.list()?;
+        let removed: Vec<Served> = {
+            let gone: Vec<PathBuf> = files
+                .keys()
+                .filter(|p| !present.contains_key(*p))
+                .cloned()
+                .collect();
+            gone.iter()
+                .filter_map(|p| files.remove(p).and_then(|f| f.serving))
+                .collect()
+        };
+        let mut changes = Vec::new();
+        for (path, seen) in present {
+            if files.get(&path).is_some_and(|f| f.seen == seen) {
+                continue;
+            }
+            if let Some(change) = self.refresh(&mut files, &path, seen).await {
+                changes.push(change);
+            }
+        }
+        for old in removed {
+            let still_served = files.values().any(|f| {
+                f.serving
+                    .as_ref()
+                    .is_some_and(|s| s.group_kind == old.group_kind)
+            });
+            if !still_served {
+                self.release(&old.group_kind).await;
+                changes.push(Change::Unregistered(old));
+            }
+        }
+        self.publish(&files);
+        Ok(changes)
+    }
+
+    /// The `*.wasm` files in the directory (hidden ones are a writer's
+    /// temporaries) and what they look like now.
+    fn list(&self) -> Result<BTreeMap<PathBuf, Fingerprint>, PluginError> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|source| PluginError::Read {
+            path: self.dir.clone(),
+            source,
+        })?;
+        Ok(entries
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| is_plugin_file(p))
+            .filter_map(|p| fingerprint(&p).map(|f| (p, f)))
+            .collect())
+    }
+
+    /// Loads a new or changed file and, if it loads, lets it serve.
+    async fn refresh(
+        &self,
+        files: &mut BTreeMap<PathBuf, FileState>,
+        path: &Path,
+        seen: Fingerprint,
+    ) -> Option<Change> {
+        let serving = files.get(path).and_then(|f| f.serving.clone());
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            // Removed since the listing: the next sync sees it gone.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(source) => {
+                let error = PluginError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                };
+                return Some(record_failure(files, path, seen, serving, error));
+            }
+        };
+        // Still being written: the writer's next notification brings it back.
+        if fingerprint(path).as_ref() != Some(&seen) {
+            return None;
+        }
+        if serving
+            .as_ref()
+            .is_some_and(|s| s.content_hash == hex(&Sha256::digest(&bytes)))
+        {
+            files.insert(
+                path.to_path_buf(),
+                FileState {
+                    seen,
+                    serving,
+                    failure: None,
+                },
+            );
+            return None;
+        }
+        let outcome = match self.runtime.load_bytes(path, bytes).await {
+            Ok(plugin) => self.install(files, plugin, serving.clone()).await,
+            Err(error) => Err(error),
+        };
+        match outcome {
+            Ok(served) => {
+                files.insert(
+                    path.to_path_buf(),
+                    FileState {
+                        seen,
+                        serving: Some(served.clone()),
+                        failure: None,
+                    },
+                );
+                Some(Change::Loaded {
+                    served,
+                    replaced: serving,
+                })
+            }
+            Err(_) if fingerprint(path).as_ref() != Some(&seen) => None,
+            Err(error) => Some(record_failure(files, path, seen, serving, error)),
+        }
+    }
+
+    /// Registers a loaded plugin for its kind, unless another file serves it.
+    async fn install(
+        &self,
+        files: &BTreeMap<PathBuf, FileState>,
+        plugin: Plugin,
+        previous: Option<Served>,
+    ) -> Result<Served, PluginError> {
+        let served = Served {
+            path: plugin.path().to_path_buf(),
+            group_kind: plugin.group_kind(),
+            content_hash: plugin.content_hash().to_string(),
+        };
+        let rival = files.iter().find(|(path, f)| {
+            **path != served.path
+                && f.serving
+                    .as_ref()
+                    .is_some_and(|s| s.group_kind == served.group_kind)
+        });
+        if let Some((other, _)) = rival {
+            return Err(PluginError::KindClaimed {
+                path: served.path.clone(),
+                kind: served.group_kind.to_string(),
+                other: other.display().to_string(),
+            });
+        }
+        if let Some(old) = previous.filter(|old| old.group_kind != served.group_kind) {
+            self.release(&old.group_kind).await;
+        }
+        let options = plugin.controller_options();
+        self.host
+            .register_shared(served.group_kind.clone(), Arc::new(plugin), options)
+            .await
+            .map_err(|source| PluginError::Register {
+                path: served.path.clone(),
+                source,
+            })?;
+        Ok(served)
+    }
+
+    /// Unregisters a kind no file serves any more; its objects stay.
+    async fn release(&self, group_kind: &GroupKind) {
+        if let Err(error) = self.host.unregister(group_kind).await {
+            tracing::warn!(kind = %group_kind, "cannot unregister: {error}");
+        }
+    }
+
+    fn publish(&self, files: &BTreeMap<PathBuf, FileState>) {
+        let served = files.values().filter_map(|f| f.serving.clone()).collect();
+        let failures = files.values().filter_map(|f| f.failure.clone()).collect();
+        *self.report() = (served, failures);
+    }
+
+    /// Watches the directory and syncs shortly after it changes, and every
+    /// `rescan` regardless. Changes are logged. Watching ends when the
+    /// handle is stopped or dropped.
+    ///
+    /// # Errors
+    /// [`PluginError::Watch`] when the directory cannot be watched.
+    pub fn watch(self: &Arc<Self>, rescan: Duration) -> Result<WatchHandle, PluginError> {
+        let watch_error = |e: notify::Error| PluginError::Watch {
+            path: self.dir.clone(),
+            message: e.to_string(),
+        };
+        let (notified, mut notifications) = mpsc::unbounded_channel();
+        let mut watcher = notify::recommended_watcher(move |event| {
+            // The receiver is gone only once watching has stopped.
+            let _ = notified.send(event);
+        })
+        .map_err(watch_error)?;
+        watcher
+            .watch(&self.dir, notify::RecursiveMode::NonRecursive)
+            .map_err(watch_error)?;
+        let cancel = CancellationToken::new();
+        let directory = self.clone();
+        let stop = cancel.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    event = notifications.recv() => {
+                        if event.is_none() {
+                            return;
+                        }
+                        quiet(&mut notifications).await;
+                    }
+                    _ = tokio::time::sleep(rescan) => {}
+                }
+                match directory.sync().await {
+                    Ok(changes) => changes.iter().for_each(log),
+                    Err(error) => tracing::warn!("plugin directory: {error}"),
+                }
+            }
+        });
+        Ok(WatchHandle {
+            _watcher: watcher,
+            cancel,
+            task: Some(task),
+        })
+    }
+}
+
+/// Waits until no notification has come for [`DEBOUNCE`].
+async fn quiet<T>(notifications: &mut mpsc::UnboundedReceiver<T>) {
+    while let Ok(Some(_)) = tokio::time::timeout(DEBOUNCE, notifications.recv()).await {}
+}
+
+fn record_failure(
+    files: &mut BTreeMap<PathBuf, FileState>,
+    path: &Path,
+    seen: Fingerprint,
+    still_serving: Option<Served>,
+    error: PluginError,
+) -> Change {
+    let failure = Failure {
+        path: path.to_path_buf(),
+        error: Arc::new(error),
+    };
+    files.insert(
+        path.to_path_buf(),
+        FileState {
+            seen,
+            serving: still_serving.clone(),
+            failure: Some(failure.clone()),
+        },
+    );
+    Change::Failed {
+        failure,
+        still_serving,
+    }
+}
+
+fn is_plugin_file(path: &Path) -> bool {
+    let hidden = path
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+    !hidden && path.extension().is_some_and(|ext| ext == "wasm")
+}
+
+/// Logs a change as the operator should see it.
+fn log(change: &Change) {
+    match change {
+        Change::Failed { .. } => tracing::warn!("plugin: {change}"),
+        _ => tracing::info!("plugin: {change}"),
+    }
+}
+
+/// Keeps a [`PluginDirectory`] watched; dropping it stops watching.
+#[must_use = "dropping the handle stops watching"]
+pub struct WatchHandle {
+    _watcher: notify::RecommendedWatcher,
+    cancel: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl WatchHandle {
+    /// Stops watching and waits for a sync in progress to finish.
+    pub async fn stop(mut self) {
+        self.cancel.cancel();
+        if let Some(task) = self.task.take() {
+            // A sync that panicked has nothing left to wait for.
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+impl std::fmt::Debug for WatchHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchHandle").finish_non_exhaustive()
+    }
+}

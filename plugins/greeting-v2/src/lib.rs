@@ -1,0 +1,77 @@
+//! The `greeting` plugin's next release: it reconciles the same kind,
+//! `Greeting.example.dev`, with a formal greeting. Dropping its file in place
+//! of `greeting.wasm` shows a hot swap: every greeting is rewritten.
+
+use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+use serde::{Deserialize, Serialize};
+
+/// What a greeting asks for (unchanged from the first release).
+#[derive(Debug, Deserialize)]
+pub struct GreetingSpec {
+    /// Who to greet.
+    pub name: String,
+}
+
+/// What the plugin reports: the message, and which release wrote it.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub struct GreetingStatus {
+    /// The greeting.
+    pub message: String,
+    /// The release that wrote it. Statuses the first release wrote lack it:
+    /// a field added to a status needs a default, or decoding them fails.
+    #[serde(default)]
+    pub release: u32,
+}
+
+/// The controller.
+#[derive(Default)]
+pub struct FormalGreeter;
+
+impl Controller for FormalGreeter {
+    type Spec = GreetingSpec;
+    type Status = GreetingStatus;
+
+    fn registration() -> Registration {
+        Registration::new("example.dev", "Greeting")
+    }
+
+    fn reconcile(
+        &self,
+        client: &Client<'_, GreetingStatus>,
+        object: &Object<GreetingSpec, GreetingStatus>,
+    ) -> ReconcileResult {
+        let status = GreetingStatus {
+            message: format!("Good day, {}.", object.spec.name),
+            release: 2,
+        };
+        match client.update_status(&status) {
+            Ok(()) => ReconcileResult::settled(),
+            Err(error) => ReconcileResult::fail(error),
+        }
+    }
+}
+
+beehive_guest::export!(FormalGreeter);
+
+#[cfg(test)]
+mod tests {
+    use beehive_guest::fake::FakeClient;
+    use beehive_guest::{Meta, Object};
+
+    use super::*;
+
+    #[test]
+    fn greets_formally_and_says_which_release() {
+        let fake = FakeClient::new();
+        let object = Object {
+            meta: Meta::default(),
+            spec: GreetingSpec { name: "Ada".into() },
+            status: None,
+        };
+        let result = FormalGreeter.reconcile(&Client::new(&fake), &object);
+        assert_eq!(result, ReconcileResult::settled());
+        let status = fake.status().unwrap();
+        assert_eq!(status["message"], "Good day, Ada.");
+        assert_eq!(status["release"], 2);
+    }
+}

@@ -63,6 +63,32 @@ impl FakeClient {
         self.state.borrow().clone()
     }
 
+    /// Every object the fake kind clients hold, by id.
+    pub fn objects(&self) -> Vec<RawObject> {
+        let objects = self.objects.borrow();
+        objects.by_id.values().map(|(o, _)| o.clone()).collect()
+    }
+
+    /// Changes an object the fake kind clients hold, as another controller
+    /// or a user would between passes (a child's status, say).
+    ///
+    /// # Panics
+    /// When there is no object `id`: a test's mistake.
+    pub fn edit_object(&self, id: ObjectId, edit: impl FnOnce(&mut RawObject)) {
+        let mut objects = self.objects.borrow_mut();
+        let (object, _) = objects.by_id.get_mut(&id).expect("no such object");
+        edit(object);
+    }
+
+    /// Removes the objects whose deletion was requested and that hold no
+    /// finalizers, as the host's collector would.
+    pub fn collect_garbage(&self) {
+        self.objects
+            .borrow_mut()
+            .by_id
+            .retain(|_, (o, _)| !(o.meta.is_deleting() && o.meta.finalizers.is_empty()));
+    }
+
     /// The last status written, decoded.
     pub fn status(&self) -> Option<serde_json::Value> {
         let text = self.state.borrow().status.clone()?;

@@ -379,4 +379,24 @@ impl Registration {
         self.concurrency = Some(workers);
         self
     }
+
+    /// Every object is reconciled once each time the host starts: for
+    /// controllers whose pass establishes in-process state (a liveness
+    /// condition, a connection) that a restart lost.
+    pub fn startup_full_pass(mut self, enabled: bool) -> Self {
+        self.startup_full_pass = Some(enabled);
+        self
+    }
+
+    /// A pass of every object on this cadence (zero turns it off).
+    pub fn full_pass_interval(mut self, interval: Duration) -> Self {
+        self.full_pass_interval = Some(interval);
+        self
+    }
+
+    /// The longest wait between retries of a failing object.
+    pub fn max_retry_interval(mut self, interval: Duration) -> Self {
+        self.max_retry_interval = Some(interval);
+        self
+    }
 }

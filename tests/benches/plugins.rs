@@ -139,7 +139,7 @@ async fn native() -> f64 {
 
 async fn cold_start() -> f64 {
     let dir = tempfile::tempdir().expect("dir");
-    for name in ["greeting", "misbehave"] {
+    for name in ["greeting", "cascade", "conditions", "events"] {
         std::fs::copy(plugin_wasm(name), dir.path().join(format!("{name}.wasm"))).expect("copy");
     }
     let cache = tempfile::tempdir().expect("cache");

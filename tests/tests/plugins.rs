@@ -402,3 +402,103 @@ async fn removing_a_file_unregisters_its_kind_and_a_new_kind_swaps_registrations
     assert_eq!(registrations[0].group_kind, greeting_kind());
     running.stop(Duration::from_secs(10)).await.unwrap();
 }
+
+fn condition(client: &RawClient, name: &str, type_: &str) -> Option<(String, String)> {
+    let object = client.get_by_name(name, Loads::none()).ok()?;
+    let found = object
+        .meta
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == type_)?;
+    Some((format!("{:?}", found.status), found.reason))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_plugins_converge_together() {
+    let plugins = plugin_dir(&["greeting", "cascade", "conditions", "events"]);
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let _directory = load_all(&host, plugins.path()).await;
+    assert_eq!(host.kinds().len(), 4);
+    let running = host.start().await.unwrap();
+    let kind = |k: &str| host.client(GroupKind::new("example.dev", k));
+    let (sets, greetings, services, connections) = (
+        kind("GreetingSet"),
+        kind("Greeting"),
+        kind("Service"),
+        kind("Connection"),
+    );
+    let json = |text: &str| Json::parse(text).unwrap();
+
+    // cascade: children made by one plugin, greeted by another.
+    sets.create(
+        "team",
+        json(r#"{"names":["ada","grace"]}"#),
+        CreateOptions::new(),
+    )
+    .await
+    .unwrap();
+    // conditions and events.
+    services
+        .create("web", json(r#"{"port":8080}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    let db = connections
+        .create(
+            "db",
+            json(r#"{"endpoint":"db:5432","probe_interval_ms":50}"#),
+            CreateOptions::new(),
+        )
+        .await
+        .unwrap();
+
+    wait_until("the set reports both children greeted", || {
+        condition(&sets, "team", "Ready") == Some(("True".into(), "AllGreeted".into()))
+    })
+    .await;
+    let ada = greetings.get_by_name("team-ada", Loads::none()).unwrap();
+    assert_eq!(ada.status.unwrap().to_value()["message"], "Hello, ada!");
+    let team = sets.get_by_name("team", Loads::none()).unwrap();
+    assert_eq!(team.status.unwrap().to_value()["ready"], 2);
+    assert_eq!(sets.list_dependencies(team.meta.id).unwrap().len(), 2);
+
+    wait_until("the service is configured and serving", || {
+        condition(&services, "web", "Configured") == Some(("True".into(), "ValidPort".into()))
+            && condition(&services, "web", "Serving") == Some(("True".into(), "Listening".into()))
+    })
+    .await;
+
+    wait_until("the connection has probed a few times", || {
+        connections
+            .get_latest_event(db.meta.id, "connection")
+            .unwrap()
+            .is_some_and(|e| e.count >= 3)
+    })
+    .await;
+    connections
+        .update_by_name(
+            "db",
+            json(r#"{"endpoint":"db:5432","reachable":false,"probe_interval_ms":50}"#),
+        )
+        .await
+        .unwrap();
+    wait_until("the timeline shows the outage as a new run", || {
+        let runs = connections
+            .list_events(
+                db.meta.id,
+                &beehive::EventFilter::all().category("connection"),
+            )
+            .unwrap();
+        runs.len() == 2 && runs[0].reason == "ProbeFailed" && runs[1].reason == "Connected"
+    })
+    .await;
+
+    // Deleting the set takes its children down before the set goes.
+    sets.delete_by_name("team").await.unwrap();
+    wait_until("the set and its children are gone", || {
+        sets.list(Loads::none()).unwrap().is_empty()
+            && greetings.list(Loads::none()).unwrap().is_empty()
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}

@@ -1,0 +1,244 @@
+//! The `cascade` plugin: a `GreetingSet.example.dev` owns one
+//! `Greeting.example.dev` per name in its spec. It creates and prunes its
+//! children through a kind client, depends on each child so a child's new
+//! status wakes it, reports how many are greeted, and holds a finalizer so a
+//! deleted set takes its children down before it goes.
+//!
+//! The children are reconciled by another plugin (`greeting`): the two never
+//! call each other, they meet in the store.
+
+use std::collections::BTreeSet;
+
+use beehive_guest::{
+    Client, Condition, ConditionStatus, Controller, CreateOptions, Kind, Object, ReconcileResult,
+    Registration, Result,
+};
+use serde::{Deserialize, Serialize};
+
+/// The finalizer that keeps a set until its children are gone.
+pub const FINALIZER: &str = "example.dev/greetings";
+
+/// A set of greetings.
+#[derive(Debug, Deserialize)]
+pub struct GreetingSetSpec {
+    /// One greeting per name.
+    pub names: Vec<String>,
+}
+
+/// How far the set has come.
+#[derive(Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GreetingSetStatus {
+    /// Children whose greeting is written for their current spec.
+    pub ready: usize,
+    /// Children wanted.
+    pub total: usize,
+}
+
+/// A child's spec, as the `greeting` plugin reads it.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GreetingSpec {
+    /// Who to greet.
+    pub name: String,
+}
+
+/// A child's status, whatever version of `greeting` wrote it.
+type GreetingStatus = serde_json::Value;
+
+/// The controller.
+#[derive(Default)]
+pub struct Cascade;
+
+impl Controller for Cascade {
+    type Spec = GreetingSetSpec;
+    type Status = GreetingSetStatus;
+
+    fn registration() -> Registration {
+        Registration::new("example.dev", "GreetingSet").finalizers([FINALIZER])
+    }
+
+    fn reconcile(
+        &self,
+        client: &Client<'_, GreetingSetStatus>,
+        set: &Object<GreetingSetSpec, GreetingSetStatus>,
+    ) -> ReconcileResult {
+        let greetings = client.kind("example.dev", "Greeting");
+        let outcome = if set.meta.is_deleting() {
+            tear_down(client, &greetings, set)
+        } else {
+            converge(client, &greetings, set)
+        };
+        outcome.unwrap_or_else(ReconcileResult::fail)
+    }
+}
+
+/// The child's name: the set's name and the greeted name.
+pub fn child_name(set: &str, name: &str) -> String {
+    format!("{set}-{name}")
+}
+
+fn converge(
+    client: &Client<'_, GreetingSetStatus>,
+    greetings: &Kind<GreetingSpec, GreetingStatus>,
+    set: &Object<GreetingSetSpec, GreetingSetStatus>,
+) -> Result<ReconcileResult> {
+    let wanted: BTreeSet<String> = set
+        .spec
+        .names
+        .iter()
+        .map(|n| child_name(&set.meta.name, n))
+        .collect();
+    for stale in greetings.list_owned_objects(set.meta.id)? {
+        if !wanted.contains(&stale.meta.name) {
+            // Dropped first: a dependency is a claim that would keep the child.
+            client.delete_dependency(stale.meta.id)?;
+            greetings.delete_by_name(&stale.meta.name)?;
+        }
+    }
+    let mut ready = 0;
+    for name in &set.spec.names {
+        let spec = GreetingSpec { name: name.clone() };
+        let owned = CreateOptions::owner(set.meta.id);
+        let (child, _) =
+            greetings.create_or_update(&child_name(&set.meta.name, name), &spec, owned)?;
+        client.add_dependency(child.meta.id)?;
+        if is_ready(&child) {
+            ready += 1;
+        }
+    }
+    let total = set.spec.names.len();
+    client.update_status(&GreetingSetStatus { ready, total })?;
+    let (status, reason) = if ready == total {
+        (ConditionStatus::True, "AllGreeted")
+    } else {
+        (ConditionStatus::False, "Waiting")
+    };
+    client.set_condition(
+        Condition::new("Ready", status)
+            .reason(reason)
+            .message(format!("{ready}/{total} greeted")),
+    )?;
+    // Not settled until every child is: a child's status change wakes the
+    // set through its dependency.
+    Ok(if ready == total {
+        ReconcileResult::settled()
+    } else {
+        ReconcileResult::unsettled()
+    })
+}
+
+/// A child is ready once its greeting is written for its current spec.
+fn is_ready(child: &Object<GreetingSpec, GreetingStatus>) -> bool {
+    child.status.is_some() && child.meta.observed_generation == Some(child.meta.generation)
+}
+
+fn tear_down(
+    client: &Client<'_, GreetingSetStatus>,
+    greetings: &Kind<GreetingSpec, GreetingStatus>,
+    set: &Object<GreetingSetSpec, GreetingSetStatus>,
+) -> Result<ReconcileResult> {
+    let children = greetings.list_owned_objects(set.meta.id)?;
+    if children.is_empty() {
+        client.delete_finalizer(FINALIZER)?;
+        return Ok(ReconcileResult::settled());
+    }
+    for child in children.iter().filter(|c| !c.meta.is_deleting()) {
+        greetings.delete_by_name(&child.meta.name)?;
+    }
+    // Each child's removal wakes the set through its owner edge.
+    Ok(ReconcileResult::unsettled())
+}
+
+beehive_guest::export!(Cascade);
+
+#[cfg(test)]
+mod tests {
+    use beehive_guest::fake::FakeClient;
+    use beehive_guest::{Meta, Object};
+
+    use super::*;
+
+    fn set(names: &[&str]) -> Object<GreetingSetSpec, GreetingSetStatus> {
+        Object {
+            meta: Meta {
+                id: 1000,
+                name: "team".into(),
+                generation: 1,
+                ..Meta::default()
+            },
+            spec: GreetingSetSpec {
+                names: names.iter().map(|n| n.to_string()).collect(),
+            },
+            status: None,
+        }
+    }
+
+    fn children(fake: &FakeClient) -> Vec<String> {
+        let mut names: Vec<String> = fake
+            .objects()
+            .into_iter()
+            .filter(|o| !o.meta.is_deleting())
+            .map(|o| o.meta.name)
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn creates_a_child_per_name_and_waits_for_them() {
+        let fake = FakeClient::new();
+        let result = Cascade.reconcile(&Client::new(&fake), &set(&["ada", "grace"]));
+        assert_eq!(result, ReconcileResult::unsettled());
+        assert_eq!(children(&fake), ["team-ada", "team-grace"]);
+        let record = fake.record();
+        assert_eq!(record.dependencies.len(), 2, "the set watches its children");
+        assert_eq!(fake.status().unwrap()["ready"], 0);
+        assert_eq!(record.conditions["Ready"].status, ConditionStatus::False);
+    }
+
+    #[test]
+    fn is_ready_once_every_child_is_greeted() {
+        let fake = FakeClient::new();
+        let first = Cascade.reconcile(&Client::new(&fake), &set(&["ada"]));
+        assert_eq!(first, ReconcileResult::unsettled());
+        let child = fake.objects()[0].meta.id;
+        fake.edit_object(child, |o| {
+            o.status = Some(r#"{"message":"Hello, ada!"}"#.into());
+            o.meta.observed_generation = Some(o.meta.generation);
+        });
+        let result = Cascade.reconcile(&Client::new(&fake), &set(&["ada"]));
+        assert_eq!(result, ReconcileResult::settled());
+        assert_eq!(fake.status().unwrap()["ready"], 1);
+        assert_eq!(fake.record().conditions["Ready"].reason, "AllGreeted");
+    }
+
+    #[test]
+    fn prunes_children_no_longer_named() {
+        let fake = FakeClient::new();
+        for names in [&["ada", "grace"][..], &["ada"]] {
+            let result = Cascade.reconcile(&Client::new(&fake), &set(names));
+            assert_eq!(result, ReconcileResult::unsettled());
+        }
+        assert_eq!(children(&fake), ["team-ada"]);
+        assert_eq!(fake.record().dependencies.len(), 1);
+    }
+
+    #[test]
+    fn a_deleted_set_removes_its_children_before_its_finalizer() {
+        let fake = FakeClient::new();
+        let first = Cascade.reconcile(&Client::new(&fake), &set(&["ada"]));
+        assert_eq!(first, ReconcileResult::unsettled());
+        let mut deleting = set(&["ada"]);
+        deleting.meta.deletion_requested_at_ms = Some(1);
+        deleting.meta.finalizers = vec![FINALIZER.into()];
+
+        let result = Cascade.reconcile(&Client::new(&fake), &deleting);
+        assert_eq!(result, ReconcileResult::unsettled());
+        assert!(children(&fake).is_empty(), "the children are being deleted");
+        assert!(fake.record().deleted_finalizers.is_empty(), "not yet");
+
+        fake.collect_garbage();
+        let result = Cascade.reconcile(&Client::new(&fake), &deleting);
+        assert_eq!(result, ReconcileResult::settled());
+        assert_eq!(fake.record().deleted_finalizers, [FINALIZER]);
+    }
+}

@@ -1,0 +1,139 @@
+//! The `conditions` plugin: a `Service.example.dev` reports two conditions
+//! of different lifetimes.
+//!
+//! - `Configured` is durable: it follows from the spec alone, so it holds
+//!   across restarts.
+//! - `Serving` is a liveness condition: it describes something alive in
+//!   this process (here, the service it pretends to start). After a restart
+//!   the store reads it as Unknown, unconfirmed, until this plugin confirms
+//!   it; the plugin asks for a pass of every object at each start to do so.
+
+use beehive_guest::{
+    Client, Condition, ConditionStatus, Controller, Object, ReconcileResult, Registration, Result,
+};
+use serde::{Deserialize, Serialize};
+
+/// A service to run.
+#[derive(Debug, Deserialize)]
+pub struct ServiceSpec {
+    /// The port to listen on (1–65535).
+    pub port: u32,
+    /// Whether it should serve at all.
+    #[serde(default = "serving_by_default")]
+    pub enabled: bool,
+}
+
+fn serving_by_default() -> bool {
+    true
+}
+
+/// Where the service can be reached, once it serves.
+#[derive(Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ServiceStatus {
+    /// `http://NAME:PORT` while serving.
+    pub endpoint: Option<String>,
+}
+
+/// The controller.
+#[derive(Default)]
+pub struct Services;
+
+impl Controller for Services {
+    type Spec = ServiceSpec;
+    type Status = ServiceStatus;
+
+    fn registration() -> Registration {
+        Registration::new("example.dev", "Service").startup_full_pass(true)
+    }
+
+    fn reconcile(
+        &self,
+        client: &Client<'_, ServiceStatus>,
+        service: &Object<ServiceSpec, ServiceStatus>,
+    ) -> ReconcileResult {
+        reconcile(client, service).unwrap_or_else(ReconcileResult::fail)
+    }
+}
+
+fn reconcile(
+    client: &Client<'_, ServiceStatus>,
+    service: &Object<ServiceSpec, ServiceStatus>,
+) -> Result<ReconcileResult> {
+    let port = service.spec.port;
+    let valid = (1..=65535).contains(&port);
+    let configured = if valid {
+        Condition::new("Configured", ConditionStatus::True).reason("ValidPort")
+    } else {
+        Condition::new("Configured", ConditionStatus::False)
+            .reason("InvalidPort")
+            .message(format!("port {port} is outside 1-65535"))
+    };
+    let serving = match (valid, service.spec.enabled) {
+        (true, true) => Condition::new("Serving", ConditionStatus::True)
+            .reason("Listening")
+            .message(format!("listening on :{port}")),
+        (true, false) => Condition::new("Serving", ConditionStatus::False).reason("Disabled"),
+        (false, _) => Condition::new("Serving", ConditionStatus::False).reason("NotConfigured"),
+    };
+    let endpoint =
+        (valid && service.spec.enabled).then(|| format!("http://{}:{port}", service.meta.name));
+    // One write for both, so a reader never sees one without the other.
+    client.set_conditions(vec![configured, serving.liveness(true)])?;
+    client.update_status(&ServiceStatus { endpoint })?;
+    Ok(ReconcileResult::settled())
+}
+
+beehive_guest::export!(Services);
+
+#[cfg(test)]
+mod tests {
+    use beehive_guest::fake::FakeClient;
+    use beehive_guest::{Meta, Object};
+
+    use super::*;
+
+    fn service(port: u32, enabled: bool) -> Object<ServiceSpec, ServiceStatus> {
+        Object {
+            meta: Meta {
+                name: "web".into(),
+                ..Meta::default()
+            },
+            spec: ServiceSpec { port, enabled },
+            status: None,
+        }
+    }
+
+    #[test]
+    fn a_valid_enabled_service_is_configured_and_serving() {
+        let fake = FakeClient::new();
+        let result = Services.reconcile(&Client::new(&fake), &service(8080, true));
+        assert_eq!(result, ReconcileResult::settled());
+        let conditions = fake.record().conditions;
+        assert_eq!(conditions["Configured"].status, ConditionStatus::True);
+        assert!(!conditions["Configured"].liveness, "durable");
+        assert_eq!(conditions["Serving"].status, ConditionStatus::True);
+        assert!(conditions["Serving"].liveness, "alive in this process only");
+        assert_eq!(fake.status().unwrap()["endpoint"], "http://web:8080");
+    }
+
+    #[test]
+    fn an_invalid_port_is_reported_not_failed() {
+        let fake = FakeClient::new();
+        let result = Services.reconcile(&Client::new(&fake), &service(0, true));
+        assert_eq!(result, ReconcileResult::settled());
+        let conditions = fake.record().conditions;
+        assert_eq!(conditions["Configured"].reason, "InvalidPort");
+        assert_eq!(conditions["Serving"].reason, "NotConfigured");
+        assert!(fake.status().unwrap()["endpoint"].is_null());
+    }
+
+    #[test]
+    fn a_disabled_service_does_not_serve() {
+        let fake = FakeClient::new();
+        let result = Services.reconcile(&Client::new(&fake), &service(8080, false));
+        assert_eq!(result, ReconcileResult::settled());
+        let conditions = fake.record().conditions;
+        assert_eq!(conditions["Configured"].status, ConditionStatus::True);
+        assert_eq!(conditions["Serving"].reason, "Disabled");
+    }
+}

@@ -47,8 +47,9 @@ mod json;
 mod object;
 pub mod plugin;
 mod store;
+mod watch;
 
-pub use client::{Client, CreateOptions, Object, RawClient};
+pub use client::{Client, CreateOptions, Object, RawClient, Transaction};
 pub use engine::{
     Controller, ControllerClient, ControllerOptions, Host, HostOptions, ReconcileFuture,
     ReconcileResult, Reconciler, STATUS_GRACE, Schedule, StopHandle, Typed,
@@ -62,6 +63,7 @@ pub use object::{
 };
 pub use store::Store;
 pub use store::registrations::Registration;
+pub use watch::{WatchHandle, watch_directory};
 
 // Compiles the README's Rust examples as doctests, so the README stays true.
 #[doc = include_str!("../../README.md")]

@@ -75,6 +75,16 @@ impl Timestamp {
     }
 }
 
+impl From<std::time::SystemTime> for Timestamp {
+    fn from(time: std::time::SystemTime) -> Timestamp {
+        let ms = match time.duration_since(std::time::UNIX_EPOCH) {
+            Ok(since) => since.as_millis() as i64,
+            Err(before) => -(before.duration().as_millis() as i64),
+        };
+        Timestamp(ms)
+    }
+}
+
 /// A pointer to a related object, with the kind needed to address it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ObjectRef {

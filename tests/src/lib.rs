@@ -2,7 +2,23 @@
 //! directory and runs the real `beehive` binary in it.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a bounded wait in an end-to-end test waits before failing.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Polls `condition` every 20 ms until it holds.
+///
+/// # Panics
+/// When it does not hold within [`PATIENCE`].
+pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
 
 /// The `beehive` binary of this build, next to the test executable's `deps/`.
 ///
@@ -70,6 +86,123 @@ impl Workspace {
             .current_dir(self.path())
             .output()
             .expect("beehive runs")
+    }
+
+    /// Runs `beehive ARGS`, which must succeed, and returns its stdout.
+    ///
+    /// # Panics
+    /// When it fails.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        assert!(
+            output.status.success(),
+            "beehive {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Runs `beehive ARGS`, which must fail with one line on stderr, and
+    /// returns that line.
+    ///
+    /// # Panics
+    /// When it succeeds or says more than one line.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(!output.status.success(), "beehive {args:?} succeeded");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "one error line from {args:?}: {stderr}");
+        errors[0].to_string()
+    }
+
+    /// Writes `text` to `name` in the directory.
+    pub fn write(&self, name: &str, text: &str) {
+        let path = self.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("parent directory");
+        }
+        std::fs::write(path, text).expect("write file");
+    }
+
+    /// Copies example plugin `plugin` into `plugins/FILE` by writing a
+    /// hidden file and renaming it into place, as an operator should.
+    pub fn install_plugin(&self, plugin: &str, file: &str) {
+        let dir = self.path().join("plugins");
+        std::fs::create_dir_all(&dir).expect("plugins directory");
+        let staging = dir.join(format!(".{file}.tmp"));
+        std::fs::copy(plugin_wasm(plugin), &staging).expect("copy plugin");
+        std::fs::rename(&staging, dir.join(file)).expect("rename plugin");
+    }
+
+    /// Starts `beehive run ARGS` in the background and waits until it
+    /// serves (its socket answers).
+    ///
+    /// # Panics
+    /// When it exits or does not serve within [`PATIENCE`].
+    pub fn start_host(&self, args: &[&str]) -> HostProcess {
+        let log = std::fs::File::create(self.path().join("host.log")).expect("log file");
+        let child = Command::new(beehive_bin())
+            .arg("run")
+            .args(args)
+            .current_dir(self.path())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("beehive run starts");
+        let mut host = HostProcess {
+            child,
+            log: self.path().join("host.log"),
+        };
+        let socket = self.path().join("beehive.db.sock");
+        wait_until("the host serves", || {
+            if let Ok(Some(status)) = host.child.try_wait() {
+                panic!("the host exited ({status}): {}", host.log());
+            }
+            std::os::unix::net::UnixStream::connect(&socket).is_ok()
+        });
+        host
+    }
+}
+
+/// A `beehive run` in the background.
+pub struct HostProcess {
+    child: Child,
+    log: PathBuf,
+}
+
+impl HostProcess {
+    /// What it logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM and waits for a graceful exit.
+    ///
+    /// # Panics
+    /// When it does not exit successfully.
+    pub fn terminate(mut self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        let status = self.child.wait().expect("the host exits");
+        assert!(status.success(), "the host failed to stop: {}", self.log());
+    }
+
+    /// SIGKILL: the host dies where it stands.
+    pub fn kill(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("the host is reaped");
+    }
+}
+
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        // A test that failed halfway must not leave a host behind.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -1,18 +1,265 @@
-//! The `beehive` binary against a database written through the library.
+//! The real `beehive` binary: a host in a temporary directory with the
+//! example plugins, and the commands an operator runs against it, with and
+//! without a host.
 
 use beehive::{CreateOptions, GroupKind, Json, RawClient, Store};
-use beehive_e2e::Workspace;
+use beehive_e2e::{Workspace, wait_until};
 
-fn stdout(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
+const TEAM: &str = r#"
+kind: GreetingSet.example.dev
+name: team
+spec: {names: [ada, grace]}
+"#;
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
-fn stderr(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+fn with_plugins() -> Workspace {
+    let workspace = Workspace::new();
+    workspace.install_plugin("greeting", "greeting.wasm");
+    workspace.install_plugin("cascade", "cascade.wasm");
+    workspace
+}
+
+#[test]
+fn a_host_converges_applied_manifests_hot_swaps_and_cascades_deletes() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&[]);
+    workspace.write("team.yaml", TEAM);
+    let applied = workspace.ok(&["apply", "-f", "team.yaml"]);
+    assert_eq!(applied, "GreetingSet.example.dev/team created\n");
+
+    workspace.ok(&["wait", "GreetingSet", "team", "--for", "condition=Ready"]);
+    workspace.ok(&["wait", "Greeting", "team-ada", "--for", "settled"]);
+    let ada = json(&workspace.ok(&["get", "Greeting", "team-ada", "-o", "json"]));
+    assert_eq!(ada["status"]["message"], "Hello, ada!");
+    let table = workspace.ok(&["get", "GreetingSet"]);
+    assert!(table.starts_with("NAME"), "{table}");
+    assert!(table.contains("team") && table.contains("True"), "{table}");
+    let names = workspace.ok(&["get", "Greeting", "-o", "name"]);
+    assert_eq!(
+        names,
+        "Greeting.example.dev/team-ada\nGreeting.example.dev/team-grace\n"
+    );
+
+    // A new version of a plugin, renamed into place, rewrites every greeting.
+    let plugins = workspace.ok(&["plugins", "-o", "json"]);
+    workspace.install_plugin("greeting_v2", "greeting.wasm");
+    wait_until("the new version's status is on every greeting", || {
+        let all = json(&workspace.ok(&["get", "Greeting", "-o", "json"]));
+        all.as_array()
+            .unwrap()
+            .iter()
+            .all(|g| g["status"]["release"] == 2)
+    });
+    assert_ne!(
+        workspace.ok(&["plugins", "-o", "json"]),
+        plugins,
+        "the version changed"
+    );
+
+    let describe = workspace.ok(&["describe", "GreetingSet", "team"]);
+    for expected in [
+        "Children:",
+        "team-ada",
+        "Depends on:",
+        "AllGreeted",
+        "Next pass:",
+    ] {
+        assert!(describe.contains(expected), "{expected} in {describe}");
+    }
+
+    // Deleting the owner takes its children down.
+    workspace.ok(&["delete", "GreetingSet.example.dev", "team"]);
+    workspace.ok(&["wait", "Greeting", "team-ada", "--for", "delete"]);
+    workspace.ok(&["wait", "GreetingSet", "team", "--for", "delete"]);
+    host.terminate();
+}
+
+#[test]
+fn a_killed_host_restarts_and_everything_converges_with_nothing_lost() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&[]);
+    let objects: Vec<String> = (0..60)
+        .map(|i| format!("{{\"kind\":\"Greeting.example.dev\",\"name\":\"g{i}\",\"spec\":{{\"name\":\"n{i}\"}}}}"))
+        .collect();
+    workspace.write("many.json", &format!("[{}]", objects.join(",")));
+    workspace.ok(&["apply", "-f", "many.json"]);
+    workspace.write("team.yaml", TEAM);
+    workspace.ok(&["apply", "-f", "team.yaml"]);
+    host.kill();
+
+    // The killed host left its socket behind; commands still work.
+    assert!(workspace.path().join("beehive.db.sock").exists());
+    let listed = json(&workspace.ok(&["get", "Greeting", "-o", "json"]));
+    assert!(
+        listed.as_array().unwrap().len() >= 60,
+        "every committed object is there"
+    );
+
+    let host = workspace.start_host(&[]);
+    for i in 0..60 {
+        workspace.ok(&["wait", "Greeting", &format!("g{i}"), "--for", "settled"]);
+    }
+    workspace.ok(&[
+        "wait",
+        "GreetingSet",
+        "team",
+        "--for",
+        "condition=Ready=True",
+    ]);
+    let g7 = json(&workspace.ok(&["get", "Greeting", "g7", "-o", "json"]));
+    assert_eq!(g7["status"]["message"], "Hello, n7!");
+    host.terminate();
+}
+
+#[test]
+fn commands_work_without_a_host() {
+    let workspace = Workspace::new();
+    workspace.write("team.yaml", TEAM);
+    assert_eq!(
+        workspace.ok(&["apply", "-f", "team.yaml"]),
+        "GreetingSet.example.dev/team created\n"
+    );
+    assert_eq!(
+        workspace.ok(&["apply", "-f", "team.yaml"]),
+        "GreetingSet.example.dev/team unchanged\n"
+    );
+    let team = json(&workspace.ok(&["get", "GreetingSet", "team", "-o", "json"]));
+    assert_eq!(team["spec"]["names"][1], "grace");
+    assert!(
+        workspace
+            .ok(&["get", "GreetingSet", "-o", "yaml"])
+            .contains("name: team")
+    );
+    assert!(
+        workspace
+            .ok(&["describe", "GreetingSet", "team"])
+            .contains("no host is running")
+    );
+    assert_eq!(
+        workspace.ok(&["events", "GreetingSet", "team"]),
+        "No events.\n"
+    );
+    assert!(workspace.ok(&["plugins"]).contains("No host is running"));
+    let waited = workspace.fails(&[
+        "wait",
+        "GreetingSet",
+        "team",
+        "--for",
+        "settled",
+        "--timeout",
+        "300ms",
+    ]);
+    assert!(
+        waited.contains("timed out") && waited.contains("no host is running"),
+        "{waited}"
+    );
+    assert!(
+        workspace
+            .fails(&["requeue", "GreetingSet", "team"])
+            .contains("needs a running host")
+    );
+    let deleted = workspace.ok(&["delete", "GreetingSet", "team"]);
+    assert!(deleted.contains("marked for deletion"), "{deleted}");
+    let wide = workspace.ok(&["get", "GreetingSet", "-o", "wide"]);
+    assert!(
+        wide.contains("DELETING") && !wide.trim_end().ends_with('-'),
+        "{wide}"
+    );
+    assert!(!workspace.path().join("beehive.db.sock").exists());
+}
+
+#[test]
+fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
+    let workspace = Workspace::new();
+    assert!(
+        workspace
+            .fails(&["get", "Greeting"])
+            .contains("no database at")
+    );
+    assert!(
+        !workspace.path().join("beehive.db").exists(),
+        "reads create nothing"
+    );
+
+    workspace.write(
+        "mixed.yaml",
+        "kind: Thing\nname: good\n---\nkind: Thing\nname: \"\"\n",
+    );
+    let error = workspace.fails(&["apply", "-f", "mixed.yaml"]);
+    assert!(
+        error.contains("mixed.yaml: object 2") && error.contains("name is empty"),
+        "{error}"
+    );
+    workspace.write("broken.json", "{\"kind\": ");
+    assert!(
+        workspace
+            .fails(&["apply", "-f", "broken.json"])
+            .contains("invalid JSON")
+    );
+    assert!(
+        workspace
+            .fails(&["apply", "-f", "missing.yaml"])
+            .contains("missing.yaml: no such file")
+    );
+    workspace.write(
+        "owned.yaml",
+        "kind: Thing\nname: a\n---\nkind: Thing\nname: b\nowner: Thing/nobody\n",
+    );
+    let error = workspace.fails(&["apply", "-f", "owned.yaml"]);
+    assert!(
+        error.contains("owner") && error.contains("nobody"),
+        "{error}"
+    );
+
+    workspace.write("ok.yaml", "kind: Thing\nname: real\n");
+    workspace.ok(&["apply", "-f", "ok.yaml"]);
+    let things = workspace.ok(&["get", "Thing", "-o", "name"]);
+    assert_eq!(things, "Thing/real\n", "no bad file applied anything");
+    let error = workspace.fails(&["get", "Thnig"]);
+    assert!(
+        error.contains("unknown kind Thnig") && error.contains("Thing"),
+        "{error}"
+    );
+    assert!(
+        workspace
+            .fails(&["get", "Thing", "nobody"])
+            .contains("not found")
+    );
+    assert!(
+        workspace
+            .fails(&["run", "--plugins", "nowhere"])
+            .contains("nowhere does not exist")
+    );
+    assert!(
+        workspace
+            .fails(&["wait", "Thing", "real", "--for", "ready"])
+            .contains("settled")
+    );
+}
+
+#[test]
+fn one_host_per_database_and_a_silent_lock_holder_is_named() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&[]);
+    let error = workspace.fails(&["run"]);
+    assert!(error.contains("already running"), "{error}");
+    host.terminate();
+
+    // A process that holds the lock but serves nothing is reported, and the
+    // command does not open the database meanwhile.
+    let lock = std::fs::File::create(workspace.path().join("beehive.db.lock")).unwrap();
+    lock.lock().unwrap();
+    let error = workspace.fails(&["get", "Greeting"]);
+    assert!(error.contains("does not answer"), "{error}");
+    drop(lock);
+    workspace.ok(&["plugins"]);
 }
 
 #[tokio::test]
-async fn get_prints_the_objects_a_library_client_wrote() {
+async fn get_reads_what_a_library_client_wrote() {
     let workspace = Workspace::new();
     {
         let store = Store::open(workspace.path().join("beehive.db")).unwrap();
@@ -25,47 +272,26 @@ async fn get_prints_the_objects_a_library_client_wrote() {
                 .unwrap();
         }
     }
-
-    let output = workspace.run(&["get", "Cluster.acme.com"]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let lines: Vec<serde_json::Value> = stdout(&output)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    assert_eq!(lines.len(), 2);
-    assert_eq!(lines[0]["name"], "a");
-    assert_eq!(lines[1]["spec"]["name"], "b");
-
-    let output = workspace.run(&["get", "Cluster.acme.com", "b"]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(stdout(&output).lines().count(), 1);
+    let all = json(&workspace.ok(&["get", "Cluster", "-o", "json"]));
+    assert_eq!(all[1]["spec"]["name"], "b");
+    assert_eq!(
+        workspace.ok(&["get", "Cluster.acme.com", "-o", "name"]),
+        "Cluster.acme.com/a\nCluster.acme.com/b\n"
+    );
 }
 
 #[test]
-fn get_reports_bad_input_in_one_line_with_a_failing_exit() {
+fn help_and_completions_explain_the_flags() {
     let workspace = Workspace::new();
-    let output = workspace.run(&["get", "Cluster"]);
-    assert!(!output.status.success());
-    assert!(
-        stderr(&output).contains("no database at"),
-        "{}",
-        stderr(&output)
-    );
-    assert!(
-        !workspace.path().join("beehive.db").exists(),
-        "nothing created"
-    );
-
-    Store::open(workspace.path().join("beehive.db")).unwrap();
-    for (args, expected) in [
-        (vec!["get", "Cluster", "missing"], "not found"),
-        (vec!["get", ".acme.com"], "invalid kind"),
-        (vec!["get", "Cluster", ""], "invalid name"),
+    let help = workspace.ok(&["run", "--help"]);
+    for flag in [
+        "--plugins",
+        "--manifests",
+        "--plugin-deadline",
+        "--plugin-memory",
+        "--owed-pass-interval",
     ] {
-        let output = workspace.run(&args);
-        assert!(!output.status.success(), "{args:?}");
-        let err = stderr(&output);
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(help.contains(flag), "{flag} in {help}");
     }
+    assert!(workspace.ok(&["completions", "bash"]).contains("beehive"));
 }

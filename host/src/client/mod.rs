@@ -2,9 +2,11 @@
 
 mod options;
 mod raw;
+mod transaction;
 mod typed;
 
 pub use options::CreateOptions;
 pub use raw::RawClient;
 pub(crate) use raw::TransactionSource;
+pub use transaction::Transaction;
 pub use typed::{Client, Object};

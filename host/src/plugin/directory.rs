@@ -15,18 +15,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use notify::Watcher;
 use sha2::{Digest, Sha256};
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use crate::engine::Host;
 use crate::object::GroupKind;
 use crate::plugin::{Plugin, PluginError, PluginRuntime, hex};
-
-/// How long the directory must be quiet before a sync: writes and renames
-/// come as bursts of notifications.
-const DEBOUNCE: Duration = Duration::from_millis(50);
+use crate::watch::{WatchHandle, watch_directory};
 
 /// A plugin serving its kind.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -382,51 +376,21 @@ impl PluginDirectory {
     /// # Errors
     /// [`PluginError::Watch`] when the directory cannot be watched.
     pub fn watch(self: &Arc<Self>, rescan: Duration) -> Result<WatchHandle, PluginError> {
-        let watch_error = |e: notify::Error| PluginError::Watch {
-            path: self.dir.clone(),
-            message: e.to_string(),
-        };
-        let (notified, mut notifications) = mpsc::unbounded_channel();
-        let mut watcher = notify::recommended_watcher(move |event| {
-            // The receiver is gone only once watching has stopped.
-            let _ = notified.send(event);
-        })
-        .map_err(watch_error)?;
-        watcher
-            .watch(&self.dir, notify::RecursiveMode::NonRecursive)
-            .map_err(watch_error)?;
-        let cancel = CancellationToken::new();
         let directory = self.clone();
-        let stop = cancel.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    event = notifications.recv() => {
-                        if event.is_none() {
-                            return;
-                        }
-                        quiet(&mut notifications).await;
-                    }
-                    _ = tokio::time::sleep(rescan) => {}
-                }
+        watch_directory(&self.dir, rescan, move || {
+            let directory = directory.clone();
+            async move {
                 match directory.sync().await {
                     Ok(changes) => changes.iter().for_each(log),
                     Err(error) => tracing::warn!("plugin directory: {error}"),
                 }
             }
-        });
-        Ok(WatchHandle {
-            _watcher: watcher,
-            cancel,
-            task: Some(task),
+        })
+        .map_err(|e| PluginError::Watch {
+            path: self.dir.clone(),
+            message: e.to_string(),
         })
     }
-}
-
-/// Waits until no notification has come for [`DEBOUNCE`].
-async fn quiet<T>(notifications: &mut mpsc::UnboundedReceiver<T>) {
-    while let Ok(Some(_)) = tokio::time::timeout(DEBOUNCE, notifications.recv()).await {}
 }
 
 fn record_failure(
@@ -466,36 +430,5 @@ fn log(change: &Change) {
     match change {
         Change::Failed { .. } => tracing::warn!("plugin: {change}"),
         _ => tracing::info!("plugin: {change}"),
-    }
-}
-
-/// Keeps a [`PluginDirectory`] watched; dropping it stops watching.
-#[must_use = "dropping the handle stops watching"]
-pub struct WatchHandle {
-    _watcher: notify::RecommendedWatcher,
-    cancel: CancellationToken,
-    task: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl WatchHandle {
-    /// Stops watching and waits for a sync in progress to finish.
-    pub async fn stop(mut self) {
-        self.cancel.cancel();
-        if let Some(task) = self.task.take() {
-            // A sync that panicked has nothing left to wait for.
-            let _ = task.await;
-        }
-    }
-}
-
-impl Drop for WatchHandle {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-    }
-}
-
-impl std::fmt::Debug for WatchHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WatchHandle").finish_non_exhaustive()
     }
 }

@@ -15,7 +15,7 @@ mod convert;
 mod directory;
 mod state;
 
-pub use directory::{Change, Failure, PluginDirectory, Served, WatchHandle};
+pub use directory::{Change, Failure, PluginDirectory, Served};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

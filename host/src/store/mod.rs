@@ -189,6 +189,14 @@ impl Store {
         self.read(registrations::list)
     }
 
+    /// The kinds that exist: those with objects or a recorded registration.
+    ///
+    /// # Errors
+    /// [`crate::Error::Sqlite`] when the read fails.
+    pub fn kinds(&self) -> Result<Vec<GroupKind>> {
+        self.read(scan::kinds)
+    }
+
     /// This open's session id: what liveness conditions are stamped with.
     pub(crate) fn session(&self) -> i64 {
         self.inner.session

@@ -46,3 +46,17 @@ pub(crate) fn deleting(conn: &Connection) -> Result<Vec<(ObjectId, GroupKind)>> 
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
+
+/// Every kind with objects or a registration, sorted.
+pub(crate) fn kinds(conn: &Connection) -> Result<Vec<GroupKind>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT grp, kind FROM objects UNION SELECT grp, kind FROM registrations ORDER BY 2, 1",
+    )?;
+    let kinds = stmt.query_map([], |row| {
+        Ok(GroupKind::new(
+            row.get::<_, String>(0)?,
+            row.get::<_, String>(1)?,
+        ))
+    })?;
+    Ok(kinds.collect::<rusqlite::Result<_>>()?)
+}

@@ -1,0 +1,133 @@
+//! Who holds the database: a running host, reached over its Unix socket, or
+//! nobody, in which case a command takes the same lock the host takes and
+//! opens the database itself. The lock decides; the socket only carries.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{BufReader, Read, Seek, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::cli::protocol::{Outcome, Request, read_line, write_line};
+
+/// How long a command waits for a host that holds the lock to answer on its
+/// socket (it may be starting) before saying it does not.
+const HOST_PATIENCE: Duration = Duration::from_secs(3);
+
+/// The files beside a database.
+#[derive(Clone, Debug)]
+pub struct Paths {
+    pub db: PathBuf,
+    pub lock: PathBuf,
+    pub socket: PathBuf,
+}
+
+impl Paths {
+    pub fn new(db: &Path) -> Paths {
+        let beside = |suffix: &str| {
+            let mut name = db.as_os_str().to_owned();
+            name.push(suffix);
+            PathBuf::from(name)
+        };
+        Paths {
+            db: db.to_path_buf(),
+            lock: beside(".lock"),
+            socket: beside(".sock"),
+        }
+    }
+}
+
+/// The exclusive lock beside the database, held until dropped. It records
+/// the holder's process id for other commands' messages.
+pub struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    /// Takes the lock, or `None` when another process holds it.
+    pub fn try_acquire(path: &Path) -> Result<Option<Lock>, String> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| format!("cannot open lock file {}: {e}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Ok(None),
+            Err(TryLockError::Error(e)) => {
+                return Err(format!("cannot lock {}: {e}", path.display()));
+            }
+        }
+        // Only the holder writes, so readers see a whole pid or nothing.
+        let pid = std::process::id().to_string();
+        let recorded = file
+            .set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| file.write_all(pid.as_bytes()));
+        if let Err(e) = recorded {
+            tracing::debug!("cannot record the pid in {}: {e}", path.display());
+        }
+        Ok(Some(Lock { _file: file }))
+    }
+}
+
+/// The process id recorded in a lock file, for messages.
+pub fn holder(lock: &Path) -> String {
+    let mut text = String::new();
+    let read = File::open(lock).and_then(|mut f| f.read_to_string(&mut text));
+    match read {
+        Ok(_) if !text.trim().is_empty() => format!("pid {}", text.trim()),
+        _ => "another process".into(),
+    }
+}
+
+/// Whoever will run a command.
+pub enum Endpoint {
+    /// A running host, connected.
+    Host(UnixStream),
+    /// Nobody: this process holds the lock and may open the database.
+    Direct(Lock),
+}
+
+/// Finds the host, or takes the lock when there is none. A socket left by a
+/// killed host is removed.
+pub fn reach(paths: &Paths) -> Result<Endpoint, String> {
+    let deadline = Instant::now() + HOST_PATIENCE;
+    loop {
+        if let Ok(stream) = UnixStream::connect(&paths.socket) {
+            return Ok(Endpoint::Host(stream));
+        }
+        if let Some(lock) = Lock::try_acquire(&paths.lock)? {
+            remove_stale_socket(&paths.socket);
+            return Ok(Endpoint::Direct(lock));
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "a host holds {} ({}) but its socket {} does not answer",
+                paths.lock.display(),
+                holder(&paths.lock),
+                paths.socket.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Removes a socket file nobody serves: only call while holding the lock.
+pub fn remove_stale_socket(socket: &Path) {
+    match std::fs::remove_file(socket) {
+        Ok(()) => tracing::debug!("removed a stale socket {}", socket.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!("cannot remove stale socket {}: {e}", socket.display()),
+    }
+}
+
+/// Sends `request` to the host and waits for its reply.
+pub fn ask(stream: UnixStream, request: &Request) -> Outcome {
+    let lost = |e: std::io::Error| format!("lost the connection to the host: {e}");
+    let mut writer = stream.try_clone().map_err(lost)?;
+    write_line(&mut writer, request).map_err(lost)?;
+    read_line(&mut BufReader::new(stream)).map_err(lost)?
+}

@@ -1,0 +1,206 @@
+//! Manifests: files of objects to create or update, in JSON or YAML.
+//!
+//! A file holds one object, a list of objects, or (YAML) several documents
+//! separated by `---`, each one object or a list. An object is:
+//!
+//! ```yaml
+//! kind: Greeting          # or Greeting.example.dev
+//! group: example.dev      # optional
+//! name: ada
+//! spec: {name: Ada}
+//! owner: GreetingSet/team # optional, Kind/name
+//! finalizers: []          # optional, set on create
+//! ```
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// One object to apply.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    pub name: String,
+    #[serde(default = "empty_spec")]
+    pub spec: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finalizers: Vec<String>,
+}
+
+fn empty_spec() -> serde_json::Value {
+    serde_json::Value::Object(Default::default())
+}
+
+impl Manifest {
+    /// The kind as written on the command line: `Kind` or `Kind.group`.
+    pub fn kind_text(&self) -> String {
+        match &self.group {
+            Some(group) if !group.is_empty() => format!("{}.{group}", self.kind),
+            _ => self.kind.clone(),
+        }
+    }
+
+    /// The owner as (kind, name), from `Kind/name`.
+    pub fn owner_parts(&self) -> Option<(&str, &str)> {
+        self.owner.as_deref().and_then(|o| o.split_once('/'))
+    }
+
+    /// What is wrong with it, before anything is written.
+    fn problem(&self) -> Option<String> {
+        if self.kind.is_empty() {
+            return Some("kind is empty".into());
+        }
+        if self.group.is_some() && self.kind.contains('.') {
+            return Some(format!(
+                "kind {:?} names a group and `group` names another: use one",
+                self.kind
+            ));
+        }
+        if self.name.is_empty() {
+            return Some("name is empty".into());
+        }
+        if !self.spec.is_object() {
+            return Some("spec must be a JSON object".into());
+        }
+        if let Some(owner) = &self.owner {
+            match owner.split_once('/') {
+                Some((kind, name)) if !kind.is_empty() && !name.is_empty() => {}
+                _ => return Some(format!("owner {owner:?} must be written Kind/name")),
+            }
+        }
+        if self.finalizers.iter().any(String::is_empty) {
+            return Some("a finalizer is empty".into());
+        }
+        None
+    }
+}
+
+/// Reads the manifests in `source`: a file, a directory (its `.json`,
+/// `.yaml` and `.yml` files, by name), or `-` for standard input. Every
+/// object is checked; one bad object fails the whole read.
+pub fn load(source: &Path) -> Result<Vec<Manifest>, String> {
+    if source == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        return parse("standard input", &text, false);
+    }
+    let meta = std::fs::metadata(source)
+        .map_err(|e| format!("{}: {}", source.display(), io_reason(&e)))?;
+    let files = if meta.is_dir() {
+        manifest_files(source)?
+    } else {
+        vec![source.to_path_buf()]
+    };
+    let mut manifests = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| format!("{}: {}", file.display(), io_reason(&e)))?;
+        let json = file.extension().is_some_and(|e| e == "json");
+        manifests.extend(parse(&file.display().to_string(), &text, json)?);
+    }
+    Ok(manifests)
+}
+
+/// The manifest files of a directory, sorted by name.
+pub fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("{}: {}", dir.display(), io_reason(&e)))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let hidden = p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+            let known = p
+                .extension()
+                .is_some_and(|e| e == "json" || e == "yaml" || e == "yml");
+            !hidden && known && p.is_file()
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn io_reason(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "no such file or directory".into(),
+        _ => error.to_string(),
+    }
+}
+
+/// Parses one file's text: JSON if `json`, else YAML (which reads JSON too).
+fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> {
+    let documents: Vec<serde_json::Value> = if json {
+        vec![serde_json::from_str(text).map_err(|e| format!("{origin}: invalid JSON: {e}"))?]
+    } else {
+        serde_norway::Deserializer::from_str(text)
+            .map(serde_json::Value::deserialize)
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("{origin}: invalid YAML: {e}"))?
+    };
+    let values = documents.into_iter().flat_map(|doc| match doc {
+        serde_json::Value::Array(items) => items,
+        serde_json::Value::Null => Vec::new(),
+        other => vec![other],
+    });
+    let mut manifests = Vec::new();
+    for (index, value) in values.enumerate() {
+        let at = format!("{origin}: object {}", index + 1);
+        let manifest: Manifest = serde_json::from_value(value).map_err(|e| format!("{at}: {e}"))?;
+        if let Some(problem) = manifest.problem() {
+            return Err(format!("{at} ({}): {problem}", manifest.name));
+        }
+        manifests.push(manifest);
+    }
+    Ok(manifests)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_documents_and_lists_both_hold_objects() {
+        let text = "kind: Greeting.example.dev\nname: ada\nspec: {name: Ada}\n---\n- kind: Greeting\n  group: example.dev\n  name: grace\n";
+        let manifests = parse("test.yaml", text, false).unwrap();
+        assert_eq!(manifests.len(), 2);
+        assert_eq!(manifests[0].spec["name"], "Ada");
+        assert_eq!(manifests[1].kind_text(), "Greeting.example.dev");
+        assert!(manifests[1].spec.as_object().unwrap().is_empty());
+    }
+
+    #[test]
+    fn json_holds_an_object_or_a_list() {
+        let one = parse("a.json", r#"{"kind":"K","name":"n","spec":{}}"#, true).unwrap();
+        assert_eq!(one.len(), 1);
+        let two = parse(
+            "b.json",
+            r#"[{"kind":"K","name":"a"},{"kind":"K","name":"b"}]"#,
+            true,
+        );
+        assert_eq!(two.unwrap().len(), 2);
+    }
+
+    #[test]
+    fn one_bad_object_fails_the_file_with_a_line_naming_it() {
+        let text = r#"[{"kind":"K","name":"ok"},{"kind":"K","name":""}]"#;
+        let error = parse("bad.json", text, true).unwrap_err();
+        assert_eq!(error, r#"bad.json: object 2 (): name is empty"#);
+        let error = parse("x.yaml", "kind: K\nname: n\nspek: {}\n", false).unwrap_err();
+        assert!(error.contains("unknown field `spek`"), "{error}");
+        let error = parse("x.yaml", "kind: K\nname: n\nspec: [1]\n", false).unwrap_err();
+        assert!(error.contains("spec must be a JSON object"), "{error}");
+        let error = parse("x.yaml", "kind: K\nname: n\nowner: team\n", false).unwrap_err();
+        assert!(error.contains("Kind/name"), "{error}");
+        let error = parse("x.json", "{", true).unwrap_err();
+        assert!(error.starts_with("x.json: invalid JSON"), "{error}");
+    }
+}

@@ -1,0 +1,399 @@
+//! The `beehive` command line: `run` is the host; every other command reaches
+//! it over its socket, or opens the database itself when no host runs.
+
+mod endpoint;
+mod manifest;
+mod ops;
+mod output;
+mod protocol;
+mod run;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+
+use endpoint::{Endpoint, Paths};
+use ops::Context;
+use output::Format;
+use protocol::{Outcome, Reply, Request, Until};
+
+/// Beehive: an embedded, durable, self-healing control plane whose
+/// controllers are WebAssembly plugins.
+///
+/// `beehive run` is the host: it loads every plugin in a directory and
+/// reconciles objects until stopped. The other commands work the same with
+/// or without a running host: they talk to the host over `DB.sock`, or, when
+/// none runs, take the lock `DB.lock` and open the database themselves.
+#[derive(Parser, Debug)]
+#[command(name = "beehive", version, about, long_about)]
+struct Cli {
+    /// The database file.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        default_value = "beehive.db",
+        env = "BEEHIVE_DB"
+    )]
+    db: PathBuf,
+
+    /// The least severe log lines shown (on stderr).
+    #[arg(long, global = true, value_enum, default_value = "info")]
+    log_level: LogLevel,
+
+    /// Log lines as text or as JSON objects.
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: LogFormat,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the host: load the plugin directory and reconcile until SIGINT or
+    /// SIGTERM (a second signal forces the stop).
+    Run(run::RunArgs),
+    /// Create or update the objects in manifest files (JSON or YAML): all of
+    /// them or, if any is invalid, none.
+    Apply {
+        /// A file, a directory of `.json`/`.yaml`/`.yml` files, or `-` for stdin.
+        #[arg(short = 'f', long = "filename", value_name = "FILE|DIR|-")]
+        file: PathBuf,
+    },
+    /// List the objects of a kind, or show one.
+    Get {
+        /// The kind: `Kind` or `Kind.group`.
+        kind: String,
+        /// Only this object.
+        name: Option<String>,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value = "table")]
+        output: Format,
+    },
+    /// Show an object: spec, status, conditions, relations, next pass, events.
+    Describe {
+        /// The kind: `Kind` or `Kind.group`.
+        kind: String,
+        /// The object's name.
+        name: String,
+        /// Print as JSON instead.
+        #[arg(short = 'o', long, value_parser = ["json", "yaml"])]
+        output: Option<String>,
+    },
+    /// Delete an object (its finalizers and children are honoured).
+    Delete {
+        /// The kind: `Kind` or `Kind.group`.
+        kind: String,
+        /// The object's name.
+        name: String,
+    },
+    /// Show an object's event timeline, newest first.
+    Events {
+        /// The kind: `Kind` or `Kind.group`.
+        kind: String,
+        /// The object's name.
+        name: String,
+        /// Only this timeline (`""` is the default one).
+        #[arg(long)]
+        category: Option<String>,
+        /// Print as JSON instead.
+        #[arg(short = 'o', long, value_parser = ["json", "yaml"])]
+        output: Option<String>,
+    },
+    /// Wait until an object is settled, has a condition, or is deleted.
+    Wait {
+        /// The kind: `Kind` or `Kind.group`.
+        kind: String,
+        /// The object's name.
+        name: String,
+        /// `settled` (its generation observed), `condition=TYPE[=STATUS]`
+        /// (STATUS defaults to True), or `delete`.
+        #[arg(long = "for", value_name = "CONDITION", value_parser = parse_until)]
+        until: Until,
+        /// Give up after this long.
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        timeout: Duration,
+    },
+    /// Show which plugin version serves each kind, and which files failed.
+    Plugins {
+        /// Print as JSON instead.
+        #[arg(short = 'o', long, value_parser = ["json", "yaml"])]
+        output: Option<String>,
+    },
+    /// Queue an object for a pass now, clearing its backoff (needs a host).
+    Requeue {
+        /// The kind: `Kind` or `Kind.group`.
+        kind: String,
+        /// The object's name.
+        name: String,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+fn parse_until(text: &str) -> Result<Until, String> {
+    match text {
+        "settled" => Ok(Until::Settled),
+        "delete" | "deleted" => Ok(Until::Deleted),
+        _ => {
+            let condition = text.strip_prefix("condition=").ok_or_else(|| {
+                format!("{text:?}: write settled, condition=TYPE[=STATUS] or delete")
+            })?;
+            let (type_, status) = condition.split_once('=').unwrap_or((condition, "True"));
+            if type_.is_empty()
+                || !["true", "false", "unknown"].contains(&status.to_lowercase().as_str())
+            {
+                return Err(format!(
+                    "{text:?}: write condition=TYPE[=True|False|Unknown]"
+                ));
+            }
+            Ok(Until::Condition {
+                type_: type_.into(),
+                status: status.into(),
+            })
+        }
+    }
+}
+
+/// Parses the command line, runs it, and turns an error into one line on
+/// stderr and exit code 1.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_level, cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+    };
+    match runtime.block_on(execute(cli)) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => fail(&message),
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::FAILURE
+}
+
+fn init_logging(level: LogLevel, format: LogFormat) {
+    let level = match level {
+        LogLevel::Error => tracing::Level::ERROR,
+        LogLevel::Warn => tracing::Level::WARN,
+        LogLevel::Info => tracing::Level::INFO,
+        LogLevel::Debug => tracing::Level::DEBUG,
+        LogLevel::Trace => tracing::Level::TRACE,
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Runs a command and returns what to print.
+async fn execute(cli: Cli) -> Result<String, String> {
+    let paths = Paths::new(&cli.db);
+    let request = match cli.command {
+        Command::Run(args) => return run::run(&cli.db, args).await.map(|()| String::new()),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "beehive", &mut script);
+            return Ok(String::from_utf8_lossy(&script).into_owned());
+        }
+        Command::Wait {
+            kind,
+            name,
+            until,
+            timeout,
+        } => return wait(&paths, kind, name, until, timeout).await,
+        Command::Apply { file } => Request::Apply {
+            objects: manifest::load(&file)?,
+        },
+        Command::Get { kind, name, output } => {
+            let single = name.is_some();
+            let reply = dispatch(&paths, Request::Get { kind, name }).await?;
+            return match reply {
+                Reply::Objects { objects } => Ok(output::objects(&objects, output, single)),
+                other => Err(unexpected(&other)),
+            };
+        }
+        Command::Describe { kind, name, output } => {
+            let reply = dispatch(&paths, Request::Describe { kind, name }).await?;
+            return match (reply, output.as_deref()) {
+                (Reply::Described(d), Some("json")) => Ok(output::json(&d)),
+                (Reply::Described(d), Some(_)) => Ok(output::yaml(&d)),
+                (Reply::Described(d), None) => Ok(output::description(&d)),
+                (other, _) => Err(unexpected(&other)),
+            };
+        }
+        Command::Events {
+            kind,
+            name,
+            category,
+            output,
+        } => {
+            let reply = dispatch(
+                &paths,
+                Request::Events {
+                    kind,
+                    name,
+                    category,
+                },
+            )
+            .await?;
+            return match (reply, output.as_deref()) {
+                (Reply::Events { events }, Some("json")) => Ok(output::json(&events)),
+                (Reply::Events { events }, Some(_)) => Ok(output::yaml(&events)),
+                (Reply::Events { events }, None) => Ok(output::events(&events)),
+                (other, _) => Err(unexpected(&other)),
+            };
+        }
+        Command::Plugins { output } => {
+            let reply = dispatch(&paths, Request::Plugins).await?;
+            return match (reply, output.as_deref()) {
+                (Reply::Plugins(view), Some("json")) => Ok(output::json(&view)),
+                (Reply::Plugins(view), Some(_)) => Ok(output::yaml(&view)),
+                (Reply::Plugins(view), None) => Ok(output::plugins(&view)),
+                (other, _) => Err(unexpected(&other)),
+            };
+        }
+        Command::Delete { kind, name } => Request::Delete { kind, name },
+        Command::Requeue { kind, name } => Request::Requeue { kind, name },
+    };
+    match dispatch(&paths, request).await? {
+        Reply::Done { message } => Ok(message + "\n"),
+        Reply::Applied { results } => Ok(results
+            .iter()
+            .map(|r| format!("{}/{} {}\n", r.kind, r.name, r.action))
+            .collect()),
+        other => Err(unexpected(&other)),
+    }
+}
+
+fn unexpected(reply: &Reply) -> String {
+    format!("unexpected reply from the host: {reply:?}")
+}
+
+/// Runs `request` on the host, or here under the lock when none runs.
+async fn dispatch(paths: &Paths, request: Request) -> Outcome {
+    let endpoint = {
+        let paths = paths.clone();
+        tokio::task::spawn_blocking(move || endpoint::reach(&paths))
+            .await
+            .map_err(|e| e.to_string())??
+    };
+    match endpoint {
+        Endpoint::Host(stream) => {
+            tokio::task::spawn_blocking(move || endpoint::ask(stream, &request))
+                .await
+                .map_err(|e| e.to_string())?
+        }
+        Endpoint::Direct(_lock) => {
+            let creates = matches!(request, Request::Apply { .. });
+            let ctx = open_directly(&paths.db, creates)?;
+            ops::execute(&ctx, request).await
+        }
+    }
+}
+
+/// The database, opened by a command that holds the lock. Reads never
+/// create it.
+fn open_directly(db: &Path, create: bool) -> Result<Context, String> {
+    if !create && !db.exists() {
+        return Err(format!(
+            "no database at {}: nothing has been applied yet (`beehive apply` or `beehive run` make one)",
+            db.display()
+        ));
+    }
+    let store = beehive::Store::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
+    Ok(Context {
+        store,
+        host: None,
+        plugins: None,
+    })
+}
+
+/// `wait`: a host answers once the condition holds; with no host, the
+/// command looks again every 100 ms, taking the lock only to look, so a
+/// host can start meanwhile.
+async fn wait(
+    paths: &Paths,
+    kind: String,
+    name: String,
+    until: Until,
+    timeout: Duration,
+) -> Result<String, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let endpoint = {
+            let paths = paths.clone();
+            tokio::task::spawn_blocking(move || endpoint::reach(&paths))
+                .await
+                .map_err(|e| e.to_string())??
+        };
+        let holds = match endpoint {
+            Endpoint::Host(stream) => {
+                let request = Request::Wait {
+                    kind: kind.clone(),
+                    name: name.clone(),
+                    until: until.clone(),
+                    timeout_ms: left.as_millis() as u64,
+                };
+                let reply = tokio::task::spawn_blocking(move || endpoint::ask(stream, &request))
+                    .await
+                    .map_err(|e| e.to_string())??;
+                return match reply {
+                    Reply::Done { message } => Ok(message + "\n"),
+                    other => Err(unexpected(&other)),
+                };
+            }
+            Endpoint::Direct(_lock) => {
+                let ctx = open_directly(&paths.db, false)?;
+                ops::holds(&ctx.store, &kind, &name, &until)?
+            }
+        };
+        if holds {
+            return Ok(format!("{kind}/{name}: {}\n", ops::describe_until(&until)));
+        }
+        if left.is_zero() {
+            return Err(format!(
+                "timed out after {} waiting until {kind}/{name} is {} (no host is running)",
+                humantime::format_duration(timeout),
+                ops::describe_until(&until)
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100).min(left)).await;
+    }
+}

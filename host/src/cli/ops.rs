@@ -1,0 +1,388 @@
+//! What each request does, against a store and, when this process is the
+//! host, the running host. The host serves requests with this module and a
+//! command with no host to reach runs it itself.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use beehive::plugin::PluginDirectory;
+use beehive::{
+    CreateOptions, EventFilter, EventType, GroupKind, Host, Json, Loads, ObjectRef, RawClient,
+    RawObject, Store,
+};
+
+use crate::cli::manifest::Manifest;
+use crate::cli::protocol::{
+    Applied, Description, EventView, NextPass, ObjectView, Outcome, PluginFailure, PluginRow,
+    PluginsView, Related, Reply, Request, Until,
+};
+
+/// How long `apply` may hold the writer for one batch of manifests.
+const APPLY_HOLD_LIMIT: Duration = Duration::from_secs(10);
+
+/// How often `wait` looks again.
+const WAIT_POLL: Duration = Duration::from_millis(20);
+
+/// What a request runs against.
+#[derive(Clone)]
+pub struct Context {
+    pub store: Store,
+    /// The host, when this process runs one.
+    pub host: Option<Host>,
+    pub plugins: Option<Arc<PluginDirectory>>,
+}
+
+/// Runs one request.
+pub async fn execute(ctx: &Context, request: Request) -> Outcome {
+    match request {
+        Request::Apply { objects } => apply(ctx, objects).await,
+        Request::Get { kind, name } => get(ctx, &kind, name.as_deref()),
+        Request::Describe { kind, name } => describe(ctx, &kind, &name),
+        Request::Delete { kind, name } => delete(ctx, &kind, &name).await,
+        Request::Events {
+            kind,
+            name,
+            category,
+        } => events(ctx, &kind, &name, category),
+        Request::Wait {
+            kind,
+            name,
+            until,
+            timeout_ms,
+        } => wait(ctx, &kind, &name, &until, Duration::from_millis(timeout_ms)).await,
+        Request::Plugins => plugins(ctx),
+        Request::Requeue { kind, name } => requeue(ctx, &kind, &name),
+    }
+}
+
+fn error(e: beehive::Error) -> String {
+    e.to_string()
+}
+
+/// Resolves `Kind` or `Kind.group` against the kinds that exist. `Kind`
+/// alone names the core group, or the one group that has such a kind.
+pub fn resolve_kind(store: &Store, text: &str) -> Result<GroupKind, String> {
+    let (kind, group) = text.split_once('.').unwrap_or((text, ""));
+    if kind.is_empty() {
+        return Err(format!("invalid kind {text:?}: write Kind or Kind.group"));
+    }
+    let known = store.kinds().map_err(error)?;
+    let wanted = GroupKind::new(group, kind);
+    if known.contains(&wanted) {
+        return Ok(wanted);
+    }
+    if group.is_empty() {
+        let same_name: Vec<&GroupKind> = known.iter().filter(|k| k.kind == kind).collect();
+        match same_name.as_slice() {
+            [only] => return Ok((*only).clone()),
+            [] => {}
+            several => {
+                let names: Vec<String> = several.iter().map(|k| k.to_string()).collect();
+                return Err(format!(
+                    "kind {text} is ambiguous: write one of {}",
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    let names: Vec<String> = known.iter().map(ToString::to_string).collect();
+    let listing = if names.is_empty() {
+        "there are no kinds yet".to_string()
+    } else {
+        format!("known kinds: {}", names.join(", "))
+    };
+    Err(format!("unknown kind {text}: {listing}"))
+}
+
+/// The kind `text` names: an existing one if it resolves, otherwise a new
+/// kind exactly as written (kinds are open).
+fn kind_as_written(store: &Store, text: &str) -> GroupKind {
+    resolve_kind(store, text).unwrap_or_else(|_| {
+        let (kind, group) = text.split_once('.').unwrap_or((text, ""));
+        GroupKind::new(group, kind)
+    })
+}
+
+fn find(store: &Store, kind: &str, name: &str) -> Result<(RawClient, RawObject), String> {
+    let group_kind = resolve_kind(store, kind)?;
+    let client = RawClient::new(store, group_kind);
+    let object = client.get_by_name(name, Loads::none()).map_err(error)?;
+    Ok((client, object))
+}
+
+/// Creates or updates every manifest in one transaction: all or none.
+async fn apply(ctx: &Context, manifests: Vec<Manifest>) -> Outcome {
+    let kinds: Vec<GroupKind> = manifests
+        .iter()
+        .map(|m| kind_as_written(&ctx.store, &m.kind_text()))
+        .collect();
+    let tx = ctx
+        .store
+        .transaction(APPLY_HOLD_LIMIT)
+        .await
+        .map_err(error)?;
+    let mut results = Vec::new();
+    for (manifest, group_kind) in manifests.iter().zip(kinds) {
+        let client = tx.client(group_kind.clone());
+        let label = format!("{group_kind}/{}", manifest.name);
+        let before = client.get_by_name(&manifest.name, Loads::none()).ok();
+        let mut options = CreateOptions::new().finalizers(manifest.finalizers.clone());
+        if let Some((owner_kind, owner_name)) = manifest.owner_parts() {
+            let owner_kind = kind_as_written(&ctx.store, owner_kind);
+            let owner = tx
+                .client(owner_kind)
+                .get_by_name(owner_name, Loads::none())
+                .map_err(|e| format!("{label}: owner: {e}"))?;
+            options = options.owner(owner.meta.id);
+        }
+        let spec = Json::from_value(&manifest.spec);
+        let (after, created) = client
+            .create_or_update(&manifest.name, spec, options)
+            .await
+            .map_err(|e| format!("{label}: {e}"))?;
+        let action = match (created, before) {
+            (true, _) => "created",
+            (false, Some(b)) if b.meta.generation == after.meta.generation => "unchanged",
+            (false, _) => "configured",
+        };
+        results.push(Applied {
+            kind: group_kind.to_string(),
+            name: manifest.name.clone(),
+            action: action.into(),
+        });
+    }
+    tx.commit().map_err(error)?;
+    Ok(Reply::Applied { results })
+}
+
+fn get(ctx: &Context, kind: &str, name: Option<&str>) -> Outcome {
+    let objects = match name {
+        Some(name) => vec![find(&ctx.store, kind, name)?.1],
+        None => {
+            let group_kind = resolve_kind(&ctx.store, kind)?;
+            RawClient::new(&ctx.store, group_kind)
+                .list(Loads::none())
+                .map_err(error)?
+        }
+    };
+    Ok(Reply::Objects {
+        objects: objects.iter().map(view).collect(),
+    })
+}
+
+/// An object as the CLI shows it.
+pub fn view(object: &RawObject) -> ObjectView {
+    let meta = &object.meta;
+    ObjectView {
+        id: meta.id,
+        kind: meta.group_kind.kind.clone(),
+        group: meta.group_kind.group.clone(),
+        name: meta.name.clone(),
+        generation: meta.generation,
+        observed_generation: meta.observed_generation,
+        resource_version: meta.resource_version,
+        deletion_requested_at: meta.deletion_requested_at,
+        finalizers: meta.finalizers.clone(),
+        conditions: meta.conditions.clone(),
+        created_at: meta.created_at,
+        updated_at: meta.updated_at,
+        spec: object.spec.to_value(),
+        status: object.status.as_ref().map(Json::to_value),
+    }
+}
+
+fn describe(ctx: &Context, kind: &str, name: &str) -> Outcome {
+    let (client, object) = find(&ctx.store, kind, name)?;
+    let id = object.meta.id;
+    let related = |refs: Vec<ObjectRef>| -> Vec<Related> {
+        refs.into_iter()
+            .map(|r| self::related(&ctx.store, r))
+            .collect()
+    };
+    let events = client
+        .list_events(id, &EventFilter::all())
+        .map_err(error)?
+        .into_iter()
+        .map(event_view)
+        .collect();
+    let next_pass = ctx.host.as_ref().map(|host| NextPass {
+        at: host
+            .schedule(client.group_kind(), id)
+            .next_requeue_at
+            .map(beehive::Timestamp::from),
+    });
+    Ok(Reply::Described(Box::new(Description {
+        owner: client
+            .get_owner(id)
+            .map_err(error)?
+            .map(|r| related(vec![r]).remove(0)),
+        children: related(client.list_owned(id).map_err(error)?),
+        dependencies: related(client.list_dependencies(id).map_err(error)?),
+        dependents: related(client.list_dependents(id).map_err(error)?),
+        next_pass,
+        events,
+        object: view(&object),
+    })))
+}
+
+/// Names a related object; one removed meanwhile shows its id.
+fn related(store: &Store, r: ObjectRef) -> Related {
+    let name = RawClient::new(store, r.group_kind.clone())
+        .get(r.id, Loads::none())
+        .map(|o| o.meta.name)
+        .unwrap_or_else(|_| format!("#{}", r.id));
+    Related {
+        kind: r.group_kind.to_string(),
+        name,
+    }
+}
+
+fn event_view(event: beehive::Event) -> EventView {
+    EventView {
+        category: event.category,
+        warning: event.type_ == EventType::Warning,
+        reason: event.reason,
+        message: event.message,
+        detail: event.detail.as_ref().map(Json::to_value),
+        count: event.count,
+        first_at: event.first_at,
+        last_at: event.last_at,
+    }
+}
+
+async fn delete(ctx: &Context, kind: &str, name: &str) -> Outcome {
+    let (client, object) = find(&ctx.store, kind, name)?;
+    client.delete(object.meta.id).await.map_err(error)?;
+    let label = object.meta.label();
+    let message = if ctx.host.is_none() {
+        format!("{label} marked for deletion (a running host collects it)")
+    } else if object.meta.finalizers.is_empty() {
+        format!("{label} deleted")
+    } else {
+        format!(
+            "{label} marked for deletion (waiting on finalizers: {})",
+            object.meta.finalizers.join(", ")
+        )
+    };
+    Ok(Reply::Done { message })
+}
+
+fn events(ctx: &Context, kind: &str, name: &str, category: Option<String>) -> Outcome {
+    let (client, object) = find(&ctx.store, kind, name)?;
+    let filter = match category {
+        Some(category) => EventFilter::all().category(category),
+        None => EventFilter::all(),
+    };
+    let events = client
+        .list_events(object.meta.id, &filter)
+        .map_err(error)?
+        .into_iter()
+        .map(event_view)
+        .collect();
+    Ok(Reply::Events { events })
+}
+
+/// Whether `until` holds for `name`; an error for a kind or an object that
+/// cannot be waited on.
+pub fn holds(store: &Store, kind: &str, name: &str, until: &Until) -> Result<bool, String> {
+    let group_kind = resolve_kind(store, kind)?;
+    let client = RawClient::new(store, group_kind);
+    let object = match client.get_by_name(name, Loads::none()) {
+        Ok(object) => object,
+        Err(beehive::Error::NotFound { .. }) if *until == Until::Deleted => return Ok(true),
+        Err(e) => return Err(error(e)),
+    };
+    Ok(match until {
+        Until::Settled => object.meta.is_observed(),
+        Until::Deleted => false,
+        Until::Condition { type_, status } => object
+            .meta
+            .conditions
+            .iter()
+            .any(|c| &c.type_ == type_ && c.status.as_str().eq_ignore_ascii_case(status)),
+    })
+}
+
+async fn wait(ctx: &Context, kind: &str, name: &str, until: &Until, timeout: Duration) -> Outcome {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if holds(&ctx.store, kind, name, until)? {
+            return Ok(Reply::Done {
+                message: format!("{kind}/{name}: {}", describe_until(until)),
+            });
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "timed out after {} waiting until {kind}/{name} is {}",
+                humantime::format_duration(timeout),
+                describe_until(until)
+            ));
+        }
+        tokio::time::sleep(WAIT_POLL.min(deadline - Instant::now())).await;
+    }
+}
+
+/// What `until` reads as in a sentence.
+pub fn describe_until(until: &Until) -> String {
+    match until {
+        Until::Settled => "settled".into(),
+        Until::Deleted => "deleted".into(),
+        Until::Condition { type_, status } => format!("{type_}={status}"),
+    }
+}
+
+fn plugins(ctx: &Context) -> Outcome {
+    let view = match &ctx.plugins {
+        Some(directory) => PluginsView {
+            running: true,
+            plugins: directory
+                .served()
+                .into_iter()
+                .map(|s| PluginRow {
+                    kind: s.group_kind.to_string(),
+                    source: s.path.display().to_string(),
+                    content_hash: Some(s.content_hash),
+                })
+                .collect(),
+            failures: directory
+                .failures()
+                .into_iter()
+                .map(|f| PluginFailure {
+                    file: f.path.display().to_string(),
+                    error: f.error.to_string(),
+                })
+                .collect(),
+        },
+        None => PluginsView {
+            running: false,
+            plugins: ctx
+                .store
+                .registrations()
+                .map_err(error)?
+                .into_iter()
+                .map(|r| PluginRow {
+                    kind: r.group_kind.to_string(),
+                    source: r.source,
+                    content_hash: r.content_hash,
+                })
+                .collect(),
+            failures: Vec::new(),
+        },
+    };
+    Ok(Reply::Plugins(view))
+}
+
+fn requeue(ctx: &Context, kind: &str, name: &str) -> Outcome {
+    let (client, object) = find(&ctx.store, kind, name)?;
+    let Some(host) = &ctx.host else {
+        return Err(
+            "requeue needs a running host: start one with `beehive run` (objects that owe a pass get one when it starts)"
+                .into(),
+        );
+    };
+    host.requeue(client.group_kind(), object.meta.id, true)
+        .map_err(error)?;
+    Ok(Reply::Done {
+        message: format!("{} queued for a pass", object.meta.label()),
+    })
+}

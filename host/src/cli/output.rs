@@ -1,0 +1,378 @@
+//! How replies are printed: tables and descriptions for people, JSON and
+//! YAML for scripts.
+
+use std::fmt::Write as _;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use beehive::{ConditionStatus, Timestamp};
+use clap::ValueEnum;
+
+use crate::cli::protocol::{Description, EventView, ObjectView, PluginsView, Related};
+
+/// `-o` for `get`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A table: NAME, GENERATION, OBSERVED, READY, AGE.
+    Table,
+    /// The table with the kind, id, conditions and deletion.
+    Wide,
+    /// JSON: one object, or a list.
+    Json,
+    /// YAML: one object, or a list.
+    Yaml,
+    /// `Kind.group/name`, one per line.
+    Name,
+}
+
+/// Objects as `format` says; `single` when one was asked for by name.
+pub fn objects(objects: &[ObjectView], format: Format, single: bool) -> String {
+    match format {
+        Format::Json if single => json(&objects[0]),
+        Format::Json => json(&objects),
+        Format::Yaml if single => yaml(&objects[0]),
+        Format::Yaml => yaml(&objects),
+        Format::Name => objects
+            .iter()
+            .map(|o| format!("{}/{}\n", kind_of(o), o.name))
+            .collect(),
+        Format::Table | Format::Wide => table(objects, format == Format::Wide),
+    }
+}
+
+/// Pretty JSON with a final newline.
+pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    // Serializing plain data to a string cannot fail.
+    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
+}
+
+/// YAML.
+pub fn yaml<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_norway::to_string(value).unwrap_or_default()
+}
+
+fn kind_of(object: &ObjectView) -> String {
+    if object.group.is_empty() {
+        object.kind.clone()
+    } else {
+        format!("{}.{}", object.kind, object.group)
+    }
+}
+
+fn table(objects: &[ObjectView], wide: bool) -> String {
+    if objects.is_empty() {
+        return "No objects found.\n".into();
+    }
+    let mut header = vec!["NAME", "GENERATION", "OBSERVED", "READY", "AGE"];
+    if wide {
+        header.extend(["KIND", "ID", "CONDITIONS", "DELETING"]);
+    }
+    let rows = objects.iter().map(|o| {
+        let mut row = vec![
+            o.name.clone(),
+            o.generation.to_string(),
+            o.observed_generation
+                .map_or_else(|| "-".into(), |g| g.to_string()),
+            ready(o),
+            age(o.created_at),
+        ];
+        if wide {
+            let conditions: Vec<String> = o
+                .conditions
+                .iter()
+                .map(|c| format!("{}={}", c.type_, c.status.as_str()))
+                .collect();
+            row.extend([
+                kind_of(o),
+                o.id.to_string(),
+                or_dash(conditions.join(",")),
+                o.deletion_requested_at.map_or_else(|| "-".into(), age),
+            ]);
+        }
+        row
+    });
+    columns(&header, rows)
+}
+
+/// The READY column: the `Ready` condition if there is one, otherwise how
+/// many conditions are True, otherwise `-`.
+fn ready(object: &ObjectView) -> String {
+    if let Some(ready) = object.conditions.iter().find(|c| c.type_ == "Ready") {
+        return ready.status.as_str().into();
+    }
+    if object.conditions.is_empty() {
+        return "-".into();
+    }
+    let holding = object
+        .conditions
+        .iter()
+        .filter(|c| c.status == ConditionStatus::True)
+        .count();
+    format!("{holding}/{}", object.conditions.len())
+}
+
+fn or_dash(text: String) -> String {
+    if text.is_empty() { "-".into() } else { text }
+}
+
+/// Left-aligned columns, two spaces apart.
+fn columns(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
+    let mut all: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
+    all.extend(rows);
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| all.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in all {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell:<width$}  ", width = widths[i]);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// How long ago, kubectl style: `42s`, `5m`, `3h`, `2d`.
+pub fn age(at: Timestamp) -> String {
+    short_duration(at.elapsed())
+}
+
+fn short_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..120 => format!("{s}s"),
+        120..7200 => format!("{}m", s / 60),
+        7200..172_800 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+fn system_time(at: Timestamp) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(at.as_millis().max(0) as u64)
+}
+
+/// `2026-11-30T16:40:00Z`.
+fn rfc3339(at: Timestamp) -> String {
+    humantime::format_rfc3339_seconds(system_time(at)).to_string()
+}
+
+/// `16:40:00`, UTC.
+fn clock(at: Timestamp) -> String {
+    rfc3339(at)[11..19].to_string()
+}
+
+fn related_list(items: &[Related]) -> String {
+    if items.is_empty() {
+        return "<none>".into();
+    }
+    items
+        .iter()
+        .map(|r| format!("{}/{}", r.kind, r.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A JSON document indented under a heading.
+fn indented_json(value: &serde_json::Value) -> String {
+    let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
+    pretty.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+/// `describe`'s page.
+pub fn description(d: &Description) -> String {
+    let o = &d.object;
+    let mut out = String::new();
+    let mut field = |name: &str, value: String| {
+        let _ = writeln!(out, "{:<14}{value}", format!("{name}:"));
+    };
+    field("Name", o.name.clone());
+    field("Kind", kind_of(o));
+    field("Id", o.id.to_string());
+    let observed = o
+        .observed_generation
+        .map_or_else(|| "never observed".into(), |g| format!("observed {g}"));
+    field("Generation", format!("{} ({observed})", o.generation));
+    field(
+        "Created",
+        format!("{} ({} ago)", rfc3339(o.created_at), age(o.created_at)),
+    );
+    if let Some(at) = o.deletion_requested_at {
+        field(
+            "Deleting",
+            format!("since {} ({} ago)", rfc3339(at), age(at)),
+        );
+    }
+    field("Finalizers", or_none(o.finalizers.join(", ")));
+    field(
+        "Owner",
+        d.owner
+            .as_ref()
+            .map_or_else(|| "<none>".into(), |r| format!("{}/{}", r.kind, r.name)),
+    );
+    field("Children", related_list(&d.children));
+    field("Depends on", related_list(&d.dependencies));
+    field("Dependents", related_list(&d.dependents));
+    field("Next pass", next_pass(d));
+    out.push_str("Spec:\n");
+    out.push_str(&indented_json(&o.spec));
+    out.push_str("Status:\n");
+    match &o.status {
+        Some(status) => out.push_str(&indented_json(status)),
+        None => out.push_str("  <none>\n"),
+    }
+    out.push_str("Conditions:\n");
+    out.push_str(&conditions(o));
+    out.push_str("Events (newest first):\n");
+    if d.events.is_empty() {
+        out.push_str("  <none>\n");
+    } else {
+        for line in events(&d.events).lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    out
+}
+
+fn or_none(text: String) -> String {
+    if text.is_empty() {
+        "<none>".into()
+    } else {
+        text
+    }
+}
+
+fn next_pass(d: &Description) -> String {
+    match &d.next_pass {
+        None => "no host is running".into(),
+        Some(next) => match next.at {
+            None => "none scheduled (drivers may still pick it up)".into(),
+            Some(at) => {
+                let wait = system_time(at)
+                    .duration_since(SystemTime::now())
+                    .unwrap_or_default();
+                if wait.is_zero() {
+                    "now".into()
+                } else {
+                    format!("in {}", short_duration(wait))
+                }
+            }
+        },
+    }
+}
+
+fn conditions(o: &ObjectView) -> String {
+    if o.conditions.is_empty() {
+        return "  <none>\n".into();
+    }
+    let rows = o.conditions.iter().map(|c| {
+        let since = if c.unconfirmed {
+            "unconfirmed since restart".into()
+        } else {
+            age(c.transitioned_at)
+        };
+        vec![
+            c.type_.clone(),
+            c.status.as_str().into(),
+            or_dash(c.reason.clone()),
+            since,
+            c.message.clone(),
+        ]
+    });
+    columns(&["TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"], rows)
+        .lines()
+        .map(|l| format!("  {l}\n"))
+        .collect()
+}
+
+/// An event timeline, newest first: time, ✓/✗, reason, ×count, window, message.
+pub fn events(events: &[EventView]) -> String {
+    if events.is_empty() {
+        return "No events.\n".into();
+    }
+    let rows = events.iter().map(|e| {
+        let mark = if e.warning { "✗" } else { "✓" };
+        let window = if e.count > 1 {
+            format!("{}–{}", clock(e.first_at), clock(e.last_at))
+        } else {
+            String::new()
+        };
+        let category = if e.category.is_empty() {
+            String::new()
+        } else {
+            format!("[{}]", e.category)
+        };
+        let message = if e.message.is_empty() {
+            String::new()
+        } else {
+            format!("{:?}", e.message)
+        };
+        vec![
+            clock(e.last_at),
+            format!("{mark} {}", e.reason),
+            format!("×{}", e.count),
+            window,
+            category,
+            message,
+        ]
+    });
+    columns(
+        &["TIME", "REASON", "COUNT", "WINDOW", "CATEGORY", "MESSAGE"],
+        rows,
+    )
+}
+
+/// `plugins`' table.
+pub fn plugins(view: &PluginsView) -> String {
+    let mut out = String::new();
+    if !view.running {
+        out.push_str("No host is running; the registrations it last recorded:\n");
+    }
+    if view.plugins.is_empty() {
+        out.push_str("No plugins.\n");
+    } else {
+        let rows = view.plugins.iter().map(|p| {
+            vec![
+                p.kind.clone(),
+                p.content_hash
+                    .as_deref()
+                    .map_or_else(|| "-".into(), |h| h[..h.len().min(12)].to_string()),
+                p.source.clone(),
+            ]
+        });
+        out.push_str(&columns(&["KIND", "VERSION", "SOURCE"], rows));
+    }
+    for failure in &view.failures {
+        let _ = writeln!(out, "FAILED  {}", failure.error);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_like_kubectl() {
+        assert_eq!(short_duration(Duration::from_secs(5)), "5s");
+        assert_eq!(short_duration(Duration::from_secs(300)), "5m");
+        assert_eq!(short_duration(Duration::from_secs(3 * 3600)), "3h");
+        assert_eq!(short_duration(Duration::from_secs(3 * 86_400)), "3d");
+    }
+
+    #[test]
+    fn columns_line_up() {
+        let rows = vec![
+            vec!["a".to_string(), "1".into()],
+            vec!["long".into(), "2".into()],
+        ];
+        assert_eq!(
+            columns(&["NAME", "N"], rows.into_iter()),
+            "NAME  N\na     1\nlong  2\n"
+        );
+    }
+}

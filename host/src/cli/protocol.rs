@@ -1,0 +1,192 @@
+//! What a command asks of whoever holds the database, and what comes back.
+//!
+//! A command runs against a live host over its Unix socket, or against the
+//! database directly when no host runs; both paths carry the same requests
+//! and the same replies, so they cannot drift apart. On the socket each is
+//! one line of JSON.
+
+use std::io::{BufRead, Write};
+
+use beehive::{Condition, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::manifest::Manifest;
+
+/// One command's request.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum Request {
+    Apply {
+        objects: Vec<Manifest>,
+    },
+    Get {
+        kind: String,
+        name: Option<String>,
+    },
+    Describe {
+        kind: String,
+        name: String,
+    },
+    Delete {
+        kind: String,
+        name: String,
+    },
+    Events {
+        kind: String,
+        name: String,
+        category: Option<String>,
+    },
+    Wait {
+        kind: String,
+        name: String,
+        until: Until,
+        timeout_ms: u64,
+    },
+    Plugins,
+    Requeue {
+        kind: String,
+        name: String,
+    },
+}
+
+/// What `wait` waits for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Until {
+    /// The current generation is observed.
+    Settled,
+    /// A condition of this type holds (`True`), or has this status.
+    Condition { type_: String, status: String },
+    /// The object is gone.
+    Deleted,
+}
+
+/// A request's outcome: a reply, or one line saying why not.
+pub type Outcome = Result<Reply, String>;
+
+/// What came back.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "kebab-case")]
+pub enum Reply {
+    Applied { results: Vec<Applied> },
+    Objects { objects: Vec<ObjectView> },
+    Described(Box<Description>),
+    Events { events: Vec<EventView> },
+    Plugins(PluginsView),
+    Done { message: String },
+}
+
+/// What `apply` did to one object.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Applied {
+    pub kind: String,
+    pub name: String,
+    /// `created`, `configured` or `unchanged`.
+    pub action: String,
+}
+
+/// An object as the CLI prints it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectView {
+    pub id: i64,
+    pub kind: String,
+    pub group: String,
+    pub name: String,
+    pub generation: i64,
+    pub observed_generation: Option<i64>,
+    pub resource_version: i64,
+    pub deletion_requested_at: Option<Timestamp>,
+    pub finalizers: Vec<String>,
+    pub conditions: Vec<Condition>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub spec: serde_json::Value,
+    pub status: Option<serde_json::Value>,
+}
+
+/// Another object, named.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Related {
+    pub kind: String,
+    pub name: String,
+}
+
+/// Everything `describe` shows.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Description {
+    pub object: ObjectView,
+    pub owner: Option<Related>,
+    pub children: Vec<Related>,
+    pub dependencies: Vec<Related>,
+    pub dependents: Vec<Related>,
+    /// `None` when no host runs to schedule anything.
+    pub next_pass: Option<NextPass>,
+    pub events: Vec<EventView>,
+}
+
+/// When the object's next pass is due, as the running host knows it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NextPass {
+    pub at: Option<Timestamp>,
+}
+
+/// One run of an event timeline.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventView {
+    pub category: String,
+    pub warning: bool,
+    pub reason: String,
+    pub message: String,
+    pub detail: Option<serde_json::Value>,
+    pub count: i64,
+    pub first_at: Timestamp,
+    pub last_at: Timestamp,
+}
+
+/// What serves each kind.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PluginsView {
+    /// Whether a host runs (otherwise the rows are the last recorded ones).
+    pub running: bool,
+    pub plugins: Vec<PluginRow>,
+    pub failures: Vec<PluginFailure>,
+}
+
+/// A kind and the plugin version serving it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PluginRow {
+    pub kind: String,
+    pub source: String,
+    pub content_hash: Option<String>,
+}
+
+/// A plugin file that does not load.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PluginFailure {
+    pub file: String,
+    pub error: String,
+}
+
+/// Writes `value` as one line of JSON.
+pub fn write_line(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(value)?;
+    line.push(b'\n');
+    out.write_all(&line)?;
+    out.flush()
+}
+
+/// Reads one line of JSON.
+pub fn read_line<T: serde::de::DeserializeOwned>(input: &mut impl BufRead) -> std::io::Result<T> {
+    let mut line = String::new();
+    if input.read_line(&mut line)? == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the host closed the connection without replying",
+        ));
+    }
+    serde_json::from_str(&line).map_err(std::io::Error::other)
+}

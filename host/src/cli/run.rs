@@ -1,0 +1,408 @@
+//! `beehive run`: the host. It holds the lock beside the database for its
+//! lifetime, loads and watches the plugin directory, applies and watches the
+//! manifest directory, serves the other commands on a Unix socket, and stops
+//! gracefully on SIGINT or SIGTERM.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, RuntimeOptions};
+use beehive::{Host, HostOptions, Store};
+use clap::Args;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::cli::endpoint::{Lock, Paths, holder, remove_stale_socket};
+use crate::cli::manifest;
+use crate::cli::ops::{self, Context};
+use crate::cli::protocol::{Outcome, Reply, Request};
+
+/// How long `run` waits for a command that holds the lock to finish.
+const LOCK_PATIENCE: Duration = Duration::from_secs(10);
+
+/// `beehive run`'s flags.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The plugin directory: every `*.wasm` in it serves its kind, and files
+    /// added, replaced or removed are hot-swapped. Default `plugins/`,
+    /// created if missing; a directory named here must exist.
+    #[arg(long, value_name = "DIR")]
+    plugins: Option<PathBuf>,
+
+    /// A directory of manifests (JSON or YAML) applied at start and again
+    /// whenever one of its files changes.
+    #[arg(long, value_name = "DIR")]
+    manifests: Option<PathBuf>,
+
+    /// Where compiled plugins are kept, so a restart compiles nothing.
+    /// Default: `DB.plugin-cache/` beside the database.
+    #[arg(long, value_name = "DIR")]
+    plugin_cache: Option<PathBuf>,
+
+    /// Guest CPU time one pass may use (time blocked in host calls does not
+    /// count). A plugin may ask for its own.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    plugin_deadline: Duration,
+
+    /// Linear memory one plugin instance may grow to, e.g. `64MiB`.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
+    plugin_memory: usize,
+
+    /// How often each kind lists the objects that owe a pass.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    owed_pass_interval: Option<Duration>,
+
+    /// How often each kind passes every object (`0s` turns it off).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    full_pass_interval: Option<Duration>,
+
+    /// Per-object pass cadence, jittered (`0s` turns it off).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    individual_pass_interval: Option<Duration>,
+
+    /// The longest wait between retries of a failing object.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    max_retry_interval: Option<Duration>,
+
+    /// How often garbage collection sweeps deleted objects.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    gc_interval: Option<Duration>,
+
+    /// The shortest time between two passes of one object.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    requeue_floor: Option<Duration>,
+
+    /// How often dependents that missed a wake are found and queued.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    stale_dependents_interval: Option<Duration>,
+
+    /// How long a pass's transaction may hold the writer.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    transaction_hold_limit: Option<Duration>,
+
+    /// How often the plugin and manifest directories are rescanned even
+    /// without a change notification.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    rescan_interval: Duration,
+
+    /// How long a graceful stop waits for passes in flight.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    stop_timeout: Duration,
+}
+
+/// Parses `64MiB`, `512KiB`, `1GiB`, `100MB` or a plain number of bytes.
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: usize = digits
+        .parse()
+        .map_err(|_| format!("invalid size {text:?}: write e.g. 64MiB"))?;
+    let scale: usize = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" | "K" => 1 << 10,
+        "MiB" | "M" => 1 << 20,
+        "GiB" | "G" => 1 << 30,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        other => return Err(format!("invalid size unit {other:?}: use KiB, MiB or GiB")),
+    };
+    number
+        .checked_mul(scale)
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("invalid size {text:?}"))
+}
+
+impl RunArgs {
+    fn host_options(&self) -> HostOptions {
+        let mut options = HostOptions::new();
+        let set = |o: HostOptions,
+                   v: Option<Duration>,
+                   f: fn(HostOptions, Duration) -> HostOptions| match v {
+            Some(d) => f(o, d),
+            None => o,
+        };
+        options = set(
+            options,
+            self.owed_pass_interval,
+            HostOptions::owed_pass_interval,
+        );
+        options = set(
+            options,
+            self.full_pass_interval,
+            HostOptions::full_pass_interval,
+        );
+        options = set(
+            options,
+            self.individual_pass_interval,
+            HostOptions::individual_pass_interval,
+        );
+        options = set(
+            options,
+            self.max_retry_interval,
+            HostOptions::max_retry_interval,
+        );
+        options = set(options, self.gc_interval, HostOptions::gc_interval);
+        options = set(options, self.requeue_floor, HostOptions::requeue_floor);
+        options = set(
+            options,
+            self.stale_dependents_interval,
+            HostOptions::stale_dependents_interval,
+        );
+        set(
+            options,
+            self.transaction_hold_limit,
+            HostOptions::transaction_hold_limit,
+        )
+    }
+
+    fn runtime_options(&self, paths: &Paths) -> RuntimeOptions {
+        let cache = self.plugin_cache.clone().unwrap_or_else(|| {
+            let mut name = paths.db.as_os_str().to_owned();
+            name.push(".plugin-cache");
+            PathBuf::from(name)
+        });
+        RuntimeOptions::new()
+            .limits(Limits {
+                pass_deadline: self.plugin_deadline,
+                memory: self.plugin_memory,
+            })
+            .cache_dir(cache)
+    }
+
+    /// The plugin directory: the default is made if missing, a named one
+    /// must exist.
+    fn plugin_dir(&self) -> Result<PathBuf, String> {
+        match &self.plugins {
+            Some(dir) if dir.is_dir() => Ok(dir.clone()),
+            Some(dir) => Err(format!("plugin directory {} does not exist", dir.display())),
+            None => {
+                let dir = PathBuf::from("plugins");
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                Ok(dir)
+            }
+        }
+    }
+}
+
+/// Runs the host until a signal stops it.
+pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
+    let paths = Paths::new(db);
+    let plugin_dir = args.plugin_dir()?;
+    if let Some(dir) = args.manifests.as_ref().filter(|d| !d.is_dir()) {
+        return Err(format!(
+            "manifest directory {} does not exist",
+            dir.display()
+        ));
+    }
+    if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    let _lock = lock_for_host(&paths).await?;
+    remove_stale_socket(&paths.socket);
+
+    let store = Store::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
+    let host = Host::new(&store, args.host_options()).map_err(|e| e.to_string())?;
+    let runtime = PluginRuntime::new(args.runtime_options(&paths)).map_err(|e| e.to_string())?;
+    let plugins = PluginDirectory::new(runtime, host.clone(), &plugin_dir);
+    report(&plugins.sync().await.map_err(|e| e.to_string())?);
+    if plugins.served().is_empty() {
+        tracing::warn!(
+            "no plugins in {}: objects are stored but nothing reconciles them",
+            plugin_dir.display()
+        );
+    }
+    let running = host.start().await.map_err(|e| e.to_string())?;
+    let plugin_watch = plugins
+        .watch(args.rescan_interval)
+        .map_err(|e| e.to_string())?;
+    let ctx = Context {
+        store,
+        host: Some(host),
+        plugins: Some(plugins),
+    };
+    let manifest_watch = match &args.manifests {
+        Some(dir) => Some(watch_manifests(&ctx, dir, args.rescan_interval).await?),
+        None => None,
+    };
+    let listener = listen(&paths.socket)?;
+    tracing::info!(
+        "serving {} on {} (plugins: {})",
+        db.display(),
+        paths.socket.display(),
+        plugin_dir.display()
+    );
+    serve(listener, &ctx).await?;
+
+    tracing::info!("stopping: finishing passes in flight (a second signal forces)");
+    let _ = std::fs::remove_file(&paths.socket);
+    plugin_watch.stop().await;
+    if let Some(watch) = manifest_watch {
+        watch.stop().await;
+    }
+    running
+        .stop(args.stop_timeout)
+        .await
+        .map_err(|e| e.to_string())?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Takes the lock for the host's lifetime. A command holding it briefly is
+/// waited for; another host is an error.
+async fn lock_for_host(paths: &Paths) -> Result<Lock, String> {
+    let deadline = Instant::now() + LOCK_PATIENCE;
+    loop {
+        if let Some(lock) = Lock::try_acquire(&paths.lock)? {
+            return Ok(lock);
+        }
+        if std::os::unix::net::UnixStream::connect(&paths.socket).is_ok() {
+            return Err(format!(
+                "a host is already running on {} ({})",
+                paths.db.display(),
+                holder(&paths.lock)
+            ));
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "{} is held by {} and it does not let go",
+                paths.lock.display(),
+                holder(&paths.lock)
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn report(changes: &[Change]) {
+    for change in changes {
+        match change {
+            Change::Failed { .. } => tracing::warn!("plugin: {change}"),
+            _ => tracing::info!("plugin: {change}"),
+        }
+    }
+}
+
+/// Binds the socket, readable and writable by this user only.
+fn listen(socket: &Path) -> Result<UnixListener, String> {
+    let listener = UnixListener::bind(socket)
+        .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("cannot restrict {}: {e}", socket.display()))?;
+    Ok(listener)
+}
+
+/// Serves connections until SIGINT or SIGTERM; a second signal exits at once.
+async fn serve(listener: UnixListener, ctx: &Context) -> Result<(), String> {
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let ctx = ctx.clone();
+                    tokio::spawn(async move { answer(stream, &ctx).await });
+                }
+                Err(error) => tracing::warn!("socket: {error}"),
+            },
+            _ = interrupt.recv() => break,
+            _ = terminate.recv() => break,
+        }
+    }
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {},
+            _ = terminate.recv() => {},
+        }
+        eprintln!("second signal: exiting without waiting for passes in flight");
+        std::process::exit(130);
+    });
+    Ok(())
+}
+
+/// Answers one request on a connection.
+async fn answer(stream: UnixStream, ctx: &Context) {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    if BufReader::new(read).read_line(&mut line).await.is_err() {
+        return;
+    }
+    let outcome: Outcome = match serde_json::from_str::<Request>(&line) {
+        Ok(request) => ops::execute(ctx, request).await,
+        Err(e) => Err(format!("bad request: {e}")),
+    };
+    let mut reply = serde_json::to_vec(&outcome).unwrap_or_default();
+    reply.push(b'\n');
+    // The command may have given up waiting; nothing to do about it.
+    let _ = write.write_all(&reply).await;
+}
+
+/// Applies every manifest file now, then each file again when it changes.
+async fn watch_manifests(
+    ctx: &Context,
+    dir: &Path,
+    rescan: Duration,
+) -> Result<beehive::WatchHandle, String> {
+    let applied: Arc<Mutex<BTreeMap<PathBuf, String>>> = Arc::default();
+    apply_changed(ctx, dir, &applied).await;
+    let (ctx, dir_owned) = (ctx.clone(), dir.to_path_buf());
+    beehive::watch_directory(dir, rescan, move || {
+        let (ctx, dir, applied) = (ctx.clone(), dir_owned.clone(), applied.clone());
+        async move { apply_changed(&ctx, &dir, &applied).await }
+    })
+    .map_err(|e| format!("cannot watch {}: {e}", dir.display()))
+}
+
+/// Applies the manifest files whose content changed since they were last
+/// applied. A file that fails is logged and retried when it changes.
+async fn apply_changed(ctx: &Context, dir: &Path, applied: &Mutex<BTreeMap<PathBuf, String>>) {
+    let files = match manifest::manifest_files(dir) {
+        Ok(files) => files,
+        Err(error) => return tracing::warn!("manifests: {error}"),
+    };
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let seen = applied.lock().unwrap_or_else(|p| p.into_inner()).get(&file) == Some(&text);
+        if seen {
+            continue;
+        }
+        match apply_file(ctx, &file).await {
+            Ok(()) => {}
+            Err(error) => tracing::warn!("manifest {error}"),
+        }
+        applied
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(file, text);
+    }
+}
+
+async fn apply_file(ctx: &Context, file: &Path) -> Result<(), String> {
+    let objects = manifest::load(file)?;
+    let reply = ops::execute(ctx, Request::Apply { objects })
+        .await
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    if let Reply::Applied { results } = reply {
+        for r in results.iter().filter(|r| r.action != "unchanged") {
+            tracing::info!(
+                "manifest {}: {}/{} {}",
+                file.display(),
+                r.kind,
+                r.name,
+                r.action
+            );
+        }
+    }
+    Ok(())
+}

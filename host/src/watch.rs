@@ -1,0 +1,99 @@
+//! Watching a directory: a callback shortly after the directory goes quiet,
+//! and on a slow cadence behind that, so a missed notification costs latency
+//! only.
+
+use std::future::Future;
+use std::path::Path;
+use std::time::Duration;
+
+use notify::Watcher;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// How long a directory must be quiet before the callback runs: writes and
+/// renames come as bursts of notifications.
+const DEBOUNCE: Duration = Duration::from_millis(50);
+
+/// Runs `on_change` shortly after anything in `dir` changes, and every
+/// `rescan` regardless, until the handle is stopped or dropped. Calls never
+/// overlap. Must be called inside a tokio runtime.
+///
+/// # Errors
+/// What the file system says when `dir` cannot be watched.
+pub fn watch_directory<F, Fut>(
+    dir: &Path,
+    rescan: Duration,
+    mut on_change: F,
+) -> std::io::Result<WatchHandle>
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let (notified, mut notifications) = mpsc::unbounded_channel();
+    let mut watcher = notify::recommended_watcher(move |event| {
+        // The receiver is gone only once watching has stopped.
+        let _ = notified.send(event);
+    })
+    .map_err(std::io::Error::other)?;
+    watcher
+        .watch(dir, notify::RecursiveMode::NonRecursive)
+        .map_err(std::io::Error::other)?;
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                event = notifications.recv() => {
+                    if event.is_none() {
+                        return;
+                    }
+                    quiet(&mut notifications).await;
+                }
+                _ = tokio::time::sleep(rescan) => {}
+            }
+            on_change().await;
+        }
+    });
+    Ok(WatchHandle {
+        _watcher: watcher,
+        cancel,
+        task: Some(task),
+    })
+}
+
+/// Waits until no notification has come for [`DEBOUNCE`].
+async fn quiet<T>(notifications: &mut mpsc::UnboundedReceiver<T>) {
+    while let Ok(Some(_)) = tokio::time::timeout(DEBOUNCE, notifications.recv()).await {}
+}
+
+/// Keeps a directory watched; dropping it stops watching.
+#[must_use = "dropping the handle stops watching"]
+pub struct WatchHandle {
+    _watcher: notify::RecommendedWatcher,
+    cancel: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl WatchHandle {
+    /// Stops watching and waits for a callback in progress to finish.
+    pub async fn stop(mut self) {
+        self.cancel.cancel();
+        if let Some(task) = self.task.take() {
+            // A callback that panicked has nothing left to wait for.
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+impl std::fmt::Debug for WatchHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchHandle").finish_non_exhaustive()
+    }
+}

@@ -9,6 +9,7 @@ const TEAM: &str = r#"
 kind: GreetingSet.example.dev
 name: team
 spec: {names: [ada, grace]}
+finalizers: [example.dev/greetings]
 "#;
 
 fn json(text: &str) -> serde_json::Value {
@@ -70,8 +71,9 @@ fn a_host_converges_applied_manifests_hot_swaps_and_cascades_deletes() {
         assert!(describe.contains(expected), "{expected} in {describe}");
     }
 
-    // Deleting the owner takes its children down.
-    workspace.ok(&["delete", "GreetingSet.example.dev", "team"]);
+    // Deleting the owner takes its children down, then its finalizer.
+    let deleted = workspace.ok(&["delete", "GreetingSet.example.dev", "team"]);
+    assert!(deleted.contains("waiting on finalizers: example.dev/greetings"), "{deleted}");
     workspace.ok(&["wait", "Greeting", "team-ada", "--for", "delete"]);
     workspace.ok(&["wait", "GreetingSet", "team", "--for", "delete"]);
     host.terminate();
@@ -117,7 +119,7 @@ fn a_killed_host_restarts_and_everything_converges_with_nothing_lost() {
 #[test]
 fn commands_work_without_a_host() {
     let workspace = Workspace::new();
-    workspace.write("team.yaml", TEAM);
+    workspace.write("team.yaml", &TEAM.replace("finalizers: [example.dev/greetings]", ""));
     assert_eq!(
         workspace.ok(&["apply", "-f", "team.yaml"]),
         "GreetingSet.example.dev/team created\n"

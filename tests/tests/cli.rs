@@ -73,7 +73,10 @@ fn a_host_converges_applied_manifests_hot_swaps_and_cascades_deletes() {
 
     // Deleting the owner takes its children down, then its finalizer.
     let deleted = workspace.ok(&["delete", "GreetingSet.example.dev", "team"]);
-    assert!(deleted.contains("waiting on finalizers: example.dev/greetings"), "{deleted}");
+    assert!(
+        deleted.contains("waiting on finalizers: example.dev/greetings"),
+        "{deleted}"
+    );
     workspace.ok(&["wait", "Greeting", "team-ada", "--for", "delete"]);
     workspace.ok(&["wait", "GreetingSet", "team", "--for", "delete"]);
     host.terminate();
@@ -119,7 +122,10 @@ fn a_killed_host_restarts_and_everything_converges_with_nothing_lost() {
 #[test]
 fn commands_work_without_a_host() {
     let workspace = Workspace::new();
-    workspace.write("team.yaml", &TEAM.replace("finalizers: [example.dev/greetings]", ""));
+    workspace.write(
+        "team.yaml",
+        &TEAM.replace("finalizers: [example.dev/greetings]", ""),
+    );
     assert_eq!(
         workspace.ok(&["apply", "-f", "team.yaml"]),
         "GreetingSet.example.dev/team created\n"

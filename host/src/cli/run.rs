@@ -52,37 +52,56 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
     plugin_memory: usize,
 
-    /// How often each kind lists the objects that owe a pass.
+    /// Passes at once per kind, unless a plugin asks for its own number
+    /// (default 1).
+    #[arg(long, value_name = "N")]
+    concurrency: Option<usize>,
+
+    /// Pass every object once at start, for every kind (plugins may also
+    /// ask for it themselves).
+    #[arg(long)]
+    startup_full_pass: bool,
+
+    /// How often each kind lists the objects that owe a pass (default 30s).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     owed_pass_interval: Option<Duration>,
 
-    /// How often each kind passes every object (`0s` turns it off).
+    /// How often each kind passes every object (default off; `0s` is off).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     full_pass_interval: Option<Duration>,
 
-    /// Per-object pass cadence, jittered (`0s` turns it off).
+    /// Per-object pass cadence, jittered (default off; `0s` is off).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     individual_pass_interval: Option<Duration>,
 
-    /// The longest wait between retries of a failing object.
+    /// The longest wait between retries of a failing object (default 30s).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     max_retry_interval: Option<Duration>,
 
-    /// How often garbage collection sweeps deleted objects.
+    /// How often garbage collection sweeps deleted objects (default 30s).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     gc_interval: Option<Duration>,
 
-    /// The shortest time between two passes of one object.
+    /// The shortest time between two passes of one object (default 1s).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     requeue_floor: Option<Duration>,
 
-    /// How often dependents that missed a wake are found and queued.
+    /// How often dependents that missed a wake are found and queued
+    /// (default 60s).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     stale_dependents_interval: Option<Duration>,
 
-    /// How long a pass's transaction may hold the writer.
+    /// How long a pass's transaction may hold the writer (default 1s).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     transaction_hold_limit: Option<Duration>,
+
+    /// Keep at most this many runs per event timeline (0: no cap).
+    #[arg(long, value_name = "RUNS", default_value = "0")]
+    event_retention: usize,
+
+    /// Drop event runs that ended longer ago than this (0s: keep).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = humantime::parse_duration)]
+    event_max_age: Duration,
 
     /// How often the plugin and manifest directories are rescanned even
     /// without a change notification.
@@ -122,45 +141,35 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
 
 impl RunArgs {
     fn host_options(&self) -> HostOptions {
-        let mut options = HostOptions::new();
-        let set = |o: HostOptions,
-                   v: Option<Duration>,
-                   f: fn(HostOptions, Duration) -> HostOptions| match v {
-            Some(d) => f(o, d),
-            None => o,
-        };
-        options = set(
-            options,
-            self.owed_pass_interval,
-            HostOptions::owed_pass_interval,
-        );
-        options = set(
-            options,
-            self.full_pass_interval,
-            HostOptions::full_pass_interval,
-        );
-        options = set(
-            options,
-            self.individual_pass_interval,
-            HostOptions::individual_pass_interval,
-        );
-        options = set(
-            options,
-            self.max_retry_interval,
-            HostOptions::max_retry_interval,
-        );
-        options = set(options, self.gc_interval, HostOptions::gc_interval);
-        options = set(options, self.requeue_floor, HostOptions::requeue_floor);
-        options = set(
-            options,
-            self.stale_dependents_interval,
-            HostOptions::stale_dependents_interval,
-        );
-        set(
-            options,
-            self.transaction_hold_limit,
-            HostOptions::transaction_hold_limit,
-        )
+        let mut options = HostOptions::new().startup_full_pass(self.startup_full_pass);
+        if let Some(workers) = self.concurrency {
+            options = options.concurrency(workers);
+        }
+        if let Some(d) = self.owed_pass_interval {
+            options = options.owed_pass_interval(d);
+        }
+        if let Some(d) = self.full_pass_interval {
+            options = options.full_pass_interval(d);
+        }
+        if let Some(d) = self.individual_pass_interval {
+            options = options.individual_pass_interval(d);
+        }
+        if let Some(d) = self.max_retry_interval {
+            options = options.max_retry_interval(d);
+        }
+        if let Some(d) = self.gc_interval {
+            options = options.gc_interval(d);
+        }
+        if let Some(d) = self.requeue_floor {
+            options = options.requeue_floor(d);
+        }
+        if let Some(d) = self.stale_dependents_interval {
+            options = options.stale_dependents_interval(d);
+        }
+        if let Some(d) = self.transaction_hold_limit {
+            options = options.transaction_hold_limit(d);
+        }
+        options.event_retention(self.event_retention, self.event_max_age)
     }
 
     fn runtime_options(&self, paths: &Paths) -> RuntimeOptions {

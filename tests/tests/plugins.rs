@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use beehive::plugin::{Change, PluginDirectory, PluginRuntime, RuntimeOptions};
+use beehive::plugin::{
+    Change, Limits, PluginDirectory, PluginLimits, PluginRuntime, RuntimeOptions,
+};
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store};
 use beehive_e2e::plugin_wasm;
 
@@ -501,4 +503,41 @@ async fn the_example_plugins_converge_together() {
     })
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_limits_beat_the_plugins_own() {
+    let misbehave = plugin_wasm("misbehave");
+    let default = PluginRuntime::new(RuntimeOptions::new()).unwrap();
+    let plugin = default.load(&misbehave).await.unwrap();
+    let asked = Limits {
+        pass_deadline: Duration::from_millis(300),
+        memory: 64 << 20,
+    };
+    assert_eq!(
+        plugin.limits(),
+        asked,
+        "the plugin's own deadline, the host's memory cap"
+    );
+
+    let operator = PluginLimits {
+        pass_deadline: Some(Duration::from_secs(2)),
+        memory: Some(16 << 20),
+    };
+    let configured =
+        PluginRuntime::new(RuntimeOptions::new().plugin_limits("misbehave", operator)).unwrap();
+    let plugin = configured.load(&misbehave).await.unwrap();
+    assert_eq!(
+        plugin.limits(),
+        Limits {
+            pass_deadline: Duration::from_secs(2),
+            memory: 16 << 20
+        }
+    );
+    let greeting = configured.load(&plugin_wasm("greeting")).await.unwrap();
+    assert_eq!(
+        greeting.limits(),
+        Limits::default(),
+        "others keep the host's limits"
+    );
 }

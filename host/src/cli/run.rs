@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, RuntimeOptions};
+use beehive::plugin::{
+    Change, Limits, PluginDirectory, PluginLimits, PluginRuntime, RuntimeOptions,
+};
 use beehive::{Host, HostOptions, Store};
 use clap::Args;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -61,6 +63,15 @@ pub struct RunArgs {
     /// ask for it themselves).
     #[arg(long)]
     startup_full_pass: bool,
+
+    /// The pass deadline of one plugin, `NAME=DURATION` (NAME is its file
+    /// name without `.wasm`); beats the plugin's own. Repeatable.
+    #[arg(long, value_name = "NAME=DURATION", value_parser = parse_named_duration)]
+    plugin_deadline_for: Vec<(String, Duration)>,
+
+    /// The memory cap of one plugin, `NAME=SIZE`. Repeatable.
+    #[arg(long, value_name = "NAME=SIZE", value_parser = parse_named_size)]
+    plugin_memory_for: Vec<(String, usize)>,
 
     /// How often each kind lists the objects that owe a pass (default 30s).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
@@ -139,6 +150,26 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("invalid size {text:?}"))
 }
 
+fn split_named(text: &str) -> Result<(String, &str), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value)),
+        _ => Err(format!(
+            "{text:?}: write NAME=VALUE, NAME being the plugin file without .wasm"
+        )),
+    }
+}
+
+fn parse_named_duration(text: &str) -> Result<(String, Duration), String> {
+    let (name, value) = split_named(text)?;
+    let duration = humantime::parse_duration(value).map_err(|e| format!("{value:?}: {e}"))?;
+    Ok((name, duration))
+}
+
+fn parse_named_size(text: &str) -> Result<(String, usize), String> {
+    let (name, value) = split_named(text)?;
+    Ok((name, parse_size(value)?))
+}
+
 impl RunArgs {
     fn host_options(&self) -> HostOptions {
         let mut options = HostOptions::new().startup_full_pass(self.startup_full_pass);
@@ -178,12 +209,22 @@ impl RunArgs {
             name.push(".plugin-cache");
             PathBuf::from(name)
         });
-        RuntimeOptions::new()
-            .limits(Limits {
-                pass_deadline: self.plugin_deadline,
-                memory: self.plugin_memory,
-            })
-            .cache_dir(cache)
+        let mut per_plugin: BTreeMap<&str, PluginLimits> = BTreeMap::new();
+        for (name, deadline) in &self.plugin_deadline_for {
+            per_plugin.entry(name).or_default().pass_deadline = Some(*deadline);
+        }
+        for (name, memory) in &self.plugin_memory_for {
+            per_plugin.entry(name).or_default().memory = Some(*memory);
+        }
+        per_plugin.into_iter().fold(
+            RuntimeOptions::new()
+                .limits(Limits {
+                    pass_deadline: self.plugin_deadline,
+                    memory: self.plugin_memory,
+                })
+                .cache_dir(cache),
+            |options, (name, limits)| options.plugin_limits(name, limits),
+        )
     }
 
     /// The plugin directory: the default is made if missing, a named one
@@ -414,4 +455,27 @@ async fn apply_file(ctx: &Context, file: &Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_named_limits_parse() {
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("512KiB"), Ok(512 << 10));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12 parsecs").is_err());
+        assert_eq!(
+            parse_named_duration("greeting=2s"),
+            Ok(("greeting".into(), Duration::from_secs(2)))
+        );
+        assert!(parse_named_duration("=2s").is_err());
+        assert_eq!(
+            parse_named_size("greeting=1MiB"),
+            Ok(("greeting".into(), 1 << 20))
+        );
+    }
 }

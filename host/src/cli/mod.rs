@@ -70,7 +70,7 @@ enum LogFormat {
 enum Command {
     /// Run the host: load the plugin directory and reconcile until SIGINT or
     /// SIGTERM (a second signal forces the stop).
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Create or update the objects in manifest files (JSON or YAML): all of
     /// them or, if any is invalid, none.
     Apply {
@@ -225,7 +225,7 @@ fn init_logging(level: LogLevel, format: LogFormat) {
 async fn execute(cli: Cli) -> Result<String, String> {
     let paths = Paths::new(&cli.db);
     let request = match cli.command {
-        Command::Run(args) => return run::run(&cli.db, args).await.map(|()| String::new()),
+        Command::Run(args) => return run::run(&cli.db, *args).await.map(|()| String::new()),
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "beehive", &mut script);

@@ -83,6 +83,16 @@ pub enum Error {
     #[error("not loaded: the {0} relation was not requested on this read")]
     NotLoaded(&'static str),
 
+    /// A stored spec or status cannot be upgraded to this build's schema
+    /// version: written by a newer build, or its migrator failed.
+    #[error("cannot migrate {what}: {message}")]
+    Migration {
+        /// What failed, e.g. `spec of Cluster/prod`.
+        what: String,
+        /// Why.
+        message: String,
+    },
+
     /// The database was written by a newer build than this one.
     #[error(
         "schema too new: the database is at version {found}, this build knows up to {supported}"

@@ -44,6 +44,7 @@ mod engine;
 mod error;
 mod event;
 mod json;
+mod migration;
 mod object;
 pub mod plugin;
 mod store;
@@ -57,6 +58,7 @@ pub use engine::{
 pub use error::{Error, Result};
 pub use event::{Event, EventFilter, EventSpec, EventType};
 pub use json::Json;
+pub use migration::Migrator;
 pub use object::{
     Condition, ConditionStatus, GroupKind, Loads, Meta, ObjectId, ObjectRef, RawObject, Timestamp,
     generate_name, to_json,

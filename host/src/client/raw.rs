@@ -137,13 +137,15 @@ impl RawClient {
         options: CreateOptions,
     ) -> Result<(RawObject, bool)> {
         let plan = self.plan_create(name, spec, options)?;
-        self.write(
-            move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
-                Some(found) => Ok((with_conditions(tx, found)?, false)),
-                None => Ok((plan.insert(tx)?, true)),
-            },
-        )
-        .await
+        let (object, created) = self
+            .write(
+                move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
+                    Some(found) => Ok((with_conditions(tx, found)?, false)),
+                    None => Ok((plan.insert(tx)?, true)),
+                },
+            )
+            .await?;
+        Ok((self.upgraded(object)?, created))
     }
 
     /// Makes whatever holds `name` hold `spec`, creating it if nothing does;
@@ -159,16 +161,18 @@ impl RawClient {
         options: CreateOptions,
     ) -> Result<(RawObject, bool)> {
         let plan = self.plan_create(name, spec, options)?;
-        self.write(
-            move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
-                None => Ok((plan.insert(tx)?, true)),
-                Some(found) => {
-                    let updated = apply_spec(tx, found, plan.spec)?;
-                    Ok((updated, false))
-                }
-            },
-        )
-        .await
+        let (object, created) = self
+            .write(
+                move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
+                    None => Ok((plan.insert(tx)?, true)),
+                    Some(found) => {
+                        let updated = apply_spec(tx, found, plan.spec, plan.spec_version)?;
+                        Ok((updated, false))
+                    }
+                },
+            )
+            .await?;
+        Ok((self.upgraded(object)?, created))
     }
 
     /// Replaces the spec of object `id`. A spec whose canonical bytes equal the
@@ -181,12 +185,14 @@ impl RawClient {
     /// [`Error::InvalidDocument`] when `spec` is not an object.
     pub async fn update(&self, id: ObjectId, spec: Json) -> Result<RawObject> {
         spec.require_object()?;
-        let group_kind = self.group_kind.clone();
-        self.write(move |tx| {
-            let found = select_own_for_write(tx, &group_kind, id)?;
-            apply_spec(tx, found, spec)
-        })
-        .await
+        let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
+        let updated = self
+            .write(move |tx| {
+                let found = select_own_for_write(tx, &group_kind, id)?;
+                apply_spec(tx, found, spec, spec_version)
+            })
+            .await?;
+        self.upgraded(updated)
     }
 
     /// Replaces the spec of whatever holds `name`, resolving and writing in one
@@ -199,14 +205,16 @@ impl RawClient {
     pub async fn update_by_name(&self, name: &str, spec: Json) -> Result<RawObject> {
         check_name(name)?;
         spec.require_object()?;
-        let group_kind = self.group_kind.clone();
+        let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
         let name = name.to_string();
-        self.write(move |tx| {
-            let found = rows::select_by_name(tx.conn(), &group_kind, &name)?
-                .ok_or_else(|| Error::not_found(format!("{group_kind}/{name}")))?;
-            apply_spec(tx, found, spec)
-        })
-        .await
+        let updated = self
+            .write(move |tx| {
+                let found = rows::select_by_name(tx.conn(), &group_kind, &name)?
+                    .ok_or_else(|| Error::not_found(format!("{group_kind}/{name}")))?;
+                apply_spec(tx, found, spec, spec_version)
+            })
+            .await?;
+        self.upgraded(updated)
     }
 
     /// Requests deletion of object `id`: sets its deletion mark and leaves the
@@ -296,6 +304,7 @@ impl RawClient {
             let [object] = objects;
             Ok(object)
         })
+        .and_then(|object| self.upgraded(object))
     }
 
     /// Every object of this kind, by id, with the relations `loads` asks for
@@ -340,6 +349,18 @@ impl RawClient {
             rows::load_relations(conn, loads, &mut objects)?;
             Ok(objects)
         })
+        .map(|objects| self.store.migrations().upgrade_all(objects))
+    }
+
+    /// `object` as this build reads it: spec and status upgraded by the
+    /// kind's migrator, if it has one.
+    fn upgraded(&self, object: RawObject) -> Result<RawObject> {
+        self.store.migrations().upgrade(object)
+    }
+
+    /// The schema version this build writes specs of the kind at.
+    fn spec_version(&self) -> i64 {
+        self.store.migrations().versions(&self.group_kind).spec
     }
 
     /// The owner of `id`, if it has one. Runs the edge query directly, with
@@ -399,6 +420,7 @@ impl RawClient {
             group_kind: self.group_kind.clone(),
             name: name.to_string(),
             spec,
+            spec_version: self.spec_version(),
             owner: options.owner,
             finalizers: options.finalizers,
             on_create: options.on_create,
@@ -411,6 +433,7 @@ struct CreatePlan {
     group_kind: GroupKind,
     name: String,
     spec: Json,
+    spec_version: i64,
     owner: Option<ObjectId>,
     finalizers: Vec<String>,
     on_create: Option<OnCreate>,
@@ -437,6 +460,7 @@ impl CreatePlan {
                 group_kind: &self.group_kind,
                 name: &self.name,
                 spec: &self.spec,
+                spec_version: self.spec_version,
                 finalizers: &self.finalizers,
                 id,
                 resource_version,
@@ -495,19 +519,33 @@ fn select_own_for_write(
     Ok(found)
 }
 
-/// Writes `spec` onto a found row, unless the bytes already match.
-fn apply_spec(tx: &mut WriteTx<'_>, object: RawObject, spec: Json) -> Result<RawObject> {
+/// Writes `spec` at schema version `spec_version` onto a found row. Equal
+/// bytes at the same version write nothing; a row stored at an older
+/// version is re-stamped even when the bytes match.
+fn apply_spec(
+    tx: &mut WriteTx<'_>,
+    object: RawObject,
+    spec: Json,
+    spec_version: i64,
+) -> Result<RawObject> {
     if object.meta.deletion_requested_at.is_some() {
         return Err(Error::DeletionPending {
             what: object.meta.label(),
         });
     }
     let mut object = with_conditions(tx, object)?;
-    if object.spec == spec {
+    if object.spec == spec && object.meta.spec_version == spec_version {
         return Ok(object);
     }
     let resource_version = tx.next_resource_version();
-    rows::update_spec(tx.conn(), &mut object, spec, resource_version, tx.now())?;
+    rows::update_spec(
+        tx.conn(),
+        &mut object,
+        spec,
+        spec_version,
+        resource_version,
+        tx.now(),
+    )?;
     rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Update))?;
     tx.push(push_for(&object));
     Ok(object)

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -10,6 +11,7 @@ use serde::de::DeserializeOwned;
 
 use crate::client::Object;
 use crate::engine::ControllerClient;
+use crate::migration::Migrator;
 use crate::object::RawObject;
 
 /// The future a [`Controller`] returns.
@@ -159,7 +161,7 @@ impl ReconcileResult {
 }
 
 /// Per-kind settings, given at registration. Unset values take the host's.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct ControllerOptions {
     pub(crate) concurrency: Option<usize>,
     pub(crate) owed_pass_interval: Option<Duration>,
@@ -169,6 +171,18 @@ pub struct ControllerOptions {
     pub(crate) max_retry_interval: Option<Duration>,
     pub(crate) finalizers: Vec<String>,
     pub(crate) source: Option<(String, Option<String>)>,
+    pub(crate) migrator: Option<Arc<dyn Migrator>>,
+}
+
+impl std::fmt::Debug for ControllerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerOptions")
+            .field("concurrency", &self.concurrency)
+            .field("finalizers", &self.finalizers)
+            .field("source", &self.source)
+            .field("migrator", &self.migrator.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ControllerOptions {
@@ -226,6 +240,20 @@ impl ControllerOptions {
     {
         self.finalizers
             .extend(finalizers.into_iter().map(Into::into));
+        self
+    }
+
+    /// Upgrades the kind's stored specs and statuses on read and stamps
+    /// writes with its versions (see [`Migrator`]). The kind's clients in
+    /// this process read through it while the controller is registered.
+    pub fn migrator(mut self, migrator: impl Migrator) -> Self {
+        self.migrator = Some(Arc::new(migrator));
+        self
+    }
+
+    /// [`ControllerOptions::migrator`] for one already shared.
+    pub fn shared_migrator(mut self, migrator: Arc<dyn Migrator>) -> Self {
+        self.migrator = Some(migrator);
         self
     }
 

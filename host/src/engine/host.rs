@@ -151,11 +151,14 @@ impl Host {
             .source
             .clone()
             .unwrap_or_else(|| ("native".to_string(), None));
+        let versions = options.migrator.as_ref().map_or((0, 0), |m| {
+            (i64::from(m.spec_version()), i64::from(m.status_version()))
+        });
         let registration = Registration {
             group_kind: group_kind.clone(),
             finalizers: options.finalizers.clone(),
-            spec_version: 0,
-            status_version: 0,
+            spec_version: versions.0,
+            status_version: versions.1,
             source,
             content_hash,
             registered_at: Timestamp::now(),
@@ -164,6 +167,10 @@ impl Host {
             .store
             .write(move |tx| registrations::record(tx, &registration))
             .await?;
+        self.shared
+            .store
+            .migrations()
+            .set(&group_kind, options.migrator.clone());
         let existing = read(&self.shared.kinds).get(&group_kind).cloned();
         match existing {
             Some(kind) => {
@@ -205,6 +212,7 @@ impl Host {
             .remove(group_kind)
             .ok_or_else(|| Error::NoController(group_kind.to_string()))?;
         self.shared.store.set_has_controller(group_kind, false);
+        self.shared.store.migrations().set(group_kind, None);
         kind.shut_down();
         kind.tracker.wait().await;
         let group_kind = group_kind.clone();

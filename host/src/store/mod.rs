@@ -56,6 +56,9 @@ struct Inner {
     /// ever been created in this file, which lets the dependency waker skip
     /// the log. Set (conservatively, before commit) by every edge creation.
     dependency_edges: std::sync::atomic::AtomicBool,
+    /// The migrators of kinds registered in this process, shared with the
+    /// writer, which stamps writes with their versions.
+    migrations: Arc<crate::migration::Migrations>,
     session: i64,
     // Held so a temporary store's directory lives exactly as long as the store.
     _temp_dir: Option<tempfile::TempDir>,
@@ -109,11 +112,13 @@ impl Store {
             |row| row.get(0),
         )?;
         let session = new_session_id();
+        let migrations = Arc::new(crate::migration::Migrations::default());
         let writer = Arc::new(Writer::new(WriterConn {
             conn,
             sequences,
             session,
             batches: 0,
+            migrations: migrations.clone(),
         }));
         Ok(Store {
             inner: Arc::new(Inner {
@@ -122,6 +127,7 @@ impl Store {
                 readers: Mutex::new(Vec::new()),
                 controllers: Default::default(),
                 dependency_edges: std::sync::atomic::AtomicBool::new(dependency_edges),
+                migrations,
                 session,
                 _temp_dir: temp_dir,
             }),
@@ -195,6 +201,11 @@ impl Store {
     /// [`crate::Error::Sqlite`] when the read fails.
     pub fn kinds(&self) -> Result<Vec<GroupKind>> {
         self.read(scan::kinds)
+    }
+
+    /// The migrators of kinds registered in this process.
+    pub(crate) fn migrations(&self) -> &crate::migration::Migrations {
+        &self.inner.migrations
     }
 
     /// This open's session id: what liveness conditions are stamped with.

@@ -46,6 +46,7 @@ pub(crate) fn write_status(
     id: ObjectId,
     status: &Json,
 ) -> Result<()> {
+    let status_version = tx.schema_versions(gk).status;
     let resource_version = tx.next_resource_version();
     let now = tx.now();
     // One statement on the hot path; the kind is folded into the WHERE, and
@@ -53,7 +54,8 @@ pub(crate) fn write_status(
     let written = tx
         .conn()
         .prepare_cached(
-            "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6 \
+            "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6, \
+                    status_version = ?7 \
              WHERE id = ?1 AND grp = ?2 AND kind = ?3",
         )?
         .execute(params![
@@ -62,7 +64,8 @@ pub(crate) fn write_status(
             gk.kind,
             status.as_str(),
             resource_version,
-            now.as_millis()
+            now.as_millis(),
+            status_version
         ])?;
     if written == 0 {
         require_own(tx, gk, id)?;
@@ -113,13 +116,14 @@ pub(crate) fn settle_with_status(
     generation: i64,
     owed_serviced: i64,
 ) -> Result<()> {
+    let status_version = tx.schema_versions(gk).status;
     let resource_version = tx.next_resource_version();
     let now = tx.now().as_millis();
     let written = tx
         .conn()
         .prepare_cached(
             "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6, \
-                    reconcile_owed = MAX(0, reconcile_owed - ?8), \
+                    status_version = ?9, reconcile_owed = MAX(0, reconcile_owed - ?8), \
                     observed_at = CASE WHEN observed_generation IS NULL OR observed_generation < ?7 \
                                        THEN ?6 ELSE observed_at END, \
                     observed_generation = MAX(COALESCE(observed_generation, ?7), ?7) \
@@ -133,7 +137,8 @@ pub(crate) fn settle_with_status(
             resource_version,
             now,
             generation,
-            owed_serviced
+            owed_serviced,
+            status_version
         ])?;
     if written == 0 {
         require_own(tx, gk, id)?;

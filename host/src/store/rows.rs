@@ -288,6 +288,8 @@ pub(crate) struct NewObject<'a> {
     pub(crate) group_kind: &'a GroupKind,
     pub(crate) name: &'a str,
     pub(crate) spec: &'a Json,
+    /// The schema version the spec is written at.
+    pub(crate) spec_version: i64,
     pub(crate) finalizers: &'a [String],
     pub(crate) id: ObjectId,
     pub(crate) resource_version: i64,
@@ -304,8 +306,8 @@ pub(crate) fn insert_object(conn: &Connection, new: NewObject<'_>) -> Result<Raw
     let inserted = conn
         .prepare_cached(
             "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, \
-                                  finalizers, created_at, updated_at) \
-             VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7)",
+                                  finalizers, created_at, updated_at, spec_version) \
+             VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7, ?9)",
         )?
         .execute(params![
             new.group_kind.group,
@@ -316,6 +318,7 @@ pub(crate) fn insert_object(conn: &Connection, new: NewObject<'_>) -> Result<Raw
             finalizers,
             new.now.as_millis(),
             new.id,
+            new.spec_version,
         ]);
     match inserted {
         Ok(_) => {}
@@ -343,7 +346,7 @@ pub(crate) fn insert_object(conn: &Connection, new: NewObject<'_>) -> Result<Raw
             conditions: Vec::new(),
             created_at: new.now,
             updated_at: new.now,
-            spec_version: 0,
+            spec_version: new.spec_version,
             status_version: 0,
             reconcile_owed: 0,
         },
@@ -359,21 +362,24 @@ pub(crate) fn update_spec(
     conn: &Connection,
     object: &mut RawObject,
     spec: Json,
+    spec_version: i64,
     resource_version: i64,
     now: Timestamp,
 ) -> Result<()> {
     conn.prepare_cached(
         "UPDATE objects SET spec = ?2, generation = generation + 1, resource_version = ?3, \
-                            updated_at = ?4 \
+                            updated_at = ?4, spec_version = ?5 \
          WHERE id = ?1",
     )?
     .execute(params![
         object.meta.id,
         spec.as_str(),
         resource_version,
-        now.as_millis()
+        now.as_millis(),
+        spec_version
     ])?;
     object.spec = spec;
+    object.meta.spec_version = spec_version;
     object.meta.generation += 1;
     object.meta.resource_version = resource_version;
     object.meta.updated_at = now;

@@ -135,6 +135,7 @@ impl Session {
             pushes: std::mem::take(&mut inner.pushes),
             save_sequences: inner.save_sequences,
             batch: 0,
+            migrations: &writer_conn.migrations,
         };
         exec(conn, "SAVEPOINT op")?;
         let result = catch_unwind(AssertUnwindSafe(|| work(&mut tx)))

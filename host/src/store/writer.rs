@@ -20,6 +20,7 @@ use rusqlite::Connection;
 use tokio::sync::Notify;
 
 use crate::error::{Error, Result};
+use crate::migration::{Migrations, SchemaVersions};
 use crate::object::{GroupKind, ObjectId, Timestamp};
 
 /// The most jobs one transaction carries; bounds how long any one caller leads.
@@ -69,9 +70,15 @@ pub(crate) struct WriteTx<'c> {
     pub(super) save_sequences: bool,
     #[cfg_attr(not(test), allow(dead_code))]
     pub(super) batch: u64,
+    pub(super) migrations: &'c Migrations,
 }
 
 impl<'c> WriteTx<'c> {
+    /// The schema versions writes of `group_kind` are stamped with.
+    pub(crate) fn schema_versions(&self, group_kind: &GroupKind) -> SchemaVersions {
+        self.migrations.versions(group_kind)
+    }
+
     /// Which transaction this is, counted per writer: lets tests see sharing.
     #[cfg(test)]
     pub(crate) fn batch(&self) -> u64 {
@@ -194,6 +201,8 @@ pub(crate) struct WriterConn {
     pub(crate) sequences: Sequences,
     pub(crate) session: i64,
     pub(crate) batches: u64,
+    /// The kinds' schema versions, which writes are stamped with.
+    pub(crate) migrations: Arc<Migrations>,
 }
 
 /// A queued write, with its answer slot erased to a common shape.
@@ -651,6 +660,7 @@ impl Writer {
             hooks: Vec::new(),
             pushes: Vec::new(),
             save_sequences: false,
+            migrations: &writer.migrations,
         };
         let committed = run_jobs(&mut tx, &mut batch).map_err(|e| e.to_string());
         let log_grew = tx.sequences.resource_version > writer.sequences.resource_version;

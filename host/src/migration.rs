@@ -1,0 +1,191 @@
+//! Schema-version migration of stored specs and statuses.
+//!
+//! Specs and statuses are stored as JSON, so reshaping a kind's types would
+//! break decoding of rows written before. A kind's [`Migrator`] names the
+//! versions this build writes and upgrades older documents on read; each row
+//! records the version its spec and its status were written at, and a
+//! document is re-stamped when it is next written, never by a bulk rewrite.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use crate::error::{Error, Result};
+use crate::json::Json;
+use crate::object::{GroupKind, RawObject};
+
+/// Upgrades a kind's stored documents to the shape this build expects.
+///
+/// Versions start at 1; version 0 means "not versioned" for the current
+/// version and "written before versioning" for a stored one, so once a
+/// kind has a migrator its converters must accept `from == 0`. A document
+/// stored at a version above the current one was written by a newer build
+/// and fails to read rather than being misread.
+///
+/// # Example
+/// ```
+/// use beehive::{Json, Migrator};
+///
+/// /// Version 1 renamed `size` to `replicas`.
+/// struct ClusterMigrator;
+///
+/// impl Migrator for ClusterMigrator {
+///     fn spec_version(&self) -> u32 { 1 }
+///     fn status_version(&self) -> u32 { 0 }
+///     fn convert_spec(&self, _from: u32, spec: Json) -> Result<Json, String> {
+///         let mut value = spec.to_value();
+///         if let Some(size) = value.as_object_mut().and_then(|o| o.remove("size")) {
+///             value["replicas"] = size;
+///         }
+///         Ok(Json::from_value(&value))
+///     }
+///     fn convert_status(&self, _from: u32, status: Json) -> Result<Json, String> {
+///         Ok(status)
+///     }
+/// }
+/// ```
+pub trait Migrator: Send + Sync + 'static {
+    /// The spec version this build writes; 0 leaves specs unversioned.
+    fn spec_version(&self) -> u32;
+
+    /// The status version this build writes; 0 leaves statuses unversioned.
+    fn status_version(&self) -> u32;
+
+    /// Upgrades a spec written at version `from` (below the current one).
+    ///
+    /// # Errors
+    /// Why it cannot be upgraded; the read fails with [`Error::Migration`].
+    fn convert_spec(&self, from: u32, spec: Json) -> std::result::Result<Json, String>;
+
+    /// Upgrades a status written at version `from` (below the current one).
+    ///
+    /// # Errors
+    /// As [`Migrator::convert_spec`].
+    fn convert_status(&self, from: u32, status: Json) -> std::result::Result<Json, String>;
+}
+
+/// The versions a kind's writes are stamped with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SchemaVersions {
+    pub(crate) spec: i64,
+    pub(crate) status: i64,
+}
+
+/// The migrators of the registered kinds of one store.
+#[derive(Default)]
+pub(crate) struct Migrations {
+    by_kind: RwLock<HashMap<GroupKind, Arc<dyn Migrator>>>,
+    /// Whether any kind has one: reads skip the lookup while none does.
+    any: AtomicBool,
+}
+
+impl Migrations {
+    /// Installs (or, with `None`, removes) the migrator of `group_kind`.
+    pub(crate) fn set(&self, group_kind: &GroupKind, migrator: Option<Arc<dyn Migrator>>) {
+        let mut by_kind = self.by_kind.write().unwrap_or_else(|p| p.into_inner());
+        match migrator {
+            Some(m) => by_kind.insert(group_kind.clone(), m),
+            None => by_kind.remove(group_kind),
+        };
+        self.any.store(!by_kind.is_empty(), Ordering::SeqCst);
+    }
+
+    fn get(&self, group_kind: &GroupKind) -> Option<Arc<dyn Migrator>> {
+        if !self.any.load(Ordering::SeqCst) {
+            return None;
+        }
+        let by_kind = self.by_kind.read().unwrap_or_else(|p| p.into_inner());
+        by_kind.get(group_kind).cloned()
+    }
+
+    /// The versions writes of `group_kind` are stamped with.
+    pub(crate) fn versions(&self, group_kind: &GroupKind) -> SchemaVersions {
+        self.get(group_kind)
+            .map(|m| SchemaVersions {
+                spec: i64::from(m.spec_version()),
+                status: i64::from(m.status_version()),
+            })
+            .unwrap_or_default()
+    }
+
+    /// `object` with its spec and status upgraded to the current versions.
+    ///
+    /// # Errors
+    /// [`Error::Migration`] when a document was written by a newer build or
+    /// its converter fails.
+    pub(crate) fn upgrade(&self, mut object: RawObject) -> Result<RawObject> {
+        let Some(migrator) = self.get(&object.meta.group_kind) else {
+            return Ok(object);
+        };
+        let label = object.meta.label();
+        let current = i64::from(migrator.spec_version());
+        if current > 0 {
+            object.spec = convert(
+                &format!("spec of {label}"),
+                object.meta.spec_version,
+                current,
+                object.spec,
+                |from, spec| migrator.convert_spec(from, spec),
+            )?;
+            object.meta.spec_version = current;
+        }
+        let current = i64::from(migrator.status_version());
+        if current > 0 {
+            if let Some(status) = object.status.take() {
+                object.status = Some(convert(
+                    &format!("status of {label}"),
+                    object.meta.status_version,
+                    current,
+                    status,
+                    |from, status| migrator.convert_status(from, status),
+                )?);
+            }
+            object.meta.status_version = current;
+        }
+        Ok(object)
+    }
+
+    /// Upgrades each object; one that cannot be read is logged and left out.
+    pub(crate) fn upgrade_all(&self, objects: Vec<RawObject>) -> Vec<RawObject> {
+        if !self.any.load(Ordering::SeqCst) {
+            return objects;
+        }
+        objects
+            .into_iter()
+            .filter_map(|object| match self.upgrade(object) {
+                Ok(object) => Some(object),
+                Err(error) => {
+                    tracing::warn!("skipping an object that cannot be read: {error}");
+                    None
+                }
+            })
+            .collect()
+    }
+}
+
+fn convert(
+    what: &str,
+    stored: i64,
+    current: i64,
+    document: Json,
+    converter: impl FnOnce(u32, Json) -> std::result::Result<Json, String>,
+) -> Result<Json> {
+    let migration = |message: String| Error::Migration {
+        what: what.to_string(),
+        message,
+    };
+    if stored == current {
+        return Ok(document);
+    }
+    if stored > current {
+        return Err(migration(format!(
+            "written at version {stored} by a newer build; this build knows up to {current}"
+        )));
+    }
+    let from = u32::try_from(stored).map_err(|_| migration(format!("stored version {stored}")))?;
+    let converted = converter(from, document).map_err(migration)?;
+    converted
+        .require_object()
+        .map_err(|e| migration(format!("the converter returned {e}")))?;
+    Ok(converted)
+}

@@ -1,0 +1,198 @@
+//! Schema-version migration through the public API: documents upgraded on
+//! read, re-stamped on write, newer ones refused.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use beehive::{
+    Controller, ControllerClient, ControllerOptions, CreateOptions, Error, GroupKind, Host,
+    HostOptions, Json, Loads, Migrator, RawClient, RawObject, ReconcileFuture, ReconcileResult,
+    Store,
+};
+use common::{PATIENCE, wait_until};
+
+fn cluster() -> GroupKind {
+    GroupKind::new("acme.com", "Cluster")
+}
+
+/// Spec v1 renamed `size` to `replicas`; status v1 renamed `up` to `ready`.
+struct ClusterMigrator {
+    spec: u32,
+    fail: Arc<AtomicBool>,
+}
+
+fn rename(document: Json, from: &str, to: &str) -> Json {
+    let mut value = document.to_value();
+    if let Some(old) = value.as_object_mut().and_then(|o| o.remove(from)) {
+        value[to] = old;
+    }
+    Json::from_value(&value)
+}
+
+impl Migrator for ClusterMigrator {
+    fn spec_version(&self) -> u32 {
+        self.spec
+    }
+    fn status_version(&self) -> u32 {
+        1
+    }
+    fn convert_spec(&self, _from: u32, spec: Json) -> Result<Json, String> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err("the converter gave up".into());
+        }
+        Ok(rename(spec, "size", "replicas"))
+    }
+    fn convert_status(&self, _from: u32, status: Json) -> Result<Json, String> {
+        Ok(rename(status, "up", "ready"))
+    }
+}
+
+/// Reports `ready` = `replicas`, which exists only in the new shape.
+struct Reporter;
+
+impl Controller for Reporter {
+    fn reconcile<'a>(
+        &'a self,
+        client: &'a ControllerClient,
+        object: &'a RawObject,
+    ) -> ReconcileFuture<'a> {
+        Box::pin(async move {
+            let replicas = object.spec.to_value()["replicas"].clone();
+            if replicas.is_null() {
+                return ReconcileResult::fail("spec not upgraded");
+            }
+            let status = Json::from_value(&serde_json::json!({ "ready": replicas }));
+            match client.update_status_json(status).await {
+                Ok(()) => ReconcileResult::settled(),
+                Err(e) => ReconcileResult::fail(e),
+            }
+        })
+    }
+}
+
+fn stored_versions(store: &Store, name: &str) -> (i64, i64) {
+    let conn = rusqlite::Connection::open(store.path()).unwrap();
+    conn.query_row(
+        "SELECT spec_version, status_version FROM objects WHERE name = ?1",
+        [name],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
+    .unwrap()
+}
+
+fn options(spec: u32, fail: &Arc<AtomicBool>) -> ControllerOptions {
+    ControllerOptions::new().migrator(ClusterMigrator {
+        spec,
+        fail: fail.clone(),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
+    let store = Store::temporary().unwrap();
+    let clusters = RawClient::new(&store, cluster());
+    // Written before the kind was versioned.
+    let old = Json::parse(r#"{"size":3}"#).unwrap();
+    clusters
+        .create("prod", old, CreateOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(stored_versions(&store, "prod"), (0, 0));
+
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let fail = Arc::new(AtomicBool::new(false));
+    host.register(cluster(), Reporter, options(1, &fail))
+        .await
+        .unwrap();
+    let read = clusters.get_by_name("prod", Loads::none()).unwrap();
+    assert_eq!(read.spec.as_str(), r#"{"replicas":3}"#, "upgraded on read");
+    assert_eq!(
+        stored_versions(&store, "prod"),
+        (0, 0),
+        "never by a bulk rewrite"
+    );
+
+    let running = host.start().await.unwrap();
+    wait_until("the pass sees the new shape and settles", PATIENCE, || {
+        clusters
+            .get_by_name("prod", Loads::none())
+            .is_ok_and(|o| o.meta.is_observed())
+    })
+    .await;
+    assert_eq!(
+        stored_versions(&store, "prod"),
+        (0, 1),
+        "the status write stamps the status"
+    );
+
+    let same = Json::parse(r#"{"replicas":3}"#).unwrap();
+    clusters.update_by_name("prod", same).await.unwrap();
+    assert_eq!(
+        stored_versions(&store, "prod"),
+        (1, 1),
+        "a spec write stamps the spec"
+    );
+    let registration = &store.registrations().unwrap()[0];
+    assert_eq!(
+        (registration.spec_version, registration.status_version),
+        (1, 1)
+    );
+    running.stop(PATIENCE).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let fail = Arc::new(AtomicBool::new(false));
+    host.register(cluster(), Reporter, options(2, &fail))
+        .await
+        .unwrap();
+    let clusters = RawClient::new(&store, cluster());
+    let spec = Json::parse(r#"{"replicas":1}"#).unwrap();
+    clusters
+        .create("new", spec.clone(), CreateOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(stored_versions(&store, "new").0, 2);
+
+    // An older build (spec version 1) must not read what version 2 wrote.
+    host.register(cluster(), Reporter, options(1, &fail))
+        .await
+        .unwrap();
+    let error = clusters.get_by_name("new", Loads::none()).unwrap_err();
+    assert!(matches!(error, Error::Migration { .. }), "{error}");
+    assert!(error.to_string().contains("newer build"), "{error}");
+    clusters
+        .create("old", spec, CreateOptions::new())
+        .await
+        .unwrap();
+    let listed: Vec<String> = clusters
+        .list(Loads::none())
+        .unwrap()
+        .into_iter()
+        .map(|o| o.meta.name)
+        .collect();
+    assert_eq!(listed, ["old"], "a list skips what it cannot read");
+
+    // A converter that fails is a read error too.
+    let before = Json::parse(r#"{"size":2}"#).unwrap();
+    host.unregister(&cluster()).await.unwrap();
+    clusters
+        .create("unversioned", before, CreateOptions::new())
+        .await
+        .unwrap();
+    host.register(cluster(), Reporter, options(1, &fail))
+        .await
+        .unwrap();
+    fail.store(true, Ordering::SeqCst);
+    let error = clusters
+        .get_by_name("unversioned", Loads::none())
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("the converter gave up"),
+        "{error}"
+    );
+}

@@ -11,8 +11,9 @@ use serde::de::DeserializeOwned;
 
 use crate::client::Object;
 use crate::engine::ControllerClient;
+use crate::engine::trigger::{Feed, FeedSlot};
 use crate::migration::Migrator;
-use crate::object::RawObject;
+use crate::object::{ObjectId, RawObject};
 
 /// The future a [`Controller`] returns.
 pub type ReconcileFuture<'a> = Pin<Box<dyn Future<Output = ReconcileResult> + Send + 'a>>;
@@ -172,6 +173,7 @@ pub struct ControllerOptions {
     pub(crate) finalizers: Vec<String>,
     pub(crate) source: Option<(String, Option<String>)>,
     pub(crate) migrator: Option<Arc<dyn Migrator>>,
+    pub(crate) feeds: Vec<FeedSlot>,
 }
 
 impl std::fmt::Debug for ControllerOptions {
@@ -181,6 +183,7 @@ impl std::fmt::Debug for ControllerOptions {
             .field("finalizers", &self.finalizers)
             .field("source", &self.source)
             .field("migrator", &self.migrator.is_some())
+            .field("trigger_feeds", &self.feeds.len())
             .finish_non_exhaustive()
     }
 }
@@ -254,6 +257,24 @@ impl ControllerOptions {
     /// [`ControllerOptions::migrator`] for one already shared.
     pub fn shared_migrator(mut self, migrator: Arc<dyn Migrator>) -> Self {
         self.migrator = Some(migrator);
+        self
+    }
+
+    /// Requeues each object id received on `ids`, as [`crate::Host::requeue`]
+    /// would (backoff kept), while the host runs. An id naming nothing of
+    /// the kind is skipped; closing the channel ends the feed once what was
+    /// sent has drained. For changes that live outside the store (a file
+    /// watcher, a cloud API): a poke is a latency hint, not a write, so such
+    /// a kind still wants a cadence of its own. Feeds accumulate.
+    pub fn trigger_by_id(mut self, ids: tokio::sync::mpsc::Receiver<ObjectId>) -> Self {
+        self.feeds.push(FeedSlot::new(Feed::ById(ids)));
+        self
+    }
+
+    /// [`ControllerOptions::trigger_by_id`] keyed by name within the kind; a
+    /// name that nothing holds (`""` included) is skipped.
+    pub fn trigger_by_name(mut self, names: tokio::sync::mpsc::Receiver<String>) -> Self {
+        self.feeds.push(FeedSlot::new(Feed::ByName(names)));
         self
     }
 

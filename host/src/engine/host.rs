@@ -171,12 +171,19 @@ impl Host {
             .store
             .migrations()
             .set(&group_kind, options.migrator.clone());
+        let feeds: Vec<_> = options
+            .feeds
+            .iter()
+            .filter_map(|slot| slot.take())
+            .collect();
         let existing = read(&self.shared.kinds).get(&group_kind).cloned();
         match existing {
             Some(kind) => {
                 kind.replace(controller, settings);
+                kind.add_feeds(feeds);
                 if let Some(tracker) = self.running_tracker() {
                     kind.spawn_workers(&self.shared.store, &tracker);
+                    kind.spawn_feeds(&self.shared.store, &tracker);
                 }
                 // The new version should see every object once.
                 let ids = self
@@ -192,6 +199,7 @@ impl Host {
                     settings,
                     self.shared.options.requeue_floor,
                 ));
+                kind.add_feeds(feeds);
                 write(&self.shared.kinds).insert(group_kind.clone(), kind.clone());
                 self.shared.store.set_has_controller(&group_kind, true);
                 if let Some(tracker) = self.running_tracker() {

@@ -2,7 +2,7 @@
 //! and per-kind drivers (the owed pass, the full pass, the startup passes).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -14,6 +14,7 @@ use crate::engine::Controller;
 use crate::engine::options::KindSettings;
 use crate::engine::pass::{self, Finish};
 use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
+use crate::engine::trigger::{self, Feed};
 use crate::object::GroupKind;
 use crate::store::{Store, scan};
 
@@ -29,6 +30,8 @@ pub(crate) struct Kind {
     pub(crate) tracker: TaskTracker,
     settings_changed: Notify,
     workers: AtomicUsize,
+    /// Trigger feeds not yet receiving: they start with the kind's tasks.
+    feeds: Mutex<Vec<Feed>>,
 }
 
 fn read<T: Clone>(lock: &RwLock<T>) -> T {
@@ -63,6 +66,7 @@ impl Kind {
             tracker: TaskTracker::new(),
             settings_changed: Notify::new(),
             workers: AtomicUsize::new(0),
+            feeds: Mutex::new(Vec::new()),
         }
     }
 
@@ -86,9 +90,27 @@ impl Kind {
         self.settings_changed.notify_waiters();
     }
 
+    /// Adds trigger feeds; they receive once the kind's tasks run.
+    pub(crate) fn add_feeds(&self, feeds: impl IntoIterator<Item = Feed>) {
+        self.feeds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(feeds);
+    }
+
+    /// Starts receiving on the feeds added since the last call.
+    pub(crate) fn spawn_feeds(self: &Arc<Self>, store: &Store, host: &TaskTracker) {
+        let feeds = std::mem::take(&mut *self.feeds.lock().unwrap_or_else(|p| p.into_inner()));
+        for feed in feeds {
+            let (kind, store) = (self.clone(), store.clone());
+            host.spawn(self.tracker.track_future(trigger::run(kind, store, feed)));
+        }
+    }
+
     /// Starts (or tops up) the workers and starts the drivers.
     pub(crate) fn spawn(self: &Arc<Self>, store: &Store, host: &TaskTracker) {
         self.spawn_workers(store, host);
+        self.spawn_feeds(store, host);
         let kind = self.clone();
         let store_for_driver = store.clone();
         host.spawn(self.tracker.track_future(async move {

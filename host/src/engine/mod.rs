@@ -7,6 +7,7 @@ mod kind;
 mod options;
 mod pass;
 mod queue;
+mod trigger;
 mod waker;
 
 pub use controller::{

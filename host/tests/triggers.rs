@@ -1,0 +1,69 @@
+//! Trigger channels: addresses from outside the store requeue objects.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use beehive::{
+    Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
+    Json, RawClient, RawObject, ReconcileFuture, ReconcileResult, Store,
+};
+use common::{PATIENCE, wait_until};
+
+/// Counts passes and settles.
+struct Counter(Arc<AtomicUsize>);
+
+impl Controller for Counter {
+    fn reconcile<'a>(&'a self, _: &'a ControllerClient, _: &'a RawObject) -> ReconcileFuture<'a> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { ReconcileResult::settled() })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_and_names_from_a_channel_requeue_their_objects() {
+    let store = Store::temporary().unwrap();
+    let probe = GroupKind::new("test.dev", "Probe");
+    let other = RawClient::new(&store, GroupKind::new("test.dev", "Other"));
+    let elsewhere = other
+        .create("x", Json::parse("{}").unwrap(), CreateOptions::new())
+        .await
+        .unwrap();
+
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let passes = Arc::new(AtomicUsize::new(0));
+    let (ids, id_feed) = tokio::sync::mpsc::channel(8);
+    let (names, name_feed) = tokio::sync::mpsc::channel(8);
+    let options = ControllerOptions::new()
+        .trigger_by_id(id_feed)
+        .trigger_by_name(name_feed);
+    host.register(probe.clone(), Counter(passes.clone()), options)
+        .await
+        .unwrap();
+    let running = host.start().await.unwrap();
+    let probes = host.client(probe);
+    let object = probes
+        .create("edge", Json::parse("{}").unwrap(), CreateOptions::new())
+        .await
+        .unwrap();
+    let count = || passes.load(Ordering::SeqCst);
+    wait_until("the first pass", PATIENCE, || count() == 1).await;
+
+    ids.send(object.meta.id).await.unwrap();
+    wait_until("a pass for the id", PATIENCE, || count() == 2).await;
+    names.send("edge".to_string()).await.unwrap();
+    wait_until("a pass for the name", PATIENCE, || count() == 3).await;
+
+    // Addresses naming nothing of the kind are skipped, and the feeds go on.
+    ids.send(999_999).await.unwrap();
+    ids.send(elsewhere.meta.id).await.unwrap();
+    names.send(String::new()).await.unwrap();
+    names.send("nobody".to_string()).await.unwrap();
+    ids.send(object.meta.id).await.unwrap();
+    wait_until("a pass after the misses", PATIENCE, || count() == 4).await;
+
+    drop((ids, names));
+    running.stop(PATIENCE).await.unwrap();
+    assert_eq!(count(), 4, "nothing else woke it");
+}

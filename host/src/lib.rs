@@ -52,8 +52,8 @@ mod watch;
 
 pub use client::{Client, CreateOptions, Object, RawClient, Transaction};
 pub use engine::{
-    Controller, ControllerClient, ControllerOptions, Host, HostOptions, ReconcileFuture,
-    ReconcileResult, Reconciler, STATUS_GRACE, Schedule, StopHandle, Typed,
+    AdminClient, Controller, ControllerClient, ControllerOptions, Host, HostOptions,
+    ReconcileFuture, ReconcileResult, Reconciler, STATUS_GRACE, Schedule, StopHandle, Typed,
 };
 pub use error::{Error, Result};
 pub use event::{Event, EventFilter, EventSpec, EventType};

@@ -1,5 +1,6 @@
 //! The reconcile engine: controllers, the work queue, passes and drivers.
 
+mod admin;
 mod controller;
 mod controller_client;
 mod host;
@@ -10,6 +11,7 @@ mod queue;
 mod trigger;
 mod waker;
 
+pub use admin::AdminClient;
 pub use controller::{
     Controller, ControllerOptions, ReconcileFuture, ReconcileResult, Reconciler, Typed,
 };

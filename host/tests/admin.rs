@@ -1,0 +1,129 @@
+//! The admin client: pass-only writes from outside a pass.
+
+use beehive::{
+    AdminClient, Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions,
+    CreateOptions, Error, EventFilter, EventSpec, GroupKind, Host, HostOptions, Json, Loads,
+    RawClient, RawObject, ReconcileFuture, ReconcileResult, Store,
+};
+
+fn kind() -> GroupKind {
+    GroupKind::new("acme.com", "Cluster")
+}
+
+struct Idle;
+
+impl Controller for Idle {
+    fn reconcile<'a>(&'a self, _: &'a ControllerClient, _: &'a RawObject) -> ReconcileFuture<'a> {
+        Box::pin(async { ReconcileResult::settled() })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_writes_land_without_a_pass_or_a_running_host() {
+    let store = Store::temporary().unwrap();
+    let clusters = RawClient::new(&store, kind());
+    let empty = || Json::parse("{}").unwrap();
+    let a = clusters
+        .create("a", empty(), CreateOptions::new())
+        .await
+        .unwrap();
+    let b = clusters
+        .create("b", empty(), CreateOptions::new())
+        .await
+        .unwrap();
+    let admin = AdminClient::new(&store, kind());
+
+    admin
+        .update_status(a.meta.id, &serde_json::json!({"ready": 3}))
+        .await
+        .unwrap();
+    admin
+        .set_condition(
+            a.meta.id,
+            Condition::new("Ready", ConditionStatus::True).reason("Fixture"),
+        )
+        .await
+        .unwrap();
+    admin
+        .add_event(
+            a.meta.id,
+            EventSpec::normal("Seeded").message("by a fixture"),
+        )
+        .await
+        .unwrap();
+    admin.add_dependency(a.meta.id, b.meta.id).await.unwrap();
+
+    let read = clusters.get(a.meta.id, Loads::none()).unwrap();
+    assert_eq!(read.status.unwrap().as_str(), r#"{"ready":3}"#);
+    assert_eq!(read.meta.conditions[0].reason, "Fixture");
+    assert!(!read.meta.is_observed(), "the handshake stays the host's");
+    let events = clusters
+        .list_events(a.meta.id, &EventFilter::all())
+        .unwrap();
+    assert_eq!(events[0].reason, "Seeded");
+    assert_eq!(
+        clusters.list_dependencies(a.meta.id).unwrap()[0].id,
+        b.meta.id
+    );
+
+    admin.delete_dependency(a.meta.id, b.meta.id).await.unwrap();
+    admin.delete_condition(a.meta.id, "Ready").await.unwrap();
+    assert!(clusters.list_dependencies(a.meta.id).unwrap().is_empty());
+    assert!(
+        clusters
+            .get(a.meta.id, Loads::none())
+            .unwrap()
+            .meta
+            .conditions
+            .is_empty()
+    );
+
+    let other = RawClient::new(&store, GroupKind::new("acme.com", "Other"))
+        .create("x", empty(), CreateOptions::new())
+        .await
+        .unwrap();
+    let error = admin
+        .update_status(other.meta.id, &serde_json::json!({}))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::WrongKind { .. }), "{error}");
+    let error = admin
+        .update_status(424_242, &serde_json::json!({}))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::NotFound { .. }), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wedged_finalizer_can_be_cleared() {
+    let store = Store::temporary().unwrap();
+    // Finalizers need a kind registered in this process; the host never starts.
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    host.register(
+        kind(),
+        Idle,
+        ControllerOptions::new().finalizers(["acme.com/wedge"]),
+    )
+    .await
+    .unwrap();
+    let clusters = RawClient::new(&store, kind());
+    let wedged = clusters
+        .create(
+            "wedged",
+            Json::parse("{}").unwrap(),
+            CreateOptions::new().finalizers(["acme.com/wedge"]),
+        )
+        .await
+        .unwrap();
+    clusters.delete(wedged.meta.id).await.unwrap();
+    AdminClient::new(&store, kind())
+        .delete_finalizer(wedged.meta.id, "acme.com/wedge")
+        .await
+        .unwrap();
+    let read = clusters.get(wedged.meta.id, Loads::none()).unwrap();
+    assert!(read.meta.finalizers.is_empty());
+    assert!(
+        read.meta.deletion_requested_at.is_some(),
+        "collected by the next sweep"
+    );
+}

@@ -93,6 +93,23 @@ pub enum Error {
         message: String,
     },
 
+    /// A watch's unread log entries were trimmed by retention: it cannot
+    /// continue truthfully. Subscribe again for a fresh snapshot.
+    #[error("watch too old: {kind}'s write log was trimmed past this watch's position")]
+    WatchTooOld {
+        /// The watched kind.
+        kind: String,
+    },
+
+    /// A watch resumed from a position above everything the log has held:
+    /// the position came from another store (a restored backup, a swapped
+    /// file). Subscribe again without resuming.
+    #[error("watch too new: the resume position is above {kind}'s write log")]
+    WatchTooNew {
+        /// The watched kind.
+        kind: String,
+    },
+
     /// The database was written by a newer build than this one.
     #[error(
         "schema too new: the database is at version {found}, this build knows up to {supported}"

@@ -50,7 +50,10 @@ pub mod plugin;
 mod store;
 mod watch;
 
-pub use client::{Client, CreateOptions, Object, RawClient, Transaction};
+pub use client::{
+    ChangeType, Client, CreateOptions, Object, ObjectChange, ObjectListStream, ObjectStream,
+    RawClient, Transaction, WatchOptions,
+};
 pub use engine::{
     AdminClient, Controller, ControllerClient, ControllerOptions, Host, HostOptions,
     ReconcileFuture, ReconcileResult, Reconciler, STATUS_GRACE, Schedule, StopHandle, Typed,

@@ -4,9 +4,11 @@ mod options;
 mod raw;
 mod transaction;
 mod typed;
+mod watch;
 
 pub use options::CreateOptions;
 pub use raw::RawClient;
 pub(crate) use raw::TransactionSource;
 pub use transaction::Transaction;
 pub use typed::{Client, Object};
+pub use watch::{ChangeType, ObjectChange, ObjectListStream, ObjectStream, WatchOptions};

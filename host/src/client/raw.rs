@@ -100,6 +100,11 @@ impl RawClient {
         }
     }
 
+    /// The store it reads and writes.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// The kind this client reads and writes.
     pub fn group_kind(&self) -> &GroupKind {
         &self.group_kind

@@ -203,6 +203,11 @@ impl Store {
         self.read(scan::kinds)
     }
 
+    /// Sees each committed `resource_version` of this process's writer.
+    pub(crate) fn commits(&self) -> tokio::sync::watch::Receiver<i64> {
+        self.inner.writer.subscribe()
+    }
+
     /// The migrators of kinds registered in this process.
     pub(crate) fn migrations(&self) -> &crate::migration::Migrations {
         &self.inner.migrations

@@ -62,6 +62,22 @@ fn exists(conn: &Connection, sql: &str, cutoff: i64) -> bool {
         .unwrap_or(false)
 }
 
+/// Records, per kind, the newest log entry the trim matching `condition`
+/// is about to remove: watches below it can no longer continue truthfully.
+fn raise_horizons(conn: &Connection, condition: &str, parameter: i64) -> Result<()> {
+    conn.execute(
+        &format!(
+            "INSERT INTO write_log_horizons (grp, kind, resource_version) \
+             SELECT grp, kind, MAX(resource_version) FROM object_writes WHERE {condition} \
+             GROUP BY grp, kind \
+             ON CONFLICT (grp, kind) DO UPDATE \
+             SET resource_version = MAX(resource_version, excluded.resource_version)"
+        ),
+        [parameter],
+    )?;
+    Ok(())
+}
+
 fn trim(
     tx: &mut WriteTx<'_>,
     retention: Retention,
@@ -71,17 +87,21 @@ fn trim(
     let conn = tx.conn();
     let mut removed = 0;
     if let Some(cutoff) = log_cutoff {
+        raise_horizons(conn, "written_at < ?1", cutoff)?;
         removed += conn.execute("DELETE FROM object_writes WHERE written_at < ?1", [cutoff])?;
     }
     if retention.write_log_per_kind > 0 {
-        removed += conn.execute(
-            "DELETE FROM object_writes WHERE resource_version IN ( \
+        let beyond_cap = "resource_version IN ( \
                 SELECT resource_version FROM ( \
                     SELECT resource_version, ROW_NUMBER() OVER ( \
                         PARTITION BY grp, kind ORDER BY resource_version DESC) AS newest \
                     FROM object_writes) \
-                WHERE newest > ?1)",
-            params![retention.write_log_per_kind as i64],
+                WHERE newest > ?1)";
+        let cap = retention.write_log_per_kind as i64;
+        raise_horizons(conn, beyond_cap, cap)?;
+        removed += conn.execute(
+            &format!("DELETE FROM object_writes WHERE {beyond_cap}"),
+            params![cap],
         )?;
     }
     if let Some(cutoff) = event_cutoff {

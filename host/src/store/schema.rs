@@ -9,7 +9,18 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Every migration, oldest first. Never edit one that has shipped: add another.
-const MIGRATIONS: &[&str] = &[MIGRATION_1];
+const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
+
+/// Watches: how far retention has trimmed each kind's write log, so a watch
+/// whose unread entries were trimmed can tell instead of skipping them.
+const MIGRATION_2: &str = r#"
+CREATE TABLE write_log_horizons (
+    grp              TEXT    NOT NULL,
+    kind             TEXT    NOT NULL,
+    resource_version INTEGER NOT NULL,
+    PRIMARY KEY (grp, kind)
+) STRICT;
+"#;
 
 /// The first schema: objects and everything hanging off them.
 const MIGRATION_1: &str = r#"

@@ -413,6 +413,8 @@ pub(crate) struct Writer {
     pub(super) listener: RwLock<Option<CommitListener>>,
     /// The last committed `resource_version`, readable without the lock.
     committed_version: std::sync::atomic::AtomicI64,
+    /// The same, for watches to await: sent after every commit.
+    commits: tokio::sync::watch::Sender<i64>,
 }
 
 /// Locks a mutex, shrugging off poisoning: every critical section here leaves
@@ -431,6 +433,7 @@ impl Writer {
                 leader_active: false,
             }),
             committed_version: std::sync::atomic::AtomicI64::new(conn.sequences.resource_version),
+            commits: tokio::sync::watch::Sender::new(conn.sequences.resource_version),
             conn: Mutex::new(conn),
             listener: RwLock::new(None),
         }
@@ -459,6 +462,17 @@ impl Writer {
             sequences.resource_version,
             std::sync::atomic::Ordering::SeqCst,
         );
+        // Without watchers this is one uncontended lock and no wake-up.
+        self.commits.send_if_modified(|version| {
+            let moved = *version != sequences.resource_version;
+            *version = sequences.resource_version;
+            moved
+        });
+    }
+
+    /// A receiver that sees each committed `resource_version`.
+    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<i64> {
+        self.commits.subscribe()
     }
 
     /// How many jobs wait for a leader.

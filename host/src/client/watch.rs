@@ -1,0 +1,456 @@
+//! Watching objects: a snapshot, then every change above it.
+//!
+//! A watch reads the kind's write log above a cursor. A commit in this
+//! process wakes it at once; a floor tick covers writes another process
+//! made and reads that failed. Changes collapse: each delivery carries the
+//! object's current state, so several writes may arrive as one change, and
+//! order holds per object, not across objects. Nothing is dropped: a slow
+//! subscriber only stalls its own stream.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use tokio::sync::mpsc;
+
+use crate::client::RawClient;
+use crate::error::{Error, Result};
+use crate::object::{GroupKind, Loads, ObjectId, RawObject};
+use crate::store::{Store, rows};
+
+/// Log entries read per step, and changes buffered per stream.
+const PAGE: usize = 256;
+
+/// What happened to an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeType {
+    /// Here is this object: not in the snapshot, or not yet seen by the
+    /// stream. May repeat for an object the snapshot held.
+    Added,
+    /// Its current state, after one or more writes. A deletion request is
+    /// a `Modified` with `deletion_requested_at` set.
+    Modified,
+    /// Collected: the row is gone. Evict it from a cache.
+    Deleted,
+}
+
+/// One change on a stream.
+#[derive(Clone, Debug)]
+pub struct ObjectChange {
+    /// What happened.
+    pub change: ChangeType,
+    /// The object's id.
+    pub id: ObjectId,
+    /// Its current state; `None` on `Deleted`.
+    pub object: Option<RawObject>,
+}
+
+/// How a watch starts and how often it looks without a wake.
+#[derive(Clone, Copy, Debug)]
+pub struct WatchOptions {
+    resume_from: Option<i64>,
+    loads: Loads,
+    floor_interval: Duration,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        WatchOptions {
+            resume_from: None,
+            loads: Loads::none(),
+            floor_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+impl WatchOptions {
+    /// A snapshot, no relations, a 30 s floor.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Streams the changes above `resource_version` instead of taking a
+    /// snapshot: for a reader reconnecting from the last position it saw.
+    /// A position retention has trimmed ends the stream with
+    /// [`Error::WatchTooOld`]; one above everything the log has held, with
+    /// [`Error::WatchTooNew`].
+    pub fn resume_from(mut self, resource_version: i64) -> Self {
+        self.resume_from = Some(resource_version);
+        self
+    }
+
+    /// The relations each delivered object carries.
+    pub fn loads(mut self, loads: Loads) -> Self {
+        self.loads = loads;
+        self
+    }
+
+    /// How often the watch reads without being woken by a commit in this
+    /// process (writes by another process arrive at this pace).
+    pub fn floor_interval(mut self, interval: Duration) -> Self {
+        self.floor_interval = interval;
+        self
+    }
+}
+
+/// Why a stream ended, when it was not the subscriber's doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    TooOld,
+    TooNew,
+}
+
+/// The reason a stream's `changes` closed, shared with its tailer.
+#[derive(Clone, Default)]
+struct Ended(Arc<Mutex<Option<End>>>);
+
+impl Ended {
+    fn set(&self, end: End) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(end);
+    }
+
+    fn error(&self, group_kind: &GroupKind) -> Option<Error> {
+        let end = *self.0.lock().unwrap_or_else(|p| p.into_inner());
+        end.map(|end| match end {
+            End::TooOld => Error::WatchTooOld {
+                kind: group_kind.to_string(),
+            },
+            End::TooNew => Error::WatchTooNew {
+                kind: group_kind.to_string(),
+            },
+        })
+    }
+}
+
+/// A kind's objects as of `resource_version`, and every change above it.
+pub struct ObjectListStream {
+    /// The snapshot (empty when resuming).
+    pub objects: Vec<RawObject>,
+    /// The log position the snapshot is complete as of; `changes` carries
+    /// what lies strictly above it.
+    pub resource_version: i64,
+    /// The changes. Closes when the stream ends; see [`ObjectListStream::err`].
+    pub changes: mpsc::Receiver<ObjectChange>,
+    group_kind: GroupKind,
+    ended: Ended,
+}
+
+impl ObjectListStream {
+    /// Why `changes` closed: [`Error::WatchTooOld`] or [`Error::WatchTooNew`]
+    /// (subscribe again for a fresh snapshot), or `None` while it runs.
+    pub fn err(&self) -> Option<Error> {
+        self.ended.error(&self.group_kind)
+    }
+}
+
+impl std::fmt::Debug for ObjectListStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectListStream")
+            .field("objects", &self.objects.len())
+            .field("resource_version", &self.resource_version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One object as of `resource_version`, and every change to it above that.
+pub struct ObjectStream {
+    /// The object, or `None` when the id holds nothing of the kind yet.
+    pub object: Option<RawObject>,
+    /// The log position the snapshot is complete as of.
+    pub resource_version: i64,
+    /// The changes. Closes when the stream ends; see [`ObjectStream::err`].
+    pub changes: mpsc::Receiver<ObjectChange>,
+    group_kind: GroupKind,
+    ended: Ended,
+}
+
+impl ObjectStream {
+    /// Why `changes` closed; as [`ObjectListStream::err`].
+    pub fn err(&self) -> Option<Error> {
+        self.ended.error(&self.group_kind)
+    }
+}
+
+impl std::fmt::Debug for ObjectStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectStream")
+            .field("object", &self.object.as_ref().map(|o| o.meta.id))
+            .field("resource_version", &self.resource_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RawClient {
+    /// Every object of this kind, and every change to them from here on.
+    /// The snapshot is read before this returns, so a write made after it is
+    /// always on the stream. Needs a tokio runtime; needs no controller.
+    ///
+    /// # Errors
+    /// A store error when the snapshot cannot be read.
+    pub fn watch_list(&self, options: WatchOptions) -> Result<ObjectListStream> {
+        let (objects, resource_version, changes, ended) = self.start_watch(None, options)?;
+        Ok(ObjectListStream {
+            objects,
+            resource_version,
+            changes,
+            group_kind: self.group_kind().clone(),
+            ended,
+        })
+    }
+
+    /// Object `id` of this kind, and every change to it from here on. The id
+    /// need not hold anything yet: its creation arrives as `Added`.
+    ///
+    /// # Errors
+    /// As [`RawClient::watch_list`].
+    pub fn watch(&self, id: ObjectId, options: WatchOptions) -> Result<ObjectStream> {
+        let (objects, resource_version, changes, ended) = self.start_watch(Some(id), options)?;
+        Ok(ObjectStream {
+            object: objects.into_iter().next(),
+            resource_version,
+            changes,
+            group_kind: self.group_kind().clone(),
+            ended,
+        })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn start_watch(
+        &self,
+        only: Option<ObjectId>,
+        options: WatchOptions,
+    ) -> Result<(Vec<RawObject>, i64, mpsc::Receiver<ObjectChange>, Ended)> {
+        let store = self.store().clone();
+        let group_kind = self.group_kind().clone();
+        let ended = Ended::default();
+        let (sender, changes) = mpsc::channel(PAGE);
+        let (objects, head) = match options.resume_from {
+            Some(position) => {
+                let head = store.read(|conn| head(conn, &group_kind))?;
+                if position > head {
+                    ended.set(End::TooNew);
+                    return Ok((Vec::new(), position, changes, ended));
+                }
+                (Vec::new(), position)
+            }
+            None => {
+                let loads = options.loads;
+                let (objects, head) = store.read(|conn| {
+                    // One read transaction, so the snapshot is exactly as of `head`.
+                    let tx = conn.unchecked_transaction()?;
+                    let head = head(&tx, &group_kind)?;
+                    let objects = current(&tx, &store, &group_kind, only, loads)?;
+                    tx.commit()?;
+                    Ok((objects, head))
+                })?;
+                (store.migrations().upgrade_all(objects), head)
+            }
+        };
+        let tail = Tail {
+            known: objects.iter().map(|o| o.meta.id).collect(),
+            store,
+            group_kind,
+            only,
+            loads: options.loads,
+            cursor: head,
+            sender,
+            ended: ended.clone(),
+            floor: options.floor_interval,
+        };
+        tokio::spawn(tail.run());
+        Ok((objects, head, changes, ended))
+    }
+}
+
+/// The newest position the kind's stream can be complete as of.
+fn head(conn: &Connection, group_kind: &GroupKind) -> Result<i64> {
+    Ok(conn.query_row(
+        "SELECT MAX(COALESCE((SELECT MAX(resource_version) FROM object_writes), 0), \
+                    COALESCE((SELECT MAX(resource_version) FROM objects), 0), \
+                    COALESCE((SELECT resource_version FROM write_log_horizons \
+                              WHERE grp = ?1 AND kind = ?2), 0))",
+        params![group_kind.group, group_kind.kind],
+        |row| row.get(0),
+    )?)
+}
+
+/// The kind's objects now (or just `only`), with conditions and `loads`.
+fn current(
+    conn: &Connection,
+    store: &Store,
+    group_kind: &GroupKind,
+    only: Option<ObjectId>,
+    loads: Loads,
+) -> Result<Vec<RawObject>> {
+    let mut objects = match only {
+        Some(id) => rows::select_by_id(conn, id)?
+            .filter(|o| o.meta.group_kind == *group_kind)
+            .into_iter()
+            .collect(),
+        None => rows::select_kind(conn, group_kind)?,
+    };
+    rows::load_conditions(conn, store.session(), &mut objects)?;
+    rows::load_relations(conn, loads, &mut objects)?;
+    Ok(objects)
+}
+
+/// One step of a tail: the objects that moved and how far the log was read.
+struct Page {
+    /// Ids in the order of their last write in the page, with whether that
+    /// object's row is gone, and its current state if not.
+    moved: Vec<(ObjectId, Option<RawObject>)>,
+    last: i64,
+    full: bool,
+    horizon: i64,
+}
+
+fn read_page(
+    conn: &Connection,
+    store: &Store,
+    group_kind: &GroupKind,
+    only: Option<ObjectId>,
+    cursor: i64,
+    loads: Loads,
+) -> Result<Page> {
+    let tx = conn.unchecked_transaction()?;
+    let horizon: i64 = tx
+        .query_row(
+            "SELECT resource_version FROM write_log_horizons WHERE grp = ?1 AND kind = ?2",
+            params![group_kind.group, group_kind.kind],
+            |row| row.get(0),
+        )
+        .optional()?
+        .unwrap_or(0);
+    let mut stmt = tx.prepare_cached(
+        "SELECT resource_version, object_id FROM object_writes \
+         WHERE resource_version > ?1 AND grp = ?2 AND kind = ?3 \
+           AND (?4 IS NULL OR object_id = ?4) \
+         ORDER BY resource_version LIMIT ?5",
+    )?;
+    let entries: Vec<(i64, ObjectId)> = stmt
+        .query_map(
+            params![cursor, group_kind.group, group_kind.kind, only, PAGE as i64],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?
+        .collect::<rusqlite::Result<_>>()?;
+    drop(stmt);
+    let last = entries.last().map_or(cursor, |(rv, _)| *rv);
+    let mut ids: Vec<ObjectId> = Vec::new();
+    for (_, id) in entries.iter().rev() {
+        if !ids.contains(id) {
+            ids.push(*id);
+        }
+    }
+    ids.reverse();
+    let mut moved = Vec::with_capacity(ids.len());
+    for id in ids {
+        let object = current(&tx, store, group_kind, Some(id), loads)?.pop();
+        moved.push((id, object));
+    }
+    tx.commit()?;
+    Ok(Page {
+        moved,
+        last,
+        full: entries.len() == PAGE,
+        horizon,
+    })
+}
+
+/// The task behind one stream.
+struct Tail {
+    store: Store,
+    group_kind: GroupKind,
+    only: Option<ObjectId>,
+    loads: Loads,
+    cursor: i64,
+    known: HashSet<ObjectId>,
+    sender: mpsc::Sender<ObjectChange>,
+    ended: Ended,
+    floor: Duration,
+}
+
+impl Tail {
+    async fn run(mut self) {
+        let mut commits = self.store.commits();
+        loop {
+            match self.drain().await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(end) => {
+                    // Set before the sender drops, so a reader that sees the
+                    // close also sees why.
+                    self.ended.set(end);
+                    return;
+                }
+            }
+            tokio::select! {
+                _ = commits.changed() => {}
+                _ = tokio::time::sleep(self.floor) => {}
+                _ = self.sender.closed() => return,
+            }
+        }
+    }
+
+    /// Delivers everything above the cursor. `Ok(false)` once the subscriber
+    /// has gone.
+    async fn drain(&mut self) -> std::result::Result<bool, End> {
+        loop {
+            let (group_kind, only, cursor, loads) =
+                (&self.group_kind, self.only, self.cursor, self.loads);
+            let store = &self.store;
+            let page = match store
+                .read(|conn| read_page(conn, store, group_kind, only, cursor, loads))
+            {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::warn!(kind = %self.group_kind, %error, "a watch could not read; retrying at the next wake");
+                    return Ok(true);
+                }
+            };
+            if page.horizon > self.cursor {
+                return Err(End::TooOld);
+            }
+            for (id, object) in page.moved {
+                let Some(change) = self.change(id, object) else {
+                    continue;
+                };
+                if self.sender.send(change).await.is_err() {
+                    return Ok(false);
+                }
+            }
+            self.cursor = page.last;
+            if !page.full {
+                return Ok(true);
+            }
+        }
+    }
+
+    fn change(&mut self, id: ObjectId, object: Option<RawObject>) -> Option<ObjectChange> {
+        let Some(object) = object else {
+            self.known.remove(&id);
+            return Some(ObjectChange {
+                change: ChangeType::Deleted,
+                id,
+                object: None,
+            });
+        };
+        let object = match self.store.migrations().upgrade(object) {
+            Ok(object) => object,
+            Err(error) => {
+                tracing::warn!(%error, "a watch skips an object it cannot read");
+                return None;
+            }
+        };
+        let change = if self.known.insert(id) {
+            ChangeType::Added
+        } else {
+            ChangeType::Modified
+        };
+        Some(ObjectChange {
+            change,
+            id,
+            object: Some(object),
+        })
+    }
+}

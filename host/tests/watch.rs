@@ -1,0 +1,178 @@
+//! Watches: a snapshot, then every change above it.
+
+mod common;
+
+use std::time::Duration;
+
+use beehive::{
+    ChangeType, CreateOptions, Error, GroupKind, Host, HostOptions, Json, ObjectChange, RawClient,
+    Store, WatchOptions,
+};
+use common::PATIENCE;
+use tokio::sync::mpsc::Receiver;
+
+fn kind() -> GroupKind {
+    GroupKind::new("acme.com", "Cluster")
+}
+
+fn spec(text: &str) -> Json {
+    Json::parse(text).unwrap()
+}
+
+async fn next(changes: &mut Receiver<ObjectChange>) -> ObjectChange {
+    tokio::time::timeout(PATIENCE, changes.recv())
+        .await
+        .expect("a change within the patience")
+        .expect("the stream is open")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
+    let store = Store::temporary().unwrap();
+    let clusters = RawClient::new(&store, kind());
+    let old = clusters
+        .create("old", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let mut stream = clusters.watch_list(WatchOptions::new()).unwrap();
+    assert_eq!(stream.objects.len(), 1);
+    assert!(stream.resource_version >= old.meta.resource_version);
+
+    // Another kind's writes never show up.
+    RawClient::new(&store, GroupKind::new("acme.com", "Other"))
+        .create("noise", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let new = clusters
+        .create("new", spec(r#"{"n":1}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    let change = next(&mut stream.changes).await;
+    assert_eq!((change.change, change.id), (ChangeType::Added, new.meta.id));
+
+    clusters
+        .update(old.meta.id, spec(r#"{"n":2}"#))
+        .await
+        .unwrap();
+    let change = next(&mut stream.changes).await;
+    assert_eq!(
+        (change.change, change.id),
+        (ChangeType::Modified, old.meta.id)
+    );
+    assert_eq!(change.object.unwrap().spec.as_str(), r#"{"n":2}"#);
+
+    clusters.delete(new.meta.id).await.unwrap();
+    let change = next(&mut stream.changes).await;
+    assert_eq!(
+        change.change,
+        ChangeType::Modified,
+        "a deletion request is a change"
+    );
+    assert!(change.object.unwrap().meta.deletion_requested_at.is_some());
+
+    // The collector removes it: that is the Deleted.
+    let host = Host::new(
+        &store,
+        HostOptions::new().gc_interval(Duration::from_millis(20)),
+    )
+    .unwrap();
+    let running = host.start().await.unwrap();
+    let change = next(&mut stream.changes).await;
+    assert_eq!(
+        (change.change, change.id),
+        (ChangeType::Deleted, new.meta.id)
+    );
+    assert!(change.object.is_none());
+    running.stop(PATIENCE).await.unwrap();
+    assert!(stream.err().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_watch_sees_only_its_object_and_a_resume_picks_up_the_gap() {
+    let store = Store::temporary().unwrap();
+    let clusters = RawClient::new(&store, kind());
+    let a = clusters
+        .create("a", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let b = clusters
+        .create("b", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let mut one = clusters.watch(a.meta.id, WatchOptions::new()).unwrap();
+    assert_eq!(one.object.as_ref().map(|o| o.meta.id), Some(a.meta.id));
+    let position = one.resource_version;
+
+    clusters
+        .update(b.meta.id, spec(r#"{"b":1}"#))
+        .await
+        .unwrap();
+    clusters
+        .update(a.meta.id, spec(r#"{"a":1}"#))
+        .await
+        .unwrap();
+    let change = next(&mut one.changes).await;
+    assert_eq!(
+        (change.change, change.id),
+        (ChangeType::Modified, a.meta.id)
+    );
+    drop(one);
+
+    // A reader that saw up to `position` resumes and gets both, as Added.
+    let mut resumed = clusters
+        .watch_list(WatchOptions::new().resume_from(position))
+        .unwrap();
+    assert!(resumed.objects.is_empty(), "no snapshot when resuming");
+    let mut seen = [
+        next(&mut resumed.changes).await,
+        next(&mut resumed.changes).await,
+    ];
+    seen.sort_by_key(|c| c.id);
+    assert_eq!(seen[0].id, a.meta.id);
+    assert_eq!(seen[1].id, b.meta.id);
+    assert!(seen.iter().all(|c| c.change == ChangeType::Added));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_from_elsewhere_or_below_retention_ends_the_stream_with_why() {
+    let store = Store::temporary().unwrap();
+    let clusters = RawClient::new(&store, kind());
+    for name in ["a", "b", "c"] {
+        clusters
+            .create(name, spec("{}"), CreateOptions::new())
+            .await
+            .unwrap();
+    }
+    let mut too_new = clusters
+        .watch_list(WatchOptions::new().resume_from(1_000_000))
+        .unwrap();
+    assert!(too_new.changes.recv().await.is_none());
+    assert!(matches!(too_new.err(), Some(Error::WatchTooNew { .. })));
+
+    // Retention keeps one log entry per kind: resuming from 0 cannot be truthful.
+    let options = HostOptions::new()
+        .gc_interval(Duration::from_millis(20))
+        .write_log_retention(1, Duration::from_secs(3600));
+    let host = Host::new(&store, options).unwrap();
+    let running = host.start().await.unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let mut stream = clusters
+            .watch_list(WatchOptions::new().resume_from(0))
+            .unwrap();
+        let first = tokio::time::timeout(Duration::from_millis(200), stream.changes.recv()).await;
+        if let Ok(None) = first {
+            assert!(
+                matches!(stream.err(), Some(Error::WatchTooOld { .. })),
+                "{:?}",
+                stream.err()
+            );
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "retention never trimmed"
+        );
+    }
+    running.stop(PATIENCE).await.unwrap();
+}

@@ -303,3 +303,49 @@ fn help_and_completions_explain_the_flags() {
     }
     assert!(workspace.ok(&["completions", "bash"]).contains("beehive"));
 }
+
+#[test]
+fn get_watch_streams_changes_from_a_running_host() {
+    use std::io::BufRead;
+
+    let workspace = with_plugins();
+    assert!(
+        workspace
+            .fails(&["get", "Greeting", "-w"])
+            .contains("needs a running host")
+    );
+    let host = workspace.start_host(&[]);
+    workspace.write(
+        "ada.yaml",
+        "kind: Greeting.example.dev\nname: ada\nspec: {name: Ada}\n",
+    );
+    workspace.ok(&["apply", "-f", "ada.yaml"]);
+    let mut watch = std::process::Command::new(beehive_e2e::beehive_bin())
+        .args(["get", "Greeting", "-w", "-o", "json"])
+        .current_dir(workspace.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let first = json(&lines.next().unwrap().unwrap());
+    assert_eq!(
+        (first["type"].as_str(), first["object"]["name"].as_str()),
+        (Some("ADDED"), Some("ada"))
+    );
+
+    workspace.write(
+        "grace.yaml",
+        "kind: Greeting.example.dev\nname: grace\nspec: {name: Grace}\n",
+    );
+    workspace.ok(&["apply", "-f", "grace.yaml"]);
+    // Grace arrives, and then her greeting, as the plugin writes it.
+    let mut greeted = false;
+    while !greeted {
+        let line = json(&lines.next().expect("the watch goes on").unwrap());
+        greeted = line["object"]["name"] == "grace"
+            && line["object"]["status"]["message"] == "Hello, Grace!";
+    }
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    host.terminate();
+}

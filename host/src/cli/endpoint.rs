@@ -131,3 +131,27 @@ pub fn ask(stream: UnixStream, request: &Request) -> Outcome {
     write_line(&mut writer, request).map_err(lost)?;
     read_line(&mut BufReader::new(stream)).map_err(lost)?
 }
+
+/// Sends `request` to the host and hands each reply line to `each` until the
+/// host closes the connection or `each` returns false.
+pub fn stream(
+    stream: UnixStream,
+    request: &Request,
+    mut each: impl FnMut(Outcome) -> bool,
+) -> Result<(), String> {
+    let lost = |e: std::io::Error| format!("lost the connection to the host: {e}");
+    let mut writer = stream.try_clone().map_err(lost)?;
+    write_line(&mut writer, request).map_err(lost)?;
+    let mut reader = BufReader::new(stream);
+    loop {
+        match read_line::<Outcome>(&mut reader) {
+            Ok(outcome) => {
+                if !each(outcome) {
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(lost(e)),
+        }
+    }
+}

@@ -87,6 +87,10 @@ enum Command {
         /// Output format.
         #[arg(short = 'o', long, value_enum, default_value = "table")]
         output: Format,
+        /// After the current state, print each change as it happens (needs
+        /// a running host; Ctrl-C ends it).
+        #[arg(short = 'w', long)]
+        watch: bool,
     },
     /// Show an object: spec, status, conditions, relations, next pass, events.
     Describe {
@@ -240,7 +244,15 @@ async fn execute(cli: Cli) -> Result<String, String> {
         Command::Apply { file } => Request::Apply {
             objects: manifest::load(&file)?,
         },
-        Command::Get { kind, name, output } => {
+        Command::Get {
+            kind,
+            name,
+            output,
+            watch: true,
+        } => return watch_objects(&paths, kind, name, output).await,
+        Command::Get {
+            kind, name, output, ..
+        } => {
             let single = name.is_some();
             let reply = dispatch(&paths, Request::Get { kind, name }).await?;
             return match reply {
@@ -303,6 +315,48 @@ async fn execute(cli: Cli) -> Result<String, String> {
 
 fn unexpected(reply: &Reply) -> String {
     format!("unexpected reply from the host: {reply:?}")
+}
+
+/// `get -w`: the host streams the snapshot and each change; printed as they come.
+async fn watch_objects(
+    paths: &Paths,
+    kind: String,
+    name: Option<String>,
+    format: Format,
+) -> Result<String, String> {
+    let paths = paths.clone();
+    tokio::task::spawn_blocking(move || {
+        let Endpoint::Host(stream) = endpoint::reach(&paths)? else {
+            return Err("watching needs a running host: start one with `beehive run`".into());
+        };
+        let mut printer = output::WatchPrinter::new(format);
+        let mut failure = None;
+        endpoint::stream(
+            stream,
+            &Request::Watch { kind, name },
+            |outcome| match outcome {
+                Ok(Reply::Objects { objects }) => {
+                    printer.snapshot(&objects);
+                    true
+                }
+                Ok(Reply::Change(change)) => {
+                    printer.change(&change.change, change.id, change.object.as_ref());
+                    true
+                }
+                Ok(other) => {
+                    failure = Some(unexpected(&other));
+                    false
+                }
+                Err(error) => {
+                    failure = Some(error);
+                    false
+                }
+            },
+        )?;
+        failure.map_or(Ok(String::new()), Err)
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 /// Runs `request` on the host, or here under the lock when none runs.

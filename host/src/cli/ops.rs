@@ -52,6 +52,59 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
         } => wait(ctx, &kind, &name, &until, Duration::from_millis(timeout_ms)).await,
         Request::Plugins => plugins(ctx),
         Request::Requeue { kind, name } => requeue(ctx, &kind, &name),
+        Request::Watch { .. } => Err("a watch streams: it is answered by the host's socket".into()),
+    }
+}
+
+/// A watch on a kind or on one object.
+pub enum Watching {
+    Kind(beehive::ObjectListStream),
+    Object(beehive::ObjectStream),
+}
+
+impl Watching {
+    /// What it started from.
+    pub fn snapshot(&self) -> Vec<ObjectView> {
+        match self {
+            Watching::Kind(stream) => stream.objects.iter().map(view).collect(),
+            Watching::Object(stream) => stream.object.iter().map(view).collect(),
+        }
+    }
+
+    /// The next change; `None` once the stream ended.
+    pub async fn next(&mut self) -> Option<beehive::ObjectChange> {
+        match self {
+            Watching::Kind(stream) => stream.changes.recv().await,
+            Watching::Object(stream) => stream.changes.recv().await,
+        }
+    }
+
+    /// Why it ended, if not by the watcher's doing.
+    pub fn err(&self) -> Option<String> {
+        match self {
+            Watching::Kind(stream) => stream.err(),
+            Watching::Object(stream) => stream.err(),
+        }
+        .map(error)
+    }
+}
+
+/// Starts watching a kind, or one object of it.
+pub fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Watching, String> {
+    let options = beehive::WatchOptions::new();
+    match name {
+        Some(name) => {
+            let (client, object) = find(&ctx.store, kind, name)?;
+            let stream = client.watch(object.meta.id, options).map_err(error)?;
+            Ok(Watching::Object(stream))
+        }
+        None => {
+            let group_kind = resolve_kind(&ctx.store, kind)?;
+            let stream = RawClient::new(&ctx.store, group_kind)
+                .watch_list(options)
+                .map_err(error)?;
+            Ok(Watching::Kind(stream))
+        }
     }
 }
 

@@ -62,35 +62,135 @@ fn table(objects: &[ObjectView], wide: bool) -> String {
     if objects.is_empty() {
         return "No objects found.\n".into();
     }
+    columns(
+        &table_header(wide),
+        objects.iter().map(|o| table_row(o, wide)),
+    )
+}
+
+fn table_header(wide: bool) -> Vec<&'static str> {
     let mut header = vec!["NAME", "GENERATION", "OBSERVED", "READY", "AGE"];
     if wide {
         header.extend(["KIND", "ID", "CONDITIONS", "DELETING"]);
     }
-    let rows = objects.iter().map(|o| {
-        let mut row = vec![
-            o.name.clone(),
-            o.generation.to_string(),
-            o.observed_generation
-                .map_or_else(|| "-".into(), |g| g.to_string()),
-            ready(o),
-            age(o.created_at),
-        ];
-        if wide {
-            let conditions: Vec<String> = o
-                .conditions
-                .iter()
-                .map(|c| format!("{}={}", c.type_, c.status.as_str()))
-                .collect();
-            row.extend([
-                kind_of(o),
-                o.id.to_string(),
-                or_dash(conditions.join(",")),
-                o.deletion_requested_at.map_or_else(|| "-".into(), age),
-            ]);
+    header
+}
+
+fn table_row(o: &ObjectView, wide: bool) -> Vec<String> {
+    let mut row = vec![
+        o.name.clone(),
+        o.generation.to_string(),
+        o.observed_generation
+            .map_or_else(|| "-".into(), |g| g.to_string()),
+        ready(o),
+        age(o.created_at),
+    ];
+    if wide {
+        let conditions: Vec<String> = o
+            .conditions
+            .iter()
+            .map(|c| format!("{}={}", c.type_, c.status.as_str()))
+            .collect();
+        row.extend([
+            kind_of(o),
+            o.id.to_string(),
+            or_dash(conditions.join(",")),
+            o.deletion_requested_at.map_or_else(|| "-".into(), age),
+        ]);
+    }
+    row
+}
+
+/// Prints a watch as it goes: a table row, a name or a JSON line per change,
+/// the snapshot first, each as `ADDED`.
+pub struct WatchPrinter {
+    format: Format,
+    /// The last state of each object seen, to show what a deletion removed.
+    seen: std::collections::HashMap<i64, ObjectView>,
+    widths: Vec<usize>,
+}
+
+impl WatchPrinter {
+    pub fn new(format: Format) -> Self {
+        WatchPrinter {
+            format,
+            seen: Default::default(),
+            widths: Vec::new(),
         }
+    }
+
+    pub fn snapshot(&mut self, objects: &[ObjectView]) {
+        if !matches!(self.format, Format::Table | Format::Wide) {
+            for o in objects {
+                self.change("ADDED", o.id, Some(o));
+            }
+            return;
+        }
+        let mut header = vec!["EVENT".to_string()];
+        header.extend(
+            table_header(self.format == Format::Wide)
+                .iter()
+                .map(|h| h.to_string()),
+        );
+        let rows: Vec<Vec<String>> = objects.iter().map(|o| self.row("ADDED", o)).collect();
+        // Later rows reuse these widths; "MODIFIED" is the widest event.
+        self.widths = (0..header.len())
+            .map(|i| {
+                let widest = rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+                widest.max(header[i].len()).max(if i == 0 { 8 } else { 0 })
+            })
+            .collect();
+        let mut text = self.padded(&header);
+        for row in &rows {
+            text.push_str(&self.padded(row));
+        }
+        print_now(&text);
+        for o in objects {
+            self.seen.insert(o.id, o.clone());
+        }
+    }
+
+    fn padded(&self, cells: &[String]) -> String {
+        let mut line = String::new();
+        for (cell, width) in cells.iter().zip(&self.widths) {
+            let _ = write!(line, "{cell:<width$}  ");
+        }
+        format!("{}\n", line.trim_end())
+    }
+
+    fn row(&self, event: &str, o: &ObjectView) -> Vec<String> {
+        let mut row = vec![event.to_string()];
+        row.extend(table_row(o, self.format == Format::Wide));
         row
-    });
-    columns(&header, rows)
+    }
+
+    pub fn change(&mut self, event: &str, id: i64, object: Option<&ObjectView>) {
+        let last = match object {
+            Some(o) => {
+                self.seen.insert(id, o.clone());
+                Some(o.clone())
+            }
+            None => self.seen.remove(&id),
+        };
+        let text = match (self.format, &last) {
+            (Format::Json | Format::Yaml, _) => {
+                let line = serde_json::json!({ "type": event, "id": id, "object": object });
+                format!("{line}\n")
+            }
+            (Format::Name, Some(o)) => format!("{event} {}/{}\n", kind_of(o), o.name),
+            (Format::Table | Format::Wide, Some(o)) => self.padded(&self.row(event, o)),
+            (_, None) => format!("{event} #{id}\n"),
+        };
+        print_now(&text);
+    }
+}
+
+fn print_now(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (a pipe to `head`) ends the watch on the next write.
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
 }
 
 /// The READY column: the `Ready` condition if there is one, otherwise how

@@ -47,6 +47,12 @@ pub enum Request {
         kind: String,
         name: String,
     },
+    /// A snapshot (`Reply::Objects`), then one `Reply::Change` line per
+    /// change until either side hangs up.
+    Watch {
+        kind: String,
+        name: Option<String>,
+    },
 }
 
 /// What `wait` waits for.
@@ -74,6 +80,17 @@ pub enum Reply {
     Events { events: Vec<EventView> },
     Plugins(PluginsView),
     Done { message: String },
+    Change(Change),
+}
+
+/// One change on a watch.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Change {
+    /// `ADDED`, `MODIFIED` or `DELETED`.
+    pub change: String,
+    pub id: i64,
+    /// The current state; none once deleted.
+    pub object: Option<ObjectView>,
 }
 
 /// What `apply` did to one object.

@@ -15,13 +15,14 @@ use beehive::plugin::{
 use beehive::{Host, HostOptions, Store};
 use clap::Args;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::endpoint::{Lock, Paths, holder, remove_stale_socket};
 use crate::cli::manifest;
 use crate::cli::ops::{self, Context};
-use crate::cli::protocol::{Outcome, Reply, Request};
+use crate::cli::protocol::{self, Outcome, Reply, Request};
 
 /// How long `run` waits for a command that holds the lock to finish.
 const LOCK_PATIENCE: Duration = Duration::from_secs(10);
@@ -387,13 +388,53 @@ async fn answer(stream: UnixStream, ctx: &Context) {
         return;
     }
     let outcome: Outcome = match serde_json::from_str::<Request>(&line) {
+        Ok(Request::Watch { kind, name }) => return stream_changes(write, ctx, &kind, name).await,
         Ok(request) => ops::execute(ctx, request).await,
         Err(e) => Err(format!("bad request: {e}")),
     };
-    let mut reply = serde_json::to_vec(&outcome).unwrap_or_default();
-    reply.push(b'\n');
     // The command may have given up waiting; nothing to do about it.
-    let _ = write.write_all(&reply).await;
+    let _ = send(&mut write, &outcome).await;
+}
+
+async fn send(write: &mut OwnedWriteHalf, outcome: &Outcome) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(outcome).unwrap_or_default();
+    line.push(b'\n');
+    write.write_all(&line).await
+}
+
+/// Answers a watch: the snapshot, then a line per change, until the command
+/// hangs up or the stream ends (its last line then says why).
+async fn stream_changes(
+    mut write: OwnedWriteHalf,
+    ctx: &Context,
+    kind: &str,
+    name: Option<String>,
+) {
+    let mut watching = match ops::watch(ctx, kind, name.as_deref()) {
+        Ok(watching) => watching,
+        Err(error) => {
+            let _ = send(&mut write, &Err(error)).await;
+            return;
+        }
+    };
+    let snapshot = Reply::Objects {
+        objects: watching.snapshot(),
+    };
+    if send(&mut write, &Ok(snapshot)).await.is_err() {
+        return;
+    }
+    while let Some(change) = watching.next().await {
+        let change = Reply::Change(protocol::Change {
+            change: format!("{:?}", change.change).to_uppercase(),
+            id: change.id,
+            object: change.object.as_ref().map(ops::view),
+        });
+        if send(&mut write, &Ok(change)).await.is_err() {
+            return;
+        }
+    }
+    let why = watching.err().unwrap_or_else(|| "the host stopped".into());
+    let _ = send(&mut write, &Err(why)).await;
 }
 
 /// Applies every manifest file now, then each file again when it changes.

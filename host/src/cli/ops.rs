@@ -59,7 +59,7 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
 /// A watch on a kind or on one object.
 pub enum Watching {
     Kind(beehive::ObjectListStream),
-    Object(beehive::ObjectStream),
+    Object(Box<beehive::ObjectStream>),
 }
 
 impl Watching {
@@ -96,7 +96,7 @@ pub fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Watching, 
         Some(name) => {
             let (client, object) = find(&ctx.store, kind, name)?;
             let stream = client.watch(object.meta.id, options).map_err(error)?;
-            Ok(Watching::Object(stream))
+            Ok(Watching::Object(Box::new(stream)))
         }
         None => {
             let group_kind = resolve_kind(&ctx.store, kind)?;

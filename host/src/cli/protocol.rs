@@ -80,7 +80,7 @@ pub enum Reply {
     Events { events: Vec<EventView> },
     Plugins(PluginsView),
     Done { message: String },
-    Change(Change),
+    Change(Box<Change>),
 }
 
 /// One change on a watch.

@@ -424,11 +424,11 @@ async fn stream_changes(
         return;
     }
     while let Some(change) = watching.next().await {
-        let change = Reply::Change(protocol::Change {
+        let change = Reply::Change(Box::new(protocol::Change {
             change: format!("{:?}", change.change).to_uppercase(),
             id: change.id,
             object: change.object.as_ref().map(ops::view),
-        });
+        }));
         if send(&mut write, &Ok(change)).await.is_err() {
             return;
         }

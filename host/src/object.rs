@@ -195,6 +195,7 @@ pub struct Loads {
     pub(crate) dependencies: bool,
     pub(crate) dependents: bool,
     pub(crate) owned: bool,
+    pub(crate) events: bool,
 }
 
 impl Loads {
@@ -203,7 +204,8 @@ impl Loads {
         Loads::default()
     }
 
-    /// Every relation.
+    /// Every relation (edges; not events, which can be long: ask for
+    /// [`Loads::events`] as well).
     pub fn all() -> Loads {
         Loads::none().owner().dependencies().dependents().owned()
     }
@@ -232,8 +234,14 @@ impl Loads {
         self
     }
 
+    /// Also load the object's event log, every timeline, newest first.
+    pub fn events(mut self) -> Loads {
+        self.events = true;
+        self
+    }
+
     pub(crate) fn any(self) -> bool {
-        self.owner || self.dependencies || self.dependents || self.owned
+        self.owner || self.dependencies || self.dependents || self.owned || self.events
     }
 }
 
@@ -244,6 +252,7 @@ pub(crate) struct Relations {
     pub(crate) dependencies: Option<Vec<ObjectRef>>,
     pub(crate) dependents: Option<Vec<ObjectRef>>,
     pub(crate) owned: Option<Vec<ObjectRef>>,
+    pub(crate) events: Option<Vec<crate::event::Event>>,
 }
 
 impl Relations {
@@ -252,6 +261,10 @@ impl Relations {
             Some(owner) => Ok(owner.as_ref()),
             None => Err(Error::NotLoaded("owner")),
         }
+    }
+
+    pub(crate) fn events(&self) -> Result<&[crate::event::Event]> {
+        self.events.as_deref().ok_or(Error::NotLoaded("events"))
     }
 
     pub(crate) fn refs<'a>(
@@ -351,6 +364,14 @@ impl RawObject {
     /// [`Error::NotLoaded`] unless the read asked for [`Loads::dependents`].
     pub fn dependents(&self) -> Result<&[ObjectRef]> {
         Relations::refs(&self.relations.dependents, "dependents")
+    }
+
+    /// Its event log, newest first.
+    ///
+    /// # Errors
+    /// [`Error::NotLoaded`] unless the read asked for [`Loads::events`].
+    pub fn events(&self) -> Result<&[crate::event::Event]> {
+        self.relations.events()
     }
 
     /// The objects this one owns.

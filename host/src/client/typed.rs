@@ -104,6 +104,14 @@ impl<Spec, Status> Object<Spec, Status> {
         Relations::refs(&self.relations.dependents, "dependents")
     }
 
+    /// Its event log, newest first.
+    ///
+    /// # Errors
+    /// [`Error::NotLoaded`] unless the read asked for [`Loads::events`].
+    pub fn events(&self) -> Result<&[crate::event::Event]> {
+        self.relations.events()
+    }
+
     /// The objects this one owns.
     ///
     /// # Errors

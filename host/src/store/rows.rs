@@ -11,6 +11,7 @@ use crate::object::{
     Condition, ConditionStatus, GroupKind, Loads, Meta, ObjectId, ObjectRef, RawObject, Relations,
     Timestamp,
 };
+use crate::store::events;
 
 /// A row as read, before conditions and relations are attached.
 pub(crate) type ObjectRow = RawObject;
@@ -256,6 +257,12 @@ pub(crate) fn load_relations(
 ) -> Result<()> {
     if !loads.any() || objects.is_empty() {
         return Ok(());
+    }
+    if loads.events {
+        for object in objects.iter_mut() {
+            let all = crate::event::EventFilter::all();
+            object.relations.events = Some(events::list_events(conn, object.meta.id, &all)?);
+        }
     }
     let ids = ids_json(objects);
     let wanted = [

@@ -61,6 +61,14 @@ async fn admin_writes_land_without_a_pass_or_a_running_host() {
         .list_events(a.meta.id, &EventFilter::all())
         .unwrap();
     assert_eq!(events[0].reason, "Seeded");
+    let loaded = clusters.get(a.meta.id, Loads::none().events()).unwrap();
+    assert_eq!(
+        loaded.events().unwrap()[0].reason,
+        "Seeded",
+        "loaded eagerly"
+    );
+    let bare = clusters.get(a.meta.id, Loads::none()).unwrap();
+    assert!(matches!(bare.events(), Err(Error::NotLoaded("events"))));
     assert_eq!(
         clusters.list_dependencies(a.meta.id).unwrap()[0].id,
         b.meta.id

@@ -51,8 +51,8 @@ mod store;
 mod watch;
 
 pub use client::{
-    ChangeType, Client, CreateOptions, Object, ObjectChange, ObjectListStream, ObjectStream,
-    RawClient, Transaction, WatchOptions,
+    ChangeType, Client, CreateOptions, EventStream, Object, ObjectChange, ObjectListStream,
+    ObjectStream, RawClient, Transaction, WatchOptions,
 };
 pub use engine::{
     AdminClient, Controller, ControllerClient, ControllerOptions, Host, HostOptions,

@@ -176,3 +176,79 @@ async fn a_resume_from_elsewhere_or_below_retention_ends_the_stream_with_why() {
     }
     running.stop(PATIENCE).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
+    use beehive::{AdminClient, EventSpec};
+
+    let store = Store::temporary().unwrap();
+    let clusters = RawClient::new(&store, kind());
+    let admin = AdminClient::new(&store, kind());
+    let prod = clusters
+        .create("prod", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let probe = |reason: &str| EventSpec::warning(reason).category("connection");
+    admin
+        .add_event(prod.meta.id, probe("ProbeFailed"))
+        .await
+        .unwrap();
+
+    let mut stream = clusters
+        .watch_events(prod.meta.id, Some("connection"), WatchOptions::new())
+        .unwrap();
+    assert_eq!(stream.runs.len(), 1);
+    let first = stream.runs[0].clone();
+
+    admin
+        .add_event(prod.meta.id, probe("ProbeFailed"))
+        .await
+        .unwrap();
+    let extended = tokio::time::timeout(PATIENCE, stream.events.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (extended.id, extended.count),
+        (first.id, 2),
+        "an extend is the same run, grown"
+    );
+
+    admin
+        .add_event(
+            prod.meta.id,
+            EventSpec::normal("Elsewhere").category("config"),
+        )
+        .await
+        .unwrap();
+    admin
+        .add_event(
+            prod.meta.id,
+            EventSpec::normal("Connected").category("connection"),
+        )
+        .await
+        .unwrap();
+    let next = tokio::time::timeout(PATIENCE, stream.events.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.reason, "Connected", "other timelines are filtered out");
+
+    clusters.delete(prod.meta.id).await.unwrap();
+    let host = Host::new(
+        &store,
+        HostOptions::new().gc_interval(Duration::from_millis(20)),
+    )
+    .unwrap();
+    let running = host.start().await.unwrap();
+    let end = tokio::time::timeout(PATIENCE, stream.events.recv())
+        .await
+        .unwrap();
+    assert!(end.is_none());
+    assert!(
+        matches!(stream.err(), Some(Error::NotFound { .. })),
+        "{:?}",
+        stream.err()
+    );
+    running.stop(PATIENCE).await.unwrap();
+}

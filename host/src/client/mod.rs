@@ -11,4 +11,6 @@ pub use raw::RawClient;
 pub(crate) use raw::TransactionSource;
 pub use transaction::Transaction;
 pub use typed::{Client, Object};
-pub use watch::{ChangeType, ObjectChange, ObjectListStream, ObjectStream, WatchOptions};
+pub use watch::{
+    ChangeType, EventStream, ObjectChange, ObjectListStream, ObjectStream, WatchOptions,
+};

@@ -16,8 +16,9 @@ use tokio::sync::mpsc;
 
 use crate::client::RawClient;
 use crate::error::{Error, Result};
+use crate::event::{Event, EventFilter};
 use crate::object::{GroupKind, Loads, ObjectId, RawObject};
-use crate::store::{Store, rows};
+use crate::store::{Store, events, rows};
 
 /// Log entries read per step, and changes buffered per stream.
 const PAGE: usize = 256;
@@ -99,6 +100,8 @@ impl WatchOptions {
 enum End {
     TooOld,
     TooNew,
+    /// The watched object was collected (an event watch).
+    Gone(ObjectId),
 }
 
 /// The reason a stream's `changes` closed, shared with its tailer.
@@ -118,6 +121,9 @@ impl Ended {
             },
             End::TooNew => Error::WatchTooNew {
                 kind: group_kind.to_string(),
+            },
+            End::Gone(id) => Error::NotFound {
+                what: format!("object {id} (collected)"),
             },
         })
     }
@@ -260,6 +266,169 @@ impl RawClient {
         };
         tokio::spawn(tail.run());
         Ok((objects, head, changes, ended))
+    }
+}
+
+/// An object's event log as of `resource_version`, and every run written
+/// above it: a new run, or a run an occurrence extended (same id, higher
+/// `resource_version`, bigger `count`: update it in place).
+pub struct EventStream {
+    /// The runs as of the snapshot, newest first (empty when resuming).
+    pub runs: Vec<Event>,
+    /// The log position the snapshot is complete as of.
+    pub resource_version: i64,
+    /// Runs written above it, oldest first. Closes when the stream ends;
+    /// see [`EventStream::err`].
+    pub events: mpsc::Receiver<Event>,
+    group_kind: GroupKind,
+    ended: Ended,
+}
+
+impl EventStream {
+    /// Why `events` closed: [`Error::NotFound`] once the object was
+    /// collected (its log goes with it), or `None` while it runs.
+    pub fn err(&self) -> Option<Error> {
+        self.ended.error(&self.group_kind)
+    }
+}
+
+impl std::fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStream")
+            .field("runs", &self.runs.len())
+            .field("resource_version", &self.resource_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RawClient {
+    /// Object `id`'s event log (one `category`'s timeline, if given), and
+    /// every run written to it from here on. Reads by id, whatever kind
+    /// holds it. Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when `id` holds nothing; a store error when the
+    /// snapshot cannot be read.
+    pub fn watch_events(
+        &self,
+        id: ObjectId,
+        category: Option<&str>,
+        options: WatchOptions,
+    ) -> Result<EventStream> {
+        let store = self.store().clone();
+        let category = category.map(str::to_string);
+        let (runs, head) = store.read(|conn| {
+            let tx = conn.unchecked_transaction()?;
+            if rows::select_kind_and_deletion(&tx, id)?.is_none() {
+                return Err(Error::not_found(format!("object {id}")));
+            }
+            let head = store_head(&tx)?;
+            let runs = match options.resume_from {
+                Some(_) => Vec::new(),
+                None => {
+                    let filter = match &category {
+                        Some(c) => EventFilter::all().category(c.clone()),
+                        None => EventFilter::all(),
+                    };
+                    events::list_events(&tx, id, &filter)?
+                }
+            };
+            tx.commit()?;
+            Ok((runs, head))
+        })?;
+        let ended = Ended::default();
+        let (sender, receiver) = mpsc::channel(PAGE);
+        let cursor = options.resume_from.unwrap_or(head);
+        if cursor > head {
+            ended.set(End::TooNew);
+        } else {
+            let tail = EventTail {
+                store,
+                id,
+                category,
+                cursor,
+                sender,
+                ended: ended.clone(),
+                floor: options.floor_interval,
+            };
+            tokio::spawn(tail.run());
+        }
+        Ok(EventStream {
+            runs,
+            resource_version: cursor,
+            events: receiver,
+            group_kind: self.group_kind().clone(),
+            ended,
+        })
+    }
+}
+
+/// The newest committed position, as this read sees the store.
+fn store_head(conn: &Connection) -> Result<i64> {
+    Ok(conn.query_row(
+        "SELECT MAX(COALESCE((SELECT MAX(resource_version) FROM object_writes), 0), \
+                    COALESCE((SELECT MAX(resource_version) FROM objects), 0), \
+                    COALESCE((SELECT MAX(resource_version) FROM events), 0))",
+        [],
+        |row| row.get(0),
+    )?)
+}
+
+/// The task behind one event stream.
+struct EventTail {
+    store: Store,
+    id: ObjectId,
+    category: Option<String>,
+    cursor: i64,
+    sender: mpsc::Sender<Event>,
+    ended: Ended,
+    floor: Duration,
+}
+
+impl EventTail {
+    async fn run(mut self) {
+        let mut commits = self.store.commits();
+        loop {
+            let page = self.store.read(|conn| {
+                let tx = conn.unchecked_transaction()?;
+                let exists = rows::select_kind_and_deletion(&tx, self.id)?.is_some();
+                let runs = events::events_above(
+                    &tx,
+                    self.id,
+                    self.category.as_deref(),
+                    self.cursor,
+                    PAGE,
+                )?;
+                tx.commit()?;
+                Ok((exists, runs))
+            });
+            match page {
+                Ok((false, _)) => {
+                    self.ended.set(End::Gone(self.id));
+                    return;
+                }
+                Ok((true, runs)) => {
+                    let full = runs.len() == PAGE;
+                    for run in runs {
+                        self.cursor = self.cursor.max(run.resource_version);
+                        if self.sender.send(run).await.is_err() {
+                            return;
+                        }
+                    }
+                    if full {
+                        continue;
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(object = self.id, %error, "an event watch could not read; retrying at the next wake");
+                }
+            }
+            tokio::select! {
+                _ = commits.changed() => {}
+                _ = tokio::time::sleep(self.floor) => {}
+                _ = self.sender.closed() => return,
+            }
+        }
     }
 }
 

@@ -69,18 +69,17 @@ pub(crate) fn list_events(
     filter: &EventFilter,
 ) -> Result<Vec<Event>> {
     let limit = filter.limit.map_or(-1, |l| l as i64);
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, object_id, category, type, reason, message, detail, count, first_at, last_at, \
-                resource_version \
-         FROM events \
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM events \
          WHERE object_id = ?1 \
            AND (?2 IS NULL OR category = ?2) \
            AND (?3 IS NULL OR type = ?3) \
            AND (?4 IS NULL OR reason = ?4) \
            AND (?5 IS NULL OR last_at >= ?5) \
          ORDER BY last_at DESC, id DESC \
-         LIMIT ?6",
-    )?;
+         LIMIT ?6"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(
         params![
             id,
@@ -90,21 +89,45 @@ pub(crate) fn list_events(
             filter.since.map(Timestamp::as_millis),
             limit
         ],
-        |row| {
-            Ok(Event {
-                id: row.get(0)?,
-                object_id: row.get(1)?,
-                category: row.get(2)?,
-                type_: EventType::from_stored(&row.get::<_, String>(3)?),
-                reason: row.get(4)?,
-                message: row.get(5)?,
-                detail: row.get::<_, Option<String>>(6)?.map(Json::from_stored),
-                count: row.get(7)?,
-                first_at: Timestamp::from_millis(row.get(8)?),
-                last_at: Timestamp::from_millis(row.get(9)?),
-                resource_version: row.get(10)?,
-            })
-        },
+        event_from_row,
     )?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+const EVENT_COLUMNS: &str = "id, object_id, category, type, reason, message, detail, count, \
+     first_at, last_at, resource_version";
+
+fn event_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {
+    Ok(Event {
+        id: row.get(0)?,
+        object_id: row.get(1)?,
+        category: row.get(2)?,
+        type_: EventType::from_stored(&row.get::<_, String>(3)?),
+        reason: row.get(4)?,
+        message: row.get(5)?,
+        detail: row.get::<_, Option<String>>(6)?.map(Json::from_stored),
+        count: row.get(7)?,
+        first_at: Timestamp::from_millis(row.get(8)?),
+        last_at: Timestamp::from_millis(row.get(9)?),
+        resource_version: row.get(10)?,
+    })
+}
+
+/// Object `id`'s runs (in `category`, if given) written above `cursor`, in
+/// the order they were written: new runs and runs an occurrence extended.
+pub(crate) fn events_above(
+    conn: &Connection,
+    id: ObjectId,
+    category: Option<&str>,
+    cursor: i64,
+    limit: usize,
+) -> Result<Vec<Event>> {
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM events \
+         WHERE object_id = ?1 AND resource_version > ?2 AND (?3 IS NULL OR category = ?3) \
+         ORDER BY resource_version LIMIT ?4"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(params![id, cursor, category, limit as i64], event_from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

@@ -252,3 +252,57 @@ async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
     );
     running.stop(PATIENCE).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_watch_sees_only_its_children_including_later_ones() {
+    let store = Store::temporary().unwrap();
+    let clusters = RawClient::new(&store, kind());
+    let nodes = RawClient::new(&store, GroupKind::new("acme.com", "Node"));
+    let owner = clusters
+        .create("prod", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let owned = || CreateOptions::new().owner(owner.meta.id);
+    let first = nodes.create("n1", spec("{}"), owned()).await.unwrap();
+    nodes
+        .create("stray", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+
+    let mut stream = nodes
+        .watch_owned_objects(owner.meta.id, WatchOptions::new())
+        .unwrap();
+    assert_eq!(stream.objects.len(), 1);
+    assert_eq!(stream.objects[0].meta.id, first.meta.id);
+
+    nodes
+        .create("stray-2", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let second = nodes.create("n2", spec("{}"), owned()).await.unwrap();
+    let change = next(&mut stream.changes).await;
+    assert_eq!(
+        (change.change, change.id),
+        (ChangeType::Added, second.meta.id),
+        "strays are skipped"
+    );
+
+    nodes.delete(first.meta.id).await.unwrap();
+    let change = next(&mut stream.changes).await;
+    assert_eq!(
+        (change.change, change.id),
+        (ChangeType::Modified, first.meta.id)
+    );
+    let host = Host::new(
+        &store,
+        HostOptions::new().gc_interval(Duration::from_millis(20)),
+    )
+    .unwrap();
+    let running = host.start().await.unwrap();
+    let change = next(&mut stream.changes).await;
+    assert_eq!(
+        (change.change, change.id),
+        (ChangeType::Deleted, first.meta.id)
+    );
+    running.stop(PATIENCE).await.unwrap();
+}

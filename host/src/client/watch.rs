@@ -95,6 +95,14 @@ impl WatchOptions {
     }
 }
 
+/// Which objects of the kind a stream follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    Kind,
+    Object(ObjectId),
+    OwnedBy(ObjectId),
+}
+
 /// Why a stream ended, when it was not the subscriber's doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum End {
@@ -195,7 +203,7 @@ impl RawClient {
     /// # Errors
     /// A store error when the snapshot cannot be read.
     pub fn watch_list(&self, options: WatchOptions) -> Result<ObjectListStream> {
-        let (objects, resource_version, changes, ended) = self.start_watch(None, options)?;
+        let (objects, resource_version, changes, ended) = self.start_watch(Scope::Kind, options)?;
         Ok(ObjectListStream {
             objects,
             resource_version,
@@ -211,9 +219,32 @@ impl RawClient {
     /// # Errors
     /// As [`RawClient::watch_list`].
     pub fn watch(&self, id: ObjectId, options: WatchOptions) -> Result<ObjectStream> {
-        let (objects, resource_version, changes, ended) = self.start_watch(Some(id), options)?;
+        let (objects, resource_version, changes, ended) =
+            self.start_watch(Scope::Object(id), options)?;
         Ok(ObjectStream {
             object: objects.into_iter().next(),
+            resource_version,
+            changes,
+            group_kind: self.group_kind().clone(),
+            ended,
+        })
+    }
+
+    /// [`RawClient::watch_list`] narrowed to the objects `owner` owns: a
+    /// child created later arrives as `Added`, a child collected as
+    /// `Deleted`.
+    ///
+    /// # Errors
+    /// As [`RawClient::watch_list`].
+    pub fn watch_owned_objects(
+        &self,
+        owner: ObjectId,
+        options: WatchOptions,
+    ) -> Result<ObjectListStream> {
+        let (objects, resource_version, changes, ended) =
+            self.start_watch(Scope::OwnedBy(owner), options)?;
+        Ok(ObjectListStream {
+            objects,
             resource_version,
             changes,
             group_kind: self.group_kind().clone(),
@@ -224,7 +255,7 @@ impl RawClient {
     #[allow(clippy::type_complexity)]
     fn start_watch(
         &self,
-        only: Option<ObjectId>,
+        scope: Scope,
         options: WatchOptions,
     ) -> Result<(Vec<RawObject>, i64, mpsc::Receiver<ObjectChange>, Ended)> {
         let store = self.store().clone();
@@ -246,7 +277,7 @@ impl RawClient {
                     // One read transaction, so the snapshot is exactly as of `head`.
                     let tx = conn.unchecked_transaction()?;
                     let head = head(&tx, &group_kind)?;
-                    let objects = current(&tx, &store, &group_kind, only, loads)?;
+                    let objects = current(&tx, &store, &group_kind, scope, loads)?;
                     tx.commit()?;
                     Ok((objects, head))
                 })?;
@@ -257,7 +288,7 @@ impl RawClient {
             known: objects.iter().map(|o| o.meta.id).collect(),
             store,
             group_kind,
-            only,
+            scope,
             loads: options.loads,
             cursor: head,
             sender,
@@ -444,20 +475,21 @@ fn head(conn: &Connection, group_kind: &GroupKind) -> Result<i64> {
     )?)
 }
 
-/// The kind's objects now (or just `only`), with conditions and `loads`.
+/// The objects in `scope` now, with conditions and `loads`.
 fn current(
     conn: &Connection,
     store: &Store,
     group_kind: &GroupKind,
-    only: Option<ObjectId>,
+    scope: Scope,
     loads: Loads,
 ) -> Result<Vec<RawObject>> {
-    let mut objects = match only {
-        Some(id) => rows::select_by_id(conn, id)?
+    let mut objects = match scope {
+        Scope::Object(id) => rows::select_by_id(conn, id)?
             .filter(|o| o.meta.group_kind == *group_kind)
             .into_iter()
             .collect(),
-        None => rows::select_kind(conn, group_kind)?,
+        Scope::Kind => rows::select_kind(conn, group_kind)?,
+        Scope::OwnedBy(owner) => rows::select_owned(conn, group_kind, owner)?,
     };
     rows::load_conditions(conn, store.session(), &mut objects)?;
     rows::load_relations(conn, loads, &mut objects)?;
@@ -478,10 +510,14 @@ fn read_page(
     conn: &Connection,
     store: &Store,
     group_kind: &GroupKind,
-    only: Option<ObjectId>,
+    scope: Scope,
     cursor: i64,
     loads: Loads,
 ) -> Result<Page> {
+    let only = match scope {
+        Scope::Object(id) => Some(id),
+        Scope::Kind | Scope::OwnedBy(_) => None,
+    };
     let tx = conn.unchecked_transaction()?;
     let horizon: i64 = tx
         .query_row(
@@ -514,7 +550,12 @@ fn read_page(
     ids.reverse();
     let mut moved = Vec::with_capacity(ids.len());
     for id in ids {
-        let object = current(&tx, store, group_kind, Some(id), loads)?.pop();
+        let object = current(&tx, store, group_kind, Scope::Object(id), loads)?.pop();
+        if let (Scope::OwnedBy(owner), Some(_)) = (scope, &object)
+            && !rows::is_owned_by(&tx, id, owner)?
+        {
+            continue;
+        }
         moved.push((id, object));
     }
     tx.commit()?;
@@ -530,7 +571,7 @@ fn read_page(
 struct Tail {
     store: Store,
     group_kind: GroupKind,
-    only: Option<ObjectId>,
+    scope: Scope,
     loads: Loads,
     cursor: i64,
     known: HashSet<ObjectId>,
@@ -565,11 +606,11 @@ impl Tail {
     /// has gone.
     async fn drain(&mut self) -> std::result::Result<bool, End> {
         loop {
-            let (group_kind, only, cursor, loads) =
-                (&self.group_kind, self.only, self.cursor, self.loads);
+            let (group_kind, scope, cursor, loads) =
+                (&self.group_kind, self.scope, self.cursor, self.loads);
             let store = &self.store;
             let page = match store
-                .read(|conn| read_page(conn, store, group_kind, only, cursor, loads))
+                .read(|conn| read_page(conn, store, group_kind, scope, cursor, loads))
             {
                 Ok(page) => page,
                 Err(error) => {
@@ -597,7 +638,11 @@ impl Tail {
 
     fn change(&mut self, id: ObjectId, object: Option<RawObject>) -> Option<ObjectChange> {
         let Some(object) = object else {
-            self.known.remove(&id);
+            // A collected row says nothing of whom it belonged to: an owner's
+            // stream reports only the children it knew.
+            if !self.known.remove(&id) && matches!(self.scope, Scope::OwnedBy(_)) {
+                return None;
+            }
             return Some(ObjectChange {
                 change: ChangeType::Deleted,
                 id,

@@ -119,6 +119,16 @@ pub(crate) fn select_owned(
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// Whether `id` is owned by `owner`.
+pub(crate) fn is_owned_by(conn: &Connection, id: ObjectId, owner: ObjectId) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM edges \
+             WHERE from_id = ?1 AND to_id = ?2 AND relation = 'owned_by')",
+        )?
+        .query_row([id, owner], |row| row.get(0))?)
+}
+
 fn ids_json(objects: &[RawObject]) -> String {
     let ids: Vec<ObjectId> = objects.iter().map(|o| o.meta.id).collect();
     serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into())

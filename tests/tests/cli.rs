@@ -349,3 +349,45 @@ fn get_watch_streams_changes_from_a_running_host() {
     watch.wait().unwrap();
     host.terminate();
 }
+
+#[test]
+fn events_watch_streams_runs_as_the_plugin_records_them() {
+    use std::io::BufRead;
+
+    let workspace = Workspace::new();
+    workspace.install_plugin("events", "events.wasm");
+    let host = workspace.start_host(&[]);
+    workspace.write(
+        "db.json",
+        r#"{"kind":"Connection.example.dev","name":"db","spec":{"endpoint":"db:5432","probe_interval_ms":50}}"#,
+    );
+    workspace.ok(&["apply", "-f", "db.json"]);
+    workspace.ok(&["wait", "Connection", "db", "--for", "condition=Connected"]);
+    let mut watch = std::process::Command::new(beehive_e2e::beehive_bin())
+        .args([
+            "events",
+            "Connection",
+            "db",
+            "--category",
+            "connection",
+            "-w",
+        ])
+        .current_dir(workspace.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let header = lines.next().unwrap().unwrap();
+    assert!(header.starts_with("TIME"), "{header}");
+    // The Connected run grows with every probe: it comes again and again.
+    let mut extended = 0;
+    while extended < 3 {
+        let line = lines.next().expect("the watch goes on").unwrap();
+        if line.contains("✓ Connected") {
+            extended += 1;
+        }
+    }
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    host.terminate();
+}

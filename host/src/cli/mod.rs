@@ -121,6 +121,10 @@ enum Command {
         /// Print as JSON instead.
         #[arg(short = 'o', long, value_parser = ["json", "yaml"])]
         output: Option<String>,
+        /// After the timeline, print each run as it is written (needs a
+        /// running host; Ctrl-C ends it).
+        #[arg(short = 'w', long)]
+        watch: bool,
     },
     /// Wait until an object is settled, has a condition, or is deleted.
     Wait {
@@ -273,7 +277,15 @@ async fn execute(cli: Cli) -> Result<String, String> {
             kind,
             name,
             category,
+            watch: true,
+            ..
+        } => return watch_events(&paths, kind, name, category).await,
+        Command::Events {
+            kind,
+            name,
+            category,
             output,
+            ..
         } => {
             let reply = dispatch(
                 &paths,
@@ -353,6 +365,52 @@ async fn watch_objects(
                 }
             },
         )?;
+        failure.map_or(Ok(String::new()), Err)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// `events -w`: the timeline, then each run as the host sees it written.
+async fn watch_events(
+    paths: &Paths,
+    kind: String,
+    name: String,
+    category: Option<String>,
+) -> Result<String, String> {
+    let paths = paths.clone();
+    tokio::task::spawn_blocking(move || {
+        let Endpoint::Host(stream) = endpoint::reach(&paths)? else {
+            return Err("watching needs a running host: start one with `beehive run`".into());
+        };
+        let request = Request::WatchEvents {
+            kind,
+            name,
+            category,
+        };
+        let mut first = true;
+        let mut failure = None;
+        endpoint::stream(stream, &request, |outcome| match outcome {
+            Ok(Reply::Events { events }) if first => {
+                first = false;
+                output::print_now(&output::events(&events));
+                true
+            }
+            Ok(Reply::Events { events }) => {
+                events
+                    .iter()
+                    .for_each(|e| output::print_now(&output::event_run(e)));
+                true
+            }
+            Ok(other) => {
+                failure = Some(unexpected(&other));
+                false
+            }
+            Err(error) => {
+                failure = Some(error);
+                false
+            }
+        })?;
         failure.map_or(Ok(String::new()), Err)
     })
     .await

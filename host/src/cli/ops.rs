@@ -52,7 +52,9 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
         } => wait(ctx, &kind, &name, &until, Duration::from_millis(timeout_ms)).await,
         Request::Plugins => plugins(ctx),
         Request::Requeue { kind, name } => requeue(ctx, &kind, &name),
-        Request::Watch { .. } => Err("a watch streams: it is answered by the host's socket".into()),
+        Request::Watch { .. } | Request::WatchEvents { .. } => {
+            Err("a watch streams: it is answered by the host's socket".into())
+        }
     }
 }
 
@@ -87,6 +89,19 @@ impl Watching {
         }
         .map(error)
     }
+}
+
+/// Starts watching an object's event timeline.
+pub fn watch_events(
+    ctx: &Context,
+    kind: &str,
+    name: &str,
+    category: Option<&str>,
+) -> Result<beehive::EventStream, String> {
+    let (client, object) = find(&ctx.store, kind, name)?;
+    client
+        .watch_events(object.meta.id, category, beehive::WatchOptions::new())
+        .map_err(error)
 }
 
 /// Starts watching a kind, or one object of it.
@@ -290,7 +305,8 @@ fn related(store: &Store, r: ObjectRef) -> Related {
     }
 }
 
-fn event_view(event: beehive::Event) -> EventView {
+/// An event run as the CLI shows it.
+pub fn event_view(event: beehive::Event) -> EventView {
     EventView {
         category: event.category,
         warning: event.type_ == EventType::Warning,

@@ -185,7 +185,8 @@ impl WatchPrinter {
     }
 }
 
-fn print_now(text: &str) {
+/// Prints and flushes at once: streamed output must not sit in a buffer.
+pub fn print_now(text: &str) {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     // A closed stdout (a pipe to `head`) ends the watch on the next write.
@@ -394,36 +395,49 @@ pub fn events(events: &[EventView]) -> String {
     if events.is_empty() {
         return "No events.\n".into();
     }
-    let rows = events.iter().map(|e| {
-        let mark = if e.warning { "✗" } else { "✓" };
-        let window = if e.count > 1 {
-            format!("{}–{}", clock(e.first_at), clock(e.last_at))
-        } else {
-            String::new()
-        };
-        let category = if e.category.is_empty() {
-            String::new()
-        } else {
-            format!("[{}]", e.category)
-        };
-        let message = if e.message.is_empty() {
-            String::new()
-        } else {
-            format!("{:?}", e.message)
-        };
-        vec![
-            clock(e.last_at),
-            format!("{mark} {}", e.reason),
-            format!("×{}", e.count),
-            window,
-            category,
-            message,
-        ]
-    });
-    columns(
-        &["TIME", "REASON", "COUNT", "WINDOW", "CATEGORY", "MESSAGE"],
-        rows,
-    )
+    columns(&EVENT_HEADER, events.iter().map(event_cells))
+}
+
+const EVENT_HEADER: [&str; 6] = ["TIME", "REASON", "COUNT", "WINDOW", "CATEGORY", "MESSAGE"];
+
+fn event_cells(e: &EventView) -> Vec<String> {
+    let mark = if e.warning { "✗" } else { "✓" };
+    let window = if e.count > 1 {
+        format!("{}–{}", clock(e.first_at), clock(e.last_at))
+    } else {
+        String::new()
+    };
+    let category = if e.category.is_empty() {
+        String::new()
+    } else {
+        format!("[{}]", e.category)
+    };
+    let message = if e.message.is_empty() {
+        String::new()
+    } else {
+        format!("{:?}", e.message)
+    };
+    vec![
+        clock(e.last_at),
+        format!("{mark} {}", e.reason),
+        format!("×{}", e.count),
+        window,
+        category,
+        message,
+    ]
+}
+
+/// `events -w`: the timeline so far, then each run as it is written (a new
+/// run, or one an occurrence extended), one line each.
+pub fn event_run(e: &EventView) -> String {
+    let cells = event_cells(e);
+    let line = cells
+        .iter()
+        .filter(|c| !c.is_empty())
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("  ");
+    format!("{line}\n")
 }
 
 /// `plugins`' table.

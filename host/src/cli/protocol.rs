@@ -53,6 +53,13 @@ pub enum Request {
         kind: String,
         name: Option<String>,
     },
+    /// The timeline (`Reply::Events`), then a `Reply::Events` line per run
+    /// written, until either side hangs up.
+    WatchEvents {
+        kind: String,
+        name: String,
+        category: Option<String>,
+    },
 }
 
 /// What `wait` waits for.

@@ -389,6 +389,11 @@ async fn answer(stream: UnixStream, ctx: &Context) {
     }
     let outcome: Outcome = match serde_json::from_str::<Request>(&line) {
         Ok(Request::Watch { kind, name }) => return stream_changes(write, ctx, &kind, name).await,
+        Ok(Request::WatchEvents {
+            kind,
+            name,
+            category,
+        }) => return stream_events(write, ctx, &kind, &name, category).await,
         Ok(request) => ops::execute(ctx, request).await,
         Err(e) => Err(format!("bad request: {e}")),
     };
@@ -434,6 +439,42 @@ async fn stream_changes(
         }
     }
     let why = watching.err().unwrap_or_else(|| "the host stopped".into());
+    let _ = send(&mut write, &Err(why)).await;
+}
+
+/// Answers an event watch: the timeline, then a line per run written.
+async fn stream_events(
+    mut write: OwnedWriteHalf,
+    ctx: &Context,
+    kind: &str,
+    name: &str,
+    category: Option<String>,
+) {
+    let mut stream = match ops::watch_events(ctx, kind, name, category.as_deref()) {
+        Ok(stream) => stream,
+        Err(error) => {
+            let _ = send(&mut write, &Err(error)).await;
+            return;
+        }
+    };
+    let runs = std::mem::take(&mut stream.runs);
+    let snapshot = Reply::Events {
+        events: runs.into_iter().map(ops::event_view).collect(),
+    };
+    if send(&mut write, &Ok(snapshot)).await.is_err() {
+        return;
+    }
+    while let Some(run) = stream.events.recv().await {
+        let line = Reply::Events {
+            events: vec![ops::event_view(run)],
+        };
+        if send(&mut write, &Ok(line)).await.is_err() {
+            return;
+        }
+    }
+    let why = stream
+        .err()
+        .map_or_else(|| "the host stopped".into(), |e| e.to_string());
     let _ = send(&mut write, &Err(why)).await;
 }
 

@@ -203,14 +203,7 @@ impl RawClient {
     /// # Errors
     /// A store error when the snapshot cannot be read.
     pub fn watch_list(&self, options: WatchOptions) -> Result<ObjectListStream> {
-        let (objects, resource_version, changes, ended) = self.start_watch(Scope::Kind, options)?;
-        Ok(ObjectListStream {
-            objects,
-            resource_version,
-            changes,
-            group_kind: self.group_kind().clone(),
-            ended,
-        })
+        self.start_watch(Scope::Kind, options)
     }
 
     /// Object `id` of this kind, and every change to it from here on. The id
@@ -219,14 +212,13 @@ impl RawClient {
     /// # Errors
     /// As [`RawClient::watch_list`].
     pub fn watch(&self, id: ObjectId, options: WatchOptions) -> Result<ObjectStream> {
-        let (objects, resource_version, changes, ended) =
-            self.start_watch(Scope::Object(id), options)?;
+        let list = self.start_watch(Scope::Object(id), options)?;
         Ok(ObjectStream {
-            object: objects.into_iter().next(),
-            resource_version,
-            changes,
-            group_kind: self.group_kind().clone(),
-            ended,
+            object: list.objects.into_iter().next(),
+            resource_version: list.resource_version,
+            changes: list.changes,
+            group_kind: list.group_kind,
+            ended: list.ended,
         })
     }
 
@@ -241,33 +233,28 @@ impl RawClient {
         owner: ObjectId,
         options: WatchOptions,
     ) -> Result<ObjectListStream> {
-        let (objects, resource_version, changes, ended) =
-            self.start_watch(Scope::OwnedBy(owner), options)?;
-        Ok(ObjectListStream {
-            objects,
-            resource_version,
-            changes,
-            group_kind: self.group_kind().clone(),
-            ended,
-        })
+        self.start_watch(Scope::OwnedBy(owner), options)
     }
 
-    #[allow(clippy::type_complexity)]
-    fn start_watch(
-        &self,
-        scope: Scope,
-        options: WatchOptions,
-    ) -> Result<(Vec<RawObject>, i64, mpsc::Receiver<ObjectChange>, Ended)> {
+    /// Reads the snapshot (or checks the resume position) and starts the tail.
+    fn start_watch(&self, scope: Scope, options: WatchOptions) -> Result<ObjectListStream> {
         let store = self.store().clone();
         let group_kind = self.group_kind().clone();
         let ended = Ended::default();
         let (sender, changes) = mpsc::channel(PAGE);
-        let (objects, head) = match options.resume_from {
+        let (objects, position) = match options.resume_from {
             Some(position) => {
                 let head = store.read(|conn| head(conn, &group_kind))?;
                 if position > head {
+                    // Nothing can be streamed truthfully: the stream starts closed.
                     ended.set(End::TooNew);
-                    return Ok((Vec::new(), position, changes, ended));
+                    return Ok(ObjectListStream {
+                        objects: Vec::new(),
+                        resource_version: position,
+                        changes,
+                        group_kind,
+                        ended,
+                    });
                 }
                 (Vec::new(), position)
             }
@@ -287,16 +274,22 @@ impl RawClient {
         let tail = Tail {
             known: objects.iter().map(|o| o.meta.id).collect(),
             store,
-            group_kind,
+            group_kind: group_kind.clone(),
             scope,
             loads: options.loads,
-            cursor: head,
+            cursor: position,
             sender,
             ended: ended.clone(),
             floor: options.floor_interval,
         };
         tokio::spawn(tail.run());
-        Ok((objects, head, changes, ended))
+        Ok(ObjectListStream {
+            objects,
+            resource_version: position,
+            changes,
+            group_kind,
+            ended,
+        })
     }
 }
 

@@ -41,12 +41,14 @@ async fn ids_and_names_from_a_channel_requeue_their_objects() {
     host.register(probe.clone(), Counter(passes.clone()), options)
         .await
         .unwrap();
-    let running = host.start().await.unwrap();
-    let probes = host.client(probe);
-    let object = probes
+    // Created before the start: the startup owed pass is its only wake, so
+    // every later pass is one a trigger asked for.
+    let object = host
+        .client(probe)
         .create("edge", Json::parse("{}").unwrap(), CreateOptions::new())
         .await
         .unwrap();
+    let running = host.start().await.unwrap();
     let count = || passes.load(Ordering::SeqCst);
     wait_until("the first pass", PATIENCE, || count() == 1).await;
 

@@ -52,7 +52,7 @@ mod watch;
 
 pub use client::{
     ChangeType, Client, CreateOptions, EventStream, Object, ObjectChange, ObjectListStream,
-    ObjectStream, RawClient, Transaction, WatchOptions,
+    ObjectStream, RawClient, Transaction, TypedChange, TypedListStream, WatchOptions,
 };
 pub use engine::{
     AdminClient, Controller, ControllerClient, ControllerOptions, Host, HostOptions,

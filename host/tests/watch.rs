@@ -306,3 +306,38 @@ async fn an_owner_watch_sees_only_its_children_including_later_ones() {
     );
     running.stop(PATIENCE).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_watch_decodes_and_skips_what_does_not_fit() {
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct Spec {
+        replicas: u32,
+    }
+    #[derive(serde::Serialize, serde::Deserialize, Debug)]
+    struct Status {}
+
+    let store = Store::temporary().unwrap();
+    let typed: beehive::Client<Spec, Status> = beehive::Client::new(&store, kind());
+    typed
+        .create("a", &Spec { replicas: 1 }, CreateOptions::new())
+        .await
+        .unwrap();
+    let mut stream = typed.watch_list(WatchOptions::new()).unwrap();
+    assert_eq!(stream.objects[0].spec, Spec { replicas: 1 });
+
+    // A spec another writer made that these types cannot read is skipped.
+    RawClient::new(&store, kind())
+        .create("odd", spec(r#"{"replicas":"many"}"#), CreateOptions::new())
+        .await
+        .unwrap();
+    let b = typed
+        .create("b", &Spec { replicas: 2 }, CreateOptions::new())
+        .await
+        .unwrap();
+    let change = tokio::time::timeout(PATIENCE, stream.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((change.change, change.id), (ChangeType::Added, b.id()));
+    assert_eq!(change.object.unwrap().spec, Spec { replicas: 2 });
+}

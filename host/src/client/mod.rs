@@ -4,6 +4,7 @@ mod options;
 mod raw;
 mod transaction;
 mod typed;
+mod typed_watch;
 mod watch;
 
 pub use options::CreateOptions;
@@ -11,6 +12,7 @@ pub use raw::RawClient;
 pub(crate) use raw::TransactionSource;
 pub use transaction::Transaction;
 pub use typed::{Client, Object};
+pub use typed_watch::{TypedChange, TypedListStream};
 pub use watch::{
     ChangeType, EventStream, ObjectChange, ObjectListStream, ObjectStream, WatchOptions,
 };

@@ -356,7 +356,7 @@ where
     }
 }
 
-fn decode_all<Spec: DeserializeOwned, Status: DeserializeOwned>(
+pub(crate) fn decode_all<Spec: DeserializeOwned, Status: DeserializeOwned>(
     raws: Vec<RawObject>,
 ) -> Vec<Object<Spec, Status>> {
     raws.into_iter()

@@ -1,0 +1,108 @@
+//! Watches through the typed client: the raw streams, decoded.
+
+use std::marker::PhantomData;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::client::typed::{Client, Object};
+use crate::client::watch::{ChangeType, ObjectListStream, WatchOptions};
+use crate::error::{Error, Result};
+use crate::object::ObjectId;
+
+/// One change on a typed stream.
+#[derive(Clone, Debug)]
+pub struct TypedChange<Spec, Status> {
+    /// What happened.
+    pub change: ChangeType,
+    /// The object's id.
+    pub id: ObjectId,
+    /// Its current state; `None` on `Deleted`.
+    pub object: Option<Object<Spec, Status>>,
+}
+
+/// [`ObjectListStream`] with decoded objects. A change whose object does
+/// not decode into the types is logged and skipped.
+pub struct TypedListStream<Spec, Status> {
+    /// The snapshot.
+    pub objects: Vec<Object<Spec, Status>>,
+    /// The log position the snapshot is complete as of.
+    pub resource_version: i64,
+    raw: ObjectListStream,
+    _types: PhantomData<fn() -> (Spec, Status)>,
+}
+
+impl<Spec: DeserializeOwned, Status: DeserializeOwned> TypedListStream<Spec, Status> {
+    /// The next change; `None` once the stream ended (see
+    /// [`TypedListStream::err`]).
+    pub async fn next(&mut self) -> Option<TypedChange<Spec, Status>> {
+        loop {
+            let change = self.raw.changes.recv().await?;
+            let object = match change.object.map(Object::from_raw).transpose() {
+                Ok(object) => object,
+                Err(error) => {
+                    tracing::warn!(%error, "a watch skips an object that does not decode");
+                    continue;
+                }
+            };
+            return Some(TypedChange {
+                change: change.change,
+                id: change.id,
+                object,
+            });
+        }
+    }
+
+    /// Why the stream ended, if not by the watcher's doing.
+    pub fn err(&self) -> Option<Error> {
+        self.raw.err()
+    }
+}
+
+impl<Spec, Status> std::fmt::Debug for TypedListStream<Spec, Status> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TypedListStream")
+            .field("objects", &self.objects.len())
+            .field("resource_version", &self.resource_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Spec, Status> Client<Spec, Status>
+where
+    Spec: Serialize + DeserializeOwned + 'static,
+    Status: Serialize + DeserializeOwned + 'static,
+{
+    /// See [`crate::RawClient::watch_list`]; objects that do not decode are
+    /// skipped.
+    ///
+    /// # Errors
+    /// As [`crate::RawClient::watch_list`].
+    pub fn watch_list(&self, options: WatchOptions) -> Result<TypedListStream<Spec, Status>> {
+        self.raw().watch_list(options).map(typed)
+    }
+
+    /// See [`crate::RawClient::watch_owned_objects`].
+    ///
+    /// # Errors
+    /// As [`crate::RawClient::watch_list`].
+    pub fn watch_owned_objects(
+        &self,
+        owner: ObjectId,
+        options: WatchOptions,
+    ) -> Result<TypedListStream<Spec, Status>> {
+        self.raw().watch_owned_objects(owner, options).map(typed)
+    }
+}
+
+fn typed<Spec: DeserializeOwned, Status: DeserializeOwned>(
+    mut raw: ObjectListStream,
+) -> TypedListStream<Spec, Status> {
+    let snapshot = std::mem::take(&mut raw.objects);
+    TypedListStream {
+        objects: crate::client::typed::decode_all(snapshot),
+        resource_version: raw.resource_version,
+        raw,
+        _types: PhantomData,
+    }
+}

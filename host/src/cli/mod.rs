@@ -493,7 +493,12 @@ async fn wait(
             }
             Endpoint::Direct(_lock) => {
                 let ctx = open_directly(&paths.db, false)?;
-                ops::holds(&ctx.store, &kind, &name, &until)?
+                let group_kind = ops::resolve_kind(&ctx.store, &kind)?;
+                ops::holds(
+                    &beehive::RawClient::new(&ctx.store, group_kind),
+                    &name,
+                    &until,
+                )?
             }
         };
         if holds {

@@ -351,11 +351,9 @@ fn events(ctx: &Context, kind: &str, name: &str, category: Option<String>) -> Ou
     Ok(Reply::Events { events })
 }
 
-/// Whether `until` holds for `name`; an error for a kind or an object that
-/// cannot be waited on.
-pub fn holds(store: &Store, kind: &str, name: &str, until: &Until) -> Result<bool, String> {
-    let group_kind = resolve_kind(store, kind)?;
-    let client = RawClient::new(store, group_kind);
+/// Whether `until` holds for `name` of the client's kind; an error for an
+/// object that cannot be waited on.
+pub fn holds(client: &RawClient, name: &str, until: &Until) -> Result<bool, String> {
     let object = match client.get_by_name(name, Loads::none()) {
         Ok(object) => object,
         Err(beehive::Error::NotFound { .. }) if *until == Until::Deleted => return Ok(true),
@@ -373,9 +371,12 @@ pub fn holds(store: &Store, kind: &str, name: &str, until: &Until) -> Result<boo
 }
 
 async fn wait(ctx: &Context, kind: &str, name: &str, until: &Until, timeout: Duration) -> Outcome {
+    // Resolved once: listing the kinds reads every object, and the kind's
+    // last object may be the one whose deletion is awaited.
+    let client = RawClient::new(&ctx.store, resolve_kind(&ctx.store, kind)?);
     let deadline = Instant::now() + timeout;
     loop {
-        if holds(&ctx.store, kind, name, until)? {
+        if holds(&client, name, until)? {
             return Ok(Reply::Done {
                 message: format!("{kind}/{name}: {}", describe_until(until)),
             });

@@ -125,11 +125,13 @@ pub fn remove_stale_socket(socket: &Path) {
 }
 
 /// Sends `request` to the host and waits for its reply.
-pub fn ask(stream: UnixStream, request: &Request) -> Outcome {
-    let lost = |e: std::io::Error| format!("lost the connection to the host: {e}");
-    let mut writer = stream.try_clone().map_err(lost)?;
-    write_line(&mut writer, request).map_err(lost)?;
-    read_line(&mut BufReader::new(stream)).map_err(lost)?
+pub fn ask(connection: UnixStream, request: &Request) -> Outcome {
+    let mut reply = None;
+    stream(connection, request, |outcome| {
+        reply = Some(outcome);
+        false
+    })?;
+    reply.unwrap_or_else(|| Err("the host closed the connection without replying".into()))
 }
 
 /// Sends `request` to the host and hands each reply line to `each` until the

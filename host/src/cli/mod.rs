@@ -336,39 +336,23 @@ async fn watch_objects(
     name: Option<String>,
     format: Format,
 ) -> Result<String, String> {
-    let paths = paths.clone();
-    tokio::task::spawn_blocking(move || {
-        let Endpoint::Host(stream) = endpoint::reach(&paths)? else {
-            return Err("watching needs a running host: start one with `beehive run`".into());
-        };
-        let mut printer = output::WatchPrinter::new(format);
-        let mut failure = None;
-        endpoint::stream(
-            stream,
-            &Request::Watch { kind, name },
-            |outcome| match outcome {
-                Ok(Reply::Objects { objects }) => {
-                    printer.snapshot(&objects);
-                    true
-                }
-                Ok(Reply::Change(change)) => {
-                    printer.change(&change.change, change.id, change.object.as_ref());
-                    true
-                }
-                Ok(other) => {
-                    failure = Some(unexpected(&other));
-                    false
-                }
-                Err(error) => {
-                    failure = Some(error);
-                    false
-                }
-            },
-        )?;
-        failure.map_or(Ok(String::new()), Err)
-    })
+    let mut printer = output::WatchPrinter::new(format);
+    follow(
+        paths,
+        Request::Watch { kind, name },
+        move |reply| match reply {
+            Reply::Objects { objects } => {
+                printer.snapshot(&objects);
+                Ok(())
+            }
+            Reply::Change(change) => {
+                printer.change(&change.change, change.id, change.object.as_ref());
+                Ok(())
+            }
+            other => Err(unexpected(&other)),
+        },
+    )
     .await
-    .map_err(|e| e.to_string())?
 }
 
 /// `events -w`: the timeline, then each run as the host sees it written.
@@ -378,37 +362,49 @@ async fn watch_events(
     name: String,
     category: Option<String>,
 ) -> Result<String, String> {
+    let request = Request::WatchEvents {
+        kind,
+        name,
+        category,
+    };
+    let mut first = true;
+    follow(paths, request, move |reply| match reply {
+        Reply::Events { events } if first => {
+            first = false;
+            output::print_now(&output::events(&events));
+            Ok(())
+        }
+        Reply::Events { events } => {
+            events
+                .iter()
+                .for_each(|e| output::print_now(&output::event_run(e)));
+            Ok(())
+        }
+        other => Err(unexpected(&other)),
+    })
+    .await
+}
+
+/// Sends a streaming request to the running host and hands each reply to
+/// `on_reply` until the host hangs up or a reply (or the host) says why not.
+async fn follow(
+    paths: &Paths,
+    request: Request,
+    mut on_reply: impl FnMut(Reply) -> Result<(), String> + Send + 'static,
+) -> Result<String, String> {
     let paths = paths.clone();
     tokio::task::spawn_blocking(move || {
-        let Endpoint::Host(stream) = endpoint::reach(&paths)? else {
+        let Endpoint::Host(connection) = endpoint::reach(&paths)? else {
             return Err("watching needs a running host: start one with `beehive run`".into());
         };
-        let request = Request::WatchEvents {
-            kind,
-            name,
-            category,
-        };
-        let mut first = true;
         let mut failure = None;
-        endpoint::stream(stream, &request, |outcome| match outcome {
-            Ok(Reply::Events { events }) if first => {
-                first = false;
-                output::print_now(&output::events(&events));
-                true
-            }
-            Ok(Reply::Events { events }) => {
-                events
-                    .iter()
-                    .for_each(|e| output::print_now(&output::event_run(e)));
-                true
-            }
-            Ok(other) => {
-                failure = Some(unexpected(&other));
-                false
-            }
-            Err(error) => {
-                failure = Some(error);
-                false
+        endpoint::stream(connection, &request, |outcome| {
+            match outcome.and_then(&mut on_reply) {
+                Ok(()) => true,
+                Err(error) => {
+                    failure = Some(error);
+                    false
+                }
             }
         })?;
         failure.map_or(Ok(String::new()), Err)

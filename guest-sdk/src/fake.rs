@@ -89,6 +89,16 @@ impl FakeClient {
             .retain(|_, (o, _)| !(o.meta.is_deleting() && o.meta.finalizers.is_empty()));
     }
 
+    /// Closes the innermost open frame, or says there is none.
+    fn close_frame(&self) -> Result<std::cell::RefMut<'_, PassRecord>> {
+        let mut state = self.state.borrow_mut();
+        state.open_frames = state
+            .open_frames
+            .checked_sub(1)
+            .ok_or(Error::NoTransaction)?;
+        Ok(state)
+    }
+
     /// The last status written, decoded.
     pub fn status(&self) -> Option<serde_json::Value> {
         let text = self.state.borrow().status.clone()?;
@@ -180,22 +190,12 @@ impl ControllerClient for FakeClient {
     }
 
     fn commit(&self) -> Result<()> {
-        let mut state = self.state.borrow_mut();
-        state.open_frames = state
-            .open_frames
-            .checked_sub(1)
-            .ok_or(Error::NoTransaction)?;
-        state.commits += 1;
+        self.close_frame()?.commits += 1;
         Ok(())
     }
 
     fn rollback(&self) -> Result<()> {
-        let mut state = self.state.borrow_mut();
-        state.open_frames = state
-            .open_frames
-            .checked_sub(1)
-            .ok_or(Error::NoTransaction)?;
-        state.rollbacks += 1;
+        self.close_frame()?.rollbacks += 1;
         Ok(())
     }
 

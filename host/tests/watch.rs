@@ -19,6 +19,12 @@ fn spec(text: &str) -> Json {
     Json::parse(text).unwrap()
 }
 
+/// A host with no controllers whose sweeper collects deleted objects at once.
+async fn start_collecting(store: &Store) -> beehive::StopHandle {
+    let options = HostOptions::new().gc_interval(Duration::from_millis(20));
+    Host::new(store, options).unwrap().start().await.unwrap()
+}
+
 async fn next(changes: &mut Receiver<ObjectChange>) -> ObjectChange {
     tokio::time::timeout(PATIENCE, changes.recv())
         .await
@@ -71,12 +77,7 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
     assert!(change.object.unwrap().meta.deletion_requested_at.is_some());
 
     // The collector removes it: that is the Deleted.
-    let host = Host::new(
-        &store,
-        HostOptions::new().gc_interval(Duration::from_millis(20)),
-    )
-    .unwrap();
-    let running = host.start().await.unwrap();
+    let running = start_collecting(&store).await;
     let change = next(&mut stream.changes).await;
     assert_eq!(
         (change.change, change.id),
@@ -235,12 +236,7 @@ async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
     assert_eq!(next.reason, "Connected", "other timelines are filtered out");
 
     clusters.delete(prod.meta.id).await.unwrap();
-    let host = Host::new(
-        &store,
-        HostOptions::new().gc_interval(Duration::from_millis(20)),
-    )
-    .unwrap();
-    let running = host.start().await.unwrap();
+    let running = start_collecting(&store).await;
     let end = tokio::time::timeout(PATIENCE, stream.events.recv())
         .await
         .unwrap();
@@ -293,12 +289,7 @@ async fn an_owner_watch_sees_only_its_children_including_later_ones() {
         (change.change, change.id),
         (ChangeType::Modified, first.meta.id)
     );
-    let host = Host::new(
-        &store,
-        HostOptions::new().gc_interval(Duration::from_millis(20)),
-    )
-    .unwrap();
-    let running = host.start().await.unwrap();
+    let running = start_collecting(&store).await;
     let change = next(&mut stream.changes).await;
     assert_eq!(
         (change.change, change.id),

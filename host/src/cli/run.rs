@@ -265,7 +265,8 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
     let host = Host::new(&store, args.host_options()).map_err(|e| e.to_string())?;
     let runtime = PluginRuntime::new(args.runtime_options(&paths)).map_err(|e| e.to_string())?;
     let plugins = PluginDirectory::new(runtime, host.clone(), &plugin_dir);
-    report(&plugins.sync().await.map_err(|e| e.to_string())?);
+    let changes = plugins.sync().await.map_err(|e| e.to_string())?;
+    changes.iter().for_each(Change::log);
     if plugins.served().is_empty() {
         tracing::warn!(
             "no plugins in {}: objects are stored but nothing reconciles them",
@@ -331,15 +332,6 @@ async fn lock_for_host(paths: &Paths) -> Result<Lock, String> {
             ));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-fn report(changes: &[Change]) {
-    for change in changes {
-        match change {
-            Change::Failed { .. } => tracing::warn!("plugin: {change}"),
-            _ => tracing::info!("plugin: {change}"),
-        }
     }
 }
 

@@ -67,6 +67,16 @@ pub enum Change {
     },
 }
 
+impl Change {
+    /// Logs it as an operator should see it: a failure as a warning.
+    pub fn log(&self) {
+        match self {
+            Change::Failed { .. } => tracing::warn!("plugin: {self}"),
+            _ => tracing::info!("plugin: {self}"),
+        }
+    }
+}
+
 impl std::fmt::Display for Change {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -381,7 +391,7 @@ impl PluginDirectory {
             let directory = directory.clone();
             async move {
                 match directory.sync().await {
-                    Ok(changes) => changes.iter().for_each(log),
+                    Ok(changes) => changes.iter().for_each(Change::log),
                     Err(error) => tracing::warn!("plugin directory: {error}"),
                 }
             }
@@ -423,12 +433,4 @@ fn is_plugin_file(path: &Path) -> bool {
         .file_name()
         .is_some_and(|n| n.to_string_lossy().starts_with('.'));
     !hidden && path.extension().is_some_and(|ext| ext == "wasm")
-}
-
-/// Logs a change as the operator should see it.
-fn log(change: &Change) {
-    match change {
-        Change::Failed { .. } => tracing::warn!("plugin: {change}"),
-        _ => tracing::info!("plugin: {change}"),
-    }
 }

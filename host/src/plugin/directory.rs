@@ -289,9 +289,10 @@ impl PluginDirectory {
         if fingerprint(path).as_ref() != Some(&seen) {
             return None;
         }
+        let content_hash = hex(&Sha256::digest(&bytes));
         if serving
             .as_ref()
-            .is_some_and(|s| s.content_hash == hex(&Sha256::digest(&bytes)))
+            .is_some_and(|s| s.content_hash == content_hash)
         {
             files.insert(
                 path.to_path_buf(),
@@ -303,7 +304,7 @@ impl PluginDirectory {
             );
             return None;
         }
-        let outcome = match self.runtime.load_bytes(path, bytes).await {
+        let outcome = match self.runtime.load_bytes(path, bytes, content_hash).await {
             Ok(plugin) => self.install(files, plugin, serving.clone()).await,
             Err(error) => Err(error),
         };

@@ -247,16 +247,18 @@ impl PluginRuntime {
             path: path.to_path_buf(),
             source,
         })?;
-        self.load_bytes(path, bytes).await
+        let content_hash = hex(&Sha256::digest(&bytes));
+        self.load_bytes(path, bytes, content_hash).await
     }
 
-    /// [`PluginRuntime::load`] of bytes already read from `path`.
+    /// [`PluginRuntime::load`] of bytes already read from `path`, whose
+    /// SHA-256 in hex is `content_hash`.
     async fn load_bytes(
         self: &Arc<Self>,
         path: &Path,
         bytes: Vec<u8>,
+        content_hash: String,
     ) -> Result<Plugin, PluginError> {
-        let content_hash = hex(&Sha256::digest(&bytes));
         let component = self.component(path, bytes, &content_hash).await?;
         let contract = |message: String| PluginError::Contract {
             path: path.to_path_buf(),

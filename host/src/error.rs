@@ -35,9 +35,15 @@ pub enum Error {
         what: String,
     },
 
-    /// A name was empty. Every other string is a valid, opaque name.
-    #[error("invalid name: a name must not be empty")]
-    InvalidName,
+    /// A name or kind breaks the naming policy (empty, too long, control
+    /// characters; see [`crate::policy`]). The payload says which rule.
+    #[error("invalid name: {0}")]
+    InvalidName(String),
+
+    /// A spec, status or event detail is larger than
+    /// [`crate::policy::MAX_DOCUMENT_BYTES`]; nothing was written.
+    #[error("document too large: {0}")]
+    DocumentTooLarge(String),
 
     /// An id-keyed write addressed an object of another kind.
     #[error("wrong kind: object {id} is a {actual}, not a {expected}")]

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::json::Json;
+use crate::policy::{label_problem, message_problem};
 use crate::object::{ObjectId, Timestamp};
 
 /// How an event reads: fine, or worth a look.
@@ -95,6 +96,12 @@ impl EventSpec {
     pub(crate) fn validate(&self) -> Result<()> {
         if self.reason.is_empty() {
             return Err(Error::InvalidOption("an event needs a reason".into()));
+        }
+        let problem = label_problem("an event reason", &self.reason)
+            .or_else(|| label_problem("an event category", &self.category))
+            .or_else(|| message_problem("an event message", &self.message));
+        if let Some(problem) = problem {
+            return Err(Error::InvalidOption(problem));
         }
         Ok(())
     }

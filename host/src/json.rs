@@ -23,10 +23,35 @@ impl Json {
     ///
     /// # Errors
     /// [`Error::InvalidDocument`] when `text` is not JSON.
+    /// [`Error::DocumentTooLarge`] when the canonical form is over
+    /// [`crate::policy::MAX_DOCUMENT_BYTES`] (text much larger than that is
+    /// refused before it is parsed).
     pub fn parse(text: &str) -> Result<Json> {
+        // Whitespace can make honest text longer than its canonical form,
+        // but not this much longer.
+        if text.len() > 4 * crate::policy::MAX_DOCUMENT_BYTES {
+            return Err(Error::DocumentTooLarge(format!(
+                "the text is {} bytes; a document may be at most {}",
+                text.len(),
+                crate::policy::MAX_DOCUMENT_BYTES
+            )));
+        }
         let value: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| Error::InvalidDocument(format!("not JSON: {e}")))?;
-        Ok(Json::from_value(&value))
+        let json = Json::from_value(&value);
+        json.check_size()?;
+        Ok(json)
+    }
+
+    /// Fails when the document is over [`crate::policy::MAX_DOCUMENT_BYTES`].
+    ///
+    /// # Errors
+    /// [`Error::DocumentTooLarge`].
+    pub fn check_size(&self) -> Result<()> {
+        match crate::policy::document_problem(self.0.len()) {
+            Some(problem) => Err(Error::DocumentTooLarge(problem)),
+            None => Ok(()),
+        }
     }
 
     /// The canonical form of a JSON value.
@@ -40,11 +65,13 @@ impl Json {
     ///
     /// # Errors
     /// [`Error::InvalidDocument`] when the value does not serialise to JSON
-    /// (for example a map with non-string keys).
+    /// (for example a map with non-string keys); [`Error::DocumentTooLarge`].
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Json> {
         let value = serde_json::to_value(value)
             .map_err(|e| Error::InvalidDocument(format!("does not serialise: {e}")))?;
-        Ok(Json::from_value(&value))
+        let json = Json::from_value(&value);
+        json.check_size()?;
+        Ok(json)
     }
 
     /// Like [`Json::parse`], but also requires a JSON object, as every spec must be.

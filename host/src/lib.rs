@@ -47,6 +47,7 @@ mod json;
 mod migration;
 mod object;
 pub mod plugin;
+pub mod policy;
 mod store;
 mod watch;
 

@@ -225,7 +225,7 @@ async fn the_empty_name_is_refused_by_every_call() {
     ];
     for (call, result) in results.into_iter().enumerate() {
         assert!(
-            matches!(result, Err(Error::InvalidName)),
+            matches!(result, Err(Error::InvalidName(_))),
             "call {call}: {result:?}"
         );
     }

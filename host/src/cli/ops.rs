@@ -14,7 +14,7 @@ use beehive::{
 use crate::cli::manifest::Manifest;
 use crate::cli::protocol::{
     Applied, Description, EventView, NextPass, ObjectView, Outcome, PluginFailure, PluginRow,
-    PluginsView, Related, Reply, Request, Until,
+    LimitsView, PluginsView, Related, Reply, Request, Until,
 };
 
 /// How long `apply` may hold the writer for one batch of manifests.
@@ -412,6 +412,12 @@ fn plugins(ctx: &Context) -> Outcome {
                     kind: s.group_kind.to_string(),
                     source: s.path.display().to_string(),
                     content_hash: Some(s.content_hash),
+                    limits: Some(LimitsView {
+                        concurrency: s.limits.concurrency,
+                        pass_deadline_ms: millis(s.limits.pass_deadline),
+                        pass_wall_limit_ms: millis(s.limits.pass_wall_limit),
+                        memory_bytes: s.limits.memory,
+                    }),
                 })
                 .collect(),
             failures: directory
@@ -434,12 +440,17 @@ fn plugins(ctx: &Context) -> Outcome {
                     kind: r.group_kind.to_string(),
                     source: r.source,
                     content_hash: r.content_hash,
+                    limits: None,
                 })
                 .collect(),
             failures: Vec::new(),
         },
     };
     Ok(Reply::Plugins(view))
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn requeue(ctx: &Context, kind: &str, name: &str) -> Outcome {

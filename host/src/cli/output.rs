@@ -7,7 +7,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use beehive::{ConditionStatus, Timestamp};
 use clap::ValueEnum;
 
-use crate::cli::protocol::{Description, EventView, ObjectView, PluginsView, Related};
+use beehive::policy::escape;
+
+use crate::cli::protocol::{Description, EventView, LimitsView, ObjectView, PluginsView, Related};
 
 /// `-o` for `get`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -216,9 +218,11 @@ fn or_dash(text: String) -> String {
 }
 
 /// Left-aligned columns, two spaces apart.
+/// Every cell is escaped: stored text never moves the terminal's cursor or
+/// starts a line of its own.
 fn columns(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
     let mut all: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
-    all.extend(rows);
+    all.extend(rows.map(|row| row.iter().map(|c| escape(c).into_owned()).collect()));
     let widths: Vec<usize> = (0..header.len())
         .map(|i| all.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
@@ -236,6 +240,15 @@ fn columns(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A limit in milliseconds, short: `300ms`, `10s`, `2m`.
+fn short_millis(ms: u64) -> String {
+    if ms < 1000 || ms % 1000 != 0 {
+        format!("{ms}ms")
+    } else {
+        short_duration(Duration::from_millis(ms))
+    }
 }
 
 /// How long ago, kubectl style: `42s`, `5m`, `3h`, `2d`.
@@ -289,7 +302,7 @@ pub fn description(d: &Description) -> String {
     let o = &d.object;
     let mut out = String::new();
     let mut field = |name: &str, value: String| {
-        let _ = writeln!(out, "{:<14}{value}", format!("{name}:"));
+        let _ = writeln!(out, "{:<14}{}", format!("{name}:"), escape(&value));
     };
     field("Name", o.name.clone());
     field("Kind", kind_of(o));
@@ -450,18 +463,26 @@ pub fn plugins(view: &PluginsView) -> String {
         out.push_str("No plugins.\n");
     } else {
         let rows = view.plugins.iter().map(|p| {
+            let limits = |f: fn(&LimitsView) -> String| p.limits.as_ref().map_or("-".into(), f);
             vec![
                 p.kind.clone(),
                 p.content_hash
                     .as_deref()
-                    .map_or_else(|| "-".into(), |h| h[..h.len().min(12)].to_string()),
+                    .map_or_else(|| "-".into(), |h| h.chars().take(12).collect()),
+                limits(|l| l.concurrency.to_string()),
+                limits(|l| short_millis(l.pass_deadline_ms)),
+                limits(|l| short_millis(l.pass_wall_limit_ms)),
+                limits(|l| format!("{}Mi", l.memory_bytes >> 20)),
                 p.source.clone(),
             ]
         });
-        out.push_str(&columns(&["KIND", "VERSION", "SOURCE"], rows));
+        out.push_str(&columns(
+            &["KIND", "VERSION", "WORKERS", "CPU", "WALL", "MEMORY", "SOURCE"],
+            rows,
+        ));
     }
     for failure in &view.failures {
-        let _ = writeln!(out, "FAILED  {}", failure.error);
+        let _ = writeln!(out, "FAILED  {}", escape(&failure.error));
     }
     out
 }

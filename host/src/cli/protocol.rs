@@ -186,6 +186,18 @@ pub struct PluginRow {
     pub kind: String,
     pub source: String,
     pub content_hash: Option<String>,
+    /// What its passes run under; known only while a host runs.
+    #[serde(default)]
+    pub limits: Option<LimitsView>,
+}
+
+/// The limits that apply to one plugin.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LimitsView {
+    pub concurrency: usize,
+    pub pass_deadline_ms: u64,
+    pub pass_wall_limit_ms: u64,
+    pub memory_bytes: usize,
 }
 
 /// A plugin file that does not load.

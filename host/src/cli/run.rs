@@ -47,13 +47,32 @@ pub struct RunArgs {
     plugin_cache: Option<PathBuf>,
 
     /// Guest CPU time one pass may use (time blocked in host calls does not
-    /// count). A plugin may ask for its own.
+    /// count). A ceiling: a plugin may ask for less, never more.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     plugin_deadline: Duration,
+
+    /// Wall-clock time one pass may take in all, host calls included; a
+    /// pass still running then is cancelled and fails.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    plugin_wall_limit: Duration,
 
     /// Linear memory one plugin instance may grow to, e.g. `64MiB`.
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
     plugin_memory: usize,
+
+    /// Linear memory all plugin instances together may hold.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_size)]
+    plugin_memory_budget: usize,
+
+    /// The most passes at once a plugin's kind may run (and instances it may
+    /// hold); a plugin asking for more gets this many.
+    #[arg(long, value_name = "N", default_value = "16", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    plugin_concurrency: u32,
+
+    /// The shortest cadence a plugin may ask for (owed, full and individual
+    /// pass intervals, backoff cap).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
+    plugin_min_interval: Duration,
 
     /// Passes at once per kind, unless a plugin asks for its own number
     /// (default 1).
@@ -65,14 +84,18 @@ pub struct RunArgs {
     #[arg(long)]
     startup_full_pass: bool,
 
-    /// The pass deadline of one plugin, `NAME=DURATION` (NAME is its file
-    /// name without `.wasm`); beats the plugin's own. Repeatable.
+    /// The pass deadline ceiling of one plugin, `NAME=DURATION` (NAME is its
+    /// file name without `.wasm`), instead of --plugin-deadline. Repeatable.
     #[arg(long, value_name = "NAME=DURATION", value_parser = parse_named_duration)]
     plugin_deadline_for: Vec<(String, Duration)>,
 
     /// The memory cap of one plugin, `NAME=SIZE`. Repeatable.
     #[arg(long, value_name = "NAME=SIZE", value_parser = parse_named_size)]
     plugin_memory_for: Vec<(String, usize)>,
+
+    /// The concurrency ceiling of one plugin, `NAME=N`. Repeatable.
+    #[arg(long, value_name = "NAME=N", value_parser = parse_named_count)]
+    plugin_concurrency_for: Vec<(String, usize)>,
 
     /// How often each kind lists the objects that owe a pass (default 30s).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
@@ -166,6 +189,14 @@ fn parse_named_duration(text: &str) -> Result<(String, Duration), String> {
     Ok((name, duration))
 }
 
+fn parse_named_count(text: &str) -> Result<(String, usize), String> {
+    let (name, value) = split_named(text)?;
+    match value.parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok((name, n)),
+        _ => Err(format!("{value:?}: write a number from 1 to 1024")),
+    }
+}
+
 fn parse_named_size(text: &str) -> Result<(String, usize), String> {
     let (name, value) = split_named(text)?;
     Ok((name, parse_size(value)?))
@@ -217,12 +248,20 @@ impl RunArgs {
         for (name, memory) in &self.plugin_memory_for {
             per_plugin.entry(name).or_default().memory = Some(*memory);
         }
+        for (name, workers) in &self.plugin_concurrency_for {
+            per_plugin.entry(name).or_default().concurrency = Some(*workers);
+        }
         per_plugin.into_iter().fold(
             RuntimeOptions::new()
                 .limits(Limits {
                     pass_deadline: self.plugin_deadline,
+                    pass_wall_limit: self.plugin_wall_limit,
                     memory: self.plugin_memory,
+                    concurrency: self.plugin_concurrency as usize,
+                    min_interval: self.plugin_min_interval,
+                    ..Limits::default()
                 })
+                .memory_budget(self.plugin_memory_budget)
                 .cache_dir(cache),
             |options, (name, limits)| options.plugin_limits(name, limits),
         )

@@ -69,6 +69,13 @@ impl CreateOptions {
         if self.finalizers.iter().any(String::is_empty) {
             return Err(Error::InvalidOption("a finalizer must not be empty".into()));
         }
+        if let Some(problem) = self
+            .finalizers
+            .iter()
+            .find_map(|f| crate::policy::label_problem("a finalizer", f))
+        {
+            return Err(Error::InvalidOption(problem));
+        }
         let mut seen = std::collections::HashSet::new();
         self.finalizers.retain(|f| seen.insert(f.clone()));
         Ok(())

@@ -209,6 +209,11 @@ impl RawClient {
     /// [`Error::DeletionPending`]; [`Error::InvalidDocument`].
     pub async fn update_by_name(&self, name: &str, spec: Json) -> Result<RawObject> {
         check_name(name)?;
+        if let Some(problem) =
+            crate::policy::kind_problem(&self.group_kind.group, &self.group_kind.kind)
+        {
+            return Err(Error::InvalidName(problem));
+        }
         spec.require_object()?;
         let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
         let name = name.to_string();
@@ -492,10 +497,9 @@ impl CreatePlan {
 }
 
 fn check_name(name: &str) -> Result<()> {
-    if name.is_empty() {
-        Err(Error::InvalidName)
-    } else {
-        Ok(())
+    match crate::policy::name_problem(name) {
+        Some(problem) => Err(Error::InvalidName(problem)),
+        None => Ok(()),
     }
 }
 

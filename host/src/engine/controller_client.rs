@@ -306,6 +306,7 @@ impl ControllerClient {
     /// As [`ControllerClient::update_status`].
     pub async fn update_status_json(&self, status: Json) -> Result<()> {
         let pass = self.live()?;
+        status.check_size()?;
         if lock(&pass.status).latest.as_ref() == Some(&status) {
             return Ok(());
         }

@@ -146,6 +146,9 @@ impl Host {
         controller: Arc<dyn Controller>,
         options: ControllerOptions,
     ) -> Result<()> {
+        if let Some(problem) = crate::policy::kind_problem(&group_kind.group, &group_kind.kind) {
+            return Err(Error::InvalidName(problem));
+        }
         let settings = self.shared.options.resolve(&options)?;
         let (source, content_hash) = options
             .source

@@ -2,10 +2,16 @@
 //! do, and a per-store clock that leaves out time spent in host calls.
 //!
 //! wasmtime checks the epoch at function entries and loop heads. The ticker
-//! advances it every [`TICK`]; when a store's deadline passes, its callback
-//! asks the [`PassClock`] how much of the elapsed time was the guest's own
-//! and either extends the deadline by what is left or interrupts the guest.
+//! advances it every [`TICK`], and every store's deadline is one tick away,
+//! so the callback runs once a tick while guest code runs. It asks the
+//! [`PassClock`] how much of the elapsed time was the guest's own: while
+//! some of the deadline is left the guest yields to the async runtime (so a
+//! spinning plugin never holds a worker thread for more than a tick), and
+//! once none is left the guest is interrupted. Time parked after a yield is
+//! not the guest's. The clock also counts host calls against a per-pass
+//! budget.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,37 +22,54 @@ use crate::plugin::state::PluginState;
 /// How often the epoch advances while passes run: the deadline's grain.
 pub(crate) const TICK: Duration = Duration::from_millis(10);
 
-/// Epoch ticks that cover `time`, at least one.
-pub(crate) fn ticks(time: Duration) -> u64 {
-    time.as_millis().div_ceil(TICK.as_millis()).max(1) as u64
-}
-
-/// Time a pass has spent in the guest versus in host calls.
+/// Time a pass has spent in the guest versus in host calls, and how many
+/// host calls it made.
 #[derive(Debug)]
 pub(crate) struct PassClock {
     started: Instant,
     deadline: Duration,
     entered_host: Option<Instant>,
     in_host: Duration,
+    /// Nanoseconds spent parked after yields, added by the yield futures
+    /// (which cannot reach the store).
+    parked: Arc<AtomicU64>,
+    host_calls: u64,
+    host_call_limit: u64,
 }
 
 impl PassClock {
-    pub(crate) fn new(deadline: Duration) -> Self {
+    pub(crate) fn new(deadline: Duration, host_call_limit: u64) -> Self {
         PassClock {
             started: Instant::now(),
             deadline,
             entered_host: None,
             in_host: Duration::ZERO,
+            parked: Arc::new(AtomicU64::new(0)),
+            host_calls: 0,
+            host_call_limit,
         }
     }
 
     /// Starts counting a new call into the guest.
-    pub(crate) fn restart(&mut self, deadline: Duration) {
-        *self = PassClock::new(deadline);
+    pub(crate) fn restart(&mut self, deadline: Duration, host_call_limit: u64) {
+        *self = PassClock::new(deadline, host_call_limit);
     }
 
-    fn entering_host(&mut self) {
+    /// The CPU deadline this call runs under.
+    pub(crate) fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    fn entering_host(&mut self) -> wasmtime::Result<()> {
+        self.host_calls += 1;
+        if self.host_calls > self.host_call_limit {
+            wasmtime::bail!(
+                "made more than {} host calls in one pass",
+                self.host_call_limit
+            );
+        }
         self.entered_host = Some(Instant::now());
+        Ok(())
     }
 
     fn leaving_host(&mut self) {
@@ -56,19 +79,33 @@ impl PassClock {
     }
 
     /// Wall time since the call began, less the time spent in host calls
-    /// (awaiting the writer, a transaction's lease, a WASI sleep).
+    /// (awaiting the writer, a transaction's lease, a WASI sleep) and parked
+    /// after yielding.
     pub(crate) fn guest_time(&self) -> Duration {
         let in_host = self.in_host + self.entered_host.map_or(Duration::ZERO, |e| e.elapsed());
-        self.started.elapsed().saturating_sub(in_host)
+        let parked = Duration::from_nanos(self.parked.load(Ordering::Relaxed));
+        self.started.elapsed().saturating_sub(in_host + parked)
     }
 
-    /// What to do when the epoch deadline passes.
+    /// What to do when the epoch deadline passes: yield for a turn while
+    /// some of the deadline is left, interrupt once none is.
     fn on_deadline(&self) -> UpdateDeadline {
         match self.deadline.checked_sub(self.guest_time()) {
-            Some(left) if !left.is_zero() => UpdateDeadline::Continue(ticks(left)),
+            Some(left) if !left.is_zero() => {
+                UpdateDeadline::YieldCustom(1, Box::pin(park(self.parked.clone())))
+            }
             _ => UpdateDeadline::Interrupt,
         }
     }
+}
+
+/// Gives the worker thread to other tasks for a turn, and adds the time
+/// spent waiting for it back to `parked`.
+async fn park(parked: Arc<AtomicU64>) {
+    let since = Instant::now();
+    tokio::task::yield_now().await;
+    let waited = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    parked.fetch_add(waited, Ordering::Relaxed);
 }
 
 /// Wires the store's clock into wasmtime: host-call hooks and the deadline
@@ -77,7 +114,7 @@ pub(crate) fn install(store: &mut Store<PluginState>) {
     store.call_hook(|mut ctx, hook| {
         let clock = &mut ctx.data_mut().clock;
         match hook {
-            CallHook::CallingHost => clock.entering_host(),
+            CallHook::CallingHost => clock.entering_host()?,
             CallHook::ReturningFromHost => clock.leaving_host(),
             CallHook::CallingWasm | CallHook::ReturningFromWasm => {}
         }
@@ -155,25 +192,42 @@ mod tests {
 
     #[test]
     fn time_in_host_calls_does_not_count() {
-        let mut clock = PassClock::new(Duration::from_millis(50));
-        clock.entering_host();
+        let mut clock = PassClock::new(Duration::from_millis(50), 10);
+        clock.entering_host().unwrap();
         std::thread::sleep(Duration::from_millis(80));
         clock.leaving_host();
         assert!(clock.guest_time() < Duration::from_millis(50));
-        assert!(matches!(clock.on_deadline(), UpdateDeadline::Continue(_)));
+        assert!(matches!(
+            clock.on_deadline(),
+            UpdateDeadline::YieldCustom(1, _)
+        ));
+    }
+
+    #[test]
+    fn host_calls_beyond_the_budget_fail() {
+        let mut clock = PassClock::new(Duration::from_secs(1), 2);
+        for _ in 0..2 {
+            clock.entering_host().unwrap();
+            clock.leaving_host();
+        }
+        let error = clock.entering_host().unwrap_err();
+        assert!(error.to_string().contains("more than 2 host calls"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn time_parked_after_a_yield_does_not_count() {
+        let clock = PassClock::new(Duration::from_millis(20), 10);
+        let parked = clock.parked.clone();
+        park(parked.clone()).await;
+        parked.fetch_add(30_000_000, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(clock.guest_time() < Duration::from_millis(20));
     }
 
     #[test]
     fn guest_time_past_the_deadline_interrupts() {
-        let clock = PassClock::new(Duration::from_millis(20));
+        let clock = PassClock::new(Duration::from_millis(20), 10);
         std::thread::sleep(Duration::from_millis(30));
         assert!(matches!(clock.on_deadline(), UpdateDeadline::Interrupt));
-    }
-
-    #[test]
-    fn ticks_round_up() {
-        assert_eq!(ticks(Duration::ZERO), 1);
-        assert_eq!(ticks(Duration::from_millis(11)), 2);
-        assert_eq!(ticks(Duration::from_millis(300)), 30);
     }
 }

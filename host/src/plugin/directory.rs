@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::engine::Host;
 use crate::object::GroupKind;
-use crate::plugin::{Plugin, PluginError, PluginRuntime, hex};
+use crate::plugin::{Limits, Plugin, PluginError, PluginRuntime, hex};
 use crate::watch::{WatchHandle, watch_directory};
 
 /// A plugin serving its kind.
@@ -31,6 +31,8 @@ pub struct Served {
     pub group_kind: GroupKind,
     /// SHA-256 of the file's bytes, in hex: which version serves.
     pub content_hash: String,
+    /// The limits its passes run under.
+    pub limits: Limits,
 }
 
 /// A file whose current content does not serve.
@@ -139,6 +141,9 @@ fn fingerprint(path: &Path) -> Option<Fingerprint> {
 #[derive(Debug)]
 struct FileState {
     seen: Fingerprint,
+    /// The last load failed for a passing reason: the next sync tries
+    /// again even though the file did not change.
+    retry: bool,
     serving: Option<Served>,
     failure: Option<Failure>,
 }
@@ -229,7 +234,7 @@ impl PluginDirectory {
         };
         let mut changes = Vec::new();
         for (path, seen) in present {
-            if files.get(&path).is_some_and(|f| f.seen == seen) {
+            if files.get(&path).is_some_and(|f| f.seen == seen && !f.retry) {
                 continue;
             }
             if let Some(change) = self.refresh(&mut files, &path, seen).await {
@@ -298,6 +303,7 @@ impl PluginDirectory {
                 path.to_path_buf(),
                 FileState {
                     seen,
+                    retry: false,
                     serving,
                     failure: None,
                 },
@@ -314,6 +320,7 @@ impl PluginDirectory {
                     path.to_path_buf(),
                     FileState {
                         seen,
+                        retry: false,
                         serving: Some(served.clone()),
                         failure: None,
                     },
@@ -339,6 +346,7 @@ impl PluginDirectory {
             path: plugin.path().to_path_buf(),
             group_kind: plugin.group_kind(),
             content_hash: plugin.content_hash().to_string(),
+            limits: plugin.limits(),
         };
         let rival = files.iter().find(|(path, f)| {
             **path != served.path
@@ -411,6 +419,7 @@ fn record_failure(
     still_serving: Option<Served>,
     error: PluginError,
 ) -> Change {
+    let retry = error.is_transient();
     let failure = Failure {
         path: path.to_path_buf(),
         error: Arc::new(error),
@@ -419,6 +428,7 @@ fn record_failure(
         path.to_path_buf(),
         FileState {
             seen,
+            retry,
             serving: still_serving.clone(),
             failure: Some(failure.clone()),
         },

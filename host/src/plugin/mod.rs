@@ -4,18 +4,24 @@
 //! [`PluginRuntime`] (one per host) compiles it, or loads the artifact it
 //! cached for the same content and engine; a [`Plugin`] is one loaded
 //! version, an implementation of the engine's [`Controller`]. Each pass runs
-//! in a fresh store with a memory cap and a CPU deadline, and no ambient
+//! on an instance of its own (reused between passes) with a memory cap, a
+//! CPU deadline, a wall-clock limit and a host-call budget, and no ambient
 //! authority: no files, sockets, environment or arguments. A trap, a
-//! deadline, an out-of-memory or a malformed result fails that pass only.
+//! deadline, an out-of-memory or a malformed result fails that pass only, and
+//! the instance it ran on is dropped. What a plugin asks for in its
+//! registration is clamped under the operator's [`Limits`].
 
 mod bindings;
 mod cache;
 mod clock;
 mod convert;
 mod directory;
+mod limits;
+mod memory;
 mod state;
 
 pub use directory::{Change, Failure, PluginDirectory, Served};
+pub use limits::{Limits, PluginLimits};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,9 +30,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimitsBuilder,
-};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
@@ -36,10 +40,17 @@ use crate::engine::{
 use crate::object::{GroupKind, RawObject};
 use bindings::beehive::controller::types as wit;
 use clock::{PassClock, Ticker};
+use memory::{Budget, MemoryLimiter};
 use state::{ControllerClientHandle, PluginState};
 
-/// Component instances the pool has room for, across every plugin.
+/// Component instances the pool has room for, across every plugin. Each
+/// plugin version holds at most its concurrency ceiling of them.
 const POOL_INSTANCES: u32 = 128;
+
+/// An instance whose linear memory is above this after a pass is dropped
+/// rather than kept for the next one, so memory a pass touched once goes
+/// back to the host.
+const IDLE_MEMORY: usize = 32 << 20;
 
 /// How much stderr an instance may collect. An instance that has used half
 /// is retired, so a plugin's writes to stderr never fail for lack of room.
@@ -93,6 +104,15 @@ pub enum PluginError {
         /// What the watcher said.
         message: String,
     },
+    /// The pool of instances was full when the plugin was loaded: other
+    /// plugins' passes held every slot. Transient; the load is retried.
+    #[error("{path}: cannot instantiate now: {message}")]
+    Busy {
+        /// The plugin file.
+        path: PathBuf,
+        /// What wasmtime said.
+        message: String,
+    },
     /// The host refused the registration.
     #[error("{path}: cannot register: {source}")]
     Register {
@@ -104,58 +124,55 @@ pub enum PluginError {
     },
 }
 
-/// Sandbox limits for plugin passes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// Time one pass may spend running guest code, not counting time blocked
-    /// in host calls (default 10 s).
-    pub pass_deadline: Duration,
-    /// Linear memory one instance may grow to (default 64 MiB).
-    pub memory: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            pass_deadline: Duration::from_secs(10),
-            memory: 64 << 20,
-        }
+impl PluginError {
+    /// Whether the same file may load if tried again later, unchanged.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, PluginError::Busy { .. })
     }
 }
 
-/// The operator's limits for one plugin; what is unset falls back to the
-/// plugin's own registration (deadline only) and then to the host's limits.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PluginLimits {
-    /// The pass deadline for this plugin.
-    pub pass_deadline: Option<Duration>,
-    /// The memory cap for this plugin.
-    pub memory: Option<usize>,
-}
-
 /// How a [`PluginRuntime`] is set up.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct RuntimeOptions {
     limits: Limits,
     plugin_limits: BTreeMap<String, PluginLimits>,
     cache_dir: Option<PathBuf>,
+    memory_budget: usize,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        RuntimeOptions {
+            limits: Limits::default(),
+            plugin_limits: BTreeMap::new(),
+            cache_dir: None,
+            memory_budget: 1 << 30,
+        }
+    }
 }
 
 impl RuntimeOptions {
-    /// Default limits, no per-plugin limits, no cache.
+    /// Default limits, no per-plugin limits, no cache, a 1 GiB memory budget.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// The limits of every plugin the operator did not single out.
+    /// The ceilings of every plugin the operator did not single out.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
 
-    /// Limits for the plugin in file `NAME.wasm`.
+    /// Ceilings for the plugin in file `NAME.wasm`, over the host-wide ones.
     pub fn plugin_limits(mut self, name: impl Into<String>, limits: PluginLimits) -> Self {
         self.plugin_limits.insert(name.into(), limits);
+        self
+    }
+
+    /// The linear memory all plugin instances together may hold (default
+    /// 1 GiB). A pass whose growth would go over it fails as out of memory.
+    pub fn memory_budget(mut self, bytes: usize) -> Self {
+        self.memory_budget = bytes;
         self
     }
 
@@ -181,6 +198,7 @@ pub struct PluginRuntime {
     linker: Linker<PluginState>,
     ticker: Arc<Ticker>,
     options: RuntimeOptions,
+    budget: Arc<Budget>,
     cache: Option<cache::Cache>,
     compiled: std::sync::atomic::AtomicUsize,
 }
@@ -227,10 +245,16 @@ impl PluginRuntime {
             engine,
             linker,
             ticker,
+            budget: Budget::new(options.memory_budget),
             options,
             cache,
             compiled: std::sync::atomic::AtomicUsize::new(0),
         }))
+    }
+
+    /// Linear memory held by every live plugin instance of this runtime.
+    pub fn memory_in_use(&self) -> usize {
+        self.budget.used()
     }
 
     /// How many components this runtime has compiled (not taken from the cache).
@@ -270,45 +294,43 @@ impl PluginRuntime {
             .map_err(|e| contract(format!("{e:#}")))?;
         let pre = bindings::PluginPre::new(instance_pre).map_err(|e| contract(format!("{e:#}")))?;
         let name = plugin_name(path);
-        let operator = self
+        let ceiling = self
             .options
             .plugin_limits
             .get(&name)
             .copied()
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .over(self.options.limits);
         let mut plugin = Plugin {
             name: name.into(),
             path: path.to_path_buf(),
             content_hash,
             registration: empty_registration(),
-            limits: Limits {
-                pass_deadline: operator
-                    .pass_deadline
-                    .unwrap_or(self.options.limits.pass_deadline),
-                memory: operator.memory.unwrap_or(self.options.limits.memory),
-            },
+            limits: ceiling,
+            slots: Arc::new(tokio::sync::Semaphore::new(ceiling.concurrency.max(1))),
             pre,
             runtime: self.clone(),
             idle: Mutex::new(Vec::new()),
         };
-        let mut store = plugin.store(None, String::new());
-        let instance = plugin
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| contract(format!("{e:#}")))?;
-        plugin.registration = instance
-            .beehive_controller_controller()
-            .call_describe(&mut store)
-            .await
-            .map_err(|e| contract(format!("describe failed: {e:#}")))?;
-        if plugin.registration.kind.is_empty() {
-            return Err(contract("describe named no kind".into()));
+        let mut registration = plugin.describe().await?;
+        if let Some(problem) = crate::policy::kind_problem(&registration.group, &registration.kind)
+        {
+            return Err(contract(format!("describe named an invalid kind: {problem}")));
         }
-        if let (None, Some(ms)) = (operator.pass_deadline, plugin.registration.pass_deadline_ms) {
-            plugin.limits.pass_deadline = Duration::from_millis(ms);
+        if let Some(problem) = registration
+            .finalizers
+            .iter()
+            .find_map(|f| crate::policy::label_problem("a finalizer", f))
+        {
+            return Err(contract(format!("describe named an invalid finalizer: {problem}")));
         }
-        Ok(plugin)
+        let (applied, cuts) = limits::clamp(&mut registration, ceiling);
+        for cut in cuts {
+            tracing::warn!(plugin = %plugin.name, "the plugin asked for {cut}");
+        }
+        plugin.registration = registration;
+        plugin.limits = applied;
+                Ok(plugin)
     }
 }
 
@@ -353,6 +375,9 @@ pub struct Plugin {
     content_hash: String,
     registration: wit::Registration,
     limits: Limits,
+    /// One permit per instance this version may have at once: its share of
+    /// the pool, so no plugin can take every slot.
+    slots: Arc<tokio::sync::Semaphore>,
     pre: bindings::PluginPre<PluginState>,
     runtime: Arc<PluginRuntime>,
     /// Instances between passes, reused so a pass pays no instantiation and
@@ -361,10 +386,19 @@ pub struct Plugin {
     idle: Mutex<Vec<Warm>>,
 }
 
-/// A live instance and its store.
+/// A live instance and its store, holding one of its plugin's slots.
 struct Warm {
     store: Store<PluginState>,
     instance: bindings::Plugin,
+    _slot: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// Why a call into a plugin did not return a result.
+enum CallError {
+    /// The guest trapped, ran out of its CPU deadline, or a host call failed.
+    Failed(wasmtime::Error),
+    /// The call was still running at the wall-clock limit and was cancelled.
+    TimedOut(Duration),
 }
 
 impl std::fmt::Debug for Plugin {
@@ -396,7 +430,8 @@ impl Plugin {
         &self.content_hash
     }
 
-    /// How the plugin asked to be driven, as registration options.
+    /// How the plugin asked to be driven, as registration options, already
+    /// clamped under the operator's ceilings.
     pub fn controller_options(&self) -> ControllerOptions {
         let r = &self.registration;
         let ms = Duration::from_millis;
@@ -427,7 +462,8 @@ impl Plugin {
         options
     }
 
-    /// The limits its passes run under.
+    /// The limits its passes run under: the operator's ceilings, with what
+    /// the plugin asked for where it asked for less.
     pub fn limits(&self) -> Limits {
         self.limits
     }
@@ -438,35 +474,74 @@ impl Plugin {
     }
 
     /// A fresh sandbox: no preopened files, no sockets, no environment, no
-    /// arguments; stderr captured in memory; memory capped.
-    fn store(&self, pass: Option<ControllerClient>, object: String) -> Store<PluginState> {
+    /// arguments; stderr captured in memory; memory capped and charged to
+    /// the runtime's budget.
+    fn store(&self) -> Store<PluginState> {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
-        let limits = StoreLimitsBuilder::new()
-            .memory_size(self.limits.memory)
-            .trap_on_grow_failure(true)
-            .build();
         let mut store = Store::new(
             &self.runtime.engine,
             PluginState {
                 wasi,
                 table: wasmtime::component::ResourceTable::new(),
-                limits,
+                memory: MemoryLimiter::new(self.limits.memory, self.runtime.budget.clone()),
                 stderr,
                 plugin: self.name.clone(),
-                pass,
-                object,
-                clock: PassClock::new(self.limits.pass_deadline),
+                pass: None,
+                object: String::new(),
+                clock: PassClock::new(self.limits.pass_deadline, self.limits.host_calls_per_pass),
+                kind_clients: 0,
+                kind_client_limit: self.limits.kind_clients,
             },
         );
-        store.limiter(|state| &mut state.limits);
+        store.limiter(|state| &mut state.memory);
         clock::install(&mut store);
-        store.set_epoch_deadline(clock::ticks(self.limits.pass_deadline));
+        store.set_epoch_deadline(1);
         store
     }
 
+    /// Runs `call` under the CPU deadline (the store's clock, which must be
+    /// restarted first) and the wall-clock limit. A call cut by the wall
+    /// clock is dropped mid-flight: its instance must not be used again.
+    async fn bounded<T>(
+        &self,
+        call: impl std::future::Future<Output = wasmtime::Result<T>>,
+    ) -> Result<T, CallError> {
+        let _ticking = self.runtime.ticker.running();
+        let wall = self.limits.pass_wall_limit;
+        match tokio::time::timeout(wall, call).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(CallError::Failed(error)),
+            Err(_) => Err(CallError::TimedOut(wall)),
+        }
+    }
+
+    /// Asks a fresh instance what the plugin reconciles, under the same
+    /// bounds as a pass.
+    async fn describe(&self) -> Result<wit::Registration, PluginError> {
+        let contract = |message: String| PluginError::Contract {
+            path: self.path.clone(),
+            message,
+        };
+        let mut warm = self.warm_new().await?;
+        let called = self
+            .bounded(
+                warm.instance
+                    .beehive_controller_controller()
+                    .call_describe(&mut warm.store),
+            )
+            .await;
+        match called {
+            Ok(registration) => Ok(registration),
+            Err(error) => {
+                let why = self.failure(&warm, &error, 0);
+                Err(contract(format!("describe failed: {why}")))
+            }
+        }
+    }
+
     /// An idle instance, or a new one.
-    async fn warm(&self) -> wasmtime::Result<Warm> {
+    async fn warm(&self) -> Result<Warm, PluginError> {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match idle {
             Some(warm) => Ok(warm),
@@ -474,24 +549,52 @@ impl Plugin {
         }
     }
 
-    async fn warm_new(&self) -> wasmtime::Result<Warm> {
-        let mut store = self.store(None, String::new());
-        let instance = self.pre.instantiate_async(&mut store).await?;
-        Ok(Warm { store, instance })
+    /// A new instance, once this version has a free slot. Instantiating runs
+    /// the guest's start code, so it is bounded like a pass.
+    async fn warm_new(&self) -> Result<Warm, PluginError> {
+        let slot = self
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| PluginError::Busy {
+                path: self.path.clone(),
+                message: "the plugin is being dropped".into(),
+            })?;
+        let mut store = self.store();
+        let instantiated = self.bounded(self.pre.instantiate_async(&mut store)).await;
+        let instance = instantiated.map_err(|error| match error {
+            CallError::Failed(e) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
+                PluginError::Busy {
+                    path: self.path.clone(),
+                    message: format!("{e:#}"),
+                }
+            }
+            CallError::Failed(e) => PluginError::Contract {
+                path: self.path.clone(),
+                message: format!("cannot instantiate: {}", describe_error(&e, &store)),
+            },
+            CallError::TimedOut(wall) => PluginError::Contract {
+                path: self.path.clone(),
+                message: format!("cannot instantiate: still starting after {wall:?}"),
+            },
+        })?;
+        Ok(Warm {
+            store,
+            instance,
+            _slot: slot,
+        })
     }
 
     /// Instantiates `count` instances ahead of the first passes, so they pay
     /// no instantiation. Instances beyond the kind's workers stay idle.
     ///
     /// # Errors
-    /// [`PluginError::Contract`] when an instance cannot be made (the pool is
-    /// out of slots, or the plugin traps while starting).
+    /// [`PluginError::Contract`] when an instance cannot be made (the plugin
+    /// traps while starting), [`PluginError::Busy`] when the pool is full.
     pub async fn prewarm(&self, count: usize) -> Result<(), PluginError> {
-        for _ in 0..count {
-            let warm = self.warm_new().await.map_err(|e| PluginError::Contract {
-                path: self.path.clone(),
-                message: format!("cannot instantiate: {e:#}"),
-            })?;
+        for _ in 0..count.min(self.limits.concurrency) {
+            let warm = self.warm_new().await?;
             self.idle
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -501,71 +604,96 @@ impl Plugin {
     }
 
     async fn run(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
-        let label = object.meta.label();
-        let _ticking = self.runtime.ticker.running();
         let mut warm = match self.warm().await {
             Ok(warm) => warm,
-            Err(error) => {
-                return ReconcileResult::invalid(plugin_failure(&self.name, &error, ""));
-            }
+            Err(error) => return ReconcileResult::invalid(error.to_string()),
         };
         let stderr_before = warm.store.data().stderr.contents().len();
         let state = warm.store.data_mut();
         state.pass = Some(client.clone());
-        state.object = label.clone();
-        state.clock.restart(self.limits.pass_deadline);
-        warm.store
-            .set_epoch_deadline(clock::ticks(self.limits.pass_deadline));
-        let outcome = async {
-            let handle = warm
-                .store
-                .data_mut()
-                .table
-                .push(ControllerClientHandle(client.clone()))?;
-            let borrowed = wasmtime::component::Resource::new_borrow(handle.rep());
-            let result = warm
-                .instance
-                .beehive_controller_controller()
-                .call_reconcile(&mut warm.store, &convert::object(object), borrowed)
-                .await?;
-            warm.store.data_mut().table.delete(handle)?;
-            wasmtime::Result::Ok(result)
-        }
-        .await;
+        state.object = object.meta.label();
+        state
+            .clock
+            .restart(self.limits.pass_deadline, self.limits.host_calls_per_pass);
+        warm.store.set_epoch_deadline(1);
+        let handle = match warm
+            .store
+            .data_mut()
+            .table
+            .push(ControllerClientHandle(client.clone()))
+        {
+            Ok(handle) => handle,
+            Err(error) => return ReconcileResult::invalid(format!("plugin {}: {error}", self.name)),
+        };
+        let borrowed = wasmtime::component::Resource::new_borrow(handle.rep());
+        let called = self
+            .bounded(warm.instance.beehive_controller_controller().call_reconcile(
+                &mut warm.store,
+                &convert::object(object),
+                borrowed,
+            ))
+            .await;
         warm.store.data_mut().pass = None;
-        match outcome {
+        match called {
             Ok(result) => {
-                if warm.store.data().stderr.contents().len() < STDERR_CAPACITY / 2 {
-                    self.idle
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(warm);
-                }
+                let _ = warm.store.data_mut().table.delete(handle);
+                self.keep_idle(warm);
                 reconcile_result(&self.name, result)
             }
+            // The instance is dropped here: a trapped one cannot be entered
+            // again, and one cut mid-call is in no known state.
             Err(error) => {
-                // A trapped instance cannot be entered again: it is dropped.
-                let contents = warm.store.data().stderr.contents();
-                let stderr = String::from_utf8_lossy(&contents[stderr_before..]).into_owned();
-                tracing::warn!(plugin = &*self.name, object = %label, %stderr, "plugin pass failed: {error:#}");
-                ReconcileResult::invalid(plugin_failure(&self.name, &error, &stderr))
+                let why = self.failure(&warm, &error, stderr_before);
+                tracing::warn!(plugin = &*self.name, object = %object.meta.label(), "plugin pass failed: {why}");
+                ReconcileResult::invalid(why)
             }
+        }
+    }
+
+    /// Puts an instance back for the next pass, unless it has collected a
+    /// lot of stderr or memory: then it is dropped and gives both back.
+    fn keep_idle(&self, warm: Warm) {
+        let state = warm.store.data();
+        if state.stderr.contents().len() >= STDERR_CAPACITY / 2
+            || state.memory.used() > IDLE_MEMORY
+        {
+            return;
+        }
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(warm);
+    }
+
+    /// A one-line account of why a call failed, with what the plugin wrote
+    /// to stderr since `stderr_before`.
+    fn failure(&self, warm: &Warm, error: &CallError, stderr_before: usize) -> String {
+        let contents = warm.store.data().stderr.contents();
+        let stderr = String::from_utf8_lossy(&contents[stderr_before.min(contents.len())..]);
+        let why = match error {
+            CallError::Failed(e) => describe_error(e, &warm.store),
+            CallError::TimedOut(wall) => format!(
+                "exceeded its wall-clock limit of {wall:?} (host calls included) and was cancelled"
+            ),
+        };
+        let said = stderr_summary(&stderr);
+        if said.is_empty() {
+            format!("plugin {} {why}", self.name)
+        } else {
+            format!("plugin {} {why} (stderr: {said})", self.name)
         }
     }
 }
 
-/// A one-line account of why a plugin's pass failed.
-fn plugin_failure(name: &str, error: &wasmtime::Error, stderr: &str) -> String {
-    let why = match error.downcast_ref::<wasmtime::Trap>() {
-        Some(wasmtime::Trap::Interrupt) => "exceeded its CPU deadline".to_string(),
+/// What went wrong in a call, in words.
+fn describe_error(error: &wasmtime::Error, store: &Store<PluginState>) -> String {
+    match error.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => format!(
+            "exceeded its CPU deadline of {:?}",
+            store.data().clock.deadline()
+        ),
         Some(trap) => format!("trapped: {trap}"),
-        None => format!("{error:#}"),
-    };
-    let said = stderr_summary(stderr);
-    if said.is_empty() {
-        format!("plugin {name} {why}")
-    } else {
-        format!("plugin {name} {why} (stderr: {said})")
+        None => crate::policy::escape(&format!("{error:#}")).into_owned(),
     }
 }
 

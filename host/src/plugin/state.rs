@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use wasmtime::StoreLimits;
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -16,6 +15,8 @@ use crate::plugin::bindings::beehive::controller::host::{self, Level};
 use crate::plugin::bindings::beehive::controller::types as wit;
 use crate::plugin::clock::PassClock;
 use crate::plugin::convert;
+use crate::plugin::memory::MemoryLimiter;
+use crate::policy;
 
 /// The controller client lent to the plugin for one pass.
 pub struct ControllerClientHandle(pub(crate) ControllerClient);
@@ -27,7 +28,7 @@ pub struct KindClientHandle(pub(crate) GroupKind);
 pub(crate) struct PluginState {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
-    pub(crate) limits: StoreLimits,
+    pub(crate) memory: MemoryLimiter,
     pub(crate) stderr: MemoryOutputPipe,
     pub(crate) plugin: Arc<str>,
     /// The pass running now, if any.
@@ -35,6 +36,9 @@ pub(crate) struct PluginState {
     pub(crate) object: String,
     /// Guest time against the pass deadline.
     pub(crate) clock: PassClock,
+    /// Kind-client handles the instance holds now, and how many it may.
+    pub(crate) kind_clients: usize,
+    pub(crate) kind_client_limit: usize,
 }
 
 impl WasiView for PluginState {
@@ -91,6 +95,8 @@ impl wit::Host for PluginState {}
 impl host::Host for PluginState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
         let (plugin, object) = (&*self.plugin, self.object.as_str());
+        // A plugin's line must never pass for the host's own.
+        let message = policy::escape(&message);
         match level {
             Level::Trace => tracing::trace!(plugin, object, "{message}"),
             Level::Debug => tracing::debug!(plugin, object, "{message}"),
@@ -119,9 +125,22 @@ impl host::HostKindClient for PluginState {
         group: String,
         kind: String,
     ) -> wasmtime::Result<Resource<KindClientHandle>> {
-        Ok(self
+        // The constructor cannot return an error, so a refusal traps the
+        // instance; the pass fails with this message.
+        if let Some(problem) = policy::kind_problem(&group, &kind) {
+            wasmtime::bail!("a kind client for an invalid kind: {problem}");
+        }
+        if self.kind_clients >= self.kind_client_limit {
+            wasmtime::bail!(
+                "holds more than {} kind clients at once",
+                self.kind_client_limit
+            );
+        }
+        let handle = self
             .table
-            .push(KindClientHandle(GroupKind::new(group, kind)))?)
+            .push(KindClientHandle(GroupKind::new(group, kind)))?;
+        self.kind_clients += 1;
+        Ok(handle)
     }
 
     async fn create(
@@ -361,6 +380,7 @@ impl host::HostKindClient for PluginState {
 
     async fn drop(&mut self, handle: Resource<KindClientHandle>) -> wasmtime::Result<()> {
         self.table.delete(handle)?;
+        self.kind_clients = self.kind_clients.saturating_sub(1);
         Ok(())
     }
 }

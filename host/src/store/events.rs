@@ -13,6 +13,9 @@ use crate::store::WriteTx;
 /// so an object watch stays quiet through a controller that records events.
 pub(crate) fn add_event(tx: &mut WriteTx<'_>, id: ObjectId, event: &EventSpec) -> Result<()> {
     event.validate()?;
+    if let Some(detail) = &event.detail {
+        detail.check_size()?;
+    }
     let now = tx.now().as_millis();
     let latest = tx
         .conn()

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::object::{Condition, GroupKind, ObjectId};
 use crate::store::rows::{self, LogEntry, WriteOp};
+use crate::policy::{label_problem, message_problem};
 use crate::store::{Push, WriteTx};
 
 /// The object `id`, which must exist and be of kind `gk`.
@@ -46,6 +47,7 @@ pub(crate) fn write_status(
     id: ObjectId,
     status: &Json,
 ) -> Result<()> {
+    status.check_size()?;
     let status_version = tx.schema_versions(gk).status;
     let resource_version = tx.next_resource_version();
     let now = tx.now();
@@ -182,6 +184,12 @@ pub(crate) fn validate_conditions(conditions: &[Condition]) -> Result<()> {
             return Err(Error::InvalidCondition(
                 "a condition type must not be empty".into(),
             ));
+        }
+        let problem = label_problem("a condition type", &condition.type_)
+            .or_else(|| label_problem("a condition reason", &condition.reason))
+            .or_else(|| message_problem("a condition message", &condition.message));
+        if let Some(problem) = problem {
+            return Err(Error::InvalidCondition(problem));
         }
         if !seen.insert(condition.type_.as_str()) {
             return Err(Error::DuplicateConditionType(condition.type_.clone()));

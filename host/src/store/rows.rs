@@ -318,6 +318,7 @@ pub(crate) struct NewObject<'a> {
 /// # Errors
 /// [`Error::NameTaken`] when a live or deletion-pending row holds the name.
 pub(crate) fn insert_object(conn: &Connection, new: NewObject<'_>) -> Result<RawObject> {
+    new.spec.check_size()?;
     let finalizers = serde_json::to_string(new.finalizers)
         .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
     let inserted = conn
@@ -383,6 +384,7 @@ pub(crate) fn update_spec(
     resource_version: i64,
     now: Timestamp,
 ) -> Result<()> {
+    spec.check_size()?;
     conn.prepare_cached(
         "UPDATE objects SET spec = ?2, generation = generation + 1, resource_version = ?3, \
                             updated_at = ?4, spec_version = ?5 \

@@ -1,0 +1,179 @@
+//! What the store accepts as text: how long names and documents may be and
+//! which characters they may hold, and how stored text is shown safely.
+//!
+//! The checks run where a write is composed, so every way in (the Rust API,
+//! the CLI, manifests, plugins) meets the same rules. Text already stored is
+//! never trusted to be printable: logs and tables show it through
+//! [`escape`].
+//!
+//! | what | at most | may not hold |
+//! |---|---|---|
+//! | object name | 253 bytes | control characters; must not be empty |
+//! | kind | 63 bytes | anything but ASCII letters, digits, `-` and `_`; must not be empty |
+//! | group | 253 bytes | anything but ASCII letters, digits, `-`, `_` and `.` |
+//! | finalizer, condition type, reason, event category | 253 bytes | control characters |
+//! | condition or event message | 32 KiB | (control characters are escaped when shown) |
+//! | spec, status, event detail | 1 MiB of canonical JSON | |
+//! | JSON or YAML nesting | 64 levels | |
+
+use std::borrow::Cow;
+
+/// The largest spec, status or event detail, in bytes of canonical JSON.
+pub const MAX_DOCUMENT_BYTES: usize = 1 << 20;
+
+/// The longest object name, finalizer, condition type, reason or event
+/// category, in bytes.
+pub const MAX_NAME_BYTES: usize = 253;
+
+/// The longest kind, in bytes.
+pub const MAX_KIND_BYTES: usize = 63;
+
+/// The longest group, in bytes.
+pub const MAX_GROUP_BYTES: usize = 253;
+
+/// The longest condition or event message, in bytes.
+pub const MAX_MESSAGE_BYTES: usize = 32 << 10;
+
+/// The deepest nesting of a JSON or YAML document.
+pub const MAX_DEPTH: usize = 64;
+
+/// Why `name` is not an acceptable object name, if it is not.
+pub fn name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("a name must not be empty".into());
+    }
+    label_problem("a name", name)
+}
+
+/// Why `text` is not an acceptable finalizer, condition type, reason or
+/// category (`what` says which), if it is not. Empty text is the caller's
+/// business.
+pub fn label_problem(what: &str, text: &str) -> Option<String> {
+    if text.len() > MAX_NAME_BYTES {
+        return Some(format!(
+            "{what} is {} bytes; at most {MAX_NAME_BYTES}",
+            text.len()
+        ));
+    }
+    if text.chars().any(char::is_control) {
+        return Some(format!("{what} must not hold control characters"));
+    }
+    None
+}
+
+/// Why `kind` and `group` do not name a kind, if they do not.
+pub fn kind_problem(group: &str, kind: &str) -> Option<String> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    if kind.is_empty() {
+        return Some("a kind must not be empty".into());
+    }
+    if kind.len() > MAX_KIND_BYTES {
+        return Some(format!(
+            "a kind is {} bytes; at most {MAX_KIND_BYTES}",
+            kind.len()
+        ));
+    }
+    if !kind.chars().all(word) {
+        return Some(format!(
+            "kind {:?} may hold only ASCII letters, digits, '-' and '_'",
+            abbreviate(kind)
+        ));
+    }
+    if group.len() > MAX_GROUP_BYTES {
+        return Some(format!(
+            "a group is {} bytes; at most {MAX_GROUP_BYTES}",
+            group.len()
+        ));
+    }
+    if !group.chars().all(|c| word(c) || c == '.') {
+        return Some(format!(
+            "group {:?} may hold only ASCII letters, digits, '-', '_' and '.'",
+            abbreviate(group)
+        ));
+    }
+    None
+}
+
+/// Why a message is not acceptable, if it is not.
+pub fn message_problem(what: &str, text: &str) -> Option<String> {
+    (text.len() > MAX_MESSAGE_BYTES).then(|| {
+        format!(
+            "{what} is {} bytes; at most {MAX_MESSAGE_BYTES}",
+            text.len()
+        )
+    })
+}
+
+/// Why a document of `len` bytes is too large, if it is.
+pub fn document_problem(len: usize) -> Option<String> {
+    (len > MAX_DOCUMENT_BYTES)
+        .then(|| format!("the document is {len} bytes; at most {MAX_DOCUMENT_BYTES}"))
+}
+
+/// `text` with control characters escaped (`\n`, `\u{1b}`), so stored or
+/// plugin-written text can never forge a log line or move a terminal's
+/// cursor.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The first few dozen characters of `text`, for an error message.
+fn abbreviate(text: &str) -> String {
+    const KEEP: usize = 40;
+    match text.char_indices().nth(KEEP) {
+        Some((cut, _)) => format!("{}…", escape(&text[..cut])),
+        None => escape(text).into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_bounded_and_printable() {
+        assert!(name_problem("web-1").is_none());
+        assert!(name_problem("ünïcode ok").is_none());
+        assert!(name_problem("").is_some());
+        assert!(name_problem("a\nb").is_some());
+        assert!(name_problem(&"x".repeat(MAX_NAME_BYTES)).is_none());
+        assert!(name_problem(&"x".repeat(MAX_NAME_BYTES + 1)).is_some());
+    }
+
+    #[test]
+    fn kinds_and_groups_are_identifiers() {
+        assert!(kind_problem("example.dev", "Greeting").is_none());
+        assert!(kind_problem("", "Plain").is_none());
+        assert!(kind_problem("example.dev", "").is_some());
+        assert!(kind_problem("example.dev", "Bad\nKind").is_some());
+        assert!(kind_problem("bad group", "Kind").is_some());
+        let huge = "g".repeat(200_000);
+        let problem = kind_problem(&huge, "Kind").unwrap();
+        assert!(problem.len() < 100, "{problem}");
+    }
+
+    #[test]
+    fn escaping_leaves_no_control_character() {
+        assert_eq!(escape("plain"), "plain");
+        let forged = escape("ok\n2026-12-01 ERROR forged\x1b[2J");
+        assert!(!forged.chars().any(char::is_control), "{forged}");
+        assert!(forged.contains("\\n"));
+    }
+
+    #[test]
+    fn documents_have_a_ceiling() {
+        assert!(document_problem(MAX_DOCUMENT_BYTES).is_none());
+        assert!(document_problem(MAX_DOCUMENT_BYTES + 1).is_some());
+    }
+}

@@ -14,7 +14,8 @@
 //! | finalizer, condition type, reason, event category | 253 bytes | control characters |
 //! | condition or event message | 32 KiB | (control characters are escaped when shown) |
 //! | spec, status, event detail | 1 MiB of canonical JSON | |
-//! | JSON or YAML nesting | 64 levels | |
+//! | nesting in a manifest (JSON or YAML) | 64 levels | |
+//! | nesting in a document parsed by the library | 128 levels (serde_json's limit) | |
 
 use std::borrow::Cow;
 
@@ -34,7 +35,7 @@ pub const MAX_GROUP_BYTES: usize = 253;
 /// The longest condition or event message, in bytes.
 pub const MAX_MESSAGE_BYTES: usize = 32 << 10;
 
-/// The deepest nesting of a JSON or YAML document.
+/// The deepest nesting of a JSON or YAML manifest.
 pub const MAX_DEPTH: usize = 64;
 
 /// Why `name` is not an acceptable object name, if it is not.

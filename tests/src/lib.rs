@@ -191,6 +191,32 @@ impl HostProcess {
         assert!(status.success(), "the host failed to stop: {}", self.log());
     }
 
+    /// Sends `signal` (`TERM`, `INT`, ...) without waiting.
+    ///
+    /// # Panics
+    /// When `kill` cannot be run.
+    pub fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+    }
+
+    /// Waits up to `patience` for the host to exit, and says how it did.
+    pub fn exited_within(&mut self, patience: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + patience;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the host can be waited on") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// SIGKILL: the host dies where it stands.
     pub fn kill(mut self) {
         self.child.kill().expect("SIGKILL");

@@ -4,6 +4,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{BufReader, Read, Seek, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -44,15 +45,37 @@ pub struct Lock {
 }
 
 impl Lock {
-    /// Takes the lock, or `None` when another process holds it.
+    /// Takes the lock, or `None` when another process holds it. The file
+    /// is made owner-only; a symlink, or a file another user owns (who could
+    /// hold it forever), is refused.
     pub fn try_acquire(path: &Path) -> Result<Option<Lock>, String> {
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)
-            .map_err(|e| format!("cannot open lock file {}: {e}", path.display()))?;
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => format!(
+                    "lock file {} is a symbolic link; refusing to follow it",
+                    path.display()
+                ),
+                _ => format!("cannot open lock file {}: {e}", path.display()),
+            })?;
+        let owner = file
+            .metadata()
+            .map_err(|e| format!("cannot inspect lock file {}: {e}", path.display()))?
+            .uid();
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if owner != me {
+            return Err(format!(
+                "lock file {} belongs to another user (uid {owner}); remove it or use another --db",
+                path.display()
+            ));
+        }
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => return Ok(None),

@@ -138,6 +138,12 @@ fn io_reason(error: &std::io::Error) -> String {
 
 /// Parses one file's text: JSON if `json`, else YAML (which reads JSON too).
 fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> {
+    if let Some(depth) = flow_depth_beyond(text, beehive::policy::MAX_DEPTH) {
+        return Err(format!(
+            "{origin}: nested deeper than {} levels (at byte {depth})",
+            beehive::policy::MAX_DEPTH
+        ));
+    }
     let documents: Vec<serde_json::Value> = if json {
         vec![serde_json::from_str(text).map_err(|e| format!("{origin}: invalid JSON: {e}"))?]
     } else {
@@ -163,9 +169,62 @@ fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> 
     Ok(manifests)
 }
 
+/// Where `[` / `{` nesting first goes past `limit` levels, if it does: one
+/// pass over the text, so a hostile file is refused before any parser (whose
+/// cost may grow faster than the text) sees it. Quoted text and comments do
+/// not count. Block nesting needs indentation, so it cannot go deep in a
+/// file of bounded size; the parser's own recursion limit covers it.
+fn flow_depth_beyond(text: &str, limit: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut comment = false;
+    let mut after_space = true;
+    for (at, c) in text.char_indices() {
+        if comment {
+            comment = c != '\n';
+            after_space = true;
+            continue;
+        }
+        match quote {
+            Some('"') if escaped => escaped = false,
+            Some('"') if c == '\\' => escaped = true,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '"' | '\'' => quote = Some(c),
+                '#' if after_space => comment = true,
+                '[' | '{' => {
+                    depth += 1;
+                    if depth > limit {
+                        return Some(at);
+                    }
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        after_space = c.is_whitespace();
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deep_nesting_is_refused_at_once() {
+        let deep = format!("kind: K\nname: n\nspec: {{a: {}}}\n", "[".repeat(100_000));
+        let started = std::time::Instant::now();
+        let error = parse("deep.yaml", &deep, false).unwrap_err();
+        assert!(error.contains("nested deeper than 64"), "{error}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        let error = parse("deep.json", &"[".repeat(100_000), true).unwrap_err();
+        assert!(error.contains("nested deeper"), "{error}");
+        let quoted = "kind: K\nname: n\nspec: {a: \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"} # [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n";
+        assert!(parse("quoted.yaml", quoted, false).is_ok());
+    }
 
     #[test]
     fn yaml_documents_and_lists_both_hold_objects() {

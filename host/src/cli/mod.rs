@@ -196,7 +196,11 @@ pub fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
-    match runtime.block_on(execute(cli)) {
+    let result = runtime.block_on(execute(cli));
+    // Tasks still running (a pass that outlived a stop's deadline) are
+    // dropped at their next yield; nothing may hold the exit beyond this.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    match result {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS

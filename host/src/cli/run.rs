@@ -14,7 +14,7 @@ use beehive::plugin::{
 };
 use beehive::{Host, HostOptions, Store};
 use clap::Args;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::signal::unix::{SignalKind, signal};
@@ -26,6 +26,17 @@ use crate::cli::protocol::{self, Outcome, Reply, Request};
 
 /// How long `run` waits for a command that holds the lock to finish.
 const LOCK_PATIENCE: Duration = Duration::from_secs(10);
+
+/// The largest request a command may send: room for an `apply` of many
+/// objects at the largest document size.
+const MAX_REQUEST_BYTES: u64 = 64 << 20;
+
+/// How long a connection may take to send its request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long accepting pauses after an error (out of file descriptors), so a
+/// persistent error does not become a hot loop.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// `beehive run`'s flags.
 #[derive(Args, Debug)]
@@ -394,7 +405,10 @@ async fn serve(listener: UnixListener, ctx: &Context) -> Result<(), String> {
                     let ctx = ctx.clone();
                     tokio::spawn(async move { answer(stream, &ctx).await });
                 }
-                Err(error) => tracing::warn!("socket: {error}"),
+                Err(error) => {
+                    tracing::warn!("socket: {error}");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
             },
             _ = interrupt.recv() => break,
             _ = terminate.recv() => break,
@@ -411,13 +425,30 @@ async fn serve(listener: UnixListener, ctx: &Context) -> Result<(), String> {
     Ok(())
 }
 
+/// Reads one request line, bounded in size and time.
+async fn read_request(read: tokio::net::unix::OwnedReadHalf) -> Result<String, String> {
+    let mut line = String::new();
+    let mut limited = BufReader::new(read.take(MAX_REQUEST_BYTES));
+    match tokio::time::timeout(REQUEST_TIMEOUT, limited.read_line(&mut line)).await {
+        Err(_) => Err(format!("no request within {REQUEST_TIMEOUT:?}")),
+        Ok(Err(e)) => Err(format!("bad request: {e}")),
+        Ok(Ok(_)) if !line.ends_with('\n') && line.len() as u64 >= MAX_REQUEST_BYTES => Err(
+            format!("request too large: at most {} MiB", MAX_REQUEST_BYTES >> 20),
+        ),
+        Ok(Ok(_)) => Ok(line),
+    }
+}
+
 /// Answers one request on a connection.
 async fn answer(stream: UnixStream, ctx: &Context) {
     let (read, mut write) = stream.into_split();
-    let mut line = String::new();
-    if BufReader::new(read).read_line(&mut line).await.is_err() {
-        return;
-    }
+    let line = match read_request(read).await {
+        Ok(line) => line,
+        Err(why) => {
+            let _ = send(&mut write, &Err(why)).await;
+            return;
+        }
+    };
     let outcome: Outcome = match serde_json::from_str::<Request>(&line) {
         Ok(Request::Watch { kind, name }) => return stream_changes(write, ctx, &kind, name).await,
         Ok(Request::WatchEvents {

@@ -157,6 +157,16 @@ impl Host {
         let versions = options.migrator.as_ref().map_or((0, 0), |m| {
             (i64::from(m.spec_version()), i64::from(m.status_version()))
         });
+        // A version other than the one recorded (a plugin replaced while
+        // the host was stopped) has not seen the objects yet.
+        let recorded_hash = self
+            .shared
+            .store
+            .registrations()?
+            .into_iter()
+            .find(|r| r.group_kind == group_kind)
+            .and_then(|r| r.content_hash);
+        let new_version = recorded_hash.is_some() && recorded_hash != content_hash;
         let registration = Registration {
             group_kind: group_kind.clone(),
             finalizers: options.finalizers.clone(),
@@ -203,6 +213,13 @@ impl Host {
                     self.shared.options.requeue_floor,
                 ));
                 kind.add_feeds(feeds);
+                if new_version {
+                    let ids = self
+                        .shared
+                        .store
+                        .read(|conn| scan::all_of_kind(conn, &group_kind))?;
+                    kind.queue.wake_all(ids, Wake::Ordinary);
+                }
                 write(&self.shared.kinds).insert(group_kind.clone(), kind.clone());
                 self.shared.store.set_has_controller(&group_kind, true);
                 if let Some(tracker) = self.running_tracker() {

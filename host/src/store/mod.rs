@@ -97,6 +97,7 @@ impl Store {
     }
 
     fn open_in(path: PathBuf, temp_dir: Option<tempfile::TempDir>) -> Result<Store> {
+        create_owner_only(&path)?;
         let mut conn = Connection::open(&path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // WAL first: migrations then run in it, and it persists in the file.
@@ -291,6 +292,23 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// matter for liveness conditions, and 63 random bits make them moot.
 fn new_session_id() -> i64 {
     (uuid::Uuid::new_v4().as_u128() as i64) & i64::MAX
+}
+
+/// Creates the database file readable and writable by its owner only, if it
+/// does not exist yet. SQLite gives the WAL and shared-memory files the
+/// database's mode, so they follow.
+fn create_owner_only(path: &Path) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]

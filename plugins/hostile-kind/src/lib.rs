@@ -1,0 +1,28 @@
+//! A plugin whose registration names a kind with a newline in it, in a
+//! 200 KiB group: the host must refuse it with a clear error, and no log line
+//! or table may carry the text raw.
+
+use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+
+/// The controller.
+#[derive(Default)]
+pub struct BadKind;
+
+impl Controller for BadKind {
+    type Spec = serde::de::IgnoredAny;
+    type Status = ();
+
+    fn registration() -> Registration {
+        Registration::new("g".repeat(200 << 10), "Bad\nERROR forged")
+    }
+
+    fn reconcile(
+        &self,
+        _client: &Client<'_, ()>,
+        _object: &Object<Self::Spec, ()>,
+    ) -> ReconcileResult {
+        ReconcileResult::settled()
+    }
+}
+
+beehive_guest::export!(BadKind);

@@ -1,0 +1,118 @@
+//! A plugin that attacks the host around its sandbox, to show containment
+//! holds. Its registration asks for far more than any operator allows (every
+//! worker it can get, a 31-year CPU deadline, 1 ms cadences); each object's
+//! spec `act` picks an attack for its pass:
+//!
+//! - `spin`: loops in guest code forever;
+//! - `sleep`: blocks in a host call (WASI's poll) forever;
+//! - `host-loop`: calls the host forever;
+//! - `leak-clients`: makes kind clients and never drops them;
+//! - `long-kind`: makes a kind client for a 1 MiB kind name;
+//! - `huge-status`: writes a 5 MiB status;
+//! - `touch-memory`: fills 48 MiB of memory, then settles;
+//! - `forge-log`: logs a line with a newline and a terminal escape in it.
+//!
+//! Anything else settles.
+
+use std::time::Duration;
+
+use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+use serde::{Deserialize, Serialize};
+
+/// The attack.
+#[derive(Debug, Deserialize)]
+pub struct Spec {
+    /// Which one.
+    pub act: String,
+}
+
+/// What a pass that got through reports.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Status {
+    /// What happened.
+    pub outcome: String,
+    /// Filler, for `huge-status`.
+    #[serde(default)]
+    pub filler: String,
+}
+
+/// The controller.
+#[derive(Default)]
+pub struct Hostile;
+
+const YEAR: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+impl Controller for Hostile {
+    type Spec = Spec;
+    type Status = Status;
+
+    fn registration() -> Registration {
+        let mut registration = Registration::new("test.dev", "Hostile")
+            .concurrency(u32::MAX)
+            .pass_deadline(31 * YEAR)
+            .full_pass_interval(Duration::from_millis(1))
+            .max_retry_interval(Duration::from_millis(1));
+        registration.owed_pass_interval = Some(Duration::from_millis(1));
+        registration.individual_pass_interval = Some(Duration::from_millis(1));
+        registration
+    }
+
+    fn reconcile(
+        &self,
+        client: &Client<'_, Status>,
+        object: &Object<Spec, Status>,
+    ) -> ReconcileResult {
+        let outcome = match object.spec.act.as_str() {
+            "spin" => spin(),
+            "sleep" => loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            },
+            "host-loop" => loop {
+                let _ = client.raw().has_incoming_edges();
+            },
+            "leak-clients" => loop {
+                std::mem::forget(client.raw().kind_client("test.dev", "Leaked"));
+            },
+            "long-kind" => {
+                let kind = "K".repeat(1 << 20);
+                std::mem::forget(client.raw().kind_client("test.dev", &kind));
+                "made a kind client for a 1 MiB kind".to_string()
+            }
+            "huge-status" => {
+                let status = Status {
+                    outcome: "huge".into(),
+                    filler: "x".repeat(5 << 20),
+                };
+                return match client.update_status(&status) {
+                    Ok(()) => ReconcileResult::settled(),
+                    Err(error) => ReconcileResult::fail(error),
+                };
+            }
+            "touch-memory" => {
+                let hoard = vec![7u8; 48 << 20];
+                format!("touched {} MiB", std::hint::black_box(&hoard).len() >> 20)
+            }
+            "forge-log" => {
+                beehive_guest::info!("ok\n2026-12-01T00:00:00Z ERROR forged by a plugin\x1b[2J");
+                "logged".to_string()
+            }
+            other => format!("behaved ({other})"),
+        };
+        match client.update_status(&Status {
+            outcome,
+            filler: String::new(),
+        }) {
+            Ok(()) => ReconcileResult::settled(),
+            Err(error) => ReconcileResult::fail(error),
+        }
+    }
+}
+
+fn spin() -> ! {
+    let mut n: u64 = 0;
+    loop {
+        n = std::hint::black_box(n.wrapping_add(1));
+    }
+}
+
+beehive_guest::export!(Hostile);

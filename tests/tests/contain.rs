@@ -1,0 +1,110 @@
+//! Containment through the real binary: a hostile plugin spinning on every
+//! worker leaves the socket responsive and cannot hold the host past its
+//! stop timeout; the files beside the database are the owner's alone.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use beehive_e2e::{Workspace, wait_until};
+
+const SPINNERS: &str = r#"
+- {kind: Hostile.test.dev, name: spin-a, spec: {act: spin}}
+- {kind: Hostile.test.dev, name: spin-b, spec: {act: spin}}
+- {kind: Hostile.test.dev, name: spin-c, spec: {act: spin}}
+"#;
+
+fn spinning_host(workspace: &Workspace) -> beehive_e2e::HostProcess {
+    workspace.install_plugin("hostile", "hostile.wasm");
+    workspace.install_plugin("greeting", "greeting.wasm");
+    // Passes spin for up to a minute of guest time on both workers.
+    let host = workspace.start_host(&[
+        "--plugin-deadline",
+        "60s",
+        "--plugin-concurrency",
+        "2",
+        "--stop-timeout",
+        "1s",
+    ]);
+    workspace.write("spin.yaml", SPINNERS);
+    workspace.ok(&["apply", "-f", "spin.yaml"]);
+    host
+}
+
+#[test]
+fn a_spinning_plugin_leaves_commands_responsive_and_cannot_hold_the_stop() {
+    let workspace = Workspace::new();
+    let mut host = spinning_host(&workspace);
+    // Give the spinning passes time to occupy both workers.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut slowest = Duration::ZERO;
+    for _ in 0..10 {
+        let asked = Instant::now();
+        let table = workspace.ok(&["get", "Hostile"]);
+        assert!(table.contains("spin-a"), "{table}");
+        slowest = slowest.max(asked.elapsed());
+    }
+    assert!(slowest < Duration::from_secs(5), "get took {slowest:?}");
+
+    let plugins = workspace.ok(&["plugins"]);
+    let hostile = plugins
+        .lines()
+        .find(|l| l.starts_with("Hostile.test.dev"))
+        .unwrap_or_else(|| panic!("{plugins}"));
+    let cells: Vec<&str> = hostile.split_whitespace().collect();
+    assert_eq!(&cells[2..6], ["2", "1m", "1m", "64Mi"], "{plugins}");
+    assert!(
+        host.log().contains("the plugin asked for concurrency 4294967295; 2 applies"),
+        "{}",
+        host.log()
+    );
+
+    let asked = Instant::now();
+    host.signal("TERM");
+    let status = host.exited_within(Duration::from_secs(15));
+    assert!(
+        status.is_some(),
+        "the host outlived its 1 s stop timeout: {}",
+        host.log()
+    );
+    assert!(asked.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_second_signal_exits_at_once() {
+    let workspace = Workspace::new();
+    workspace.install_plugin("hostile", "hostile.wasm");
+    let mut host = workspace.start_host(&["--plugin-deadline", "60s", "--stop-timeout", "60s"]);
+    workspace.write("spin.yaml", SPINNERS);
+    workspace.ok(&["apply", "-f", "spin.yaml"]);
+    std::thread::sleep(Duration::from_millis(300));
+    host.signal("TERM");
+    wait_until("the host begins to stop", || host.log().contains("stopping"));
+    host.signal("TERM");
+    let status = host.exited_within(Duration::from_secs(10));
+    assert!(status.is_some(), "a second signal did not exit: {}", host.log());
+    assert!(!status.unwrap().success());
+}
+
+#[test]
+fn the_database_lock_and_cache_are_the_owners_alone() {
+    let workspace = Workspace::new();
+    workspace.install_plugin("greeting", "greeting.wasm");
+    let host = workspace.start_host(&[]);
+    host.terminate();
+    let mode = |name: &str| {
+        std::fs::metadata(workspace.path().join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("beehive.db"), 0o600);
+    assert_eq!(mode("beehive.db.lock"), 0o600);
+    assert_eq!(mode("beehive.db.plugin-cache"), 0o700);
+
+    // A lock file that is a symbolic link is refused, not followed.
+    std::fs::remove_file(workspace.path().join("beehive.db.lock")).unwrap();
+    std::os::unix::fs::symlink("/tmp/elsewhere", workspace.path().join("beehive.db.lock")).unwrap();
+    let error = workspace.fails(&["get", "Greeting"]);
+    assert!(error.contains("symbolic link"), "{error}");
+}

@@ -1,0 +1,227 @@
+//! Hostile plugins against the host around the sandbox: each attack ends
+//! with the plugin's pass failing (or the plugin refused), a clear event or
+//! error, the host responsive and its memory bounded.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, RuntimeOptions};
+use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store};
+use beehive_e2e::plugin_wasm;
+
+async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for name in names {
+        std::fs::copy(plugin_wasm(name), dir.path().join(format!("{name}.wasm"))).unwrap();
+    }
+    dir
+}
+
+fn hostile_kind() -> GroupKind {
+    GroupKind::new("test.dev", "Hostile")
+}
+
+/// Tight limits, so every attack is cut within a test's patience.
+fn tight() -> Limits {
+    Limits {
+        pass_deadline: Duration::from_millis(500),
+        pass_wall_limit: Duration::from_secs(2),
+        concurrency: 2,
+        host_calls_per_pass: 5_000,
+        kind_clients: 64,
+        ..Limits::default()
+    }
+}
+
+async fn load(host: &Host, dir: &Path, options: RuntimeOptions) -> Arc<PluginDirectory> {
+    let runtime = PluginRuntime::new(options).unwrap();
+    let plugins = PluginDirectory::new(runtime, host.clone(), dir);
+    plugins.sync().await.unwrap();
+    plugins
+}
+
+async fn act(client: &RawClient, name: &str, act: &str) {
+    let spec = Json::parse(&format!(r#"{{"act":"{act}"}}"#)).unwrap();
+    client.create(name, spec, CreateOptions::new()).await.unwrap();
+}
+
+/// The message of the object's latest `reconcile` event, once there is one.
+fn failure(client: &RawClient, name: &str) -> Option<String> {
+    let object = client.get_by_name(name, Loads::none()).ok()?;
+    client
+        .get_latest_event(object.meta.id, "reconcile")
+        .unwrap()
+        .map(|e| e.message)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_plugin_asks_for_is_cut_to_the_operators_ceiling() {
+    let plugins = plugin_dir(&["hostile"]);
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let directory = load(&host, plugins.path(), RuntimeOptions::new().limits(tight())).await;
+    let served = directory.served();
+    assert_eq!(served.len(), 1, "{:?}", directory.failures());
+    let limits = served[0].limits;
+    assert_eq!(limits.pass_deadline, Duration::from_millis(500), "not 31 years");
+    assert_eq!(limits.concurrency, 2, "not u32::MAX workers");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spinning_passes_on_every_worker_leave_the_host_responsive() {
+    let plugins = plugin_dir(&["hostile"]);
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let limits = Limits {
+        pass_deadline: Duration::from_secs(3),
+        pass_wall_limit: Duration::from_secs(10),
+        ..tight()
+    };
+    let _directory = load(&host, plugins.path(), RuntimeOptions::new().limits(limits)).await;
+    let running = host.start().await.unwrap();
+    let hostile = host.client(hostile_kind());
+    for i in 0..4 {
+        act(&hostile, &format!("spin-{i}"), "spin").await;
+    }
+    // Both workers spin for 3 s of guest time each; a task that asks for
+    // the runtime every few milliseconds must still get it promptly.
+    let mut worst = Duration::ZERO;
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        let asked = Instant::now();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let read = hostile.list(Loads::none()).unwrap();
+        assert_eq!(read.len(), 4);
+        worst = worst.max(asked.elapsed());
+    }
+    assert!(
+        worst < Duration::from_millis(500),
+        "the host stalled for {worst:?}"
+    );
+    wait_until("every spinning pass is cut", || {
+        (0..4).all(|i| failure(&hostile, &format!("spin-{i}")).is_some())
+    })
+    .await;
+    let message = failure(&hostile, "spin-0").unwrap();
+    assert!(message.contains("exceeded its CPU deadline of 3s"), "{message}");
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_attack_fails_its_own_pass_with_a_clear_event() {
+    let plugins = plugin_dir(&["hostile", "greeting"]);
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let runtime = PluginRuntime::new(RuntimeOptions::new().limits(tight())).unwrap();
+    let directory = PluginDirectory::new(runtime.clone(), host.clone(), plugins.path());
+    directory.sync().await.unwrap();
+    assert_eq!(directory.served().len(), 2, "{:?}", directory.failures());
+    let running = host.start().await.unwrap();
+    let hostile = host.client(hostile_kind());
+    let attacks = [
+        ("sleep", "wall-clock limit of 2s"),
+        ("host-loop", "more than 5000 host calls"),
+        ("leak-clients", "more than 64 kind clients"),
+        ("long-kind", "invalid kind"),
+        ("huge-status", "document too large"),
+    ];
+    for (attack, _) in attacks {
+        act(&hostile, attack, attack).await;
+    }
+    act(&hostile, "touch-memory", "touch-memory").await;
+    act(&hostile, "forge-log", "forge-log").await;
+    let greetings = host.client(GroupKind::new("example.dev", "Greeting"));
+    greetings
+        .create(
+            "ada",
+            Json::parse(r#"{"name":"Ada"}"#).unwrap(),
+            CreateOptions::new(),
+        )
+        .await
+        .unwrap();
+
+    wait_until("every attack is reported", || {
+        attacks
+            .iter()
+            .all(|(attack, _)| failure(&hostile, attack).is_some())
+    })
+    .await;
+    for (attack, expected) in attacks {
+        let message = failure(&hostile, attack).unwrap();
+        assert!(message.contains(expected), "{attack}: {message}");
+        let object = hostile.get_by_name(attack, Loads::none()).unwrap();
+        assert!(!object.meta.is_observed(), "{attack} settled nothing");
+        assert!(object.status.is_none(), "{attack} wrote no status");
+    }
+    wait_until("the honest passes settle", || {
+        ["touch-memory", "forge-log"].iter().all(|name| {
+            hostile
+                .get_by_name(name, Loads::none())
+                .unwrap()
+                .meta
+                .is_observed()
+        }) && greetings
+            .get_by_name("ada", Loads::none())
+            .unwrap()
+            .meta
+            .is_observed()
+    })
+    .await;
+    // The instance that touched 48 MiB was dropped after its pass, giving
+    // the memory back; only small idle instances remain.
+    assert!(
+        runtime.memory_in_use() < 32 << 20,
+        "{} MiB still held",
+        runtime.memory_in_use() >> 20
+    );
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_describe_that_never_returns_or_names_a_forged_kind_is_refused() {
+    let plugins = plugin_dir(&["hostile_describe", "hostile_kind", "greeting"]);
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let started = Instant::now();
+    let directory = load(&host, plugins.path(), RuntimeOptions::new().limits(tight())).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "loading took {:?}",
+        started.elapsed()
+    );
+    let failures: Vec<String> = directory
+        .failures()
+        .iter()
+        .map(|f| f.error.to_string())
+        .collect();
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    let stuck = failures
+        .iter()
+        .find(|f| f.contains("hostile_describe"))
+        .unwrap();
+    assert!(stuck.contains("describe failed"), "{stuck}");
+    assert!(stuck.contains("CPU deadline of 500ms"), "{stuck}");
+    let forged = failures.iter().find(|f| f.contains("hostile_kind")).unwrap();
+    assert!(forged.contains("invalid kind"), "{forged}");
+    assert!(!forged.contains('\n'), "{forged}");
+    assert!(forged.len() < 1000, "{} bytes", forged.len());
+    assert_eq!(
+        host.kinds(),
+        vec![GroupKind::new("example.dev", "Greeting")],
+        "the honest plugin loaded anyway"
+    );
+    let changes = directory.sync().await.unwrap();
+    assert!(
+        changes.iter().all(|c| !matches!(c, Change::Failed { .. })),
+        "a failure that is not transient is not retried until the file changes: {changes:?}"
+    );
+}

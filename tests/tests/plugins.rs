@@ -543,3 +543,41 @@ async fn the_operators_limits_are_ceilings_over_the_plugins_own() {
         "others keep the host's limits"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_replaced_while_the_host_was_stopped_reconciles_every_object_at_start() {
+    let plugins = plugin_dir(&["greeting"]);
+    let data = tempfile::tempdir().unwrap();
+    let db = data.path().join("beehive.db");
+    {
+        let store = Store::open(&db).unwrap();
+        let host = Host::new(&store, HostOptions::new()).unwrap();
+        let _directory = load_all(&host, plugins.path()).await;
+        let running = host.start().await.unwrap();
+        let client = host.client(greeting_kind());
+        client
+            .create("ada", greet("Ada"), CreateOptions::new())
+            .await
+            .unwrap();
+        wait_until("ada is observed", || all_observed(&client)).await;
+        running.stop(Duration::from_secs(10)).await.unwrap();
+    }
+    swap_in(
+        &plugin_wasm("greeting_v2"),
+        &plugins.path().join("greeting.wasm"),
+    );
+    let store = Store::open(&db).unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let _directory = load_all(&host, plugins.path()).await;
+    let running = host.start().await.unwrap();
+    let client = host.client(greeting_kind());
+    wait_until("the new version has seen ada", || {
+        client
+            .get_by_name("ada", Loads::none())
+            .unwrap()
+            .status
+            .is_some_and(|s| s.to_value()["release"] == 2)
+    })
+    .await;
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}

@@ -233,6 +233,39 @@ async fn the_empty_name_is_refused_by_every_call() {
 }
 
 #[tokio::test]
+async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is_written() {
+    use beehive::policy::{MAX_DOCUMENT_BYTES, MAX_NAME_BYTES};
+    let store = Store::temporary().unwrap();
+    let client = clusters(&store);
+    for name in ["a\nb", "tab\there", &"x".repeat(MAX_NAME_BYTES + 1)] {
+        let result = client.create(name, spec("{}"), CreateOptions::new()).await;
+        assert!(matches!(result, Err(Error::InvalidName(_))), "{name:?}: {result:?}");
+    }
+    let forged = RawClient::new(&store, GroupKind::new("acme.com", "Bad\nKind"));
+    let result = forged.create("a", spec("{}"), CreateOptions::new()).await;
+    assert!(matches!(result, Err(Error::InvalidName(_))), "{result:?}");
+
+    let huge = format!(r#"{{"blob":"{}"}}"#, "x".repeat(MAX_DOCUMENT_BYTES));
+    let result = Json::parse(&huge);
+    assert!(matches!(result, Err(Error::DocumentTooLarge(_))), "{result:?}");
+    let way_too_huge = " ".repeat(5 * MAX_DOCUMENT_BYTES);
+    assert!(matches!(
+        Json::parse(&way_too_huge),
+        Err(Error::DocumentTooLarge(_))
+    ));
+    let object = client
+        .create("fits", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let admin = beehive::AdminClient::new(&store, GroupKind::new("acme.com", "Cluster"));
+    let status = serde_json::json!({ "blob": "x".repeat(MAX_DOCUMENT_BYTES) });
+    let result = admin.update_status(object.meta.id, &status).await;
+    assert!(matches!(result, Err(Error::DocumentTooLarge(_))), "{result:?}");
+    let fits = client.get(object.meta.id, Loads::none()).unwrap();
+    assert!(fits.status.is_none(), "nothing was written");
+}
+
+#[tokio::test]
 async fn a_spec_must_be_a_json_object() {
     let store = Store::temporary().unwrap();
     let client = clusters(&store);

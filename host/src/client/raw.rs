@@ -209,11 +209,6 @@ impl RawClient {
     /// [`Error::DeletionPending`]; [`Error::InvalidDocument`].
     pub async fn update_by_name(&self, name: &str, spec: Json) -> Result<RawObject> {
         check_name(name)?;
-        if let Some(problem) =
-            crate::policy::kind_problem(&self.group_kind.group, &self.group_kind.kind)
-        {
-            return Err(Error::InvalidName(problem));
-        }
         spec.require_object()?;
         let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
         let name = name.to_string();
@@ -417,6 +412,11 @@ impl RawClient {
         mut options: CreateOptions,
     ) -> Result<CreatePlan> {
         check_name(name)?;
+        if let Some(problem) =
+            crate::policy::kind_problem(&self.group_kind.group, &self.group_kind.kind)
+        {
+            return Err(Error::InvalidName(problem));
+        }
         spec.require_object()?;
         options.validate()?;
         if !options.finalizers.is_empty() && !self.store.has_controller(&self.group_kind) {

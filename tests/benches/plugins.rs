@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use beehive::plugin::{Change, PluginDirectory, PluginRuntime, RuntimeOptions};
+use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, RuntimeOptions};
 use beehive::{
     Client, Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host,
     HostOptions, Json, Object, RawClient, ReconcileResult, Reconciler, Store, Typed,
@@ -250,7 +250,11 @@ fn rss_kib() -> f64 {
 
 async fn instance_rss() -> f64 {
     const INSTANCES: usize = 100;
-    let runtime = PluginRuntime::new(RuntimeOptions::new()).expect("runtime");
+    let room = Limits {
+        concurrency: INSTANCES + 1,
+        ..Limits::default()
+    };
+    let runtime = PluginRuntime::new(RuntimeOptions::new().limits(room)).expect("runtime");
     let plugin = runtime.load(&plugin_wasm("greeting")).await.expect("load");
     plugin.prewarm(1).await.expect("first instance");
     let before = rss_kib();

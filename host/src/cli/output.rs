@@ -223,8 +223,18 @@ fn or_dash(text: String) -> String {
 fn columns(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
     let mut all: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
     all.extend(rows.map(|row| row.iter().map(|c| escape(c).into_owned()).collect()));
+    // A column is padded to its widest cell, up to a bound: a format width
+    // past u16::MAX panics, and a row stored before names had a limit may
+    // hold any length.
+    const WIDEST: usize = 256;
     let widths: Vec<usize> = (0..header.len())
-        .map(|i| all.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .map(|i| {
+            all.iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+                .min(WIDEST)
+        })
         .collect();
     let mut out = String::new();
     for row in all {
@@ -497,6 +507,18 @@ mod tests {
         assert_eq!(short_duration(Duration::from_secs(300)), "5m");
         assert_eq!(short_duration(Duration::from_secs(3 * 3600)), "3h");
         assert_eq!(short_duration(Duration::from_secs(3 * 86_400)), "3d");
+    }
+
+    #[test]
+    fn cells_of_any_length_or_content_print_on_one_line() {
+        let huge = "g".repeat(200 << 10);
+        let rows = vec![
+            vec![huge.clone(), "1".into()],
+            vec!["forged\nERROR line\x1b[2J".into(), "2".into()],
+        ];
+        let table = columns(&["KIND", "N"], rows.into_iter());
+        assert_eq!(table.lines().count(), 3, "{}", &table[..200]);
+        assert!(!table.contains('\x1b'));
     }
 
     #[test]

@@ -80,6 +80,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value = "16", value_parser = clap::value_parser!(u32).range(1..=1024))]
     plugin_concurrency: u32,
 
+    /// Host calls one pass may make (WASI calls included); a pass that makes
+    /// more fails.
+    #[arg(long, value_name = "N", default_value = "10000")]
+    plugin_host_calls: u64,
+
     /// The shortest cadence a plugin may ask for (owed, full and individual
     /// pass intervals, backoff cap).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
@@ -97,6 +102,8 @@ pub struct RunArgs {
 
     /// The pass deadline ceiling of one plugin, `NAME=DURATION` (NAME is its
     /// file name without `.wasm`), instead of --plugin-deadline. Repeatable.
+    /// Every --plugin-* limit is a ceiling: a plugin may ask for less in its
+    /// registration, never more, and `beehive plugins` shows what applies.
     #[arg(long, value_name = "NAME=DURATION", value_parser = parse_named_duration)]
     plugin_deadline_for: Vec<(String, Duration)>,
 
@@ -270,6 +277,7 @@ impl RunArgs {
                     memory: self.plugin_memory,
                     concurrency: self.plugin_concurrency as usize,
                     min_interval: self.plugin_min_interval,
+                    host_calls_per_pass: self.plugin_host_calls,
                     ..Limits::default()
                 })
                 .memory_budget(self.plugin_memory_budget)

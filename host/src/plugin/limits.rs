@@ -34,7 +34,7 @@ pub struct Limits {
     pub min_interval: Duration,
     /// Kind-client handles one instance may hold at once (default 256).
     pub kind_clients: usize,
-    /// Host calls one pass may make, WASI calls included (default 100,000).
+    /// Host calls one pass may make, WASI calls included (default 10,000).
     pub host_calls_per_pass: u64,
 }
 
@@ -47,7 +47,7 @@ impl Default for Limits {
             concurrency: 16,
             min_interval: Duration::from_secs(1),
             kind_clients: 256,
-            host_calls_per_pass: 100_000,
+            host_calls_per_pass: 10_000,
         }
     }
 }

@@ -586,14 +586,15 @@ impl Plugin {
         })
     }
 
-    /// Instantiates `count` instances ahead of the first passes, so they pay
-    /// no instantiation. Instances beyond the kind's workers stay idle.
+    /// Instantiates up to `count` more instances ahead of the first passes,
+    /// so they pay no instantiation; never more than the plugin's slots
+    /// left free. Instances beyond the kind's workers stay idle.
     ///
     /// # Errors
     /// [`PluginError::Contract`] when an instance cannot be made (the plugin
     /// traps while starting), [`PluginError::Busy`] when the pool is full.
     pub async fn prewarm(&self, count: usize) -> Result<(), PluginError> {
-        for _ in 0..count.min(self.limits.concurrency) {
+        for _ in 0..count.min(self.slots.available_permits()) {
             let warm = self.warm_new().await?;
             self.idle
                 .lock()

@@ -86,9 +86,7 @@ impl Running {
         let objects: Vec<String> = objects
             .iter()
             .map(|(name, act)| {
-                format!(
-                    r#"{{"kind":"Hostile.test.dev","name":"{name}","spec":{{"act":"{act}"}}}}"#
-                )
+                format!(r#"{{"kind":"Hostile.test.dev","name":"{name}","spec":{{"act":"{act}"}}}}"#)
             })
             .collect();
         let reply = self.ask(&format!(

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::json::Json;
-use crate::policy::{label_problem, message_problem};
 use crate::object::{ObjectId, Timestamp};
+use crate::policy::{label_problem, message_problem};
 
 /// How an event reads: fine, or worth a look.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -239,7 +239,10 @@ async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is
     let client = clusters(&store);
     for name in ["a\nb", "tab\there", &"x".repeat(MAX_NAME_BYTES + 1)] {
         let result = client.create(name, spec("{}"), CreateOptions::new()).await;
-        assert!(matches!(result, Err(Error::InvalidName(_))), "{name:?}: {result:?}");
+        assert!(
+            matches!(result, Err(Error::InvalidName(_))),
+            "{name:?}: {result:?}"
+        );
     }
     let forged = RawClient::new(&store, GroupKind::new("acme.com", "Bad\nKind"));
     let result = forged.create("a", spec("{}"), CreateOptions::new()).await;
@@ -247,7 +250,10 @@ async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is
 
     let huge = format!(r#"{{"blob":"{}"}}"#, "x".repeat(MAX_DOCUMENT_BYTES));
     let result = Json::parse(&huge);
-    assert!(matches!(result, Err(Error::DocumentTooLarge(_))), "{result:?}");
+    assert!(
+        matches!(result, Err(Error::DocumentTooLarge(_))),
+        "{result:?}"
+    );
     let way_too_huge = " ".repeat(5 * MAX_DOCUMENT_BYTES);
     assert!(matches!(
         Json::parse(&way_too_huge),
@@ -260,7 +266,10 @@ async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is
     let admin = beehive::AdminClient::new(&store, GroupKind::new("acme.com", "Cluster"));
     let status = serde_json::json!({ "blob": "x".repeat(MAX_DOCUMENT_BYTES) });
     let result = admin.update_status(object.meta.id, &status).await;
-    assert!(matches!(result, Err(Error::DocumentTooLarge(_))), "{result:?}");
+    assert!(
+        matches!(result, Err(Error::DocumentTooLarge(_))),
+        "{result:?}"
+    );
     let fits = client.get(object.meta.id, Loads::none()).unwrap();
     assert!(fits.status.is_none(), "nothing was written");
 }

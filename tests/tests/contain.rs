@@ -53,7 +53,8 @@ fn a_spinning_plugin_leaves_commands_responsive_and_cannot_hold_the_stop() {
     let cells: Vec<&str> = hostile.split_whitespace().collect();
     assert_eq!(&cells[2..6], ["2", "60s", "60s", "64Mi"], "{plugins}");
     assert!(
-        host.log().contains("the plugin asked for concurrency 4294967295; 2 applies"),
+        host.log()
+            .contains("the plugin asked for concurrency 4294967295; 2 applies"),
         "{}",
         host.log()
     );
@@ -78,10 +79,16 @@ fn a_second_signal_exits_at_once() {
     workspace.ok(&["apply", "-f", "spin.yaml"]);
     std::thread::sleep(Duration::from_millis(300));
     host.signal("TERM");
-    wait_until("the host begins to stop", || host.log().contains("stopping"));
+    wait_until("the host begins to stop", || {
+        host.log().contains("stopping")
+    });
     host.signal("TERM");
     let status = host.exited_within(Duration::from_secs(10));
-    assert!(status.is_some(), "a second signal did not exit: {}", host.log());
+    assert!(
+        status.is_some(),
+        "a second signal did not exit: {}",
+        host.log()
+    );
     assert!(!status.unwrap().success());
 }
 

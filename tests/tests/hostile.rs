@@ -51,7 +51,10 @@ async fn load(host: &Host, dir: &Path, options: RuntimeOptions) -> Arc<PluginDir
 
 async fn act(client: &RawClient, name: &str, act: &str) {
     let spec = Json::parse(&format!(r#"{{"act":"{act}"}}"#)).unwrap();
-    client.create(name, spec, CreateOptions::new()).await.unwrap();
+    client
+        .create(name, spec, CreateOptions::new())
+        .await
+        .unwrap();
 }
 
 /// The message of the object's latest `reconcile` event, once there is one.
@@ -72,7 +75,11 @@ async fn what_a_plugin_asks_for_is_cut_to_the_operators_ceiling() {
     let served = directory.served();
     assert_eq!(served.len(), 1, "{:?}", directory.failures());
     let limits = served[0].limits;
-    assert_eq!(limits.pass_deadline, Duration::from_millis(500), "not 31 years");
+    assert_eq!(
+        limits.pass_deadline,
+        Duration::from_millis(500),
+        "not 31 years"
+    );
     assert_eq!(limits.concurrency, 2, "not u32::MAX workers");
 }
 
@@ -112,7 +119,10 @@ async fn spinning_passes_on_every_worker_leave_the_host_responsive() {
     })
     .await;
     let message = failure(&hostile, "spin-0").unwrap();
-    assert!(message.contains("exceeded its CPU deadline of 3s"), "{message}");
+    assert!(
+        message.contains("exceeded its CPU deadline of 3s"),
+        "{message}"
+    );
     running.stop(Duration::from_secs(10)).await.unwrap();
 }
 
@@ -210,7 +220,10 @@ async fn a_describe_that_never_returns_or_names_a_forged_kind_is_refused() {
         .unwrap();
     assert!(stuck.contains("describe failed"), "{stuck}");
     assert!(stuck.contains("CPU deadline of 500ms"), "{stuck}");
-    let forged = failures.iter().find(|f| f.contains("hostile_kind")).unwrap();
+    let forged = failures
+        .iter()
+        .find(|f| f.contains("hostile_kind"))
+        .unwrap();
     assert!(forged.contains("invalid kind"), "{forged}");
     assert!(!forged.contains('\n'), "{forged}");
     assert!(forged.len() < 1000, "{} bytes", forged.len());

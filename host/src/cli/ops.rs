@@ -13,8 +13,8 @@ use beehive::{
 
 use crate::cli::manifest::Manifest;
 use crate::cli::protocol::{
-    Applied, Description, EventView, NextPass, ObjectView, Outcome, PluginFailure, PluginRow,
-    LimitsView, PluginsView, Related, Reply, Request, Until,
+    Applied, Description, EventView, LimitsView, NextPass, ObjectView, Outcome, PluginFailure,
+    PluginRow, PluginsView, Related, Reply, Request, Until,
 };
 
 /// How long `apply` may hold the writer for one batch of manifests.

@@ -254,7 +254,7 @@ fn columns(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
 
 /// A limit in milliseconds, short: `300ms`, `10s`, `2m`.
 fn short_millis(ms: u64) -> String {
-    if ms < 1000 || ms % 1000 != 0 {
+    if ms < 1000 || !ms.is_multiple_of(1000) {
         format!("{ms}ms")
     } else {
         short_duration(Duration::from_millis(ms))
@@ -487,7 +487,9 @@ pub fn plugins(view: &PluginsView) -> String {
             ]
         });
         out.push_str(&columns(
-            &["KIND", "VERSION", "WORKERS", "CPU", "WALL", "MEMORY", "SOURCE"],
+            &[
+                "KIND", "VERSION", "WORKERS", "CPU", "WALL", "MEMORY", "SOURCE",
+            ],
             rows,
         ));
     }

@@ -211,7 +211,10 @@ mod tests {
             clock.leaving_host();
         }
         let error = clock.entering_host().unwrap_err();
-        assert!(error.to_string().contains("more than 2 host calls"), "{error}");
+        assert!(
+            error.to_string().contains("more than 2 host calls"),
+            "{error}"
+        );
     }
 
     #[tokio::test]

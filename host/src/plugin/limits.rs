@@ -82,7 +82,10 @@ impl PluginLimits {
 /// Cuts what `registration` asks for down to `ceiling`, in place, and
 /// returns the limits that apply to the plugin, with one line per request
 /// that was cut.
-pub(crate) fn clamp(registration: &mut wit::Registration, ceiling: Limits) -> (Limits, Vec<String>) {
+pub(crate) fn clamp(
+    registration: &mut wit::Registration,
+    ceiling: Limits,
+) -> (Limits, Vec<String>) {
     let mut cuts = Vec::new();
     let mut applied = ceiling;
     if let Some(asked) = registration.pass_deadline_ms {
@@ -124,11 +127,7 @@ pub(crate) fn clamp(registration: &mut wit::Registration, ceiling: Limits) -> (L
             &mut registration.individual_pass_interval_ms,
             true,
         ),
-        (
-            "backoff cap",
-            &mut registration.max_retry_interval_ms,
-            true,
-        ),
+        ("backoff cap", &mut registration.max_retry_interval_ms, true),
     ];
     for (what, asked, zero_is_off) in cadences {
         let Some(ms) = *asked else { continue };

@@ -146,13 +146,13 @@ impl Default for RuntimeOptions {
             limits: Limits::default(),
             plugin_limits: BTreeMap::new(),
             cache_dir: None,
-            memory_budget: 1 << 30,
+            memory_budget: 256 << 20,
         }
     }
 }
 
 impl RuntimeOptions {
-    /// Default limits, no per-plugin limits, no cache, a 1 GiB memory budget.
+    /// Default limits, no per-plugin limits, no cache, a 256 MiB memory budget.
     pub fn new() -> Self {
         Self::default()
     }
@@ -170,7 +170,7 @@ impl RuntimeOptions {
     }
 
     /// The linear memory all plugin instances together may hold (default
-    /// 1 GiB). A pass whose growth would go over it fails as out of memory.
+    /// 256 MiB). A pass whose growth would go over it fails as out of memory.
     pub fn memory_budget(mut self, bytes: usize) -> Self {
         self.memory_budget = bytes;
         self
@@ -315,14 +315,18 @@ impl PluginRuntime {
         let mut registration = plugin.describe().await?;
         if let Some(problem) = crate::policy::kind_problem(&registration.group, &registration.kind)
         {
-            return Err(contract(format!("describe named an invalid kind: {problem}")));
+            return Err(contract(format!(
+                "describe named an invalid kind: {problem}"
+            )));
         }
         if let Some(problem) = registration
             .finalizers
             .iter()
             .find_map(|f| crate::policy::label_problem("a finalizer", f))
         {
-            return Err(contract(format!("describe named an invalid finalizer: {problem}")));
+            return Err(contract(format!(
+                "describe named an invalid finalizer: {problem}"
+            )));
         }
         let (applied, cuts) = limits::clamp(&mut registration, ceiling);
         for cut in cuts {
@@ -330,7 +334,7 @@ impl PluginRuntime {
         }
         plugin.registration = registration;
         plugin.limits = applied;
-                Ok(plugin)
+        Ok(plugin)
     }
 }
 
@@ -624,15 +628,17 @@ impl Plugin {
             .push(ControllerClientHandle(client.clone()))
         {
             Ok(handle) => handle,
-            Err(error) => return ReconcileResult::invalid(format!("plugin {}: {error}", self.name)),
+            Err(error) => {
+                return ReconcileResult::invalid(format!("plugin {}: {error}", self.name));
+            }
         };
         let borrowed = wasmtime::component::Resource::new_borrow(handle.rep());
         let called = self
-            .bounded(warm.instance.beehive_controller_controller().call_reconcile(
-                &mut warm.store,
-                &convert::object(object),
-                borrowed,
-            ))
+            .bounded(
+                warm.instance
+                    .beehive_controller_controller()
+                    .call_reconcile(&mut warm.store, &convert::object(object), borrowed),
+            )
             .await;
         warm.store.data_mut().pass = None;
         match called {
@@ -655,8 +661,7 @@ impl Plugin {
     /// lot of stderr or memory: then it is dropped and gives both back.
     fn keep_idle(&self, warm: Warm) {
         let state = warm.store.data();
-        if state.stderr.contents().len() >= STDERR_CAPACITY / 2
-            || state.memory.used() > IDLE_MEMORY
+        if state.stderr.contents().len() >= STDERR_CAPACITY / 2 || state.memory.used() > IDLE_MEMORY
         {
             return;
         }

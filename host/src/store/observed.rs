@@ -9,8 +9,8 @@ use rusqlite::{OptionalExtension, params};
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::object::{Condition, GroupKind, ObjectId};
-use crate::store::rows::{self, LogEntry, WriteOp};
 use crate::policy::{label_problem, message_problem};
+use crate::store::rows::{self, LogEntry, WriteOp};
 use crate::store::{Push, WriteTx};
 
 /// The object `id`, which must exist and be of kind `gk`.

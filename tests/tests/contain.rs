@@ -115,3 +115,26 @@ fn the_database_lock_and_cache_are_the_owners_alone() {
     let error = workspace.fails(&["get", "Greeting"]);
     assert!(error.contains("symbolic link"), "{error}");
 }
+
+#[test]
+fn plugin_text_cannot_forge_host_log_lines() {
+    let workspace = Workspace::new();
+    workspace.install_plugin("hostile", "hostile.wasm");
+    let host = workspace.start_host(&[]);
+    workspace.write(
+        "forge.yaml",
+        "{kind: Hostile.test.dev, name: forge, spec: {act: forge-log}}",
+    );
+    workspace.ok(&["apply", "-f", "forge.yaml"]);
+    workspace.ok(&["wait", "Hostile", "forge", "--for", "settled"]);
+    let log = host.log();
+    assert!(log.contains("forged by a plugin"), "{log}");
+    for line in log.lines() {
+        assert!(
+            !line.starts_with("2026-12-01T00:00:00Z"),
+            "a plugin started a log line of its own: {line}"
+        );
+        assert!(!line.contains('\x1b'), "a raw escape reached the log: {line}");
+    }
+    host.terminate();
+}

@@ -18,6 +18,12 @@ use crate::plugin::convert;
 use crate::plugin::memory::MemoryLimiter;
 use crate::policy;
 
+/// The most objects one `list` call hands a plugin; it pages for more.
+const MAX_PAGE: u32 = 500;
+
+/// The most event runs one `list-events` call hands a plugin.
+const MAX_EVENTS: u32 = 1000;
+
 /// The controller client lent to the plugin for one pass.
 pub struct ControllerClientHandle(pub(crate) ControllerClient);
 
@@ -237,7 +243,7 @@ impl host::HostKindClient for PluginState {
         with_kind!(self, handle, |client| {
             reply(
                 client
-                    .list_page(after, limit as usize)
+                    .list_page(after, limit.min(MAX_PAGE) as usize)
                     .map(|(objects, next)| wit::Page {
                         objects: objects.iter().map(convert::object).collect(),
                         next,
@@ -367,9 +373,9 @@ impl host::HostKindClient for PluginState {
             if let Some(category) = category {
                 filter = filter.category(category);
             }
-            if let Some(limit) = limit {
-                filter = filter.limit(limit as usize);
-            }
+            // Unbounded, a long timeline would be copied whole into the
+            // host and then the guest.
+            filter = filter.limit(limit.unwrap_or(MAX_EVENTS).min(MAX_EVENTS) as usize);
             reply(
                 client
                     .list_events(id, &filter)

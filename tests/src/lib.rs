@@ -20,6 +20,32 @@ pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
+/// Polls `condition` every 10 ms, without blocking the async runtime, until
+/// it holds.
+///
+/// # Panics
+/// When it does not hold within [`PATIENCE`].
+pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A fresh directory holding the named example plugins, each as `NAME.wasm`.
+///
+/// # Panics
+/// When a plugin has not been built.
+pub fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for name in names {
+        std::fs::copy(plugin_wasm(name), dir.path().join(format!("{name}.wasm")))
+            .expect("copy plugin");
+    }
+    dir
+}
+
 /// The `beehive` binary of this build, next to the test executable's `deps/`.
 ///
 /// # Panics

@@ -134,7 +134,10 @@ fn plugin_text_cannot_forge_host_log_lines() {
             !line.starts_with("2026-12-01T00:00:00Z"),
             "a plugin started a log line of its own: {line}"
         );
-        assert!(!line.contains('\x1b'), "a raw escape reached the log: {line}");
+        assert!(
+            !line.contains('\x1b'),
+            "a raw escape reached the log: {line}"
+        );
     }
     host.terminate();
 }

@@ -8,23 +8,7 @@ use std::time::{Duration, Instant};
 
 use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, RuntimeOptions};
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store};
-use beehive_e2e::plugin_wasm;
-
-async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for name in names {
-        std::fs::copy(plugin_wasm(name), dir.path().join(format!("{name}.wasm"))).unwrap();
-    }
-    dir
-}
+use beehive_e2e::{eventually, plugin_dir};
 
 fn hostile_kind() -> GroupKind {
     GroupKind::new("test.dev", "Hostile")
@@ -114,7 +98,7 @@ async fn spinning_passes_on_every_worker_leave_the_host_responsive() {
         worst < Duration::from_millis(500),
         "the host stalled for {worst:?}"
     );
-    wait_until("every spinning pass is cut", || {
+    eventually("every spinning pass is cut", || {
         (0..4).all(|i| failure(&hostile, &format!("spin-{i}")).is_some())
     })
     .await;
@@ -159,7 +143,7 @@ async fn every_attack_fails_its_own_pass_with_a_clear_event() {
         .await
         .unwrap();
 
-    wait_until("every attack is reported", || {
+    eventually("every attack is reported", || {
         attacks
             .iter()
             .all(|(attack, _)| failure(&hostile, attack).is_some())
@@ -172,7 +156,7 @@ async fn every_attack_fails_its_own_pass_with_a_clear_event() {
         assert!(!object.meta.is_observed(), "{attack} settled nothing");
         assert!(object.status.is_none(), "{attack} wrote no status");
     }
-    wait_until("the honest passes settle", || {
+    eventually("the honest passes settle", || {
         ["touch-memory", "forge-log"].iter().all(|name| {
             hostile
                 .get_by_name(name, Loads::none())

@@ -3,30 +3,13 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use beehive::plugin::{
     Change, Limits, PluginDirectory, PluginLimits, PluginRuntime, RuntimeOptions,
 };
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store};
-use beehive_e2e::plugin_wasm;
-
-async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// A directory holding the named example plugins, each as `NAME.wasm`.
-fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for name in names {
-        std::fs::copy(plugin_wasm(name), dir.path().join(format!("{name}.wasm"))).unwrap();
-    }
-    dir
-}
+use beehive_e2e::{eventually, plugin_dir, plugin_wasm};
 
 /// Replaces `to` with `from`'s bytes the way an operator should: written
 /// under a hidden name, then renamed into place.
@@ -106,7 +89,7 @@ async fn the_greeting_plugin_converges_its_objects() {
             .await
             .unwrap();
     }
-    wait_until("both greetings are observed", || all_observed(&client)).await;
+    eventually("both greetings are observed", || all_observed(&client)).await;
     let ada = client.get_by_name("ada", Loads::none()).unwrap();
     assert_eq!(ada.status.unwrap().to_value()["message"], "Hello, ada!");
     running.stop(Duration::from_secs(10)).await.unwrap();
@@ -170,7 +153,7 @@ async fn a_misbehaving_plugin_fails_only_its_own_passes() {
             .unwrap()
             .map(|e| e.message)
     };
-    wait_until("every misbehaviour is reported", || {
+    eventually("every misbehaviour is reported", || {
         acts.iter().all(|(act, _)| failure(act).is_some())
     })
     .await;
@@ -180,7 +163,7 @@ async fn a_misbehaving_plugin_fails_only_its_own_passes() {
         let object = misbehave.get_by_name(act, Loads::none()).unwrap();
         assert!(!object.meta.is_observed(), "{act} settled nothing");
     }
-    wait_until("the well-behaved objects converge", || {
+    eventually("the well-behaved objects converge", || {
         greetings
             .get_by_name("ada", Loads::none())
             .unwrap()
@@ -276,7 +259,7 @@ async fn a_hot_swap_under_load_fails_no_pass() {
         &plugin_wasm("greeting_v2"),
         &plugins.path().join("greeting.wasm"),
     );
-    wait_until("the new version serves", || {
+    eventually("the new version serves", || {
         directory
             .served()
             .first()
@@ -288,7 +271,7 @@ async fn a_hot_swap_under_load_fails_no_pass() {
     let writes = writer.await.unwrap();
     assert!(writes > 20, "the load kept coming ({writes} writes)");
 
-    wait_until("every object shows the new version's status", || {
+    eventually("every object shows the new version's status", || {
         client.list(Loads::none()).unwrap().iter().all(|o| {
             o.meta.is_observed()
                 && o.status
@@ -325,7 +308,7 @@ async fn a_broken_replacement_leaves_the_old_version_serving() {
     let broken = plugins.path().join(".broken");
     std::fs::write(&broken, b"\0asm but not really").unwrap();
     swap_in(&broken, &plugins.path().join("greeting.wasm"));
-    wait_until("the failure is reported", || {
+    eventually("the failure is reported", || {
         !directory.failures().is_empty()
     })
     .await;
@@ -338,7 +321,7 @@ async fn a_broken_replacement_leaves_the_old_version_serving() {
         .create("ada", greet("Ada"), CreateOptions::new())
         .await
         .unwrap();
-    wait_until("the old version converges a new object", || {
+    eventually("the old version converges a new object", || {
         all_observed(&client)
     })
     .await;
@@ -350,7 +333,7 @@ async fn a_broken_replacement_leaves_the_old_version_serving() {
         &plugin_wasm("greeting_v2"),
         &plugins.path().join("greeting.wasm"),
     );
-    wait_until("the mended file serves", || {
+    eventually("the mended file serves", || {
         directory.failures().is_empty() && directory.served() != served
     })
     .await;
@@ -370,7 +353,7 @@ async fn removing_a_file_unregisters_its_kind_and_a_new_kind_swaps_registrations
         .create("ada", greet("Ada"), CreateOptions::new())
         .await
         .unwrap();
-    wait_until("ada is observed", || all_observed(&client)).await;
+    eventually("ada is observed", || all_observed(&client)).await;
 
     std::fs::remove_file(plugins.path().join("greeting.wasm")).unwrap();
     let changes = directory.sync().await.unwrap();
@@ -454,7 +437,7 @@ async fn the_example_plugins_converge_together() {
         .await
         .unwrap();
 
-    wait_until("the set reports both children greeted", || {
+    eventually("the set reports both children greeted", || {
         condition(&sets, "team", "Ready") == Some(("True".into(), "AllGreeted".into()))
     })
     .await;
@@ -464,13 +447,13 @@ async fn the_example_plugins_converge_together() {
     assert_eq!(team.status.unwrap().to_value()["ready"], 2);
     assert_eq!(sets.list_dependencies(team.meta.id).unwrap().len(), 2);
 
-    wait_until("the service is configured and serving", || {
+    eventually("the service is configured and serving", || {
         condition(&services, "web", "Configured") == Some(("True".into(), "ValidPort".into()))
             && condition(&services, "web", "Serving") == Some(("True".into(), "Listening".into()))
     })
     .await;
 
-    wait_until("the connection has probed a few times", || {
+    eventually("the connection has probed a few times", || {
         connections
             .get_latest_event(db.meta.id, "connection")
             .unwrap()
@@ -484,7 +467,7 @@ async fn the_example_plugins_converge_together() {
         )
         .await
         .unwrap();
-    wait_until("the timeline shows the outage as a new run", || {
+    eventually("the timeline shows the outage as a new run", || {
         let runs = connections
             .list_events(
                 db.meta.id,
@@ -497,7 +480,7 @@ async fn the_example_plugins_converge_together() {
 
     // Deleting the set takes its children down before the set goes.
     sets.delete_by_name("team").await.unwrap();
-    wait_until("the set and its children are gone", || {
+    eventually("the set and its children are gone", || {
         sets.list(Loads::none()).unwrap().is_empty()
             && greetings.list(Loads::none()).unwrap().is_empty()
     })
@@ -559,7 +542,7 @@ async fn a_plugin_replaced_while_the_host_was_stopped_reconciles_every_object_at
             .create("ada", greet("Ada"), CreateOptions::new())
             .await
             .unwrap();
-        wait_until("ada is observed", || all_observed(&client)).await;
+        eventually("ada is observed", || all_observed(&client)).await;
         running.stop(Duration::from_secs(10)).await.unwrap();
     }
     swap_in(
@@ -571,7 +554,7 @@ async fn a_plugin_replaced_while_the_host_was_stopped_reconciles_every_object_at
     let _directory = load_all(&host, plugins.path()).await;
     let running = host.start().await.unwrap();
     let client = host.client(greeting_kind());
-    wait_until("the new version has seen ada", || {
+    eventually("the new version has seen ada", || {
         client
             .get_by_name("ada", Loads::none())
             .unwrap()

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use crate::plugin::bindings::beehive::controller::types as wit;
+use crate::policy;
 
 /// The limits plugins run under. As [`RuntimeOptions::limits`] they are the
 /// host-wide ceilings; from [`Plugin::limits`] they are what applies to one
@@ -77,6 +78,19 @@ impl PluginLimits {
             ..limits
         }
     }
+}
+
+/// What makes `registration` unusable, if anything: a kind or finalizer
+/// outside the naming policy.
+pub(crate) fn registration_problem(registration: &wit::Registration) -> Option<String> {
+    if let Some(problem) = policy::kind_problem(&registration.group, &registration.kind) {
+        return Some(format!("an invalid kind: {problem}"));
+    }
+    registration
+        .finalizers
+        .iter()
+        .find_map(|f| policy::label_problem("a finalizer", f))
+        .map(|problem| format!("an invalid finalizer: {problem}"))
 }
 
 /// Cuts what `registration` asks for down to `ceiling`, in place, and

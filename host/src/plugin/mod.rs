@@ -313,20 +313,8 @@ impl PluginRuntime {
             idle: Mutex::new(Vec::new()),
         };
         let mut registration = plugin.describe().await?;
-        if let Some(problem) = crate::policy::kind_problem(&registration.group, &registration.kind)
-        {
-            return Err(contract(format!(
-                "describe named an invalid kind: {problem}"
-            )));
-        }
-        if let Some(problem) = registration
-            .finalizers
-            .iter()
-            .find_map(|f| crate::policy::label_problem("a finalizer", f))
-        {
-            return Err(contract(format!(
-                "describe named an invalid finalizer: {problem}"
-            )));
+        if let Some(problem) = limits::registration_problem(&registration) {
+            return Err(contract(format!("describe named {problem}")));
         }
         let (applied, cuts) = limits::clamp(&mut registration, ceiling);
         for cut in cuts {

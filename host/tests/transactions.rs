@@ -132,6 +132,40 @@ async fn run(
             );
             ReconcileResult::settled()
         }
+        "status-rolled-back" => {
+            let reported = serde_json::json!({"phase": "B"});
+            let outcome = async {
+                client.begin().await?;
+                client.update_status(&reported).await?;
+                client.rollback().await?;
+                // The same status again, now outside the transaction: the
+                // rollback undid the first write, so this one must land.
+                client.update_status(&reported).await
+            }
+            .await;
+            note(seen, format!("status: {outcome:?}"));
+            ReconcileResult::settled()
+        }
+        "status-nested" => {
+            let outcome = async {
+                client.begin().await?;
+                client
+                    .update_status(&serde_json::json!({"phase": "outer"}))
+                    .await?;
+                client.begin().await?;
+                client
+                    .update_status(&serde_json::json!({"phase": "inner"}))
+                    .await?;
+                client.rollback().await?;
+                client
+                    .update_status(&serde_json::json!({"phase": "inner"}))
+                    .await?;
+                client.commit().await
+            }
+            .await;
+            note(seen, format!("status: {outcome:?}"));
+            ReconcileResult::settled()
+        }
         "left-open" => {
             if client.begin().await.is_ok() {
                 let _ = children
@@ -236,6 +270,21 @@ async fn a_nested_rollback_undoes_only_its_own_frame() {
         ["nested: Ok(())", "extra commit: Some(NoTransaction)"]
     );
     assert_eq!(names(&host), ["outer"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolled_back_status_is_written_again_when_reported_again() {
+    let (_store, _host, seen, object) = run_scenario("status-rolled-back").await;
+    assert_eq!(seen, ["status: Ok(())"]);
+    assert_eq!(object.status, Some(spec(r#"{"phase":"B"}"#)));
+    assert!(object.meta.is_observed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_rollback_restores_the_status_its_frame_saw() {
+    let (_store, _host, seen, object) = run_scenario("status-nested").await;
+    assert_eq!(seen, ["status: Ok(())"]);
+    assert_eq!(object.status, Some(spec(r#"{"phase":"inner"}"#)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

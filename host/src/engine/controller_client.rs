@@ -69,6 +69,34 @@ struct StatusSlot {
     pending: Option<Json>,
     /// Whether a grace flush is already scheduled.
     flush_scheduled: bool,
+    /// `latest` as each open transaction frame found it, outermost first:
+    /// a frame that is rolled back restores what it saw, so a status it
+    /// wrote and undid is written again when reported again.
+    saved: Vec<Option<Json>>,
+}
+
+impl StatusSlot {
+    fn frame_opened(&mut self) {
+        self.saved.push(self.latest.clone());
+    }
+
+    /// Closes the innermost frame; one that did not keep its writes puts
+    /// back the status it saw.
+    fn frame_closed(&mut self, kept: bool) {
+        if let Some(seen) = self.saved.pop()
+            && !kept
+        {
+            self.latest = seen;
+        }
+    }
+
+    /// The whole transaction is gone (rolled back, timed out, abandoned):
+    /// back to what the outermost frame saw.
+    fn transaction_lost(&mut self) {
+        if let Some(seen) = self.saved.drain(..).next() {
+            self.latest = seen;
+        }
+    }
 }
 
 impl std::fmt::Debug for ControllerClient {
@@ -97,6 +125,7 @@ impl ControllerClient {
                     latest: status,
                     pending: None,
                     flush_scheduled: false,
+                    saved: Vec::new(),
                 }),
                 returned: AtomicBool::new(false),
                 transaction: Mutex::new(None),
@@ -113,6 +142,7 @@ impl ControllerClient {
         let left_open = lock(&self.pass.transaction).take();
         if let Some(session) = &left_open {
             let _ = session.rollback();
+            lock(&self.pass.status).transaction_lost();
         }
         (lock(&self.pass.status).pending.take(), left_open.is_some())
     }
@@ -139,7 +169,9 @@ impl ControllerClient {
         let pass = self.live()?;
         let open = lock(&pass.transaction).clone();
         if let Some(session) = open {
-            return session.push_frame();
+            session.push_frame()?;
+            lock(&pass.status).frame_opened();
+            return Ok(());
         }
         // A status reported before the transaction is not part of it.
         let held = lock(&pass.status).pending.take();
@@ -151,6 +183,7 @@ impl ControllerClient {
         }
         let session = pass.store.begin_session(pass.hold_limit).await?;
         *lock(&pass.transaction) = Some(session);
+        lock(&pass.status).frame_opened();
         Ok(())
     }
 
@@ -177,16 +210,24 @@ impl ControllerClient {
         let pass = self.live()?;
         let mut open = lock(&pass.transaction);
         let session = open.clone().ok_or(Error::NoTransaction)?;
-        if session.depth() > 1 {
-            return session.pop_frame(keep);
-        }
-        *open = None;
-        drop(open);
-        if keep {
-            session.commit()
+        let ended = if session.depth() > 1 {
+            session.pop_frame(keep)
         } else {
-            session.rollback()
+            *open = None;
+            if keep {
+                session.commit()
+            } else {
+                session.rollback()
+            }
+        };
+        drop(open);
+        let mut status = lock(&pass.status);
+        match &ended {
+            Err(Error::TransactionTimedOut) => status.transaction_lost(),
+            Ok(()) => status.frame_closed(keep),
+            Err(_) => status.frame_closed(false),
         }
+        ended
     }
 
     /// Runs `work` in a transaction frame: committed when it returns `Ok`,

@@ -99,6 +99,24 @@ pub enum Error {
         message: String,
     },
 
+    /// A write would lower a document's schema version: the stored spec or
+    /// status was written by a build that knows a newer version of the kind
+    /// than this writer (one without the kind's migrator, or an older
+    /// build). Nothing was written; identical bytes are never refused.
+    #[error(
+        "schema version downgrade: the {document} of {what} is at version {stored}; this writer knows version {writer}"
+    )]
+    SchemaVersionDowngrade {
+        /// The object, e.g. `Cluster/prod`.
+        what: String,
+        /// `spec` or `status`.
+        document: &'static str,
+        /// The version stored.
+        stored: i64,
+        /// The version this writer would have written.
+        writer: i64,
+    },
+
     /// A watch's unread log entries were trimmed by retention: it cannot
     /// continue truthfully. Subscribe again for a fresh snapshot.
     #[error("watch too old: {kind}'s write log was trimmed past this watch's position")]

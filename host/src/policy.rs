@@ -129,6 +129,21 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` cut to at most `max` bytes at a character boundary, marked with
+/// `…` when cut: for a message the host writes on a caller's behalf, which
+/// must fit the limit rather than be refused.
+pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max {
+        return Cow::Borrowed(text);
+    }
+    let room = max.saturating_sub('…'.len_utf8());
+    let cut = (0..=room)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    Cow::Owned(format!("{}…", &text[..cut]))
+}
+
 /// The first few dozen characters of `text`, for an error message.
 fn abbreviate(text: &str) -> String {
     const KEEP: usize = 40;
@@ -170,6 +185,14 @@ mod tests {
         let forged = escape("ok\n2026-12-01 ERROR forged\x1b[2J");
         assert!(!forged.chars().any(char::is_control), "{forged}");
         assert!(forged.contains("\\n"));
+    }
+
+    #[test]
+    fn clipping_respects_the_limit_and_characters() {
+        assert_eq!(clip("short", 10), "short");
+        let clipped = clip("ééééé", 6);
+        assert!(clipped.len() <= 6, "{clipped}");
+        assert!(clipped.ends_with('…'));
     }
 
     #[test]

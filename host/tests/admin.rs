@@ -135,3 +135,46 @@ async fn a_wedged_finalizer_can_be_cleared() {
         "collected by the next sweep"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_identical_status_writes_nothing() {
+    let store = Store::temporary().unwrap();
+    let clusters = RawClient::new(&store, kind());
+    let a = clusters
+        .create("a", Json::parse("{}").unwrap(), CreateOptions::new())
+        .await
+        .unwrap();
+    let admin = AdminClient::new(&store, kind());
+    let status = serde_json::json!({"ready": 3});
+    admin.update_status(a.meta.id, &status).await.unwrap();
+    let written = store.resource_version();
+    admin.update_status(a.meta.id, &status).await.unwrap();
+    assert_eq!(store.resource_version(), written, "no version moved");
+    let read = clusters.get(a.meta.id, Loads::none()).unwrap();
+    assert_eq!(read.meta.resource_version, written);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_for_another_kind_or_a_missing_id_is_refused() {
+    let store = Store::temporary().unwrap();
+    let other = GroupKind::new("acme.com", "Database");
+    let db = RawClient::new(&store, other.clone())
+        .create("db", Json::parse("{}").unwrap(), CreateOptions::new())
+        .await
+        .unwrap();
+    let admin = AdminClient::new(&store, kind());
+    let error = admin
+        .add_event(db.meta.id, EventSpec::normal("Probed"))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::WrongKind { .. }), "{error}");
+    let error = admin
+        .add_event(db.meta.id + 100, EventSpec::normal("Probed"))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::NotFound { .. }), "{error}");
+    let timeline = RawClient::new(&store, other)
+        .list_events(db.meta.id, &EventFilter::all())
+        .unwrap();
+    assert!(timeline.is_empty(), "nothing landed on the other kind");
+}

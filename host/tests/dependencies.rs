@@ -483,3 +483,31 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
         running.stop(Duration::from_secs(10)).await.unwrap();
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_dependency_is_accepted_and_costs_no_pass() {
+    let store = Store::temporary().unwrap();
+    let (apps, dbs) = (Apps::default(), Dbs::default());
+    let (host, running) = host_with(&store, &apps, &dbs).await;
+    let selfish = host
+        .client(app())
+        .create("selfish", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let id = selfish.meta.id;
+    wait_until("the first pass settles", PATIENCE, || settled(&host, app())).await;
+    assert_eq!(apps.passes_of(id), 1);
+    host.client(app())
+        .update(id, spec(&format!(r#"{{"target":{id},"kind":"App"}}"#)))
+        .await
+        .unwrap();
+    wait_until("the pass with the self edge settles", PATIENCE, || {
+        settled(&host, app()) && owed_total(&store) == 0
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(apps.passes_of(id), 2, "the self edge added no pass");
+    assert_eq!(host.client(app()).list_dependencies(id).unwrap().len(), 1);
+    running.stop(Duration::from_secs(10)).await.unwrap();
+    assert!(apps.errors.lock().unwrap().is_empty());
+}

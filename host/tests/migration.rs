@@ -196,3 +196,66 @@ async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
         "{error}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_without_the_migrator_never_lowers_a_stored_version() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let fail = Arc::new(AtomicBool::new(false));
+    host.register(cluster(), Reporter, options(2, &fail))
+        .await
+        .unwrap();
+    let spec = Json::parse(r#"{"replicas":1}"#).unwrap();
+    let created = RawClient::new(&store, cluster())
+        .create("prod", spec.clone(), CreateOptions::new())
+        .await
+        .unwrap();
+    beehive::AdminClient::new(&store, cluster())
+        .update_status(created.meta.id, &serde_json::json!({"ready": 1}))
+        .await
+        .unwrap();
+    assert_eq!(stored_versions(&store, "prod"), (2, 1));
+
+    // A second opening of the file knows no migrator: version 0 for both.
+    let other = Store::open(store.path()).unwrap();
+    let offline = RawClient::new(&other, cluster());
+    let rv = other.resource_version();
+    let same = offline.update_by_name("prod", spec).await.unwrap();
+    assert_eq!(same.meta.generation, 1, "identical bytes write nothing");
+    assert_eq!(stored_versions(&store, "prod"), (2, 1));
+    let changed = Json::parse(r#"{"replicas":5}"#).unwrap();
+    let error = offline.update_by_name("prod", changed).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::SchemaVersionDowngrade {
+                stored: 2,
+                writer: 0,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let admin = beehive::AdminClient::new(&other, cluster());
+    admin
+        .update_status(created.meta.id, &serde_json::json!({"ready": 1}))
+        .await
+        .unwrap();
+    let error = admin
+        .update_status(created.meta.id, &serde_json::json!({"ready": 9}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::SchemaVersionDowngrade {
+                stored: 1,
+                writer: 0,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert_eq!(other.resource_version(), rv, "nothing was written");
+    assert_eq!(stored_versions(&store, "prod"), (2, 1));
+}

@@ -543,8 +543,18 @@ fn apply_spec(
         });
     }
     let mut object = with_conditions(tx, object)?;
-    if object.spec == spec && object.meta.spec_version == spec_version {
+    // Identical bytes write nothing, whichever build wrote them; different
+    // bytes must not be tagged below what a newer build stored.
+    if object.spec == spec {
         return Ok(object);
+    }
+    if spec_version < object.meta.spec_version {
+        return Err(Error::SchemaVersionDowngrade {
+            what: object.meta.label(),
+            document: "spec",
+            stored: object.meta.spec_version,
+            writer: spec_version,
+        });
     }
     let resource_version = tx.next_resource_version();
     rows::update_spec(

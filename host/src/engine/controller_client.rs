@@ -417,7 +417,7 @@ impl ControllerClient {
     pub async fn add_event(&self, event: EventSpec) -> Result<()> {
         self.live()?;
         event.validate()?;
-        self.write(move |tx, _gk, id| events::add_event(tx, id, &event))
+        self.write(move |tx, gk, id| events::add_event(tx, gk, id, &event))
             .await
     }
 

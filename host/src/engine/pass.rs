@@ -220,6 +220,7 @@ fn handshake(
         }
         Verdict::Failed(message) | Verdict::Invalid(message) => {
             tracing::warn!(object = %label, error = %message, "reconcile failed");
+            let message = crate::policy::clip(&message, crate::policy::MAX_MESSAGE_BYTES);
             let event = EventSpec::warning("ReconcileFailed")
                 .category("reconcile")
                 .message(message);
@@ -227,7 +228,7 @@ fn handshake(
                 if let Some(status) = held_status {
                     observed::write_status(tx, &group_kind, id, &status)?;
                 }
-                events::add_event(tx, id, &event)
+                events::add_event(tx, &group_kind, id, &event)
             });
             (Outcome::Failed, Some(job))
         }

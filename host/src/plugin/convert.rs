@@ -110,6 +110,7 @@ pub(crate) fn error(e: Error) -> wit::Error {
         Error::DeletionPending { .. } => W::DeletionPending(message),
         Error::InvalidName(_) => W::InvalidName,
         Error::DocumentTooLarge(_) => W::InvalidDocument(message),
+        Error::SchemaVersionDowngrade { .. } => W::SchemaVersionDowngrade(message),
         Error::WrongKind { .. } => W::WrongKind(message),
         Error::InvalidOption(_) => W::InvalidOption(message),
         Error::InvalidDocument(_) => W::InvalidDocument(message),

@@ -5,14 +5,20 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::error::Result;
 use crate::event::{Event, EventFilter, EventSpec, EventType};
 use crate::json::Json;
-use crate::object::{ObjectId, Timestamp};
+use crate::object::{GroupKind, ObjectId, Timestamp};
 use crate::store::WriteTx;
 
 /// Records `event` on object `id`: extends the latest run of its timeline when
 /// (type, reason) match, starts a new run otherwise. Moves no object version,
 /// so an object watch stays quiet through a controller that records events.
-pub(crate) fn add_event(tx: &mut WriteTx<'_>, id: ObjectId, event: &EventSpec) -> Result<()> {
+pub(crate) fn add_event(
+    tx: &mut WriteTx<'_>,
+    gk: &GroupKind,
+    id: ObjectId,
+    event: &EventSpec,
+) -> Result<()> {
     event.validate()?;
+    crate::store::observed::require_own(tx, gk, id)?;
     if let Some(detail) = &event.detail {
         detail.check_size()?;
     }

@@ -14,7 +14,11 @@ use crate::store::rows::{self, LogEntry, WriteOp};
 use crate::store::{Push, WriteTx};
 
 /// The object `id`, which must exist and be of kind `gk`.
-fn require_own(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Result<bool> {
+/// Whether object `id` is of `gk`, and being deleted.
+///
+/// # Errors
+/// [`Error::NotFound`] when it does not exist; [`Error::WrongKind`].
+pub(crate) fn require_own(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Result<bool> {
     match rows::select_kind_and_deletion(tx.conn(), id)? {
         None => Err(Error::not_found(format!("{gk} {id}"))),
         Some((actual, _)) if &actual != gk => Err(Error::WrongKind {
@@ -37,10 +41,12 @@ fn touch(tx: &mut WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Result<()> {
     log_update(tx, gk, id, resource_version)
 }
 
-/// Writes the status of object `id`.
+/// Writes the status of object `id`; the bytes already stored write nothing.
 ///
 /// # Errors
-/// [`Error::NotFound`] when the object is gone; [`Error::WrongKind`].
+/// [`Error::NotFound`] when the object is gone; [`Error::WrongKind`];
+/// [`Error::SchemaVersionDowngrade`] when a newer build wrote the stored
+/// status.
 pub(crate) fn write_status(
     tx: &mut WriteTx<'_>,
     gk: &GroupKind,
@@ -58,7 +64,8 @@ pub(crate) fn write_status(
         .prepare_cached(
             "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6, \
                     status_version = ?7 \
-             WHERE id = ?1 AND grp = ?2 AND kind = ?3",
+             WHERE id = ?1 AND grp = ?2 AND kind = ?3 \
+               AND status IS NOT ?4 AND status_version <= ?7",
         )?
         .execute(params![
             id,
@@ -70,10 +77,39 @@ pub(crate) fn write_status(
             status_version
         ])?;
     if written == 0 {
-        require_own(tx, gk, id)?;
-        return Err(Error::Internal(format!("{gk} {id} could not be written")));
+        tx.give_back_resource_version(resource_version);
+        return why_status_unwritten(tx, gk, id, status, status_version);
     }
     log_update(tx, gk, id, resource_version)
+}
+
+/// Why a status update matched no row: gone, another kind's, already these
+/// bytes (fine: nothing to write), or stored by a newer build.
+fn why_status_unwritten(
+    tx: &WriteTx<'_>,
+    gk: &GroupKind,
+    id: ObjectId,
+    status: &Json,
+    writer: i64,
+) -> Result<()> {
+    require_own(tx, gk, id)?;
+    let (stored, stored_version): (Option<String>, i64) = tx
+        .conn()
+        .prepare_cached("SELECT status, status_version FROM objects WHERE id = ?1")?
+        .query_row(params![id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    if stored.as_deref() == Some(status.as_str()) {
+        return Ok(());
+    }
+    let name: String = tx
+        .conn()
+        .prepare_cached("SELECT name FROM objects WHERE id = ?1")?
+        .query_row(params![id], |row| row.get(0))?;
+    Err(Error::SchemaVersionDowngrade {
+        what: format!("{gk}/{name}"),
+        document: "status",
+        stored: stored_version,
+        writer,
+    })
 }
 
 /// Records that a pass settled `generation`, and takes away the owed passes it

@@ -403,6 +403,60 @@ pub fn to_json(object: &RawObject) -> serde_json::Value {
         "updatedAt": meta.updated_at,
         "spec": object.spec.to_value(),
         "status": object.status.as_ref().map(Json::to_value),
+        "specVersion": meta.spec_version,
+        "statusVersion": meta.status_version,
+    })
+}
+
+/// The image [`to_json`] wrote, read back: the object as it was when its
+/// row was removed. `None` for text that is not such an image.
+pub(crate) fn from_image(text: &str) -> Option<RawObject> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Image {
+        id: ObjectId,
+        group: String,
+        kind: String,
+        name: String,
+        generation: i64,
+        observed_generation: Option<i64>,
+        observed_at: Option<Timestamp>,
+        resource_version: i64,
+        deletion_requested_at: Option<Timestamp>,
+        finalizers: Vec<String>,
+        conditions: Vec<Condition>,
+        created_at: Timestamp,
+        updated_at: Timestamp,
+        spec: serde_json::Value,
+        status: Option<serde_json::Value>,
+        // Images logged before versions were recorded hold none.
+        #[serde(default)]
+        spec_version: i64,
+        #[serde(default)]
+        status_version: i64,
+    }
+    let image: Image = serde_json::from_str(text).ok()?;
+    Some(RawObject {
+        meta: Meta {
+            id: image.id,
+            group_kind: GroupKind::new(image.group, image.kind),
+            name: image.name,
+            generation: image.generation,
+            observed_generation: image.observed_generation,
+            observed_at: image.observed_at,
+            resource_version: image.resource_version,
+            deletion_requested_at: image.deletion_requested_at,
+            finalizers: image.finalizers,
+            conditions: image.conditions,
+            created_at: image.created_at,
+            updated_at: image.updated_at,
+            spec_version: image.spec_version,
+            status_version: image.status_version,
+            reconcile_owed: 0,
+        },
+        spec: Json::from_value(&image.spec),
+        status: image.status.as_ref().map(Json::from_value),
+        relations: Relations::default(),
     })
 }
 

@@ -17,8 +17,12 @@ pub struct TypedChange<Spec, Status> {
     pub change: ChangeType,
     /// The object's id.
     pub id: ObjectId,
-    /// Its current state; `None` on `Deleted`.
+    /// Its current state; on `Deleted`, its state when collected, if kept
+    /// and it decodes.
     pub object: Option<Object<Spec, Status>>,
+    /// Where to resume after handling this change; see
+    /// [`crate::ObjectChange::resource_version`].
+    pub resource_version: i64,
 }
 
 /// [`ObjectListStream`] with decoded objects. A change whose object does
@@ -40,6 +44,8 @@ impl<Spec: DeserializeOwned, Status: DeserializeOwned> TypedListStream<Spec, Sta
             let change = self.raw.changes.recv().await?;
             let object = match change.object.map(Object::from_raw).transpose() {
                 Ok(object) => object,
+                // A deletion is news even when the final state does not fit.
+                Err(_) if change.change == ChangeType::Deleted => None,
                 Err(error) => {
                     tracing::warn!(%error, "a watch skips an object that does not decode");
                     continue;
@@ -49,6 +55,7 @@ impl<Spec: DeserializeOwned, Status: DeserializeOwned> TypedListStream<Spec, Sta
                 change: change.change,
                 id: change.id,
                 object,
+                resource_version: change.resource_version,
             });
         }
     }

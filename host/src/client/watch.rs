@@ -3,8 +3,11 @@
 //! A watch reads the kind's write log above a cursor. A commit in this
 //! process wakes it at once; a floor tick covers writes another process
 //! made and reads that failed. Changes collapse: each delivery carries the
-//! object's current state, so several writes may arrive as one change, and
-//! order holds per object, not across objects. Nothing is dropped: a slow
+//! object's current state, so several writes may arrive as one change.
+//! Each change also carries its resume position: every log entry at or
+//! below it has been delivered (or folded into a change delivered no later),
+//! so a reader that resumes from the last position it handled loses
+//! nothing. Positions rise along the stream. Nothing is dropped: a slow
 //! subscriber only stalls its own stream.
 
 use std::collections::HashSet;
@@ -43,8 +46,14 @@ pub struct ObjectChange {
     pub change: ChangeType,
     /// The object's id.
     pub id: ObjectId,
-    /// Its current state; `None` on `Deleted`.
+    /// Its current state; on `Deleted`, its state when it was collected
+    /// (`None` only for a collection logged before final states were kept).
     pub object: Option<RawObject>,
+    /// Where to resume after handling this change
+    /// ([`WatchOptions::resume_from`]): the stream is complete up to here.
+    /// Use this, not the object's own `resource_version`, which may already
+    /// be ahead of changes to other objects still to come.
+    pub resource_version: i64,
 }
 
 /// How a watch starts and how often it looks without a wake.
@@ -489,11 +498,21 @@ fn current(
     Ok(objects)
 }
 
+/// One object that moved in a page of the log.
+struct Moved {
+    id: ObjectId,
+    /// Its last entry in the page: the change's resume position.
+    position: i64,
+    /// Its current state; `None` once its row is gone.
+    current: Option<RawObject>,
+    /// Its state when collected, if the row is gone and the log kept it.
+    last_image: Option<RawObject>,
+}
+
 /// One step of a tail: the objects that moved and how far the log was read.
 struct Page {
-    /// Ids in the order of their last write in the page, with whether that
-    /// object's row is gone, and its current state if not.
-    moved: Vec<(ObjectId, Option<RawObject>)>,
+    /// In the order of their last entry in the page.
+    moved: Vec<Moved>,
     last: i64,
     full: bool,
     horizon: i64,
@@ -534,22 +553,31 @@ fn read_page(
         .collect::<rusqlite::Result<_>>()?;
     drop(stmt);
     let last = entries.last().map_or(cursor, |(rv, _)| *rv);
-    let mut ids: Vec<ObjectId> = Vec::new();
-    for (_, id) in entries.iter().rev() {
-        if !ids.contains(id) {
-            ids.push(*id);
+    let mut latest: Vec<(ObjectId, i64)> = Vec::new();
+    for (rv, id) in entries.iter().rev() {
+        if !latest.iter().any(|(seen, _)| seen == id) {
+            latest.push((*id, *rv));
         }
     }
-    ids.reverse();
-    let mut moved = Vec::with_capacity(ids.len());
-    for id in ids {
-        let object = current(&tx, store, group_kind, Scope::Object(id), loads)?.pop();
-        if let (Scope::OwnedBy(owner), Some(_)) = (scope, &object)
+    latest.reverse();
+    let mut moved = Vec::with_capacity(latest.len());
+    for (id, position) in latest {
+        let current = current(&tx, store, group_kind, Scope::Object(id), loads)?.pop();
+        if let (Scope::OwnedBy(owner), Some(_)) = (scope, &current)
             && !rows::is_owned_by(&tx, id, owner)?
         {
             continue;
         }
-        moved.push((id, object));
+        let last_image = match current {
+            Some(_) => None,
+            None => collected_image(&tx, id)?,
+        };
+        moved.push(Moved {
+            id,
+            position,
+            current,
+            last_image,
+        });
     }
     tx.commit()?;
     Ok(Page {
@@ -558,6 +586,18 @@ fn read_page(
         full: entries.len() == PAGE,
         horizon,
     })
+}
+
+/// The state object `id` was collected in, as its delete entry logged it.
+fn collected_image(conn: &Connection, id: ObjectId) -> Result<Option<RawObject>> {
+    let image: Option<Option<String>> = conn
+        .prepare_cached(
+            "SELECT row_image FROM object_writes WHERE object_id = ?1 AND op = 'delete' \
+             ORDER BY resource_version DESC LIMIT 1",
+        )?
+        .query_row([id], |row| row.get(0))
+        .optional()?;
+    Ok(image.flatten().and_then(|text| crate::object::from_image(&text)))
 }
 
 /// The task behind one stream.
@@ -614,8 +654,8 @@ impl Tail {
             if page.horizon > self.cursor {
                 return Err(End::TooOld);
             }
-            for (id, object) in page.moved {
-                let Some(change) = self.change(id, object) else {
+            for moved in page.moved {
+                let Some(change) = self.change(moved) else {
                     continue;
                 };
                 if self.sender.send(change).await.is_err() {
@@ -629,17 +669,27 @@ impl Tail {
         }
     }
 
-    fn change(&mut self, id: ObjectId, object: Option<RawObject>) -> Option<ObjectChange> {
-        let Some(object) = object else {
-            // A collected row says nothing of whom it belonged to: an owner's
+    fn change(&mut self, moved: Moved) -> Option<ObjectChange> {
+        let Moved {
+            id,
+            position,
+            current,
+            last_image,
+        } = moved;
+        let Some(object) = current else {
+            // The row is gone, and with it whom it belonged to: an owner's
             // stream reports only the children it knew.
             if !self.known.remove(&id) && matches!(self.scope, Scope::OwnedBy(_)) {
                 return None;
             }
+            // A final state this build cannot read is left out; the deletion
+            // itself is still news.
+            let object = last_image.and_then(|o| self.store.migrations().upgrade(o).ok());
             return Some(ObjectChange {
                 change: ChangeType::Deleted,
                 id,
-                object: None,
+                object,
+                resource_version: position,
             });
         };
         let object = match self.store.migrations().upgrade(object) {
@@ -658,6 +708,7 @@ impl Tail {
             change,
             id,
             object: Some(object),
+            resource_version: position,
         })
     }
 }

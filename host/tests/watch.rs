@@ -83,7 +83,9 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
         (change.change, change.id),
         (ChangeType::Deleted, new.meta.id)
     );
-    let last = change.object.expect("the final state comes with the deletion");
+    let last = change
+        .object
+        .expect("the final state comes with the deletion");
     assert_eq!(last.meta.name, "new");
     assert_eq!(last.spec.as_str(), r#"{"n":1}"#);
     assert!(last.meta.deletion_requested_at.is_some());
@@ -147,11 +149,8 @@ async fn a_resume_from_elsewhere_or_below_retention_ends_the_stream_with_why() {
             .await
             .unwrap();
     }
-    let mut too_new = clusters
-        .watch_list(WatchOptions::new().resume_from(1_000_000))
-        .unwrap();
-    assert!(too_new.changes.recv().await.is_none());
-    assert!(matches!(too_new.err(), Some(Error::WatchTooNew { .. })));
+    let too_new = clusters.watch_list(WatchOptions::new().resume_from(1_000_000));
+    assert!(matches!(too_new, Err(Error::WatchTooNew { .. })));
 
     // Retention keeps one log entry per kind: resuming from 0 cannot be truthful.
     let options = HostOptions::new()
@@ -365,10 +364,7 @@ async fn until_marker(changes: &mut Receiver<ObjectChange>) -> Vec<ObjectChange>
 }
 
 /// The state a reader rebuilds from changes: id to (spec, deleting).
-fn rebuild(
-    into: &mut std::collections::BTreeMap<i64, (String, bool)>,
-    changes: &[ObjectChange],
-) {
+fn rebuild(into: &mut std::collections::BTreeMap<i64, (String, bool)>, changes: &[ObjectChange]) {
     for change in changes {
         match (&change.change, &change.object) {
             (ChangeType::Deleted, _) => {
@@ -445,4 +441,68 @@ async fn resuming_from_any_delivered_position_loses_nothing() {
             );
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
+    use beehive::{AdminClient, EventSpec};
+
+    let store = Store::temporary().unwrap();
+    let clusters = RawClient::new(&store, kind());
+    let admin = AdminClient::new(&store, kind());
+    let prod = clusters
+        .create("prod", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let too_new = clusters.watch_events(
+        prod.meta.id,
+        None,
+        WatchOptions::new().resume_from(1_000_000),
+    );
+    assert!(
+        matches!(too_new, Err(Error::WatchTooNew { .. })),
+        "{too_new:?}"
+    );
+
+    let before = store.resource_version();
+    // Alternating reasons make a new run each time.
+    for i in 0..6 {
+        let reason = if i % 2 == 0 { "Up" } else { "Down" };
+        admin
+            .add_event(prod.meta.id, EventSpec::normal(reason).category("probe"))
+            .await
+            .unwrap();
+    }
+    // Retention keeps two runs per timeline: a resume from before them
+    // cannot be truthful.
+    let options = HostOptions::new()
+        .gc_interval(Duration::from_millis(20))
+        .event_retention(2, Duration::ZERO);
+    let running = Host::new(&store, options).unwrap().start().await.unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while clusters
+        .list_events(prod.meta.id, &beehive::EventFilter::all())
+        .unwrap()
+        .len()
+        > 2
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "retention never trimmed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut stream = clusters
+        .watch_events(prod.meta.id, None, WatchOptions::new().resume_from(before))
+        .unwrap();
+    let end = tokio::time::timeout(PATIENCE, stream.events.recv())
+        .await
+        .unwrap();
+    assert!(end.is_none(), "no run is delivered past a gap: {end:?}");
+    assert!(
+        matches!(stream.err(), Some(Error::WatchTooOld { .. })),
+        "{:?}",
+        stream.err()
+    );
+    running.stop(PATIENCE).await.unwrap();
 }

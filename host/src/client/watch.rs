@@ -81,10 +81,10 @@ impl WatchOptions {
     }
 
     /// Streams the changes above `resource_version` instead of taking a
-    /// snapshot: for a reader reconnecting from the last position it saw.
-    /// A position retention has trimmed ends the stream with
-    /// [`Error::WatchTooOld`]; one above everything the log has held, with
-    /// [`Error::WatchTooNew`].
+    /// snapshot: for a reader reconnecting from the last position it
+    /// handled. A position retention has trimmed ends the stream with
+    /// [`Error::WatchTooOld`]; one above everything the log has held fails
+    /// the call with [`Error::WatchTooNew`].
     pub fn resume_from(mut self, resource_version: i64) -> Self {
         self.resume_from = Some(resource_version);
         self
@@ -116,7 +116,6 @@ enum Scope {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum End {
     TooOld,
-    TooNew,
     /// The watched object was collected (an event watch).
     Gone(ObjectId),
 }
@@ -134,9 +133,6 @@ impl Ended {
         let end = *self.0.lock().unwrap_or_else(|p| p.into_inner());
         end.map(|end| match end {
             End::TooOld => Error::WatchTooOld {
-                kind: group_kind.to_string(),
-            },
-            End::TooNew => Error::WatchTooNew {
                 kind: group_kind.to_string(),
             },
             End::Gone(id) => Error::NotFound {
@@ -160,8 +156,8 @@ pub struct ObjectListStream {
 }
 
 impl ObjectListStream {
-    /// Why `changes` closed: [`Error::WatchTooOld`] or [`Error::WatchTooNew`]
-    /// (subscribe again for a fresh snapshot), or `None` while it runs.
+    /// Why `changes` closed: [`Error::WatchTooOld`] (subscribe again for a
+    /// fresh snapshot), or `None` while it runs.
     pub fn err(&self) -> Option<Error> {
         self.ended.error(&self.group_kind)
     }
@@ -255,14 +251,9 @@ impl RawClient {
             Some(position) => {
                 let head = store.read(|conn| head(conn, &group_kind))?;
                 if position > head {
-                    // Nothing can be streamed truthfully: the stream starts closed.
-                    ended.set(End::TooNew);
-                    return Ok(ObjectListStream {
-                        objects: Vec::new(),
-                        resource_version: position,
-                        changes,
-                        group_kind,
-                        ended,
+                    // Nothing can be streamed truthfully.
+                    return Err(Error::WatchTooNew {
+                        kind: group_kind.to_string(),
                     });
                 }
                 (Vec::new(), position)
@@ -319,7 +310,8 @@ pub struct EventStream {
 
 impl EventStream {
     /// Why `events` closed: [`Error::NotFound`] once the object was
-    /// collected (its log goes with it), or `None` while it runs.
+    /// collected (its log goes with it), [`Error::WatchTooOld`] when
+    /// retention trimmed runs it had not delivered, or `None` while it runs.
     pub fn err(&self) -> Option<Error> {
         self.ended.error(&self.group_kind)
     }
@@ -340,8 +332,11 @@ impl RawClient {
     /// holds it. Needs a tokio runtime.
     ///
     /// # Errors
-    /// [`Error::NotFound`] when `id` holds nothing; a store error when the
-    /// snapshot cannot be read.
+    /// [`Error::NotFound`] when `id` holds nothing; [`Error::WatchTooNew`]
+    /// for a resume position above the log's head; a store error when the
+    /// snapshot cannot be read. A resume position below what retention
+    /// trimmed from this object's log ends the stream with
+    /// [`Error::WatchTooOld`].
     pub fn watch_events(
         &self,
         id: ObjectId,
@@ -373,19 +368,20 @@ impl RawClient {
         let (sender, receiver) = mpsc::channel(PAGE);
         let cursor = options.resume_from.unwrap_or(head);
         if cursor > head {
-            ended.set(End::TooNew);
-        } else {
-            let tail = EventTail {
-                store,
-                id,
-                category,
-                cursor,
-                sender,
-                ended: ended.clone(),
-                floor: options.floor_interval,
-            };
-            tokio::spawn(tail.run());
+            return Err(Error::WatchTooNew {
+                kind: self.group_kind().to_string(),
+            });
         }
+        let tail = EventTail {
+            store,
+            id,
+            category,
+            cursor,
+            sender,
+            ended: ended.clone(),
+            floor: options.floor_interval,
+        };
+        tokio::spawn(tail.run());
         Ok(EventStream {
             runs,
             resource_version: cursor,
@@ -425,6 +421,17 @@ impl EventTail {
             let page = self.store.read(|conn| {
                 let tx = conn.unchecked_transaction()?;
                 let exists = rows::select_kind_and_deletion(&tx, self.id)?.is_some();
+                let horizon: i64 = tx
+                    .prepare_cached(
+                        "SELECT resource_version FROM event_horizons WHERE object_id = ?1",
+                    )?
+                    .query_row([self.id], |row| row.get(0))
+                    .optional()?
+                    .unwrap_or(0);
+                if horizon > self.cursor {
+                    tx.commit()?;
+                    return Ok(None);
+                }
                 let runs = events::events_above(
                     &tx,
                     self.id,
@@ -433,14 +440,18 @@ impl EventTail {
                     PAGE,
                 )?;
                 tx.commit()?;
-                Ok((exists, runs))
+                Ok(Some((exists, runs)))
             });
             match page {
-                Ok((false, _)) => {
+                Ok(None) => {
+                    self.ended.set(End::TooOld);
+                    return;
+                }
+                Ok(Some((false, _))) => {
                     self.ended.set(End::Gone(self.id));
                     return;
                 }
-                Ok((true, runs)) => {
+                Ok(Some((true, runs))) => {
                     let full = runs.len() == PAGE;
                     for run in runs {
                         self.cursor = self.cursor.max(run.resource_version);
@@ -597,7 +608,9 @@ fn collected_image(conn: &Connection, id: ObjectId) -> Result<Option<RawObject>>
         )?
         .query_row([id], |row| row.get(0))
         .optional()?;
-    Ok(image.flatten().and_then(|text| crate::object::from_image(&text)))
+    Ok(image
+        .flatten()
+        .and_then(|text| crate::object::from_image(&text)))
 }
 
 /// The task behind one stream.

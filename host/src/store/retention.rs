@@ -78,6 +78,22 @@ fn raise_horizons(conn: &Connection, condition: &str, parameter: i64) -> Result<
     Ok(())
 }
 
+/// Records, per object, the newest event run the trim matching `condition`
+/// is about to remove: event watches resumed below it cannot be truthful.
+fn raise_event_horizons(conn: &Connection, condition: &str, parameter: i64) -> Result<()> {
+    conn.execute(
+        &format!(
+            "INSERT INTO event_horizons (object_id, resource_version) \
+             SELECT object_id, MAX(resource_version) FROM events WHERE {condition} \
+             GROUP BY object_id \
+             ON CONFLICT (object_id) DO UPDATE \
+             SET resource_version = MAX(resource_version, excluded.resource_version)"
+        ),
+        [parameter],
+    )?;
+    Ok(())
+}
+
 fn trim(
     tx: &mut WriteTx<'_>,
     retention: Retention,
@@ -105,17 +121,21 @@ fn trim(
         )?;
     }
     if let Some(cutoff) = event_cutoff {
+        raise_event_horizons(conn, "last_at < ?1", cutoff)?;
         removed += conn.execute("DELETE FROM events WHERE last_at < ?1", [cutoff])?;
     }
     if retention.event_runs_per_timeline > 0 {
-        removed += conn.execute(
-            "DELETE FROM events WHERE id IN ( \
+        let beyond_cap = "id IN ( \
                 SELECT id FROM ( \
                     SELECT id, ROW_NUMBER() OVER ( \
                         PARTITION BY object_id, category ORDER BY id DESC) AS newest \
                     FROM events) \
-                WHERE newest > ?1)",
-            params![retention.event_runs_per_timeline as i64],
+                WHERE newest > ?1)";
+        let cap = retention.event_runs_per_timeline as i64;
+        raise_event_horizons(conn, beyond_cap, cap)?;
+        removed += conn.execute(
+            &format!("DELETE FROM events WHERE {beyond_cap}"),
+            params![cap],
         )?;
     }
     if removed > 0 {

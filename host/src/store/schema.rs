@@ -9,7 +9,17 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Every migration, oldest first. Never edit one that has shipped: add another.
-const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
+const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+
+/// Event watches: how far retention has trimmed each object's event log, so
+/// an event watch resumed below it can tell instead of skipping runs. Goes
+/// with the object.
+const MIGRATION_3: &str = r#"
+CREATE TABLE event_horizons (
+    object_id        INTEGER PRIMARY KEY REFERENCES objects (id) ON DELETE CASCADE,
+    resource_version INTEGER NOT NULL
+) STRICT;
+"#;
 
 /// Watches: how far retention has trimmed each kind's write log, so a watch
 /// whose unread entries were trimmed can tell instead of skipping them.

@@ -16,7 +16,11 @@ async fn latencies() -> Vec<Duration> {
     let store = Store::temporary().expect("store");
     let client = RawClient::new(&store, GroupKind::new("bench.dev", "Watched"));
     let object = client
-        .create("w", Json::parse(r#"{"n":-1}"#).expect("json"), CreateOptions::new())
+        .create(
+            "w",
+            Json::parse(r#"{"n":-1}"#).expect("json"),
+            CreateOptions::new(),
+        )
         .await
         .expect("create");
     let mut stream = client.watch_list(WatchOptions::new()).expect("watch");

@@ -1,7 +1,8 @@
 //! Manifests: files of objects to create or update, in JSON or YAML.
 //!
-//! A file holds one object, a list of objects, or (YAML) several documents
-//! separated by `---`, each one object or a list. An object is:
+//! A file holds one object, a list of objects, (YAML) several documents
+//! separated by `---`, or (JSON) several values one after another, each one
+//! object or a list, as `jq -c` writes them. An object is:
 //!
 //! ```yaml
 //! kind: Greeting          # or Greeting.example.dev
@@ -90,7 +91,10 @@ pub fn load(source: &Path) -> Result<Vec<Manifest>, String> {
         std::io::stdin()
             .read_to_string(&mut text)
             .map_err(|e| format!("cannot read standard input: {e}"))?;
-        return parse("standard input", &text, false);
+        // Standard input has no extension to go by: JSON values in a row
+        // are read as JSON, anything else as YAML.
+        let json = looks_like_json(&text);
+        return parse("standard input", &text, json);
     }
     let meta = std::fs::metadata(source)
         .map_err(|e| format!("{}: {}", source.display(), io_reason(&e)))?;
@@ -145,7 +149,10 @@ fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> 
         ));
     }
     let documents: Vec<serde_json::Value> = if json {
-        vec![serde_json::from_str(text).map_err(|e| format!("{origin}: invalid JSON: {e}"))?]
+        serde_json::Deserializer::from_str(text)
+            .into_iter::<serde_json::Value>()
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("{origin}: invalid JSON: {e}"))?
     } else {
         serde_norway::Deserializer::from_str(text)
             .map(serde_json::Value::deserialize)
@@ -167,6 +174,14 @@ fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> 
         manifests.push(manifest);
     }
     Ok(manifests)
+}
+
+/// Whether `text` is a stream of JSON values (one, or several in a row).
+fn looks_like_json(text: &str) -> bool {
+    text.trim_start().starts_with(['{', '['])
+        && serde_json::Deserializer::from_str(text)
+            .into_iter::<serde::de::IgnoredAny>()
+            .all(|value| value.is_ok())
 }
 
 /// Where `[` / `{` nesting first goes past `limit` levels, if it does: one
@@ -212,6 +227,23 @@ fn flow_depth_beyond(text: &str, limit: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_values_in_a_row_are_a_stream_of_objects() {
+        let lines = "{\"kind\":\"K\",\"name\":\"a\"}\n{\"kind\":\"K\",\"name\":\"b\"}\n";
+        let concatenated = "{\"kind\":\"K\",\"name\":\"a\"}[{\"kind\":\"K\",\"name\":\"b\"}]";
+        for text in [lines, concatenated] {
+            assert!(looks_like_json(text));
+            let names: Vec<String> = parse("-", text, true)
+                .unwrap()
+                .into_iter()
+                .map(|m| m.name)
+                .collect();
+            assert_eq!(names, ["a", "b"], "{text}");
+        }
+        assert!(!looks_like_json("kind: K\nname: a\n"));
+        assert!(!looks_like_json("{kind: K, name: a}"), "YAML flow style");
+    }
 
     #[test]
     fn deep_nesting_is_refused_at_once() {

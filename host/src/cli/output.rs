@@ -41,15 +41,47 @@ pub fn objects(objects: &[ObjectView], format: Format, single: bool) -> String {
     }
 }
 
-/// Pretty JSON with a final newline.
+/// Pretty JSON with a final newline, timestamps as RFC 3339.
 pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
     // Serializing plain data to a string cannot fail.
-    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
+    serde_json::to_string_pretty(&for_people(value)).unwrap_or_default() + "\n"
 }
 
-/// YAML.
+/// YAML, timestamps as RFC 3339.
 pub fn yaml<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    serde_norway::to_string(value).unwrap_or_default()
+    serde_norway::to_string(&for_people(value)).unwrap_or_default()
+}
+
+/// `value` as JSON with the host's timestamps (milliseconds since the
+/// epoch, in fields named `…At`) written as RFC 3339, as kubectl prints
+/// them. Documents (`spec`, `status`, an event's `detail`) are the user's
+/// and are left as they are.
+fn for_people<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Value {
+    let mut value = serde_json::to_value(value).unwrap_or_default();
+    rfc3339_times(&mut value);
+    value
+}
+
+fn rfc3339_times(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(fields) => {
+            for (key, field) in fields.iter_mut() {
+                if matches!(key.as_str(), "spec" | "status" | "detail") {
+                    continue;
+                }
+                match field.as_i64() {
+                    Some(ms) if key.ends_with("At") || key.ends_with("_at") => {
+                        let at = system_time(Timestamp::from_millis(ms));
+                        let text = humantime::format_rfc3339_millis(at).to_string();
+                        *field = serde_json::Value::String(text);
+                    }
+                    _ => rfc3339_times(field),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(rfc3339_times),
+        _ => {}
+    }
 }
 
 fn kind_of(object: &ObjectView) -> String {
@@ -176,7 +208,8 @@ impl WatchPrinter {
         };
         let text = match (self.format, &last) {
             (Format::Json | Format::Yaml, _) => {
-                let line = serde_json::json!({ "type": event, "id": id, "object": object });
+                let line =
+                    for_people(&serde_json::json!({ "type": event, "id": id, "object": object }));
                 format!("{line}\n")
             }
             (Format::Name, Some(o)) => format!("{event} {}/{}\n", kind_of(o), o.name),
@@ -521,6 +554,22 @@ mod tests {
         let table = columns(&["KIND", "N"], rows.into_iter());
         assert_eq!(table.lines().count(), 3, "{}", &table[..200]);
         assert!(!table.contains('\x1b'));
+    }
+
+    #[test]
+    fn timestamps_print_as_rfc3339_but_documents_stay_as_written() {
+        let value = serde_json::json!({
+            "createdAt": 1_700_000_000_123i64,
+            "conditions": [{"transitionedAt": 0}],
+            "spec": {"createdAt": 5},
+        });
+        let printed = for_people(&value);
+        assert_eq!(printed["createdAt"], "2023-11-14T22:13:20.123Z");
+        assert_eq!(
+            printed["conditions"][0]["transitionedAt"],
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(printed["spec"]["createdAt"], 5);
     }
 
     #[test]

@@ -117,6 +117,11 @@ pub enum Error {
         writer: i64,
     },
 
+    /// The host a watch was opened through has stopped: the stream ended
+    /// with it. Open a new watch on a running host, or on the store.
+    #[error("stopped: the host this watch was opened through has stopped")]
+    Stopped,
+
     /// A watch's unread log entries were trimmed by retention: it cannot
     /// continue truthfully. Subscribe again for a fresh snapshot.
     #[error("watch too old: {kind}'s write log was trimmed past this watch's position")]

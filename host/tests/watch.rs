@@ -506,3 +506,50 @@ async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
     );
     running.stop(PATIENCE).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_opened_through_a_host_end_when_it_stops() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let running = host.start().await.unwrap();
+    let clusters = host.client(kind());
+    let prod = clusters
+        .create("prod", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let mut list = clusters.watch_list(WatchOptions::new()).unwrap();
+    let mut events = clusters
+        .watch_events(prod.meta.id, None, WatchOptions::new())
+        .unwrap();
+    // One opened on the store is not the host's to end.
+    let mut on_store = RawClient::new(&store, kind())
+        .watch_list(WatchOptions::new())
+        .unwrap();
+
+    running.stop(PATIENCE).await.unwrap();
+    let end = tokio::time::timeout(PATIENCE, list.changes.recv())
+        .await
+        .unwrap();
+    assert!(end.is_none());
+    assert!(
+        matches!(list.err(), Some(Error::Stopped)),
+        "{:?}",
+        list.err()
+    );
+    let end = tokio::time::timeout(PATIENCE, events.events.recv())
+        .await
+        .unwrap();
+    assert!(end.is_none());
+    assert!(matches!(events.err(), Some(Error::Stopped)));
+    assert!(matches!(
+        clusters.watch_list(WatchOptions::new()),
+        Err(Error::Stopped)
+    ));
+
+    RawClient::new(&store, kind())
+        .create("later", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let change = next(&mut on_store.changes).await;
+    assert_eq!(change.object.unwrap().meta.name, "later");
+}

@@ -98,8 +98,8 @@ pub fn watch_events(
     name: &str,
     category: Option<&str>,
 ) -> Result<beehive::EventStream, String> {
-    let (client, object) = find(&ctx.store, kind, name)?;
-    client
+    let (_, object) = find(&ctx.store, kind, name)?;
+    watching_client(ctx, object.meta.group_kind.clone())
         .watch_events(object.meta.id, category, beehive::WatchOptions::new())
         .map_err(error)
 }
@@ -109,17 +109,28 @@ pub fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Watching, 
     let options = beehive::WatchOptions::new();
     match name {
         Some(name) => {
-            let (client, object) = find(&ctx.store, kind, name)?;
-            let stream = client.watch(object.meta.id, options).map_err(error)?;
+            let (_, object) = find(&ctx.store, kind, name)?;
+            let stream = watching_client(ctx, object.meta.group_kind.clone())
+                .watch(object.meta.id, options)
+                .map_err(error)?;
             Ok(Watching::Object(Box::new(stream)))
         }
         None => {
             let group_kind = resolve_kind(&ctx.store, kind)?;
-            let stream = RawClient::new(&ctx.store, group_kind)
+            let stream = watching_client(ctx, group_kind)
                 .watch_list(options)
                 .map_err(error)?;
             Ok(Watching::Kind(stream))
         }
+    }
+}
+
+/// A client whose watches end when the running host stops, so a follower
+/// hears why its stream ended.
+fn watching_client(ctx: &Context, group_kind: GroupKind) -> RawClient {
+    match &ctx.host {
+        Some(host) => host.client(group_kind),
+        None => RawClient::new(&ctx.store, group_kind),
     }
 }
 

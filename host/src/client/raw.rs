@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::client::options::{CreateOptions, OnCreate};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventFilter};
@@ -36,6 +38,9 @@ pub struct RawClient {
     /// Where a transaction this client's calls should join comes from: the
     /// pass that made the client, if any.
     transactions: Option<Arc<dyn TransactionSource>>,
+    /// Cancelled when the host this client came from stops: its watches
+    /// end then. A client made on the store alone has none.
+    host_stopped: Option<CancellationToken>,
 }
 
 impl std::fmt::Debug for RawClient {
@@ -59,7 +64,19 @@ impl RawClient {
             store: store.clone(),
             group_kind,
             transactions: None,
+            host_stopped: None,
         }
+    }
+
+    /// This client, its watches ending when `stopped` is cancelled.
+    pub(crate) fn bounded_by(mut self, stopped: CancellationToken) -> Self {
+        self.host_stopped = Some(stopped);
+        self
+    }
+
+    /// The token whose cancellation ends this client's watches, if any.
+    pub(crate) fn host_stopped(&self) -> Option<&CancellationToken> {
+        self.host_stopped.as_ref()
     }
 
     /// A client whose calls join whatever transaction `source` has open.
@@ -72,6 +89,7 @@ impl RawClient {
             store: store.clone(),
             group_kind,
             transactions: Some(source),
+            host_stopped: None,
         }
     }
 

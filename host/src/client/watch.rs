@@ -9,6 +9,11 @@
 //! so a reader that resumes from the last position it handled loses
 //! nothing. Positions rise along the stream. Nothing is dropped: a slow
 //! subscriber only stalls its own stream.
+//!
+//! A stream lives until its receiver is dropped or it ends with an error.
+//! One opened through a host's client ([`crate::Host::client`]) also ends
+//! when that host stops, with [`Error::Stopped`]; one opened on the store
+//! ([`RawClient::new`]) lives as long as the store.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -16,6 +21,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::client::RawClient;
 use crate::error::{Error, Result};
@@ -116,6 +122,8 @@ enum Scope {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum End {
     TooOld,
+    /// The host the stream was opened through stopped.
+    Stopped,
     /// The watched object was collected (an event watch).
     Gone(ObjectId),
 }
@@ -135,6 +143,7 @@ impl Ended {
             End::TooOld => Error::WatchTooOld {
                 kind: group_kind.to_string(),
             },
+            End::Stopped => Error::Stopped,
             End::Gone(id) => Error::NotFound {
                 what: format!("object {id} (collected)"),
             },
@@ -243,6 +252,7 @@ impl RawClient {
 
     /// Reads the snapshot (or checks the resume position) and starts the tail.
     fn start_watch(&self, scope: Scope, options: WatchOptions) -> Result<ObjectListStream> {
+        let host_stopped = self.watch_lifetime()?;
         let store = self.store().clone();
         let group_kind = self.group_kind().clone();
         let ended = Ended::default();
@@ -281,6 +291,7 @@ impl RawClient {
             sender,
             ended: ended.clone(),
             floor: options.floor_interval,
+            host_stopped,
         };
         tokio::spawn(tail.run());
         Ok(ObjectListStream {
@@ -343,6 +354,7 @@ impl RawClient {
         category: Option<&str>,
         options: WatchOptions,
     ) -> Result<EventStream> {
+        let host_stopped = self.watch_lifetime()?;
         let store = self.store().clone();
         let category = category.map(str::to_string);
         let (runs, head) = store.read(|conn| {
@@ -380,6 +392,7 @@ impl RawClient {
             sender,
             ended: ended.clone(),
             floor: options.floor_interval,
+            host_stopped,
         };
         tokio::spawn(tail.run());
         Ok(EventStream {
@@ -389,6 +402,19 @@ impl RawClient {
             group_kind: self.group_kind().clone(),
             ended,
         })
+    }
+}
+
+impl RawClient {
+    /// What ends this client's watches besides their reader: its host's
+    /// stop, already past if the host has stopped.
+    fn watch_lifetime(&self) -> Result<CancellationToken> {
+        match self.host_stopped() {
+            Some(stopped) if stopped.is_cancelled() => Err(Error::Stopped),
+            Some(stopped) => Ok(stopped.clone()),
+            // Never cancelled: the stream lives as long as the store.
+            None => Ok(CancellationToken::new()),
+        }
     }
 }
 
@@ -412,6 +438,7 @@ struct EventTail {
     sender: mpsc::Sender<Event>,
     ended: Ended,
     floor: Duration,
+    host_stopped: CancellationToken,
 }
 
 impl EventTail {
@@ -471,6 +498,10 @@ impl EventTail {
                 _ = commits.changed() => {}
                 _ = tokio::time::sleep(self.floor) => {}
                 _ = self.sender.closed() => return,
+                _ = self.host_stopped.cancelled() => {
+                    self.ended.set(End::Stopped);
+                    return;
+                }
             }
         }
     }
@@ -624,6 +655,7 @@ struct Tail {
     sender: mpsc::Sender<ObjectChange>,
     ended: Ended,
     floor: Duration,
+    host_stopped: CancellationToken,
 }
 
 impl Tail {
@@ -644,6 +676,10 @@ impl Tail {
                 _ = commits.changed() => {}
                 _ = tokio::time::sleep(self.floor) => {}
                 _ = self.sender.closed() => return,
+                _ = self.host_stopped.cancelled() => {
+                    self.ended.set(End::Stopped);
+                    return;
+                }
             }
         }
     }

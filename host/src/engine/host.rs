@@ -59,6 +59,8 @@ struct Shared {
     lifecycle: Mutex<Lifecycle>,
     /// Rung by every commit that grew the write log: the waker's only trigger.
     commits: Notify,
+    /// Cancelled when the host stops: ends the watches of its clients.
+    stopped: CancellationToken,
 }
 
 enum Lifecycle {
@@ -97,6 +99,7 @@ impl Host {
                 kinds: RwLock::new(HashMap::new()),
                 lifecycle: Mutex::new(Lifecycle::New),
                 commits: Notify::new(),
+                stopped: CancellationToken::new(),
             }),
         })
     }
@@ -106,18 +109,20 @@ impl Host {
         &self.shared.store
     }
 
-    /// An untyped client for `group_kind`.
+    /// An untyped client for `group_kind`. Its watches end with
+    /// [`Error::Stopped`] when this host stops.
     pub fn client(&self, group_kind: GroupKind) -> RawClient {
-        RawClient::new(&self.shared.store, group_kind)
+        RawClient::new(&self.shared.store, group_kind).bounded_by(self.shared.stopped.clone())
     }
 
-    /// A typed client for `group_kind`.
+    /// A typed client for `group_kind`. Its watches end with
+    /// [`Error::Stopped`] when this host stops.
     pub fn typed_client<Spec, Status>(&self, group_kind: GroupKind) -> Client<Spec, Status>
     where
         Spec: Serialize + DeserializeOwned + 'static,
         Status: Serialize + DeserializeOwned + 'static,
     {
-        Client::new(&self.shared.store, group_kind)
+        Client::from_raw(self.client(group_kind))
     }
 
     /// Registers `controller` for `group_kind`, or replaces the one it has.
@@ -400,6 +405,7 @@ impl Shared {
         };
         self.store.set_commit_listener(None);
         running.cancel.cancel();
+        self.stopped.cancel();
         for kind in read(&self.kinds).values() {
             kind.shut_down();
         }

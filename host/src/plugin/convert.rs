@@ -111,6 +111,7 @@ pub(crate) fn error(e: Error) -> wit::Error {
         Error::InvalidName(_) => W::InvalidName,
         Error::DocumentTooLarge(_) => W::InvalidDocument(message),
         Error::SchemaVersionDowngrade { .. } => W::SchemaVersionDowngrade(message),
+        Error::Stopped => W::Stopped,
         Error::WrongKind { .. } => W::WrongKind(message),
         Error::InvalidOption(_) => W::InvalidOption(message),
         Error::InvalidDocument(_) => W::InvalidDocument(message),

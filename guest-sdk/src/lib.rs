@@ -57,7 +57,9 @@ mod types;
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "plugin",
+        // Every plugin exports the migrator; the host calls it only for a
+        // plugin whose registration declares schema versions.
+        world: "plugin-with-migrator",
         pub_export_macro: true,
         export_macro_name: "__export_plugin",
         default_bindings_module: "::beehive_guest::bindings",
@@ -91,6 +93,28 @@ pub trait Controller: Default + 'static {
         client: &Client<'_, Self::Status>,
         object: &Object<Self::Spec, Self::Status>,
     ) -> ReconcileResult;
+
+    /// Upgrades a spec stored at schema version `from` to the shape of
+    /// [`Registration::spec_schema_version`]. The host calls it only when the
+    /// registration declares a version and a stored spec is older; `from`
+    /// is 0 for a spec written before the kind was versioned. The default
+    /// refuses, and the read fails.
+    fn convert_spec(
+        from: u32,
+        spec: serde_json::Value,
+    ) -> std::result::Result<serde_json::Value, String> {
+        let _ = spec;
+        Err(format!("no converter for spec version {from}"))
+    }
+
+    /// As [`Controller::convert_spec`], for a status.
+    fn convert_status(
+        from: u32,
+        status: serde_json::Value,
+    ) -> std::result::Result<serde_json::Value, String> {
+        let _ = status;
+        Err(format!("no converter for status version {from}"))
+    }
 }
 
 /// Log levels for the host's log.

@@ -374,6 +374,16 @@ impl Registration {
         self
     }
 
+    /// The schema versions this release writes its specs and statuses at;
+    /// older stored documents are upgraded through
+    /// [`crate::Controller::convert_spec`] and
+    /// [`crate::Controller::convert_status`] before a pass sees them.
+    pub fn schema_versions(mut self, spec: u32, status: u32) -> Self {
+        self.spec_schema_version = spec;
+        self.status_schema_version = status;
+        self
+    }
+
     /// Passes at once.
     pub fn concurrency(mut self, workers: u32) -> Self {
         self.concurrency = Some(workers);

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::bindings::beehive::controller::host;
 use crate::bindings::beehive::controller::types as wit;
 use crate::bindings::exports::beehive::controller::controller::Guest;
+use crate::bindings::exports::beehive::controller::migrator::Guest as MigratorGuest;
 use crate::client::{Client, ControllerClient, CreateOptions, KindClient};
 use crate::types::{
     Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object, ObjectId, ObjectRef,
@@ -65,6 +66,29 @@ impl<I: Instance> Guest for Adapter<I> {
             requeue_after_ms: result.requeue_after.map(|d| d.as_millis() as u64),
         }
     }
+}
+
+impl<I: Instance> MigratorGuest for Adapter<I> {
+    fn convert_spec(from_version: u32, raw: String) -> std::result::Result<String, String> {
+        convert(&raw, |value| {
+            I::Controller::convert_spec(from_version, value)
+        })
+    }
+
+    fn convert_status(from_version: u32, raw: String) -> std::result::Result<String, String> {
+        convert(&raw, |value| {
+            I::Controller::convert_status(from_version, value)
+        })
+    }
+}
+
+/// Runs a converter over JSON text.
+fn convert(
+    raw: &str,
+    converter: impl FnOnce(serde_json::Value) -> std::result::Result<serde_json::Value, String>,
+) -> std::result::Result<String, String> {
+    let value = serde_json::from_str(raw).map_err(|e| format!("not JSON: {e}"))?;
+    converter(value).map(|converted| converted.to_string())
 }
 
 pub(crate) fn log(level: Level, message: &str) {

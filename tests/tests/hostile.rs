@@ -222,3 +222,26 @@ async fn a_describe_that_never_returns_or_names_a_forged_kind_is_refused() {
         "a failure that is not transient is not retried until the file changes: {changes:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_converter_that_never_returns_fails_the_read_not_the_host() {
+    let plugins = plugin_dir(&["hostile"]);
+    let store = Store::temporary().unwrap();
+    // Stored before the plugin declared its schema version: version 0.
+    let before = RawClient::new(&store, hostile_kind());
+    act(&before, "old-spin", "spin").await;
+    act(&before, "old-calm", "calm").await;
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let _directory = load(&host, plugins.path(), RuntimeOptions::new().limits(tight())).await;
+    let hostile = host.client(hostile_kind());
+    let started = Instant::now();
+    let error = hostile.get_by_name("old-spin", Loads::none()).unwrap_err();
+    assert!(matches!(error, beehive::Error::Migration { .. }), "{error}");
+    assert!(
+        error.to_string().contains("CPU deadline of 500ms"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let calm = hostile.get_by_name("old-calm", Loads::none()).unwrap();
+    assert_eq!(calm.spec.as_str(), r#"{"act":"calm"}"#, "converted");
+}

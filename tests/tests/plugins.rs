@@ -564,3 +564,74 @@ async fn a_plugin_replaced_while_the_host_was_stopped_reconciles_every_object_at
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_that_reshapes_its_spec_migrates_what_earlier_releases_stored() {
+    let plugins = plugin_dir(&["greeting"]);
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let directory = load_all(&host, plugins.path()).await;
+    let running = host.start().await.unwrap();
+    let client = host.client(greeting_kind());
+    client
+        .create("ada", greet("ada"), CreateOptions::new())
+        .await
+        .unwrap();
+    eventually("the first release greets ada", || all_observed(&client)).await;
+
+    swap_in(
+        &plugin_wasm("greeting_v3"),
+        &plugins.path().join("greeting.wasm"),
+    );
+    let changes = directory.sync().await.unwrap();
+    assert!(
+        matches!(changes.as_slice(), [Change::Loaded { .. }]),
+        "{changes:?}"
+    );
+    let registration = &store.registrations().unwrap()[0];
+    assert_eq!(
+        (registration.spec_version, registration.status_version),
+        (1, 0)
+    );
+    // The stored spec is still the old shape; reads see it converted.
+    let ada = client.get_by_name("ada", Loads::none()).unwrap();
+    assert_eq!(ada.spec.as_str(), r#"{"who":"ada"}"#);
+    eventually("the new release greets ada from the converted spec", || {
+        client
+            .get_by_name("ada", Loads::none())
+            .unwrap()
+            .status
+            .is_some_and(|s| s.to_value()["release"] == 3)
+    })
+    .await;
+    let ada = client.get_by_name("ada", Loads::none()).unwrap();
+    assert_eq!(ada.status.unwrap().to_value()["message"], "Hello, ada!");
+    let failures = client.get_latest_event(ada.meta.id, "reconcile").unwrap();
+    assert!(failures.is_none(), "{failures:?}");
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_written_by_a_migrating_release_needs_no_conversion() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let plugins = plugin_dir(&["greeting_v3"]);
+    let _directory = load_all(&host, plugins.path()).await;
+    let client = host.client(greeting_kind());
+    let fresh = Json::parse(r#"{"who":"grace"}"#).unwrap();
+    let grace = client
+        .create("grace", fresh, CreateOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        grace.spec.as_str(),
+        r#"{"who":"grace"}"#,
+        "written at version 1"
+    );
+    let read = client.get_by_name("grace", Loads::none()).unwrap();
+    assert_eq!(
+        read.spec.as_str(),
+        r#"{"who":"grace"}"#,
+        "no conversion needed"
+    );
+}

@@ -18,6 +18,8 @@ mod convert;
 mod directory;
 mod limits;
 mod memory;
+mod migrate;
+mod sandbox;
 mod state;
 
 pub use directory::{Change, Failure, PluginDirectory, Served};
@@ -30,17 +32,17 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
-use wasmtime_wasi::WasiCtxBuilder;
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::engine::{
     Controller, ControllerClient, ControllerOptions, ReconcileFuture, ReconcileResult,
 };
 use crate::object::{GroupKind, RawObject};
 use bindings::beehive::controller::types as wit;
-use clock::{PassClock, Ticker};
-use memory::{Budget, MemoryLimiter};
+use clock::Ticker;
+use memory::Budget;
+use migrate::PluginMigrator;
+use sandbox::{STDERR_CAPACITY, Sandbox, Warm};
 use state::{ControllerClientHandle, PluginState};
 
 /// Component instances the pool has room for, across every plugin. Each
@@ -51,10 +53,6 @@ const POOL_INSTANCES: u32 = 128;
 /// rather than kept for the next one, so memory a pass touched once goes
 /// back to the host.
 const IDLE_MEMORY: usize = 32 << 20;
-
-/// How much stderr an instance may collect. An instance that has used half
-/// is retired, so a plugin's writes to stderr never fail for lack of room.
-const STDERR_CAPACITY: usize = 64 * 1024;
 
 /// Why a plugin could not be loaded. Each names the file.
 #[derive(Debug, thiserror::Error)]
@@ -301,28 +299,36 @@ impl PluginRuntime {
             .copied()
             .unwrap_or_default()
             .over(self.options.limits);
-        let mut plugin = Plugin {
+        let describing = Sandbox {
             name: name.into(),
             path: path.to_path_buf(),
-            content_hash,
-            registration: empty_registration(),
             limits: ceiling,
             slots: Arc::new(tokio::sync::Semaphore::new(ceiling.concurrency.max(1))),
             pre,
             runtime: self.clone(),
-            idle: Mutex::new(Vec::new()),
         };
-        let mut registration = plugin.describe().await?;
+        let mut registration = describe(&describing).await?;
         if let Some(problem) = limits::registration_problem(&registration) {
             return Err(contract(format!("describe named {problem}")));
         }
         let (applied, cuts) = limits::clamp(&mut registration, ceiling);
         for cut in cuts {
-            tracing::warn!(plugin = %plugin.name, "the plugin asked for {cut}");
+            tracing::warn!(plugin = %describing.name, "the plugin asked for {cut}");
         }
-        plugin.registration = registration;
-        plugin.limits = applied;
-        Ok(plugin)
+        let sandbox = Arc::new(Sandbox {
+            limits: applied,
+            ..describing
+        });
+        let migrator = PluginMigrator::for_plugin(&sandbox, &component, &registration)
+            .map_err(contract)?
+            .map(Arc::new);
+        Ok(Plugin {
+            sandbox,
+            content_hash,
+            registration,
+            idle: Mutex::new(Vec::new()),
+            migrator,
+        })
     }
 }
 
@@ -362,41 +368,22 @@ impl PluginRuntime {
 
 /// One loaded version of a plugin.
 pub struct Plugin {
-    name: Arc<str>,
-    path: PathBuf,
+    sandbox: Arc<Sandbox>,
     content_hash: String,
     registration: wit::Registration,
-    limits: Limits,
-    /// One permit per instance this version may have at once: its share of
-    /// the pool, so no plugin can take every slot.
-    slots: Arc<tokio::sync::Semaphore>,
-    pre: bindings::PluginPre<PluginState>,
-    runtime: Arc<PluginRuntime>,
     /// Instances between passes, reused so a pass pays no instantiation and
     /// a plugin's globals (a kind client it keeps) live on. There are never
     /// more than the kind's workers; a trapped instance is never put back.
     idle: Mutex<Vec<Warm>>,
-}
-
-/// A live instance and its store, holding one of its plugin's slots.
-struct Warm {
-    store: Store<PluginState>,
-    instance: bindings::Plugin,
-    _slot: tokio::sync::OwnedSemaphorePermit,
-}
-
-/// Why a call into a plugin did not return a result.
-enum CallError {
-    /// The guest trapped, ran out of its CPU deadline, or a host call failed.
-    Failed(wasmtime::Error),
-    /// The call was still running at the wall-clock limit and was cancelled.
-    TimedOut(Duration),
+    /// Converts the kind's older documents, when the plugin declares schema
+    /// versions and exports the migrator.
+    migrator: Option<Arc<PluginMigrator>>,
 }
 
 impl std::fmt::Debug for Plugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Plugin")
-            .field("path", &self.path)
+            .field("path", &self.sandbox.path)
             .field("kind", &self.group_kind())
             .field("content_hash", &self.content_hash)
             .finish()
@@ -414,7 +401,7 @@ impl Plugin {
 
     /// The file it was loaded from.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.sandbox.path
     }
 
     /// The SHA-256 of the file's bytes, in hex: which version this is.
@@ -423,14 +410,15 @@ impl Plugin {
     }
 
     /// How the plugin asked to be driven, as registration options, already
-    /// clamped under the operator's ceilings.
+    /// clamped under the operator's ceilings; with its migrator, if it has
+    /// one.
     pub fn controller_options(&self) -> ControllerOptions {
         let r = &self.registration;
         let ms = Duration::from_millis;
         let mut options = ControllerOptions::new()
             .finalizers(r.finalizers.clone())
             .source(
-                self.path.display().to_string(),
+                self.sandbox.path.display().to_string(),
                 Some(self.content_hash.clone()),
             );
         if let Some(n) = r.concurrency {
@@ -451,85 +439,30 @@ impl Plugin {
         if let Some(d) = r.max_retry_interval_ms {
             options = options.max_retry_interval(ms(d));
         }
+        if let Some(migrator) = &self.migrator {
+            options = options.shared_migrator(migrator.clone());
+        }
         options
     }
 
     /// The limits its passes run under: the operator's ceilings, with what
     /// the plugin asked for where it asked for less.
     pub fn limits(&self) -> Limits {
-        self.limits
+        self.sandbox.limits
     }
 
     /// The plugin's name: its file name without `.wasm`.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.sandbox.name
     }
 
-    /// A fresh sandbox: no preopened files, no sockets, no environment, no
-    /// arguments; stderr captured in memory; memory capped and charged to
-    /// the runtime's budget.
-    fn store(&self) -> Store<PluginState> {
-        let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
-        let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
-        let mut store = Store::new(
-            &self.runtime.engine,
-            PluginState {
-                wasi,
-                table: wasmtime::component::ResourceTable::new(),
-                memory: MemoryLimiter::new(self.limits.memory, self.runtime.budget.clone()),
-                stderr,
-                plugin: self.name.clone(),
-                pass: None,
-                object: String::new(),
-                clock: PassClock::new(self.limits.pass_deadline, self.limits.host_calls_per_pass),
-                kind_clients: 0,
-                kind_client_limit: self.limits.kind_clients,
-            },
-        );
-        store.limiter(|state| &mut state.memory);
-        clock::install(&mut store);
-        store.set_epoch_deadline(1);
-        store
-    }
-
-    /// Runs `call` under the CPU deadline (the store's clock, which must be
-    /// restarted first) and the wall-clock limit. A call cut by the wall
-    /// clock is dropped mid-flight: its instance must not be used again.
-    async fn bounded<T>(
-        &self,
-        call: impl std::future::Future<Output = wasmtime::Result<T>>,
-    ) -> Result<T, CallError> {
-        let _ticking = self.runtime.ticker.running();
-        let wall = self.limits.pass_wall_limit;
-        match tokio::time::timeout(wall, call).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(CallError::Failed(error)),
-            Err(_) => Err(CallError::TimedOut(wall)),
-        }
-    }
-
-    /// Asks a fresh instance what the plugin reconciles, under the same
-    /// bounds as a pass.
-    async fn describe(&self) -> Result<wit::Registration, PluginError> {
-        let contract = |message: String| PluginError::Contract {
-            path: self.path.clone(),
-            message,
-        };
-        let mut warm = self.warm_new().await?;
-        let called = self
-            .bounded(
-                warm.instance
-                    .beehive_controller_controller()
-                    .call_describe(&mut warm.store),
-            )
-            .await;
-        match called {
-            Ok(registration) => Ok(registration),
-            Err(error) => {
-                let why = self.failure(&warm, &error, 0);
-                Err(contract(format!("describe failed: {why}")))
-            }
-        }
+    /// The schema versions its documents are written at (spec, status);
+    /// (0, 0) for a plugin that does not version its kind.
+    pub fn schema_versions(&self) -> (u32, u32) {
+        (
+            self.registration.spec_schema_version,
+            self.registration.status_schema_version,
+        )
     }
 
     /// An idle instance, or a new one.
@@ -537,45 +470,8 @@ impl Plugin {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match idle {
             Some(warm) => Ok(warm),
-            None => self.warm_new().await,
+            None => self.sandbox.instantiate().await,
         }
-    }
-
-    /// A new instance, once this version has a free slot. Instantiating runs
-    /// the guest's start code, so it is bounded like a pass.
-    async fn warm_new(&self) -> Result<Warm, PluginError> {
-        let slot = self
-            .slots
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| PluginError::Busy {
-                path: self.path.clone(),
-                message: "the plugin is being dropped".into(),
-            })?;
-        let mut store = self.store();
-        let instantiated = self.bounded(self.pre.instantiate_async(&mut store)).await;
-        let instance = instantiated.map_err(|error| match error {
-            CallError::Failed(e) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
-                PluginError::Busy {
-                    path: self.path.clone(),
-                    message: format!("{e:#}"),
-                }
-            }
-            CallError::Failed(e) => PluginError::Contract {
-                path: self.path.clone(),
-                message: format!("cannot instantiate: {}", describe_error(&e, &store)),
-            },
-            CallError::TimedOut(wall) => PluginError::Contract {
-                path: self.path.clone(),
-                message: format!("cannot instantiate: still starting after {wall:?}"),
-            },
-        })?;
-        Ok(Warm {
-            store,
-            instance,
-            _slot: slot,
-        })
     }
 
     /// Instantiates up to `count` more instances ahead of the first passes,
@@ -586,8 +482,8 @@ impl Plugin {
     /// [`PluginError::Contract`] when an instance cannot be made (the plugin
     /// traps while starting), [`PluginError::Busy`] when the pool is full.
     pub async fn prewarm(&self, count: usize) -> Result<(), PluginError> {
-        for _ in 0..count.min(self.slots.available_permits()) {
-            let warm = self.warm_new().await?;
+        for _ in 0..count.min(self.sandbox.slots.available_permits()) {
+            let warm = self.sandbox.instantiate().await?;
             self.idle
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -605,10 +501,7 @@ impl Plugin {
         let state = warm.store.data_mut();
         state.pass = Some(client.clone());
         state.object = object.meta.label();
-        state
-            .clock
-            .restart(self.limits.pass_deadline, self.limits.host_calls_per_pass);
-        warm.store.set_epoch_deadline(1);
+        self.sandbox.restart_clock(&mut warm);
         let handle = match warm
             .store
             .data_mut()
@@ -617,13 +510,14 @@ impl Plugin {
         {
             Ok(handle) => handle,
             Err(error) => {
-                return ReconcileResult::invalid(format!("plugin {}: {error}", self.name));
+                return ReconcileResult::invalid(format!("plugin {}: {error}", self.sandbox.name));
             }
         };
         let borrowed = wasmtime::component::Resource::new_borrow(handle.rep());
         let called = self
+            .sandbox
             .bounded(
-                warm.instance
+                warm.bindings
                     .beehive_controller_controller()
                     .call_reconcile(&mut warm.store, &convert::object(object), borrowed),
             )
@@ -633,13 +527,13 @@ impl Plugin {
             Ok(result) => {
                 let _ = warm.store.data_mut().table.delete(handle);
                 self.keep_idle(warm);
-                reconcile_result(&self.name, result)
+                reconcile_result(&self.sandbox.name, result)
             }
             // The instance is dropped here: a trapped one cannot be entered
             // again, and one cut mid-call is in no known state.
             Err(error) => {
-                let why = self.failure(&warm, &error, stderr_before);
-                tracing::warn!(plugin = &*self.name, object = %object.meta.label(), "plugin pass failed: {why}");
+                let why = self.sandbox.failure(&warm, &error, stderr_before);
+                tracing::warn!(plugin = &*self.sandbox.name, object = %object.meta.label(), "plugin pass failed: {why}");
                 ReconcileResult::invalid(why)
             }
         }
@@ -658,53 +552,23 @@ impl Plugin {
             .unwrap_or_else(|p| p.into_inner())
             .push(warm);
     }
-
-    /// A one-line account of why a call failed, with what the plugin wrote
-    /// to stderr since `stderr_before`.
-    fn failure(&self, warm: &Warm, error: &CallError, stderr_before: usize) -> String {
-        let contents = warm.store.data().stderr.contents();
-        let stderr = String::from_utf8_lossy(&contents[stderr_before.min(contents.len())..]);
-        let why = match error {
-            CallError::Failed(e) => describe_error(e, &warm.store),
-            CallError::TimedOut(wall) => format!(
-                "exceeded its wall-clock limit of {wall:?} (host calls included) and was cancelled"
-            ),
-        };
-        let said = stderr_summary(&stderr);
-        if said.is_empty() {
-            format!("plugin {} {why}", self.name)
-        } else {
-            format!("plugin {} {why} (stderr: {said})", self.name)
-        }
-    }
 }
 
-/// What went wrong in a call, in words.
-fn describe_error(error: &wasmtime::Error, store: &Store<PluginState>) -> String {
-    match error.downcast_ref::<wasmtime::Trap>() {
-        Some(wasmtime::Trap::Interrupt) => format!(
-            "exceeded its CPU deadline of {:?}",
-            store.data().clock.deadline()
-        ),
-        Some(trap) => format!("trapped: {trap}"),
-        None => crate::policy::escape(&format!("{error:#}")).into_owned(),
-    }
-}
-
-/// The gist of a plugin's stderr on one line: its lines joined, without
-/// Rust's backtrace hint, cut to the last few hundred characters.
-fn stderr_summary(stderr: &str) -> String {
-    const KEEP: usize = 300;
-    let joined = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("note: run with"))
-        .collect::<Vec<_>>()
-        .join(" | ");
-    match joined.char_indices().rev().nth(KEEP) {
-        Some((cut, _)) => format!("…{}", &joined[cut..]),
-        None => joined,
-    }
+/// Asks a fresh instance what the plugin reconciles, under the same bounds
+/// as a pass.
+async fn describe(sandbox: &Sandbox) -> Result<wit::Registration, PluginError> {
+    let mut warm = sandbox.instantiate().await?;
+    let called = sandbox
+        .bounded(
+            warm.bindings
+                .beehive_controller_controller()
+                .call_describe(&mut warm.store),
+        )
+        .await;
+    called.map_err(|error| PluginError::Contract {
+        path: sandbox.path.clone(),
+        message: format!("describe failed: {}", sandbox.failure(&warm, &error, 0)),
+    })
 }
 
 /// The longest requeue delay a plugin may ask for; more is a malformed result.
@@ -732,23 +596,6 @@ impl Controller for Plugin {
         object: &'a RawObject,
     ) -> ReconcileFuture<'a> {
         Box::pin(self.run(client, object))
-    }
-}
-
-fn empty_registration() -> wit::Registration {
-    wit::Registration {
-        group: String::new(),
-        kind: String::new(),
-        finalizers: Vec::new(),
-        concurrency: None,
-        owed_pass_interval_ms: None,
-        full_pass_interval_ms: None,
-        individual_pass_interval_ms: None,
-        startup_full_pass: None,
-        max_retry_interval_ms: None,
-        spec_schema_version: 0,
-        status_schema_version: 0,
-        pass_deadline_ms: None,
     }
 }
 

@@ -12,7 +12,8 @@
 //! - `touch-memory`: fills 48 MiB of memory, then settles;
 //! - `forge-log`: logs a line with a newline and a terminal escape in it.
 //!
-//! Anything else settles.
+//! Anything else settles. It also declares spec schema version 1, and its
+//! converter spins forever on an older spec whose `act` is `spin`.
 
 use std::time::Duration;
 
@@ -51,7 +52,8 @@ impl Controller for Hostile {
             .concurrency(u32::MAX)
             .pass_deadline(31 * YEAR)
             .full_pass_interval(Duration::from_millis(1))
-            .max_retry_interval(Duration::from_millis(1));
+            .max_retry_interval(Duration::from_millis(1))
+            .schema_versions(1, 0);
         registration.owed_pass_interval = Some(Duration::from_millis(1));
         registration.individual_pass_interval = Some(Duration::from_millis(1));
         registration
@@ -105,6 +107,19 @@ impl Controller for Hostile {
             Ok(()) => ReconcileResult::settled(),
             Err(error) => ReconcileResult::fail(error),
         }
+    }
+
+    fn convert_spec(_from: u32, spec: serde_json::Value) -> Result<serde_json::Value, String> {
+        match Hostile::act_of(&spec) {
+            Some("spin") => spin(),
+            _ => Ok(spec),
+        }
+    }
+}
+
+impl Hostile {
+    fn act_of(spec: &serde_json::Value) -> Option<&str> {
+        spec.get("act").and_then(|a| a.as_str())
     }
 }
 

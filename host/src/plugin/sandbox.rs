@@ -1,0 +1,199 @@
+//! What every instance of one plugin version is made from and runs under:
+//! the pre-instantiated component, the limits, the instance slots, and the
+//! bounded call that every entry into the guest goes through.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::Store;
+use wasmtime::component::Instance;
+use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+
+use crate::plugin::bindings;
+use crate::plugin::clock::{self, PassClock};
+use crate::plugin::memory::MemoryLimiter;
+use crate::plugin::state::PluginState;
+use crate::plugin::{Limits, PluginError, PluginRuntime};
+
+/// How much stderr an instance may collect. An instance that has used half
+/// is retired, so a plugin's writes to stderr never fail for lack of room.
+pub(crate) const STDERR_CAPACITY: usize = 64 * 1024;
+
+/// One plugin version's sandbox.
+pub(crate) struct Sandbox {
+    pub(crate) name: Arc<str>,
+    pub(crate) path: PathBuf,
+    pub(crate) limits: Limits,
+    /// One permit per instance this version may have at once: its share of
+    /// the pool, so no plugin can take every slot.
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
+    pub(crate) pre: bindings::PluginPre<PluginState>,
+    pub(crate) runtime: Arc<PluginRuntime>,
+}
+
+/// A live instance and its store, holding one of its plugin's slots.
+pub(crate) struct Warm {
+    pub(crate) store: Store<PluginState>,
+    pub(crate) bindings: bindings::Plugin,
+    pub(crate) instance: Instance,
+    _slot: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// Why a call into a plugin did not return a result.
+pub(crate) enum CallError {
+    /// The guest trapped, ran out of its CPU deadline, or a host call failed.
+    Failed(wasmtime::Error),
+    /// The call was still running at the wall-clock limit and was cancelled.
+    TimedOut(Duration),
+}
+
+impl Sandbox {
+    /// A fresh store: no preopened files, no sockets, no environment, no
+    /// arguments; stderr captured in memory; memory capped and charged to
+    /// the runtime's budget.
+    fn store(&self) -> Store<PluginState> {
+        let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
+        let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
+        let mut store = Store::new(
+            &self.runtime.engine,
+            PluginState {
+                wasi,
+                table: wasmtime::component::ResourceTable::new(),
+                memory: MemoryLimiter::new(self.limits.memory, self.runtime.budget.clone()),
+                stderr,
+                plugin: self.name.clone(),
+                pass: None,
+                object: String::new(),
+                clock: PassClock::new(self.limits.pass_deadline, self.limits.host_calls_per_pass),
+                kind_clients: 0,
+                kind_client_limit: self.limits.kind_clients,
+            },
+        );
+        store.limiter(|state| &mut state.memory);
+        clock::install(&mut store);
+        store.set_epoch_deadline(1);
+        store
+    }
+
+    /// Restarts `warm`'s clock for a new call into the guest.
+    pub(crate) fn restart_clock(&self, warm: &mut Warm) {
+        warm.store
+            .data_mut()
+            .clock
+            .restart(self.limits.pass_deadline, self.limits.host_calls_per_pass);
+        warm.store.set_epoch_deadline(1);
+    }
+
+    /// Runs `call` under the CPU deadline (the store's clock, which must be
+    /// restarted first) and the wall-clock limit. A call cut by the wall
+    /// clock is dropped mid-flight: its instance must not be used again.
+    pub(crate) async fn bounded<T>(
+        &self,
+        call: impl std::future::Future<Output = wasmtime::Result<T>>,
+    ) -> Result<T, CallError> {
+        let _ticking = self.runtime.ticker.running();
+        let wall = self.limits.pass_wall_limit;
+        match tokio::time::timeout(wall, call).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(CallError::Failed(error)),
+            Err(_) => Err(CallError::TimedOut(wall)),
+        }
+    }
+
+    /// A new instance, once this version has a free slot. Instantiating runs
+    /// the guest's start code, so it is bounded like a pass.
+    pub(crate) async fn instantiate(&self) -> Result<Warm, PluginError> {
+        let slot = self
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| PluginError::Busy {
+                path: self.path.clone(),
+                message: "the plugin is being dropped".into(),
+            })?;
+        let mut store = self.store();
+        let instantiated = self
+            .bounded(async {
+                let instance = self
+                    .pre
+                    .instance_pre()
+                    .instantiate_async(&mut store)
+                    .await?;
+                let bindings = bindings::Plugin::new(&mut store, &instance)?;
+                Ok((instance, bindings))
+            })
+            .await;
+        let (instance, bindings) = instantiated.map_err(|error| match error {
+            CallError::Failed(e) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
+                PluginError::Busy {
+                    path: self.path.clone(),
+                    message: format!("{e:#}"),
+                }
+            }
+            CallError::Failed(e) => PluginError::Contract {
+                path: self.path.clone(),
+                message: format!("cannot instantiate: {}", describe_error(&e, &store)),
+            },
+            CallError::TimedOut(wall) => PluginError::Contract {
+                path: self.path.clone(),
+                message: format!("cannot instantiate: still starting after {wall:?}"),
+            },
+        })?;
+        Ok(Warm {
+            store,
+            bindings,
+            instance,
+            _slot: slot,
+        })
+    }
+
+    /// A one-line account of why a call failed, with what the plugin wrote
+    /// to stderr since `stderr_before`.
+    pub(crate) fn failure(&self, warm: &Warm, error: &CallError, stderr_before: usize) -> String {
+        let contents = warm.store.data().stderr.contents();
+        let stderr = String::from_utf8_lossy(&contents[stderr_before.min(contents.len())..]);
+        let why = match error {
+            CallError::Failed(e) => describe_error(e, &warm.store),
+            CallError::TimedOut(wall) => format!(
+                "exceeded its wall-clock limit of {wall:?} (host calls included) and was cancelled"
+            ),
+        };
+        let said = stderr_summary(&stderr);
+        if said.is_empty() {
+            format!("plugin {} {why}", self.name)
+        } else {
+            format!("plugin {} {why} (stderr: {said})", self.name)
+        }
+    }
+}
+
+/// What went wrong in a call, in words.
+fn describe_error(error: &wasmtime::Error, store: &Store<PluginState>) -> String {
+    match error.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => format!(
+            "exceeded its CPU deadline of {:?}",
+            store.data().clock.deadline()
+        ),
+        Some(trap) => format!("trapped: {trap}"),
+        None => crate::policy::escape(&format!("{error:#}")).into_owned(),
+    }
+}
+
+/// The gist of a plugin's stderr on one line: its lines joined, without
+/// Rust's backtrace hint, cut to the last few hundred characters.
+fn stderr_summary(stderr: &str) -> String {
+    const KEEP: usize = 300;
+    let joined = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("note: run with"))
+        .collect::<Vec<_>>()
+        .join(" | ");
+    match joined.char_indices().rev().nth(KEEP) {
+        Some((cut, _)) => format!("…{}", &joined[cut..]),
+        None => joined,
+    }
+}

@@ -1,0 +1,97 @@
+//! A release of `greeting` that reshapes its spec: `{"name": …}` becomes
+//! `{"who": …}`. It declares spec schema version 1, and converts specs the
+//! earlier releases stored (version 0) when the host reads them, so its
+//! passes only ever see the new shape; a spec written afterwards is stored
+//! at version 1.
+
+use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+use serde::{Deserialize, Serialize};
+
+/// What a greeting asks for, from spec version 1 on.
+#[derive(Debug, Deserialize)]
+pub struct GreetingSpec {
+    /// Who to greet (called `name` before version 1).
+    pub who: String,
+}
+
+/// What the plugin reports, and which release wrote it.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub struct GreetingStatus {
+    /// The greeting.
+    pub message: String,
+    /// The release that wrote it; absent from the first release's statuses.
+    #[serde(default)]
+    pub release: u32,
+}
+
+/// The controller.
+#[derive(Default)]
+pub struct Greeter;
+
+impl Controller for Greeter {
+    type Spec = GreetingSpec;
+    type Status = GreetingStatus;
+
+    fn registration() -> Registration {
+        Registration::new("example.dev", "Greeting").schema_versions(1, 0)
+    }
+
+    fn reconcile(
+        &self,
+        client: &Client<'_, GreetingStatus>,
+        object: &Object<GreetingSpec, GreetingStatus>,
+    ) -> ReconcileResult {
+        let status = GreetingStatus {
+            message: format!("Hello, {}!", object.spec.who),
+            release: 3,
+        };
+        match client.update_status(&status) {
+            Ok(()) => ReconcileResult::settled(),
+            Err(error) => ReconcileResult::fail(error),
+        }
+    }
+
+    fn convert_spec(from: u32, mut spec: serde_json::Value) -> Result<serde_json::Value, String> {
+        match from {
+            0 => {
+                let fields = spec.as_object_mut().ok_or("a spec must be a JSON object")?;
+                if let Some(name) = fields.remove("name") {
+                    fields.insert("who".into(), name);
+                }
+                Ok(spec)
+            }
+            other => Err(format!("unknown spec version {other}")),
+        }
+    }
+}
+
+beehive_guest::export!(Greeter);
+
+#[cfg(test)]
+mod tests {
+    use beehive_guest::fake::FakeClient;
+    use beehive_guest::{Meta, Object};
+
+    use super::*;
+
+    #[test]
+    fn an_old_spec_is_reshaped() {
+        let old = serde_json::json!({"name": "Ada"});
+        let new = Greeter::convert_spec(0, old).unwrap();
+        assert_eq!(new, serde_json::json!({"who": "Ada"}));
+        assert!(Greeter::convert_spec(7, new).is_err());
+    }
+
+    #[test]
+    fn greets_who_the_new_spec_names() {
+        let fake = FakeClient::new();
+        let object = Object {
+            meta: Meta::default(),
+            spec: GreetingSpec { who: "Ada".into() },
+            status: None,
+        };
+        let result = Greeter.reconcile(&Client::new(&fake), &object);
+        assert_eq!(result, ReconcileResult::settled());
+        assert_eq!(fake.status().unwrap()["release"], 3);
+    }
+}

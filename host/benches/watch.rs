@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use beehive::{CreateOptions, GroupKind, Json, RawClient, Store, WatchOptions};
+use futures_util::StreamExt;
 
 const UPDATES: i64 = 1_000;
 
@@ -26,7 +27,7 @@ async fn latencies() -> Vec<Duration> {
     let mut stream = client.watch_list(WatchOptions::new()).expect("watch");
     let receiver = tokio::spawn(async move {
         let mut arrived = HashMap::new();
-        while let Some(change) = stream.changes.recv().await {
+        while let Some(Ok(change)) = stream.next().await {
             let n = change
                 .object
                 .and_then(|o| o.spec.to_value()["n"].as_i64())

@@ -9,7 +9,7 @@ use beehive::{
     Store, WatchOptions,
 };
 use common::PATIENCE;
-use tokio::sync::mpsc::Receiver;
+use futures_util::{Stream, StreamExt};
 
 fn kind() -> GroupKind {
     GroupKind::new("acme.com", "Cluster")
@@ -25,11 +25,35 @@ async fn start_collecting(store: &Store) -> beehive::StopHandle {
     Host::new(store, options).unwrap().start().await.unwrap()
 }
 
-async fn next(changes: &mut Receiver<ObjectChange>) -> ObjectChange {
-    tokio::time::timeout(PATIENCE, changes.recv())
+/// The next item of a stream, which must arrive within the patience.
+async fn item<T>(
+    stream: &mut (impl Stream<Item = beehive::Result<T>> + Unpin),
+) -> beehive::Result<T> {
+    tokio::time::timeout(PATIENCE, stream.next())
+        .await
+        .expect("an item within the patience")
+        .expect("the stream is open")
+}
+
+/// The error a stream ends with; nothing comes after it.
+async fn ending<T: std::fmt::Debug>(
+    stream: &mut (impl Stream<Item = beehive::Result<T>> + Unpin),
+) -> Error {
+    let error = item(stream)
+        .await
+        .expect_err("the stream ended with an error");
+    assert!(stream.next().await.is_none(), "nothing after the error");
+    error
+}
+
+async fn next(
+    changes: &mut (impl Stream<Item = beehive::Result<ObjectChange>> + Unpin),
+) -> ObjectChange {
+    tokio::time::timeout(PATIENCE, changes.next())
         .await
         .expect("a change within the patience")
         .expect("the stream is open")
+        .expect("a change, not an error")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -53,14 +77,14 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
         .create("new", spec(r#"{"n":1}"#), CreateOptions::new())
         .await
         .unwrap();
-    let change = next(&mut stream.changes).await;
+    let change = next(&mut stream).await;
     assert_eq!((change.change, change.id), (ChangeType::Added, new.meta.id));
 
     clusters
         .update(old.meta.id, spec(r#"{"n":2}"#))
         .await
         .unwrap();
-    let change = next(&mut stream.changes).await;
+    let change = next(&mut stream).await;
     assert_eq!(
         (change.change, change.id),
         (ChangeType::Modified, old.meta.id)
@@ -68,7 +92,7 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
     assert_eq!(change.object.unwrap().spec.as_str(), r#"{"n":2}"#);
 
     clusters.delete(new.meta.id).await.unwrap();
-    let change = next(&mut stream.changes).await;
+    let change = next(&mut stream).await;
     assert_eq!(
         change.change,
         ChangeType::Modified,
@@ -78,7 +102,7 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
 
     // The collector removes it: that is the Deleted.
     let running = start_collecting(&store).await;
-    let change = next(&mut stream.changes).await;
+    let change = next(&mut stream).await;
     assert_eq!(
         (change.change, change.id),
         (ChangeType::Deleted, new.meta.id)
@@ -90,7 +114,6 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
     assert_eq!(last.spec.as_str(), r#"{"n":1}"#);
     assert!(last.meta.deletion_requested_at.is_some());
     running.stop(PATIENCE).await.unwrap();
-    assert!(stream.err().is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,7 +140,7 @@ async fn an_object_watch_sees_only_its_object_and_a_resume_picks_up_the_gap() {
         .update(a.meta.id, spec(r#"{"a":1}"#))
         .await
         .unwrap();
-    let change = next(&mut one.changes).await;
+    let change = next(&mut one).await;
     assert_eq!(
         (change.change, change.id),
         (ChangeType::Modified, a.meta.id)
@@ -129,10 +152,7 @@ async fn an_object_watch_sees_only_its_object_and_a_resume_picks_up_the_gap() {
         .watch_list(WatchOptions::new().resume_from(position))
         .unwrap();
     assert!(resumed.objects.is_empty(), "no snapshot when resuming");
-    let mut seen = [
-        next(&mut resumed.changes).await,
-        next(&mut resumed.changes).await,
-    ];
+    let mut seen = [next(&mut resumed).await, next(&mut resumed).await];
     seen.sort_by_key(|c| c.id);
     assert_eq!(seen[0].id, a.meta.id);
     assert_eq!(seen[1].id, b.meta.id);
@@ -163,13 +183,10 @@ async fn a_resume_from_elsewhere_or_below_retention_ends_the_stream_with_why() {
         let mut stream = clusters
             .watch_list(WatchOptions::new().resume_from(0))
             .unwrap();
-        let first = tokio::time::timeout(Duration::from_millis(200), stream.changes.recv()).await;
-        if let Ok(None) = first {
-            assert!(
-                matches!(stream.err(), Some(Error::WatchTooOld { .. })),
-                "{:?}",
-                stream.err()
-            );
+        let first = tokio::time::timeout(Duration::from_millis(200), stream.next()).await;
+        if let Ok(Some(Err(error))) = first {
+            assert!(matches!(error, Error::WatchTooOld { .. }), "{error:?}");
+            assert!(stream.next().await.is_none());
             break;
         }
         assert!(
@@ -207,10 +224,7 @@ async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
         .add_event(prod.meta.id, probe("ProbeFailed"))
         .await
         .unwrap();
-    let extended = tokio::time::timeout(PATIENCE, stream.events.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let extended = item(&mut stream).await.unwrap();
     assert_eq!(
         (extended.id, extended.count),
         (first.id, 2),
@@ -231,23 +245,13 @@ async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
         )
         .await
         .unwrap();
-    let next = tokio::time::timeout(PATIENCE, stream.events.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let next = item(&mut stream).await.unwrap();
     assert_eq!(next.reason, "Connected", "other timelines are filtered out");
 
     clusters.delete(prod.meta.id).await.unwrap();
     let running = start_collecting(&store).await;
-    let end = tokio::time::timeout(PATIENCE, stream.events.recv())
-        .await
-        .unwrap();
-    assert!(end.is_none());
-    assert!(
-        matches!(stream.err(), Some(Error::NotFound { .. })),
-        "{:?}",
-        stream.err()
-    );
+    let end = ending(&mut stream).await;
+    assert!(matches!(end, Error::NotFound { .. }), "{end:?}");
     running.stop(PATIENCE).await.unwrap();
 }
 
@@ -278,7 +282,7 @@ async fn an_owner_watch_sees_only_its_children_including_later_ones() {
         .await
         .unwrap();
     let second = nodes.create("n2", spec("{}"), owned()).await.unwrap();
-    let change = next(&mut stream.changes).await;
+    let change = next(&mut stream).await;
     assert_eq!(
         (change.change, change.id),
         (ChangeType::Added, second.meta.id),
@@ -286,13 +290,13 @@ async fn an_owner_watch_sees_only_its_children_including_later_ones() {
     );
 
     nodes.delete(first.meta.id).await.unwrap();
-    let change = next(&mut stream.changes).await;
+    let change = next(&mut stream).await;
     assert_eq!(
         (change.change, change.id),
         (ChangeType::Modified, first.meta.id)
     );
     let running = start_collecting(&store).await;
-    let change = next(&mut stream.changes).await;
+    let change = next(&mut stream).await;
     assert_eq!(
         (change.change, change.id),
         (ChangeType::Deleted, first.meta.id)
@@ -327,10 +331,7 @@ async fn a_typed_watch_decodes_and_skips_what_does_not_fit() {
         .create("b", &Spec { replicas: 2 }, CreateOptions::new())
         .await
         .unwrap();
-    let change = tokio::time::timeout(PATIENCE, stream.next())
-        .await
-        .unwrap()
-        .unwrap();
+    let change = item(&mut stream).await.unwrap();
     assert_eq!((change.change, change.id), (ChangeType::Added, b.id()));
     assert_eq!(change.object.unwrap().spec, Spec { replicas: 2 });
 }
@@ -348,7 +349,9 @@ impl XorShift {
 }
 
 /// Reads changes until the marker object arrives, and returns them.
-async fn until_marker(changes: &mut Receiver<ObjectChange>) -> Vec<ObjectChange> {
+async fn until_marker(
+    changes: &mut (impl Stream<Item = beehive::Result<ObjectChange>> + Unpin),
+) -> Vec<ObjectChange> {
     let mut seen = Vec::new();
     loop {
         let change = next(changes).await;
@@ -415,7 +418,7 @@ async fn resuming_from_any_delivered_position_loses_nothing() {
         let mut full = clusters
             .watch_list(WatchOptions::new().resume_from(0))
             .unwrap();
-        let delivered = until_marker(&mut full.changes).await;
+        let delivered = until_marker(&mut full).await;
         let positions: Vec<i64> = delivered.iter().map(|c| c.resource_version).collect();
         assert!(
             positions.windows(2).all(|w| w[0] < w[1]),
@@ -434,7 +437,7 @@ async fn resuming_from_any_delivered_position_loses_nothing() {
             let mut resumed = clusters
                 .watch_list(WatchOptions::new().resume_from(position))
                 .unwrap();
-            rebuild(&mut state, &until_marker(&mut resumed.changes).await);
+            rebuild(&mut state, &until_marker(&mut resumed).await);
             assert_eq!(
                 state, expected,
                 "seed {seed}: resumed from {position} after {handled} changes"
@@ -495,15 +498,8 @@ async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
     let mut stream = clusters
         .watch_events(prod.meta.id, None, WatchOptions::new().resume_from(before))
         .unwrap();
-    let end = tokio::time::timeout(PATIENCE, stream.events.recv())
-        .await
-        .unwrap();
-    assert!(end.is_none(), "no run is delivered past a gap: {end:?}");
-    assert!(
-        matches!(stream.err(), Some(Error::WatchTooOld { .. })),
-        "{:?}",
-        stream.err()
-    );
+    let end = ending(&mut stream).await;
+    assert!(matches!(end, Error::WatchTooOld { .. }), "{end:?}");
     running.stop(PATIENCE).await.unwrap();
 }
 
@@ -527,20 +523,8 @@ async fn watches_opened_through_a_host_end_when_it_stops() {
         .unwrap();
 
     running.stop(PATIENCE).await.unwrap();
-    let end = tokio::time::timeout(PATIENCE, list.changes.recv())
-        .await
-        .unwrap();
-    assert!(end.is_none());
-    assert!(
-        matches!(list.err(), Some(Error::Stopped)),
-        "{:?}",
-        list.err()
-    );
-    let end = tokio::time::timeout(PATIENCE, events.events.recv())
-        .await
-        .unwrap();
-    assert!(end.is_none());
-    assert!(matches!(events.err(), Some(Error::Stopped)));
+    assert!(matches!(ending(&mut list).await, Error::Stopped));
+    assert!(matches!(ending(&mut events).await, Error::Stopped));
     assert!(matches!(
         clusters.watch_list(WatchOptions::new()),
         Err(Error::Stopped)
@@ -550,6 +534,6 @@ async fn watches_opened_through_a_host_end_when_it_stops() {
         .create("later", spec("{}"), CreateOptions::new())
         .await
         .unwrap();
-    let change = next(&mut on_store.changes).await;
+    let change = next(&mut on_store).await;
     assert_eq!(change.object.unwrap().meta.name, "later");
 }

@@ -3,7 +3,7 @@
 //! command with no host to reach runs it itself.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use beehive::plugin::PluginDirectory;
 use beehive::{
@@ -19,9 +19,6 @@ use crate::cli::protocol::{
 
 /// How long `apply` may hold the writer for one batch of manifests.
 const APPLY_HOLD_LIMIT: Duration = Duration::from_secs(10);
-
-/// How often `wait` looks again.
-const WAIT_POLL: Duration = Duration::from_millis(20);
 
 /// What a request runs against.
 #[derive(Clone)]
@@ -73,21 +70,14 @@ impl Watching {
         }
     }
 
-    /// The next change; `None` once the stream ended.
-    pub async fn next(&mut self) -> Option<beehive::ObjectChange> {
-        match self {
-            Watching::Kind(stream) => stream.changes.recv().await,
-            Watching::Object(stream) => stream.changes.recv().await,
-        }
-    }
-
-    /// Why it ended, if not by the watcher's doing.
-    pub fn err(&self) -> Option<String> {
-        match self {
-            Watching::Kind(stream) => stream.err(),
-            Watching::Object(stream) => stream.err(),
-        }
-        .map(error)
+    /// The next change, or why the stream ended; `None` after that.
+    pub async fn next(&mut self) -> Option<Result<beehive::ObjectChange, String>> {
+        use futures_util::StreamExt;
+        let next = match self {
+            Watching::Kind(stream) => stream.next().await,
+            Watching::Object(stream) => stream.next().await,
+        };
+        next.map(|item| item.map_err(error))
     }
 }
 
@@ -365,12 +355,19 @@ fn events(ctx: &Context, kind: &str, name: &str, category: Option<String>) -> Ou
 /// Whether `until` holds for `name` of the client's kind; an error for an
 /// object that cannot be waited on.
 pub fn holds(client: &RawClient, name: &str, until: &Until) -> Result<bool, String> {
-    let object = match client.get_by_name(name, Loads::none()) {
-        Ok(object) => object,
-        Err(beehive::Error::NotFound { .. }) if *until == Until::Deleted => return Ok(true),
-        Err(e) => return Err(error(e)),
+    match client.get_by_name(name, Loads::none()) {
+        Ok(object) => Ok(holds_for(Some(&object), until)),
+        Err(beehive::Error::NotFound { .. }) if *until == Until::Deleted => Ok(true),
+        Err(e) => Err(error(e)),
+    }
+}
+
+/// Whether `until` holds for the object as it is (`None`: gone).
+fn holds_for(object: Option<&beehive::RawObject>, until: &Until) -> bool {
+    let Some(object) = object else {
+        return *until == Until::Deleted;
     };
-    Ok(match until {
+    match until {
         Until::Settled => object.meta.is_observed(),
         Until::Deleted => false,
         Until::Condition { type_, status } => object
@@ -378,28 +375,56 @@ pub fn holds(client: &RawClient, name: &str, until: &Until) -> Result<bool, Stri
             .conditions
             .iter()
             .any(|c| &c.type_ == type_ && c.status.as_str().eq_ignore_ascii_case(status)),
-    })
+    }
 }
 
+/// Waits on a watch of the object: each change is checked as it arrives.
 async fn wait(ctx: &Context, kind: &str, name: &str, until: &Until, timeout: Duration) -> Outcome {
-    // Resolved once: listing the kinds reads every object, and the kind's
-    // last object may be the one whose deletion is awaited.
-    let client = RawClient::new(&ctx.store, resolve_kind(&ctx.store, kind)?);
-    let deadline = Instant::now() + timeout;
+    use futures_util::StreamExt;
+    let done = || {
+        Ok(Reply::Done {
+            message: format!("{kind}/{name}: {}", describe_until(until)),
+        })
+    };
+    let client = watching_client(ctx, resolve_kind(&ctx.store, kind)?);
+    let id = match client.get_by_name(name, Loads::none()) {
+        Ok(object) => object.meta.id,
+        Err(beehive::Error::NotFound { .. }) if *until == Until::Deleted => return done(),
+        Err(e) => return Err(error(e)),
+    };
+    let mut stream = client
+        .watch(id, beehive::WatchOptions::new())
+        .map_err(error)?;
+    if holds_for(stream.object.as_ref(), until) {
+        return done();
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        if holds(&client, name, until)? {
-            return Ok(Reply::Done {
-                message: format!("{kind}/{name}: {}", describe_until(until)),
-            });
+        let change = match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(Ok(change))) => change,
+            Ok(Some(Err(e))) => return Err(error(e)),
+            Ok(None) => return Err("the host stopped".into()),
+            Err(_) => {
+                return Err(format!(
+                    "timed out after {} waiting until {kind}/{name} is {}",
+                    humantime::format_duration(timeout),
+                    describe_until(until)
+                ));
+            }
+        };
+        let now = match change.change {
+            beehive::ChangeType::Deleted => None,
+            _ => change.object.as_ref(),
+        };
+        if holds_for(now, until) {
+            return done();
         }
-        if Instant::now() >= deadline {
+        if now.is_none() {
             return Err(format!(
-                "timed out after {} waiting until {kind}/{name} is {}",
-                humantime::format_duration(timeout),
+                "{kind}/{name} was deleted before it was {}",
                 describe_until(until)
             ));
         }
-        tokio::time::sleep(WAIT_POLL.min(deadline - Instant::now())).await;
     }
 }
 

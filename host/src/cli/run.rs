@@ -14,6 +14,7 @@ use beehive::plugin::{
 };
 use beehive::{Host, HostOptions, Store};
 use clap::Args;
+use futures_util::StreamExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::{UnixListener, UnixStream};
@@ -498,7 +499,14 @@ async fn stream_changes(
     if send(&mut write, &Ok(snapshot)).await.is_err() {
         return;
     }
-    while let Some(change) = watching.next().await {
+    while let Some(next) = watching.next().await {
+        let change = match next {
+            Ok(change) => change,
+            Err(why) => {
+                let _ = send(&mut write, &Err(why)).await;
+                return;
+            }
+        };
         let change = Reply::Change(Box::new(protocol::Change {
             change: format!("{:?}", change.change).to_uppercase(),
             id: change.id,
@@ -508,8 +516,7 @@ async fn stream_changes(
             return;
         }
     }
-    let why = watching.err().unwrap_or_else(|| "the host stopped".into());
-    let _ = send(&mut write, &Err(why)).await;
+    let _ = send(&mut write, &Err("the host stopped".into())).await;
 }
 
 /// Answers an event watch: the timeline, then a line per run written.
@@ -534,7 +541,14 @@ async fn stream_events(
     if send(&mut write, &Ok(snapshot)).await.is_err() {
         return;
     }
-    while let Some(run) = stream.events.recv().await {
+    while let Some(next) = stream.next().await {
+        let run = match next {
+            Ok(run) => run,
+            Err(why) => {
+                let _ = send(&mut write, &Err(why.to_string())).await;
+                return;
+            }
+        };
         let line = Reply::Events {
             events: vec![ops::event_view(run)],
         };
@@ -542,10 +556,7 @@ async fn stream_events(
             return;
         }
     }
-    let why = stream
-        .err()
-        .map_or_else(|| "the host stopped".into(), |e| e.to_string());
-    let _ = send(&mut write, &Err(why)).await;
+    let _ = send(&mut write, &Err("the host stopped".into())).await;
 }
 
 /// Applies every manifest file now, then each file again when it changes.

@@ -1,13 +1,17 @@
 //! Watches through the typed client: the raw streams, decoded.
 
 use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_util::Stream;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::client::typed::{Client, Object};
 use crate::client::watch::{ChangeType, ObjectListStream, WatchOptions};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::object::ObjectId;
 
 /// One change on a typed stream.
@@ -25,8 +29,9 @@ pub struct TypedChange<Spec, Status> {
     pub resource_version: i64,
 }
 
-/// [`ObjectListStream`] with decoded objects. A change whose object does
-/// not decode into the types is logged and skipped.
+/// [`ObjectListStream`] with decoded objects, a [`Stream`] of changes
+/// ending as it does. A change whose object does not decode into the types
+/// is logged and skipped (a deletion is still delivered, without it).
 pub struct TypedListStream<Spec, Status> {
     /// The snapshot.
     pub objects: Vec<Object<Spec, Status>>,
@@ -36,12 +41,22 @@ pub struct TypedListStream<Spec, Status> {
     _types: PhantomData<fn() -> (Spec, Status)>,
 }
 
-impl<Spec: DeserializeOwned, Status: DeserializeOwned> TypedListStream<Spec, Status> {
-    /// The next change; `None` once the stream ended (see
-    /// [`TypedListStream::err`]).
-    pub async fn next(&mut self) -> Option<TypedChange<Spec, Status>> {
+// Nothing in it is pinned structurally: the raw stream is polled through a
+// fresh `Pin::new`, and the snapshot is plain data.
+impl<Spec, Status> Unpin for TypedListStream<Spec, Status> {}
+
+impl<Spec: DeserializeOwned, Status: DeserializeOwned> Stream for TypedListStream<Spec, Status> {
+    type Item = Result<TypedChange<Spec, Status>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
         loop {
-            let change = self.raw.changes.recv().await?;
+            let change = match Pin::new(&mut this.raw).poll_next(cx) {
+                Poll::Ready(Some(Ok(change))) => change,
+                Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            };
             let object = match change.object.map(Object::from_raw).transpose() {
                 Ok(object) => object,
                 // A deletion is news even when the final state does not fit.
@@ -51,18 +66,13 @@ impl<Spec: DeserializeOwned, Status: DeserializeOwned> TypedListStream<Spec, Sta
                     continue;
                 }
             };
-            return Some(TypedChange {
+            return Poll::Ready(Some(Ok(TypedChange {
                 change: change.change,
                 id: change.id,
                 object,
                 resource_version: change.resource_version,
-            });
+            })));
         }
-    }
-
-    /// Why the stream ended, if not by the watcher's doing.
-    pub fn err(&self) -> Option<Error> {
-        self.raw.err()
     }
 }
 

@@ -16,9 +16,12 @@
 //! ([`RawClient::new`]) lives as long as the store.
 
 use std::collections::HashSet;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures_util::Stream;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -151,24 +154,61 @@ impl Ended {
     }
 }
 
-/// A kind's objects as of `resource_version`, and every change above it.
+/// What a tail sends, read as a stream whose last item says why it ended.
+struct Feed<T> {
+    receiver: mpsc::Receiver<T>,
+    group_kind: GroupKind,
+    ended: Ended,
+    finished: bool,
+}
+
+impl<T> Feed<T> {
+    fn new(receiver: mpsc::Receiver<T>, group_kind: GroupKind, ended: Ended) -> Self {
+        Feed {
+            receiver,
+            group_kind,
+            ended,
+            finished: false,
+        }
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T>>> {
+        if self.finished {
+            return Poll::Ready(None);
+        }
+        match self.receiver.poll_recv(cx) {
+            Poll::Ready(Some(item)) => Poll::Ready(Some(Ok(item))),
+            Poll::Ready(None) => {
+                self.finished = true;
+                Poll::Ready(self.ended.error(&self.group_kind).map(Err))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// A kind's objects as of `resource_version`, then, as a [`Stream`], every
+/// change above it. The stream's last item is the error that ended it, if
+/// something other than dropping it did: [`Error::WatchTooOld`] (watch
+/// again for a fresh snapshot) or [`Error::Stopped`].
+///
+/// # Cancel safety
+/// Reading with `next()` in a `select!` loses nothing: a change is taken
+/// from the stream only when it is returned.
 pub struct ObjectListStream {
     /// The snapshot (empty when resuming).
     pub objects: Vec<RawObject>,
-    /// The log position the snapshot is complete as of; `changes` carries
+    /// The log position the snapshot is complete as of; the stream carries
     /// what lies strictly above it.
     pub resource_version: i64,
-    /// The changes. Closes when the stream ends; see [`ObjectListStream::err`].
-    pub changes: mpsc::Receiver<ObjectChange>,
-    group_kind: GroupKind,
-    ended: Ended,
+    feed: Feed<ObjectChange>,
 }
 
-impl ObjectListStream {
-    /// Why `changes` closed: [`Error::WatchTooOld`] (subscribe again for a
-    /// fresh snapshot), or `None` while it runs.
-    pub fn err(&self) -> Option<Error> {
-        self.ended.error(&self.group_kind)
+impl Stream for ObjectListStream {
+    type Item = Result<ObjectChange>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().feed.poll(cx)
     }
 }
 
@@ -181,22 +221,21 @@ impl std::fmt::Debug for ObjectListStream {
     }
 }
 
-/// One object as of `resource_version`, and every change to it above that.
+/// One object as of `resource_version`, then, as a [`Stream`], every change
+/// to it above that; it ends as [`ObjectListStream`] does.
 pub struct ObjectStream {
     /// The object, or `None` when the id holds nothing of the kind yet.
     pub object: Option<RawObject>,
     /// The log position the snapshot is complete as of.
     pub resource_version: i64,
-    /// The changes. Closes when the stream ends; see [`ObjectStream::err`].
-    pub changes: mpsc::Receiver<ObjectChange>,
-    group_kind: GroupKind,
-    ended: Ended,
+    feed: Feed<ObjectChange>,
 }
 
-impl ObjectStream {
-    /// Why `changes` closed; as [`ObjectListStream::err`].
-    pub fn err(&self) -> Option<Error> {
-        self.ended.error(&self.group_kind)
+impl Stream for ObjectStream {
+    type Item = Result<ObjectChange>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().feed.poll(cx)
     }
 }
 
@@ -230,9 +269,7 @@ impl RawClient {
         Ok(ObjectStream {
             object: list.objects.into_iter().next(),
             resource_version: list.resource_version,
-            changes: list.changes,
-            group_kind: list.group_kind,
-            ended: list.ended,
+            feed: list.feed,
         })
     }
 
@@ -297,34 +334,31 @@ impl RawClient {
         Ok(ObjectListStream {
             objects,
             resource_version: position,
-            changes,
-            group_kind,
-            ended,
+            feed: Feed::new(changes, group_kind, ended),
         })
     }
 }
 
-/// An object's event log as of `resource_version`, and every run written
-/// above it: a new run, or a run an occurrence extended (same id, higher
-/// `resource_version`, bigger `count`: update it in place).
+/// An object's event log as of `resource_version`, then, as a [`Stream`],
+/// every run written above it, oldest first: a new run, or a run an
+/// occurrence extended (same id, higher `resource_version`, bigger `count`:
+/// update it in place). Its last item is the error that ended it:
+/// [`Error::NotFound`] once the object was collected (its log goes with it),
+/// [`Error::WatchTooOld`] when retention trimmed runs it had not delivered,
+/// or [`Error::Stopped`].
 pub struct EventStream {
     /// The runs as of the snapshot, newest first (empty when resuming).
     pub runs: Vec<Event>,
     /// The log position the snapshot is complete as of.
     pub resource_version: i64,
-    /// Runs written above it, oldest first. Closes when the stream ends;
-    /// see [`EventStream::err`].
-    pub events: mpsc::Receiver<Event>,
-    group_kind: GroupKind,
-    ended: Ended,
+    feed: Feed<Event>,
 }
 
-impl EventStream {
-    /// Why `events` closed: [`Error::NotFound`] once the object was
-    /// collected (its log goes with it), [`Error::WatchTooOld`] when
-    /// retention trimmed runs it had not delivered, or `None` while it runs.
-    pub fn err(&self) -> Option<Error> {
-        self.ended.error(&self.group_kind)
+impl Stream for EventStream {
+    type Item = Result<Event>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().feed.poll(cx)
     }
 }
 
@@ -398,9 +432,7 @@ impl RawClient {
         Ok(EventStream {
             runs,
             resource_version: cursor,
-            events: receiver,
-            group_kind: self.group_kind().clone(),
-            ended,
+            feed: Feed::new(receiver, self.group_kind().clone(), ended),
         })
     }
 }

@@ -306,6 +306,8 @@ pub struct Meta {
     pub(crate) status_version: i64,
     /// Passes owed by dependency wakes, drained by successful passes.
     pub(crate) reconcile_owed: i64,
+    /// When the last pass asked to run again, kept across restarts.
+    pub(crate) requeue_at: Option<Timestamp>,
 }
 
 impl Meta {
@@ -453,6 +455,7 @@ pub(crate) fn from_image(text: &str) -> Option<RawObject> {
             spec_version: image.spec_version,
             status_version: image.status_version,
             reconcile_owed: 0,
+            requeue_at: None,
         },
         spec: Json::from_value(&image.spec),
         status: image.status.as_ref().map(Json::from_value),

@@ -436,3 +436,89 @@ async fn a_collected_object_leaves_its_final_state_in_the_write_log() {
     assert_eq!(image["spec"]["keep"], "me");
     assert_eq!(image["name"], "w");
 }
+
+/// Asks to be called back (`{"act":"later"}`) or fails (`{"act":"fail"}`)
+/// on its first pass of each object, settles after, and counts passes.
+#[derive(Clone, Default)]
+struct Appointments {
+    passes: Arc<Mutex<std::collections::HashMap<String, usize>>>,
+}
+
+impl Appointments {
+    fn passes_of(&self, name: &str) -> usize {
+        self.passes.lock().unwrap().get(name).copied().unwrap_or(0)
+    }
+}
+
+impl Controller for Appointments {
+    fn reconcile<'a>(
+        &'a self,
+        _client: &'a ControllerClient,
+        object: &'a RawObject,
+    ) -> ReconcileFuture<'a> {
+        let pass = {
+            let mut passes = self.passes.lock().unwrap();
+            let count = passes.entry(object.meta.name.clone()).or_default();
+            *count += 1;
+            *count
+        };
+        let act = object.spec.to_value()["act"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        Box::pin(async move {
+            match (act.as_str(), pass) {
+                ("later", 1) => {
+                    ReconcileResult::settled().requeue_after(Duration::from_millis(1500))
+                }
+                ("fail", 1) => ReconcileResult::fail("not yet"),
+                _ => ReconcileResult::settled(),
+            }
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requeue_and_a_backoff_alarm_survive_a_restart() {
+    let store = Store::temporary().unwrap();
+    let controller = Appointments::default();
+    let client = beehive::RawClient::new(&store, widget());
+    for (name, act) in [("later", "later"), ("fail", "fail"), ("plain", "none")] {
+        client
+            .create(
+                name,
+                spec(&format!(r#"{{"act":"{act}"}}"#)),
+                CreateOptions::new(),
+            )
+            .await
+            .unwrap();
+    }
+    let start = || async {
+        let host = Host::new(&store, quiet()).unwrap();
+        host.register(widget(), controller.clone(), ControllerOptions::new())
+            .await
+            .unwrap();
+        host.start().await.unwrap()
+    };
+    let running = start().await;
+    wait_until("every first pass ran", PATIENCE, || {
+        ["later", "fail", "plain"]
+            .iter()
+            .all(|name| controller.passes_of(name) == 1)
+    })
+    .await;
+    // Stopped before either appointment is due: they live only in the store.
+    running.stop(PATIENCE).await.unwrap();
+
+    let running = start().await;
+    wait_until(
+        "both appointments are kept after the restart",
+        PATIENCE,
+        || controller.passes_of("later") == 2 && controller.passes_of("fail") == 2,
+    )
+    .await;
+    assert_eq!(controller.passes_of("plain"), 1, "nothing was owed to it");
+    let kept = client.get_by_name("later", Loads::none()).unwrap();
+    assert!(kept.meta.is_observed());
+    running.stop(PATIENCE).await.unwrap();
+}

@@ -15,7 +15,7 @@ use crate::engine::options::KindSettings;
 use crate::engine::pass::{self, Finish};
 use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
 use crate::engine::trigger::{self, Feed};
-use crate::object::GroupKind;
+use crate::object::{GroupKind, Timestamp};
 use crate::store::{Store, scan};
 
 /// A registered kind.
@@ -197,13 +197,15 @@ impl Kind {
         }
     }
 
-    /// The once-per-start passes: every object if the kind asks for it, and
-    /// the first arming of the individual cadence, spread across its interval.
+    /// The once-per-start passes: every object if the kind asks for it, the
+    /// requeues recorded before the restart, and the first arming of the
+    /// individual cadence, spread across its interval.
     fn startup(&self, store: &Store) {
         let settings = self.settings();
         if settings.startup_full_pass {
             self.enqueue_scan(store, scan::all_of_kind);
         }
+        self.rearm_requeues(store);
         let interval = settings.individual_pass_interval;
         if !interval.is_zero() {
             match store.read(|conn| scan::all_of_kind(conn, &self.group_kind)) {
@@ -216,6 +218,23 @@ impl Kind {
                 Err(error) => {
                     tracing::warn!(kind = %self.group_kind, %error, "startup scan failed")
                 }
+            }
+        }
+    }
+
+    /// Arms an alarm for every requeue a pass recorded, at its recorded time
+    /// (at once for one already past).
+    fn rearm_requeues(&self, store: &Store) {
+        match store.read(|conn| scan::requeues(conn, &self.group_kind)) {
+            Ok(requeues) => {
+                let (now, now_ms) = (Instant::now(), Timestamp::now().as_millis());
+                for (id, due_ms) in requeues {
+                    let wait = u64::try_from(due_ms.saturating_sub(now_ms)).unwrap_or(0);
+                    self.queue.wake_at(id, now + Duration::from_millis(wait));
+                }
+            }
+            Err(error) => {
+                tracing::warn!(kind = %self.group_kind, %error, "cannot read recorded requeues")
             }
         }
     }

@@ -15,7 +15,7 @@ use crate::engine::queue::Outcome;
 use crate::error::Result;
 use crate::event::EventSpec;
 use crate::json::Json;
-use crate::object::RawObject;
+use crate::object::{RawObject, Timestamp};
 use crate::store::collect::{self, Collected};
 use crate::store::{Store, WriteTx, dependencies, events, observed, rows};
 
@@ -238,6 +238,12 @@ fn handshake(
         Some(cursor) if succeeded => Some(with_watermark(job, id, cursor)),
         _ => job,
     };
+    let next_pass = match &outcome {
+        Outcome::Succeeded { requeue } => *requeue,
+        Outcome::Failed => Some(kind.queue.next_backoff(id)),
+        Outcome::Gone => None,
+    };
+    let job = with_requeue(job, id, meta.requeue_at, next_pass);
     let Some(job) = job else {
         return Finish::Done(outcome);
     };
@@ -266,6 +272,30 @@ fn with_watermark(job: Option<Job>, id: i64, cursor: i64) -> Job {
         }
         dependencies::record_watermark(tx, id, cursor)
     })
+}
+
+/// `job`, then the time the pass asked to run again (or none), so a
+/// restart keeps the appointment. Bookkeeping only: no version moves. A pass
+/// that asks for nothing, where nothing was asked before, writes nothing.
+fn with_requeue(
+    job: Option<Job>,
+    id: i64,
+    stored: Option<Timestamp>,
+    next_pass: Option<Duration>,
+) -> Option<Job> {
+    if stored.is_none() && next_pass.is_none() {
+        return job;
+    }
+    let due = next_pass.map(|delay| {
+        let delay = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
+        Timestamp::now().as_millis().saturating_add(delay)
+    });
+    Some(Box::new(move |tx| {
+        if let Some(job) = job {
+            job(tx)?;
+        }
+        observed::set_requeue_at(tx, id, due)
+    }))
 }
 
 /// `interval` stretched by up to a tenth, so objects armed together drift apart.

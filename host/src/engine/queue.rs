@@ -299,11 +299,7 @@ impl WorkQueue {
                 }
             }
             Outcome::Failed => {
-                let config = self.config();
-                let step = match entry.backoff {
-                    Some(last) => (last * 2).min(config.max_backoff),
-                    None => config.base_backoff.min(config.max_backoff),
-                };
+                let step = backoff_step(entry.backoff, &self.config());
                 entry.backoff = Some(step);
                 self.arm(&mut state, id, now + step, true);
             }
@@ -314,6 +310,12 @@ impl WorkQueue {
         {
             self.wake_locked(&mut state, id, wake, now);
         }
+    }
+
+    /// The backoff step a failure of `id` would take now.
+    pub(crate) fn next_backoff(&self, id: ObjectId) -> Duration {
+        let last = lock(&self.state).entries.get(&id).and_then(|e| e.backoff);
+        backoff_step(last, &self.config())
     }
 
     /// When `id` is next due: now if it is queued or running, its alarm if it
@@ -352,6 +354,14 @@ impl WorkQueue {
     #[cfg(test)]
     fn len(&self) -> usize {
         lock(&self.state).entries.len()
+    }
+}
+
+/// The backoff step after `last` (none: the first failure).
+fn backoff_step(last: Option<Duration>, config: &QueueConfig) -> Duration {
+    match last {
+        Some(last) => (last * 2).min(config.max_backoff),
+        None => config.base_backoff.min(config.max_backoff),
     }
 }
 

@@ -199,6 +199,15 @@ fn log_update(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId, resource_version: 
     )
 }
 
+/// Records when object `id` asked to run again (`None`: it did not), in
+/// milliseconds since the epoch; bookkeeping only, so no version moves.
+pub(crate) fn set_requeue_at(tx: &mut WriteTx<'_>, id: ObjectId, due: Option<i64>) -> Result<()> {
+    tx.conn()
+        .prepare_cached("UPDATE objects SET requeue_at = ?2 WHERE id = ?1")?
+        .execute(params![id, due])?;
+    Ok(())
+}
+
 /// Takes away owed passes a successful pass serviced; bookkeeping only, so no
 /// version moves.
 pub(crate) fn subtract_owed(tx: &mut WriteTx<'_>, id: ObjectId, serviced: i64) -> Result<()> {

@@ -18,7 +18,7 @@ pub(crate) type ObjectRow = RawObject;
 
 const COLUMNS: &str = "id, grp, kind, name, spec, status, spec_version, status_version, \
      generation, observed_generation, observed_at, resource_version, deletion_requested_at, \
-     finalizers, created_at, updated_at, reconcile_owed";
+     finalizers, created_at, updated_at, reconcile_owed, requeue_at";
 
 fn object_from_row(row: &Row<'_>) -> rusqlite::Result<RawObject> {
     let finalizers: String = row.get(13)?;
@@ -42,6 +42,7 @@ fn object_from_row(row: &Row<'_>) -> rusqlite::Result<RawObject> {
             created_at: Timestamp::from_millis(row.get(14)?),
             updated_at: Timestamp::from_millis(row.get(15)?),
             reconcile_owed: row.get(16)?,
+            requeue_at: row.get::<_, Option<i64>>(17)?.map(Timestamp::from_millis),
         },
         spec: Json::from_stored(row.get(4)?),
         status: row.get::<_, Option<String>>(5)?.map(Json::from_stored),
@@ -367,6 +368,7 @@ pub(crate) fn insert_object(conn: &Connection, new: NewObject<'_>) -> Result<Raw
             spec_version: new.spec_version,
             status_version: 0,
             reconcile_owed: 0,
+            requeue_at: None,
         },
         spec: new.spec.clone(),
         status: None,

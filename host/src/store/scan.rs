@@ -32,6 +32,17 @@ pub(crate) fn all_of_kind(conn: &Connection, gk: &GroupKind) -> Result<Vec<Objec
     Ok(ids.collect::<rusqlite::Result<_>>()?)
 }
 
+/// Objects of `gk` whose last pass asked to run again, and when (milliseconds
+/// since the epoch).
+pub(crate) fn requeues(conn: &Connection, gk: &GroupKind) -> Result<Vec<(ObjectId, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, requeue_at FROM objects \
+         WHERE grp = ?1 AND kind = ?2 AND requeue_at IS NOT NULL ORDER BY id",
+    )?;
+    let rows = stmt.query_map([&gk.group, &gk.kind], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Every deletion-pending object, of every kind.
 pub(crate) fn deleting(conn: &Connection) -> Result<Vec<(ObjectId, GroupKind)>> {
     let mut stmt = conn.prepare_cached(

@@ -9,7 +9,14 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Every migration, oldest first. Never edit one that has shipped: add another.
-const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
+
+/// Durable requeues: when a pass asked to run again (a requeue delay, a
+/// cadence, a backoff step), so a restart keeps the appointment.
+const MIGRATION_4: &str = r#"
+ALTER TABLE objects ADD COLUMN requeue_at INTEGER;
+CREATE INDEX objects_requeue ON objects (grp, kind, id) WHERE requeue_at IS NOT NULL;
+"#;
 
 /// Event watches: how far retention has trimmed each object's event log, so
 /// an event watch resumed below it can tell instead of skipping runs. Goes

@@ -57,7 +57,8 @@ pub use client::{
 };
 pub use engine::{
     AdminClient, Controller, ControllerClient, ControllerOptions, Host, HostOptions,
-    ReconcileFuture, ReconcileResult, Reconciler, STATUS_GRACE, Schedule, StopHandle, Typed,
+    ReconcileFuture, ReconcileResult, Reconciler, STATUS_GRACE, Schedule, ScheduleStream,
+    StopHandle, Typed,
 };
 pub use error::{Error, Result};
 pub use event::{Event, EventFilter, EventSpec, EventType};

@@ -821,3 +821,66 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
         running.stop(Duration::from_secs(10)).await.unwrap();
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_watch_follows_backoff_and_requeues_as_a_gauge() {
+    use futures_util::StreamExt;
+
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    let passes = Arc::new(AtomicUsize::new(0));
+    let count = passes.clone();
+    host.register(
+        widget(),
+        controller(move |_client, _object| {
+            let count = count.clone();
+            async move {
+                match count.fetch_add(1, Ordering::SeqCst) {
+                    0 => ReconcileResult::fail("not yet"),
+                    _ => ReconcileResult::settled().requeue_after(Duration::from_secs(3600)),
+                }
+            }
+        }),
+        ControllerOptions::new(),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        host.watch_schedule(&GroupKind::core("Note"), 1),
+        Err(Error::NoController(_))
+    ));
+    let created = host
+        .client(widget())
+        .create("w", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    let mut schedule = host.watch_schedule(&widget(), created.meta.id).unwrap();
+    let running = host.start().await.unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let next = tokio::time::timeout(PATIENCE, schedule.next())
+            .await
+            .expect("the schedule moves")
+            .expect("the stream is open");
+        let ahead = next
+            .next_requeue_at
+            .and_then(|at| at.duration_since(std::time::SystemTime::now()).ok());
+        seen.push(ahead);
+        if ahead.is_some_and(|a| a > Duration::from_secs(3000)) {
+            break;
+        }
+    }
+    // The backoff step after the failure came before the hour-long requeue.
+    assert!(
+        seen.iter()
+            .any(|a| a
+                .is_some_and(|a| a > Duration::from_millis(100) && a <= Duration::from_secs(2))),
+        "{seen:?}"
+    );
+    assert_eq!(host.due_now(&widget()), 0);
+    running.stop(Duration::from_secs(10)).await.unwrap();
+    let end = tokio::time::timeout(PATIENCE, schedule.next())
+        .await
+        .unwrap();
+    assert!(end.is_none(), "the gauge ends with the host");
+}

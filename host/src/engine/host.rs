@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -15,6 +15,7 @@ use crate::client::{Client, RawClient};
 use crate::engine::kind::Kind;
 use crate::engine::options::HostOptions;
 use crate::engine::queue::Wake;
+use crate::engine::schedule::{self, Schedule, ScheduleStream};
 use crate::engine::waker;
 use crate::engine::{Controller, ControllerOptions};
 use crate::error::{Error, Result};
@@ -73,16 +74,6 @@ struct Running {
     cancel: CancellationToken,
     tracker: TaskTracker,
     _claim: Claim,
-}
-
-/// When an object is next due to reconcile, as far as per-object timers know.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Schedule {
-    /// A pending backoff retry, a requeue delay, a wake held by the floor, or
-    /// now for an object already queued; `None` when nothing is scheduled.
-    /// Drivers that scan (the owed pass, the full pass) are not timers, so a
-    /// pass can come sooner.
-    pub next_requeue_at: Option<SystemTime>,
 }
 
 impl Host {
@@ -289,14 +280,33 @@ impl Host {
     /// A missing id, another kind's id and a kind with no controller all read
     /// as nothing scheduled.
     pub fn schedule(&self, group_kind: &GroupKind, id: ObjectId) -> Schedule {
-        let Some(kind) = read(&self.shared.kinds).get(group_kind).cloned() else {
-            return Schedule::default();
-        };
-        let next_requeue_at = kind.queue.scheduled_at(id).map(|due| {
-            let from_now = due.saturating_duration_since(tokio::time::Instant::now());
-            SystemTime::now() + from_now
-        });
-        Schedule { next_requeue_at }
+        match read(&self.shared.kinds).get(group_kind) {
+            Some(kind) => Schedule::of(kind.queue.due_of(id)),
+            None => Schedule::default(),
+        }
+    }
+
+    /// Object `id`'s schedule as a live gauge: the current value, then each
+    /// change. The id need not hold anything yet.
+    ///
+    /// # Errors
+    /// [`Error::NoController`] for a kind with no controller: a stream that
+    /// could never move says so instead of hanging.
+    pub fn watch_schedule(&self, group_kind: &GroupKind, id: ObjectId) -> Result<ScheduleStream> {
+        let kind = read(&self.shared.kinds)
+            .get(group_kind)
+            .cloned()
+            .ok_or_else(|| Error::NoController(group_kind.to_string()))?;
+        Ok(schedule::watch(kind, id))
+    }
+
+    /// How many objects of `group_kind` are due and waiting for a worker: a
+    /// gauge of work that is late because every worker is busy. Zero for a
+    /// kind with no controller.
+    pub fn due_now(&self, group_kind: &GroupKind) -> usize {
+        read(&self.shared.kinds)
+            .get(group_kind)
+            .map_or(0, |kind| kind.queue.due())
     }
 
     /// Starts every loop: the workers and drivers of each kind, the pushes at

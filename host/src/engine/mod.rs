@@ -8,6 +8,7 @@ mod kind;
 mod options;
 mod pass;
 mod queue;
+mod schedule;
 mod trigger;
 mod waker;
 
@@ -16,5 +17,6 @@ pub use controller::{
     Controller, ControllerOptions, ReconcileFuture, ReconcileResult, Reconciler, Typed,
 };
 pub use controller_client::{ControllerClient, STATUS_GRACE};
-pub use host::{Host, Schedule, StopHandle};
+pub use host::{Host, StopHandle};
 pub use options::HostOptions;
+pub use schedule::{Schedule, ScheduleStream};

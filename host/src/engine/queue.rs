@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use crate::object::ObjectId;
@@ -93,11 +93,26 @@ struct State {
     closed: bool,
 }
 
+/// When an object is next due, as far as the queue knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Due {
+    /// Nothing is scheduled.
+    Nothing,
+    /// Queued or running.
+    Now,
+    /// An alarm: a requeue delay, a backoff step, a wake held by the floor.
+    At(Instant),
+}
+
 /// The work queue of one kind.
 pub(crate) struct WorkQueue {
     state: Mutex<State>,
     changed: Notify,
     config: Mutex<QueueConfig>,
+    /// Bumped whenever the state may have changed while someone watches a
+    /// schedule: rescheduling moves no version, so watches of the store
+    /// cannot see it.
+    schedule: watch::Sender<u64>,
 }
 
 fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -106,13 +121,60 @@ fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The state, locked for a change; schedule watchers hear of it when the
+/// lock is released.
+struct Edit<'a> {
+    state: MutexGuard<'a, State>,
+    schedule: &'a watch::Sender<u64>,
+}
+
+impl std::ops::Deref for Edit<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.state
+    }
+}
+
+impl std::ops::DerefMut for Edit<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.state
+    }
+}
+
+impl Drop for Edit<'_> {
+    fn drop(&mut self) {
+        if self.schedule.receiver_count() > 0 {
+            self.schedule.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+}
+
 impl WorkQueue {
     pub(crate) fn new(config: QueueConfig) -> Self {
         WorkQueue {
             state: Mutex::new(State::default()),
             changed: Notify::new(),
             config: Mutex::new(config),
+            schedule: watch::Sender::new(0),
         }
+    }
+
+    fn edit(&self) -> Edit<'_> {
+        Edit {
+            state: lock(&self.state),
+            schedule: &self.schedule,
+        }
+    }
+
+    /// A receiver that sees a new value whenever the schedule may have
+    /// changed.
+    pub(crate) fn schedule_changes(&self) -> watch::Receiver<u64> {
+        self.schedule.subscribe()
+    }
+
+    /// How many objects are due and waiting for a worker.
+    pub(crate) fn due(&self) -> usize {
+        lock(&self.state).ready.len()
     }
 
     fn config(&self) -> QueueConfig {
@@ -132,7 +194,7 @@ impl WorkQueue {
 
     /// Asks for a pass of `id`.
     pub(crate) fn wake(&self, id: ObjectId, wake: Wake) {
-        let mut state = lock(&self.state);
+        let mut state = self.edit();
         if state.closed {
             return;
         }
@@ -141,7 +203,7 @@ impl WorkQueue {
 
     /// Asks for a pass of each id.
     pub(crate) fn wake_all(&self, ids: impl IntoIterator<Item = ObjectId>, wake: Wake) {
-        let mut state = lock(&self.state);
+        let mut state = self.edit();
         if state.closed {
             return;
         }
@@ -153,7 +215,7 @@ impl WorkQueue {
 
     /// Schedules a pass of `id` at `due` unless something sooner is pending.
     pub(crate) fn wake_at(&self, id: ObjectId, due: Instant) {
-        let mut state = lock(&self.state);
+        let mut state = self.edit();
         if state.closed {
             return;
         }
@@ -165,7 +227,7 @@ impl WorkQueue {
 
     /// Requeues `id` now, clearing its backoff if asked.
     pub(crate) fn requeue(&self, id: ObjectId, reset_backoff: bool) {
-        let mut state = lock(&self.state);
+        let mut state = self.edit();
         if state.closed {
             return;
         }
@@ -241,7 +303,7 @@ impl WorkQueue {
             // read still wakes this waiter.
             changed.as_mut().enable();
             let next_alarm = {
-                let mut state = lock(&self.state);
+                let mut state = self.edit();
                 if state.closed {
                     return None;
                 }
@@ -274,7 +336,7 @@ impl WorkQueue {
 
     /// Records how the pass of `id` ended and schedules what follows.
     pub(crate) fn done(&self, id: ObjectId, outcome: Outcome) {
-        let mut state = lock(&self.state);
+        let mut state = self.edit();
         let now = Instant::now();
         let floor = self.config().floor;
         if outcome == Outcome::Gone {
@@ -319,20 +381,24 @@ impl WorkQueue {
     }
 
     /// When `id` is next due: now if it is queued or running, its alarm if it
-    /// has one, `None` if nothing is scheduled.
-    pub(crate) fn scheduled_at(&self, id: ObjectId) -> Option<Instant> {
+    /// has one, nothing otherwise. The value changes only when the schedule
+    /// does.
+    pub(crate) fn due_of(&self, id: ObjectId) -> Due {
         let state = lock(&self.state);
-        let entry = state.entries.get(&id)?;
-        match entry.phase {
-            Phase::Ready | Phase::Running => Some(Instant::now()),
-            Phase::Idle => entry.alarm.map(|a| a.due),
+        let Some(entry) = state.entries.get(&id) else {
+            return Due::Nothing;
+        };
+        match (entry.phase, entry.alarm) {
+            (Phase::Ready | Phase::Running, _) => Due::Now,
+            (Phase::Idle, Some(alarm)) => Due::At(alarm.due),
+            (Phase::Idle, None) => Due::Nothing,
         }
     }
 
     /// Forgets idle objects with nothing pending whose floor has passed, so
     /// the queue holds only what it needs.
     pub(crate) fn prune(&self) {
-        let mut state = lock(&self.state);
+        let mut state = self.edit();
         let now = Instant::now();
         let floor = self.config().floor;
         state.entries.retain(|_, e| {
@@ -345,7 +411,7 @@ impl WorkQueue {
 
     /// Stops handing out work; waiting workers get `None`.
     pub(crate) fn close(&self) {
-        lock(&self.state).closed = true;
+        self.edit().closed = true;
         self.changed.notify_waiters();
         // notify_waiters wakes only those waiting now; a permit catches the rest.
         self.changed.notify_one();
@@ -540,7 +606,7 @@ mod tests {
                 requeue: Some(Duration::from_secs(5)),
             },
         );
-        assert!(q.scheduled_at(1).is_some());
+        assert_ne!(q.due_of(1), Due::Nothing);
         let start = Instant::now();
         q.next().await;
         assert_eq!(start.elapsed(), Duration::from_secs(5));
@@ -585,7 +651,7 @@ mod tests {
         tokio::time::advance(Duration::from_secs(2)).await;
         q.prune();
         assert_eq!(q.len(), 0);
-        assert_eq!(q.scheduled_at(b), None);
+        assert_eq!(q.due_of(b), Due::Nothing);
     }
 
     #[tokio::test(start_paused = true)]

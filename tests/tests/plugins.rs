@@ -29,6 +29,25 @@ async fn load_all(host: &Host, dir: &Path) -> Arc<PluginDirectory> {
     plugins
 }
 
+/// A started host over a throwaway store, serving the named example
+/// plugins from a directory of their own.
+async fn serving(
+    names: &[&str],
+) -> (
+    tempfile::TempDir,
+    Store,
+    Host,
+    Arc<PluginDirectory>,
+    beehive::StopHandle,
+) {
+    let plugins = plugin_dir(names);
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let directory = load_all(&host, plugins.path()).await;
+    let running = host.start().await.unwrap();
+    (plugins, store, host, directory, running)
+}
+
 fn greet(name: &str) -> Json {
     Json::parse(&format!(r#"{{"name":"{name}"}}"#)).unwrap()
 }
@@ -236,11 +255,7 @@ fn keep_writing(client: RawClient, stop: Arc<AtomicBool>) -> tokio::task::JoinHa
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hot_swap_under_load_fails_no_pass() {
-    let plugins = plugin_dir(&["greeting"]);
-    let store = Store::temporary().unwrap();
-    let host = Host::new(&store, HostOptions::new()).unwrap();
-    let directory = load_all(&host, plugins.path()).await;
-    let running = host.start().await.unwrap();
+    let (plugins, store, host, directory, running) = serving(&["greeting"]).await;
     let watching = directory.watch(Duration::from_secs(60)).unwrap();
     let client = host.client(greeting_kind());
     for i in 0..100 {
@@ -297,11 +312,7 @@ async fn a_hot_swap_under_load_fails_no_pass() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_replacement_leaves_the_old_version_serving() {
-    let plugins = plugin_dir(&["greeting"]);
-    let store = Store::temporary().unwrap();
-    let host = Host::new(&store, HostOptions::new()).unwrap();
-    let directory = load_all(&host, plugins.path()).await;
-    let running = host.start().await.unwrap();
+    let (plugins, _store, host, directory, running) = serving(&["greeting"]).await;
     let watching = directory.watch(Duration::from_secs(60)).unwrap();
     let served = directory.served();
 
@@ -343,11 +354,7 @@ async fn a_broken_replacement_leaves_the_old_version_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removing_a_file_unregisters_its_kind_and_a_new_kind_swaps_registrations() {
-    let plugins = plugin_dir(&["greeting", "misbehave"]);
-    let store = Store::temporary().unwrap();
-    let host = Host::new(&store, HostOptions::new()).unwrap();
-    let directory = load_all(&host, plugins.path()).await;
-    let running = host.start().await.unwrap();
+    let (plugins, store, host, directory, running) = serving(&["greeting", "misbehave"]).await;
     let client = host.client(greeting_kind());
     client
         .create("ada", greet("Ada"), CreateOptions::new())
@@ -567,11 +574,7 @@ async fn a_plugin_replaced_while_the_host_was_stopped_reconciles_every_object_at
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_that_reshapes_its_spec_migrates_what_earlier_releases_stored() {
-    let plugins = plugin_dir(&["greeting"]);
-    let store = Store::temporary().unwrap();
-    let host = Host::new(&store, HostOptions::new()).unwrap();
-    let directory = load_all(&host, plugins.path()).await;
-    let running = host.start().await.unwrap();
+    let (plugins, store, host, directory, running) = serving(&["greeting"]).await;
     let client = host.client(greeting_kind());
     client
         .create("ada", greet("ada"), CreateOptions::new())

@@ -73,7 +73,7 @@ pub struct RunArgs {
     plugin_memory: usize,
 
     /// Linear memory all plugin instances together may hold.
-    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "192MiB", value_parser = parse_size)]
     plugin_memory_budget: usize,
 
     /// The most passes at once a plugin's kind may run (and instances it may

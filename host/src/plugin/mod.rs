@@ -144,13 +144,13 @@ impl Default for RuntimeOptions {
             limits: Limits::default(),
             plugin_limits: BTreeMap::new(),
             cache_dir: None,
-            memory_budget: 256 << 20,
+            memory_budget: 192 << 20,
         }
     }
 }
 
 impl RuntimeOptions {
-    /// Default limits, no per-plugin limits, no cache, a 256 MiB memory budget.
+    /// Default limits, no per-plugin limits, no cache, a 192 MiB memory budget.
     pub fn new() -> Self {
         Self::default()
     }
@@ -168,7 +168,7 @@ impl RuntimeOptions {
     }
 
     /// The linear memory all plugin instances together may hold (default
-    /// 256 MiB). A pass whose growth would go over it fails as out of memory.
+    /// 192 MiB). A pass whose growth would go over it fails as out of memory.
     pub fn memory_budget(mut self, bytes: usize) -> Self {
         self.memory_budget = bytes;
         self

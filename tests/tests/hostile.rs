@@ -52,19 +52,31 @@ fn failure(client: &RawClient, name: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_plugin_asks_for_is_cut_to_the_operators_ceiling() {
-    let plugins = plugin_dir(&["hostile"]);
+    let plugins = plugin_dir(&["hostile", "greeting"]);
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, HostOptions::new()).unwrap();
     let directory = load(&host, plugins.path(), RuntimeOptions::new().limits(tight())).await;
     let served = directory.served();
-    assert_eq!(served.len(), 1, "{:?}", directory.failures());
-    let limits = served[0].limits;
+    assert_eq!(served.len(), 2, "{:?}", directory.failures());
+    let limits_of = |name: &str| {
+        served
+            .iter()
+            .find(|s| s.path.ends_with(format!("{name}.wasm")))
+            .unwrap()
+            .limits
+    };
+    let limits = limits_of("hostile");
     assert_eq!(
         limits.pass_deadline,
         Duration::from_millis(500),
         "not 31 years"
     );
     assert_eq!(limits.concurrency, 2, "not u32::MAX workers");
+    assert_eq!(
+        limits_of("greeting").concurrency,
+        1,
+        "a plugin that asks for nothing gets the host's default"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -95,6 +95,11 @@ impl Host {
         })
     }
 
+    /// Workers per kind for a controller that names no number of its own.
+    pub fn default_concurrency(&self) -> usize {
+        self.shared.options.concurrency.max(1)
+    }
+
     /// The store this host drives.
     pub fn store(&self) -> &Store {
         &self.shared.store

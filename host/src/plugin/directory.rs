@@ -364,7 +364,17 @@ impl PluginDirectory {
         if let Some(old) = previous.filter(|old| old.group_kind != served.group_kind) {
             self.release(&old.group_kind).await;
         }
-        let options = plugin.controller_options();
+        // The host's default worker count is the operator's too: a plugin
+        // that asks for none gets it, under the plugin's ceiling.
+        let workers = plugin.workers(self.host.default_concurrency());
+        let options = plugin.controller_options().concurrency(workers);
+        let served = Served {
+            limits: Limits {
+                concurrency: workers,
+                ..served.limits
+            },
+            ..served
+        };
         self.host
             .register_shared(served.group_kind.clone(), Arc::new(plugin), options)
             .await

@@ -451,6 +451,16 @@ impl Plugin {
         self.sandbox.limits
     }
 
+    /// The passes at once its kind runs: what it asked for (already under
+    /// the ceiling), or `host_default` under the ceiling when it asked for
+    /// nothing.
+    pub fn workers(&self, host_default: usize) -> usize {
+        match self.registration.concurrency {
+            Some(asked) => asked as usize,
+            None => host_default.clamp(1, self.sandbox.limits.concurrency.max(1)),
+        }
+    }
+
     /// The plugin's name: its file name without `.wasm`.
     pub fn name(&self) -> &str {
         &self.sandbox.name

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, RuntimeOptions};
+use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, Policy, RuntimeOptions};
 use beehive::{
     Client, Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host,
     HostOptions, Json, Object, RawClient, ReconcileResult, Reconciler, Store, Typed,
@@ -255,7 +255,10 @@ async fn instance_rss() -> f64 {
         ..Limits::default()
     };
     let runtime = PluginRuntime::new(RuntimeOptions::new().limits(room)).expect("runtime");
-    let plugin = runtime.load(&plugin_wasm("greeting")).await.expect("load");
+    let plugin = runtime
+        .load(&plugin_wasm("greeting"), Policy::default())
+        .await
+        .expect("load");
     plugin.prewarm(1).await.expect("first instance");
     let before = rss_kib();
     plugin.prewarm(INSTANCES).await.expect("instances");

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use beehive::plugin::{
-    Change, Limits, PluginDirectory, PluginLimits, PluginRuntime, RuntimeOptions,
+    Change, Limits, PluginDirectory, PluginLimits, PluginRuntime, Policy, RuntimeOptions,
 };
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store};
 use beehive_e2e::{eventually, plugin_dir, plugin_wasm};
@@ -499,7 +499,7 @@ async fn the_example_plugins_converge_together() {
 async fn the_operators_limits_are_ceilings_over_the_plugins_own() {
     let misbehave = plugin_wasm("misbehave");
     let default = PluginRuntime::new(RuntimeOptions::new()).unwrap();
-    let plugin = default.load(&misbehave).await.unwrap();
+    let plugin = default.load(&misbehave, Policy::default()).await.unwrap();
     assert_eq!(
         plugin.limits(),
         Limits {
@@ -516,7 +516,10 @@ async fn the_operators_limits_are_ceilings_over_the_plugins_own() {
     };
     let configured =
         PluginRuntime::new(RuntimeOptions::new().plugin_limits("misbehave", operator)).unwrap();
-    let plugin = configured.load(&misbehave).await.unwrap();
+    let plugin = configured
+        .load(&misbehave, Policy::default())
+        .await
+        .unwrap();
     assert_eq!(
         plugin.limits(),
         Limits {
@@ -526,7 +529,10 @@ async fn the_operators_limits_are_ceilings_over_the_plugins_own() {
         },
         "the operator allows less than the plugin asks for"
     );
-    let greeting = configured.load(&plugin_wasm("greeting")).await.unwrap();
+    let greeting = configured
+        .load(&plugin_wasm("greeting"), Policy::default())
+        .await
+        .unwrap();
     assert_eq!(
         greeting.limits(),
         Limits::default(),

@@ -453,6 +453,7 @@ fn plugins(ctx: &Context) -> Outcome {
                         pass_deadline_ms: millis(s.limits.pass_deadline),
                         pass_wall_limit_ms: millis(s.limits.pass_wall_limit),
                         memory_bytes: s.limits.memory,
+                        grants: s.grants.iter().map(ToString::to_string).collect(),
                     }),
                 })
                 .collect(),

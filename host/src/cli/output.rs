@@ -517,11 +517,18 @@ pub fn plugins(view: &PluginsView) -> String {
                 limits(|l| short_millis(l.pass_wall_limit_ms)),
                 limits(|l| format!("{}Mi", l.memory_bytes >> 20)),
                 p.source.clone(),
+                limits(|l| {
+                    if l.grants.is_empty() {
+                        "-".into()
+                    } else {
+                        l.grants.join(",")
+                    }
+                }),
             ]
         });
         out.push_str(&columns(
             &[
-                "KIND", "VERSION", "WORKERS", "CPU", "WALL", "MEMORY", "SOURCE",
+                "KIND", "VERSION", "WORKERS", "CPU", "WALL", "MEMORY", "SOURCE", "GRANTS",
             ],
             rows,
         ));

@@ -198,6 +198,9 @@ pub struct LimitsView {
     pub pass_deadline_ms: u64,
     pub pass_wall_limit_ms: u64,
     pub memory_bytes: usize,
+    /// Granted directories, `GUEST=HOST:ro|rw`.
+    #[serde(default)]
+    pub grants: Vec<String>,
 }
 
 /// A plugin file that does not load.

@@ -43,8 +43,10 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The plugin directory: every `*.wasm` in it serves its kind, and files
-    /// added, replaced or removed are hot-swapped. Default `plugins/`,
-    /// created if missing; a directory named here must exist.
+    /// added, replaced or removed are hot-swapped. A `NAME.toml` beside
+    /// `NAME.wasm` grants that plugin directories (`[files."/out"] path =
+    /// "/srv/out"`, `access = "read-write"`); no file grants nothing. Default
+    /// `plugins/`, created if missing; a directory named here must exist.
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
 

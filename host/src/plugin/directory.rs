@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::engine::Host;
 use crate::object::GroupKind;
-use crate::plugin::{Limits, Plugin, PluginError, PluginRuntime, hex};
+use crate::plugin::{FileGrant, Limits, Plugin, PluginError, PluginRuntime, Policy, hex};
 use crate::watch::{WatchHandle, watch_directory};
 
 /// A plugin serving its kind.
@@ -33,6 +33,8 @@ pub struct Served {
     pub content_hash: String,
     /// The limits its passes run under.
     pub limits: Limits,
+    /// The directories its policy file grants.
+    pub grants: Vec<FileGrant>,
 }
 
 /// A file whose current content does not serve.
@@ -123,18 +125,24 @@ pub(crate) fn short(hash: &str) -> &str {
     &hash[..hash.len().min(12)]
 }
 
-/// What a sync last saw of a file, to tell whether it changed.
+/// What a sync last saw of a plugin file and its policy file, to tell
+/// whether either changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Fingerprint {
     len: u64,
     modified: Option<SystemTime>,
+    policy: Option<(u64, Option<SystemTime>)>,
 }
 
 fn fingerprint(path: &Path) -> Option<Fingerprint> {
     let meta = std::fs::metadata(path).ok()?;
+    let policy = std::fs::metadata(Policy::file_of(path))
+        .ok()
+        .map(|m| (m.len(), m.modified().ok()));
     meta.is_file().then(|| Fingerprint {
         len: meta.len(),
         modified: meta.modified().ok(),
+        policy,
     })
 }
 
@@ -294,10 +302,14 @@ impl PluginDirectory {
         if fingerprint(path).as_ref() != Some(&seen) {
             return None;
         }
+        let policy = match self.policy_of(path) {
+            Ok(policy) => policy,
+            Err(error) => return Some(record_failure(files, path, seen, serving, error)),
+        };
         let content_hash = hex(&Sha256::digest(&bytes));
         if serving
             .as_ref()
-            .is_some_and(|s| s.content_hash == content_hash)
+            .is_some_and(|s| s.content_hash == content_hash && s.grants == policy.files)
         {
             files.insert(
                 path.to_path_buf(),
@@ -310,7 +322,11 @@ impl PluginDirectory {
             );
             return None;
         }
-        let outcome = match self.runtime.load_bytes(path, bytes, content_hash).await {
+        let outcome = match self
+            .runtime
+            .load_bytes(path, bytes, content_hash, policy)
+            .await
+        {
             Ok(plugin) => self.install(files, plugin, serving.clone()).await,
             Err(error) => Err(error),
         };
@@ -335,6 +351,41 @@ impl PluginDirectory {
         }
     }
 
+    /// The policy in the plugin's `NAME.toml`, or no grants without one. No
+    /// grant may reach the plugin directory or the database's.
+    fn policy_of(&self, wasm: &Path) -> Result<Policy, PluginError> {
+        let file = Policy::file_of(wasm);
+        let text = match std::fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Policy::default()),
+            Err(e) => {
+                return Err(PluginError::Policy {
+                    path: file,
+                    message: format!("cannot read: {e}"),
+                });
+            }
+        };
+        let mut protected = vec![self.dir.clone()];
+        if let Some(db_dir) = self.host.store().path().parent() {
+            protected.push(db_dir.to_path_buf());
+        }
+        let protected: Vec<PathBuf> = protected
+            .iter()
+            .filter_map(|p| {
+                let p = if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                };
+                p.canonicalize().ok()
+            })
+            .collect();
+        Policy::parse(&text, &protected).map_err(|message| PluginError::Policy {
+            path: file,
+            message,
+        })
+    }
+
     /// Registers a loaded plugin for its kind, unless another file serves it.
     async fn install(
         &self,
@@ -347,6 +398,7 @@ impl PluginDirectory {
             group_kind: plugin.group_kind(),
             content_hash: plugin.content_hash().to_string(),
             limits: plugin.limits(),
+            grants: plugin.policy().files.clone(),
         };
         let rival = files.iter().find(|(path, f)| {
             **path != served.path

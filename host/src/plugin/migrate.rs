@@ -93,6 +93,7 @@ impl PluginMigrator {
             limits: sandbox.limits,
             pre: sandbox.pre.clone(),
             runtime: sandbox.runtime.clone(),
+            policy: sandbox.policy.clone(),
         });
         let (jobs, queue) = mpsc::channel();
         std::thread::Builder::new()

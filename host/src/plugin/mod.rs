@@ -19,11 +19,13 @@ mod directory;
 mod limits;
 mod memory;
 mod migrate;
+mod policy;
 mod sandbox;
 mod state;
 
 pub use directory::{Change, Failure, PluginDirectory, Served};
 pub use limits::{Limits, PluginLimits};
+pub use policy::{FileGrant, Policy};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -109,6 +111,15 @@ pub enum PluginError {
         /// The plugin file.
         path: PathBuf,
         /// What wasmtime said.
+        message: String,
+    },
+    /// The plugin's policy file (`NAME.toml`) cannot be read or is wrong;
+    /// the plugin is not loaded under a policy nobody meant.
+    #[error("{path}: {message}")]
+    Policy {
+        /// The policy file.
+        path: PathBuf,
+        /// What is wrong.
         message: String,
     },
     /// The host refused the registration.
@@ -260,17 +271,23 @@ impl PluginRuntime {
         self.compiled.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Compiles the plugin in `path` and asks it what it reconciles.
+    /// Compiles the plugin in `path` and asks it what it reconciles, under
+    /// `policy`'s grants ([`Policy::default`] grants nothing; a
+    /// [`PluginDirectory`] reads each plugin's policy file for it).
     ///
     /// # Errors
     /// A [`PluginError`] naming the file.
-    pub async fn load(self: &Arc<Self>, path: &Path) -> Result<Plugin, PluginError> {
+    pub async fn load(
+        self: &Arc<Self>,
+        path: &Path,
+        policy: Policy,
+    ) -> Result<Plugin, PluginError> {
         let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
             path: path.to_path_buf(),
             source,
         })?;
         let content_hash = hex(&Sha256::digest(&bytes));
-        self.load_bytes(path, bytes, content_hash).await
+        self.load_bytes(path, bytes, content_hash, policy).await
     }
 
     /// [`PluginRuntime::load`] of bytes already read from `path`, whose
@@ -280,6 +297,7 @@ impl PluginRuntime {
         path: &Path,
         bytes: Vec<u8>,
         content_hash: String,
+        policy: Policy,
     ) -> Result<Plugin, PluginError> {
         let component = self.component(path, bytes, &content_hash).await?;
         let contract = |message: String| PluginError::Contract {
@@ -306,6 +324,7 @@ impl PluginRuntime {
             slots: Arc::new(tokio::sync::Semaphore::new(ceiling.concurrency.max(1))),
             pre,
             runtime: self.clone(),
+            policy: Arc::new(policy),
         };
         let mut registration = describe(&describing).await?;
         if let Some(problem) = limits::registration_problem(&registration) {
@@ -459,6 +478,11 @@ impl Plugin {
             Some(asked) => asked as usize,
             None => host_default.clamp(1, self.sandbox.limits.concurrency.max(1)),
         }
+    }
+
+    /// What the operator granted it beyond the sandbox.
+    pub fn policy(&self) -> &Policy {
+        &self.sandbox.policy
     }
 
     /// The plugin's name: its file name without `.wasm`.

@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use wasmtime::Store;
 use wasmtime::component::Instance;
-use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::plugin::bindings;
 use crate::plugin::clock::{self, PassClock};
 use crate::plugin::memory::MemoryLimiter;
 use crate::plugin::state::PluginState;
-use crate::plugin::{Limits, PluginError, PluginRuntime};
+use crate::plugin::{Limits, PluginError, PluginRuntime, Policy};
 
 /// How much stderr an instance may collect. An instance that has used half
 /// is retired, so a plugin's writes to stderr never fail for lack of room.
@@ -31,6 +31,8 @@ pub(crate) struct Sandbox {
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
     pub(crate) pre: bindings::PluginPre<PluginState>,
     pub(crate) runtime: Arc<PluginRuntime>,
+    /// What the operator granted beyond the sandbox.
+    pub(crate) policy: Arc<Policy>,
 }
 
 /// A live instance and its store, holding one of its plugin's slots.
@@ -50,12 +52,28 @@ pub(crate) enum CallError {
 }
 
 impl Sandbox {
-    /// A fresh store: no preopened files, no sockets, no environment, no
-    /// arguments; stderr captured in memory; memory capped and charged to
-    /// the runtime's budget.
-    fn store(&self) -> Store<PluginState> {
+    /// A fresh store: no sockets, no environment, no arguments, and no
+    /// files but the directories the policy grants; stderr captured in
+    /// memory; memory capped and charged to the runtime's budget.
+    fn store(&self) -> wasmtime::Result<Store<PluginState>> {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
-        let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stderr(stderr.clone());
+        for grant in &self.policy.files {
+            let perms = if grant.read_only {
+                FsPerms::ReadOnly
+            } else {
+                FsPerms::ReadWrite
+            };
+            wasi.preopened_dir(&grant.host_path, &grant.guest_path, perms)
+                .map_err(|e| {
+                    wasmtime::format_err!(
+                        "the granted directory {} cannot be opened: {e:#}",
+                        grant.host_path.display()
+                    )
+                })?;
+        }
+        let wasi = wasi.build();
         let mut store = Store::new(
             &self.runtime.engine,
             PluginState {
@@ -74,7 +92,7 @@ impl Sandbox {
         store.limiter(|state| &mut state.memory);
         clock::install(&mut store);
         store.set_epoch_deadline(1);
-        store
+        Ok(store)
     }
 
     /// Restarts `warm`'s clock for a new call into the guest.
@@ -114,7 +132,10 @@ impl Sandbox {
                 path: self.path.clone(),
                 message: "the plugin is being dropped".into(),
             })?;
-        let mut store = self.store();
+        let mut store = self.store().map_err(|e| PluginError::Contract {
+            path: self.path.clone(),
+            message: format!("{e:#}"),
+        })?;
         let instantiated = self
             .bounded(async {
                 let instance = self

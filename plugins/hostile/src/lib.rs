@@ -10,7 +10,10 @@
 //! - `long-kind`: makes a kind client for a 1 MiB kind name;
 //! - `huge-status`: writes a 5 MiB status;
 //! - `touch-memory`: fills 48 MiB of memory, then settles;
-//! - `forge-log`: logs a line with a newline and a terminal escape in it.
+//! - `forge-log`: logs a line with a newline and a terminal escape in it;
+//! - `write-file`: writes `/out/NAME.txt` (granted by the operator, or not);
+//! - `read`: reads the file at the spec's `path`, which may try to escape a
+//!   granted directory (`..`, an absolute path, a symlink pointing out).
 //!
 //! Anything else settles. It also declares spec schema version 1, and its
 //! converter spins forever on an older spec whose `act` is `spin`.
@@ -25,6 +28,9 @@ use serde::{Deserialize, Serialize};
 pub struct Spec {
     /// Which one.
     pub act: String,
+    /// The file `read` reads.
+    #[serde(default)]
+    pub path: String,
 }
 
 /// What a pass that got through reports.
@@ -94,6 +100,24 @@ impl Controller for Hostile {
                 let hoard = vec![7u8; 48 << 20];
                 format!("touched {} MiB", std::hint::black_box(&hoard).len() >> 20)
             }
+            "write-file" => {
+                let file = format!("/out/{}.txt", object.meta.name);
+                match std::fs::write(&file, "written by a plugin") {
+                    Ok(()) => format!("wrote {file}"),
+                    Err(error) => {
+                        return ReconcileResult::fail(format!("cannot write {file}: {error}"));
+                    }
+                }
+            }
+            "read" => match std::fs::read_to_string(&object.spec.path) {
+                Ok(text) => format!("read {}: {text}", object.spec.path),
+                Err(error) => {
+                    return ReconcileResult::fail(format!(
+                        "cannot read {}: {error}",
+                        object.spec.path
+                    ));
+                }
+            },
             "forge-log" => {
                 beehive_guest::info!("ok\n2026-12-01T00:00:00Z ERROR forged by a plugin\x1b[2J");
                 "logged".to_string()

@@ -1,0 +1,185 @@
+//! What the operator grants a plugin beyond its sandbox, from the policy
+//! file beside it: `NAME.toml` next to `NAME.wasm`. No file means no grants.
+//!
+//! ```toml
+//! # plugins/render.toml
+//! [files."/out"]              # the path the plugin sees
+//! path = "/srv/rendered"      # the host directory behind it
+//! access = "read-write"       # or "read-only" (the default)
+//! ```
+//!
+//! Unknown sections and keys are errors, so a typo never grants less (or
+//! more) than the operator meant silently. A directory that holds the plugin
+//! directory or the database is refused: a plugin must not be able to
+//! rewrite its own code, policy or the store.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The grants of one plugin, checked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Directories the plugin sees, by the path it sees them at.
+    pub files: Vec<FileGrant>,
+}
+
+/// One directory granted to a plugin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileGrant {
+    /// Where the plugin sees it, e.g. `/out`.
+    pub guest_path: String,
+    /// The host directory, canonical.
+    pub host_path: PathBuf,
+    /// Whether the plugin may only read it.
+    pub read_only: bool,
+}
+
+impl std::fmt::Display for FileGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let access = if self.read_only { "ro" } else { "rw" };
+        write!(
+            f,
+            "{}={}:{access}",
+            self.guest_path,
+            self.host_path.display()
+        )
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    #[serde(default)]
+    files: BTreeMap<String, FileEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileEntry {
+    path: PathBuf,
+    #[serde(default)]
+    access: Access,
+}
+
+#[derive(Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Access {
+    #[default]
+    ReadOnly,
+    ReadWrite,
+}
+
+impl Policy {
+    /// Parses and checks a policy file's text. `protected` are the
+    /// directories no grant may hold (the plugin directory, the database's).
+    ///
+    /// # Errors
+    /// What is wrong, in one line.
+    pub(crate) fn parse(text: &str, protected: &[PathBuf]) -> Result<Policy, String> {
+        let file: PolicyFile = toml::from_str(text).map_err(|e| e.message().to_string())?;
+        let files = file
+            .files
+            .into_iter()
+            .map(|(guest_path, entry)| grant(guest_path, entry, protected))
+            .collect::<Result<_, _>>()?;
+        Ok(Policy { files })
+    }
+
+    /// The policy file of the plugin in `wasm`: `NAME.toml` beside it.
+    pub(crate) fn file_of(wasm: &Path) -> PathBuf {
+        wasm.with_extension("toml")
+    }
+}
+
+fn grant(guest_path: String, entry: FileEntry, protected: &[PathBuf]) -> Result<FileGrant, String> {
+    let guest_ok = guest_path.starts_with('/')
+        && guest_path.len() > 1
+        && !guest_path
+            .split('/')
+            .any(|part| part == ".." || part == ".");
+    if !guest_ok {
+        return Err(format!(
+            "files.{guest_path:?}: the path a plugin sees must be absolute, like \"/out\", \
+             without . or .. parts"
+        ));
+    }
+    let host_path = entry
+        .path
+        .canonicalize()
+        .map_err(|e| format!("files.{guest_path:?}: {}: {e}", entry.path.display()))?;
+    if !host_path.is_dir() {
+        return Err(format!(
+            "files.{guest_path:?}: {} is not a directory",
+            host_path.display()
+        ));
+    }
+    if let Some(held) = protected.iter().find(|p| p.starts_with(&host_path)) {
+        return Err(format!(
+            "files.{guest_path:?}: {} holds {}, which no plugin may reach",
+            host_path.display(),
+            held.display()
+        ));
+    }
+    Ok(FileGrant {
+        guest_path,
+        host_path,
+        read_only: matches!(entry.access, Access::ReadOnly),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_grant_is_checked_and_canonical() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let text = format!(
+            "[files.\"/out\"]\npath = {:?}\naccess = \"read-write\"\n",
+            out.display().to_string()
+        );
+        let policy = Policy::parse(&text, &[]).unwrap();
+        assert_eq!(policy.files.len(), 1);
+        assert_eq!(policy.files[0].guest_path, "/out");
+        assert!(!policy.files[0].read_only);
+        assert_eq!(policy.files[0].host_path, out.canonicalize().unwrap());
+    }
+
+    #[test]
+    fn mistakes_and_overreach_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = format!("{:?}", dir.path().display().to_string());
+        let cases = [
+            (format!("[files.\"out\"]\npath = {path}\n"), "absolute"),
+            (format!("[files.\"/a/../b\"]\npath = {path}\n"), "absolute"),
+            (
+                "[files.\"/x\"]\npath = \"/no/such/dir\"\n".to_string(),
+                "/no/such/dir",
+            ),
+            (
+                format!("[files.\"/x\"]\npath = {path}\naccess = \"all\"\n"),
+                "unknown variant",
+            ),
+            (
+                "[http]\nallow = [\"example.com\"]\n".to_string(),
+                "unknown field",
+            ),
+        ];
+        for (text, expected) in cases {
+            let error = Policy::parse(&text, &[]).unwrap_err();
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+        let inside = dir.path().join("plugins");
+        std::fs::create_dir(&inside).unwrap();
+        let error = Policy::parse(
+            &format!("[files.\"/all\"]\npath = {path}\n"),
+            &[inside.canonicalize().unwrap()],
+        )
+        .unwrap_err();
+        assert!(error.contains("no plugin may reach"), "{error}");
+    }
+}

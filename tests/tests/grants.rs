@@ -1,0 +1,185 @@
+//! What an operator grants a plugin beyond its sandbox, from the policy file
+//! beside it: granted directories work, escapes from them fail, a changed
+//! policy applies to new instances, a wrong one is refused.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use beehive::plugin::{Change, PluginDirectory, PluginError, PluginRuntime, RuntimeOptions};
+use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store};
+use beehive_e2e::{eventually, plugin_dir};
+
+fn hostile_kind() -> GroupKind {
+    GroupKind::new("test.dev", "Hostile")
+}
+
+fn grant(plugins: &Path, out: &Path, access: &str) {
+    let text = format!(
+        "[files.\"/out\"]\npath = {:?}\naccess = \"{access}\"\n",
+        out.display().to_string()
+    );
+    std::fs::write(plugins.join("hostile.toml"), text).unwrap();
+}
+
+async fn act(client: &RawClient, name: &str, spec: &str) {
+    client
+        .create(name, Json::parse(spec).unwrap(), CreateOptions::new())
+        .await
+        .unwrap();
+}
+
+/// The status outcome once the object settled, or the failure once one is
+/// recorded.
+fn outcome(client: &RawClient, name: &str) -> Option<Result<String, String>> {
+    let object = client.get_by_name(name, Loads::none()).ok()?;
+    if let Some(failure) = client
+        .get_latest_event(object.meta.id, "reconcile")
+        .unwrap()
+    {
+        return Some(Err(failure.message));
+    }
+    if !object.meta.is_observed() {
+        return None;
+    }
+    let status = object.status?.to_value();
+    Some(Ok(status["outcome"].as_str()?.to_string()))
+}
+
+async fn settled_outcome(client: &RawClient, name: &str) -> Result<String, String> {
+    eventually(&format!("{name} has an outcome"), || {
+        outcome(client, name).is_some()
+    })
+    .await;
+    outcome(client, name).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_directory_works_and_nothing_escapes_it() {
+    let plugins = plugin_dir(&["hostile"]);
+    let world = tempfile::tempdir().unwrap();
+    let out = world.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(world.path().join("secret.txt"), "the host's secret").unwrap();
+    std::fs::write(out.join("inside.txt"), "fine to read").unwrap();
+    std::os::unix::fs::symlink("../secret.txt", out.join("link")).unwrap();
+    grant(plugins.path(), &out, "read-write");
+
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
+    let directory = PluginDirectory::new(runtime, host.clone(), plugins.path());
+    directory.sync().await.unwrap();
+    let served = directory.served();
+    assert_eq!(served.len(), 1, "{:?}", directory.failures());
+    assert_eq!(served[0].grants.len(), 1);
+    assert_eq!(
+        served[0].grants[0].to_string(),
+        format!("/out={}:rw", out.canonicalize().unwrap().display())
+    );
+    let running = host.start().await.unwrap();
+    let hostile = host.client(hostile_kind());
+
+    act(&hostile, "writer", r#"{"act":"write-file"}"#).await;
+    act(
+        &hostile,
+        "inside",
+        r#"{"act":"read","path":"/out/inside.txt"}"#,
+    )
+    .await;
+    let escapes = [
+        ("dotdot", "/out/../secret.txt"),
+        ("absolute", "/etc/hostname"),
+        ("symlink", "/out/link"),
+    ];
+    for (name, path) in escapes {
+        act(
+            &hostile,
+            name,
+            &format!(r#"{{"act":"read","path":"{path}"}}"#),
+        )
+        .await;
+    }
+    assert_eq!(
+        settled_outcome(&hostile, "writer").await,
+        Ok("wrote /out/writer.txt".into())
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("writer.txt")).unwrap(),
+        "written by a plugin"
+    );
+    assert_eq!(
+        settled_outcome(&hostile, "inside").await,
+        Ok("read /out/inside.txt: fine to read".into())
+    );
+    for (name, path) in escapes {
+        let result = settled_outcome(&hostile, name).await;
+        let failure = result.expect_err(name);
+        assert!(
+            failure.contains(&format!("cannot read {path}")),
+            "{name}: {failure}"
+        );
+        assert!(!failure.contains("the host's secret"), "{name}: {failure}");
+    }
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_policy_applies_and_a_wrong_one_is_refused() {
+    let plugins = plugin_dir(&["hostile"]);
+    let world = tempfile::tempdir().unwrap();
+    let out = world.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    grant(plugins.path(), &out, "read-write");
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
+    let directory: Arc<PluginDirectory> =
+        PluginDirectory::new(runtime, host.clone(), plugins.path());
+    directory.sync().await.unwrap();
+    let running = host.start().await.unwrap();
+    let hostile = host.client(hostile_kind());
+    act(&hostile, "first", r#"{"act":"write-file"}"#).await;
+    assert!(settled_outcome(&hostile, "first").await.is_ok());
+
+    // Read-only now: the plugin's code is unchanged, its grants are not.
+    grant(plugins.path(), &out, "read-only");
+    let changes = directory.sync().await.unwrap();
+    assert!(
+        matches!(changes.as_slice(), [Change::Loaded { .. }]),
+        "{changes:?}"
+    );
+    assert!(directory.served()[0].grants[0].read_only);
+    act(&hostile, "second", r#"{"act":"write-file"}"#).await;
+    let failure = settled_outcome(&hostile, "second").await.unwrap_err();
+    assert!(
+        failure.contains("cannot write /out/second.txt"),
+        "{failure}"
+    );
+
+    // A policy that would hand over the plugin directory is refused, and
+    // the version loaded before keeps serving.
+    grant(plugins.path(), plugins.path(), "read-write");
+    let changes = directory.sync().await.unwrap();
+    let [
+        Change::Failed {
+            failure,
+            still_serving,
+        },
+    ] = changes.as_slice()
+    else {
+        panic!("{changes:?}");
+    };
+    assert!(
+        matches!(*failure.error, PluginError::Policy { .. }),
+        "{}",
+        failure.error
+    );
+    assert!(
+        failure.error.to_string().contains("no plugin may reach"),
+        "{}",
+        failure.error
+    );
+    assert!(still_serving.is_some());
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}

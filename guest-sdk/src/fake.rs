@@ -370,3 +370,41 @@ impl KindClient for FakeKindClient {
             .collect())
     }
 }
+
+std::thread_local! {
+    static CONFIG: std::cell::RefCell<std::collections::BTreeMap<String, String>> =
+        std::cell::RefCell::default();
+}
+
+/// Gives `key` the value `value` for [`crate::config::get`] on this thread,
+/// as an operator's policy file would.
+pub fn set_config(key: impl Into<String>, value: impl Into<String>) {
+    CONFIG.with(|config| config.borrow_mut().insert(key.into(), value.into()));
+}
+
+/// Forgets every value [`set_config`] gave on this thread.
+pub fn clear_config() {
+    CONFIG.with(|config| config.borrow_mut().clear());
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn config_value(key: &str) -> Option<String> {
+    CONFIG.with(|config| config.borrow().get(key).cloned())
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn config_keys() -> Vec<String> {
+    CONFIG.with(|config| config.borrow().keys().cloned().collect())
+}
+
+#[cfg(test)]
+mod config_tests {
+    #[test]
+    fn fake_config_values_are_read_back() {
+        super::set_config("region", "eu");
+        assert_eq!(crate::config::get("region").as_deref(), Some("eu"));
+        assert_eq!(crate::config::keys(), ["region"]);
+        super::clear_config();
+        assert_eq!(crate::config::get("region"), None);
+    }
+}

@@ -49,6 +49,7 @@
 #![deny(missing_docs)]
 
 mod client;
+pub mod config;
 pub mod fake;
 mod types;
 

@@ -72,9 +72,9 @@ async fn a_granted_directory_works_and_nothing_escapes_it() {
     directory.sync().await.unwrap();
     let served = directory.served();
     assert_eq!(served.len(), 1, "{:?}", directory.failures());
-    assert_eq!(served[0].grants.len(), 1);
+    assert_eq!(served[0].policy.files.len(), 1);
     assert_eq!(
-        served[0].grants[0].to_string(),
+        served[0].policy.files[0].to_string(),
         format!("/out={}:rw", out.canonicalize().unwrap().display())
     );
     let running = host.start().await.unwrap();
@@ -149,7 +149,7 @@ async fn a_changed_policy_applies_and_a_wrong_one_is_refused() {
         matches!(changes.as_slice(), [Change::Loaded { .. }]),
         "{changes:?}"
     );
-    assert!(directory.served()[0].grants[0].read_only);
+    assert!(directory.served()[0].policy.files[0].read_only);
     act(&hostile, "second", r#"{"act":"write-file"}"#).await;
     let failure = settled_outcome(&hostile, "second").await.unwrap_err();
     assert!(
@@ -181,5 +181,44 @@ async fn a_changed_policy_applies_and_a_wrong_one_is_refused() {
         failure.error
     );
     assert!(still_serving.is_some());
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_values_reach_the_plugin_and_nothing_else() {
+    let plugins = plugin_dir(&["hostile"]);
+    let world = tempfile::tempdir().unwrap();
+    let secret = world.path().join("token");
+    std::fs::write(&secret, "s3cr3t-from-a-file\n").unwrap();
+    std::fs::write(
+        plugins.path().join("hostile.toml"),
+        format!(
+            "[config]\nregion = \"eu-west-1\"\ntoken = {{ file = {:?} }}\n",
+            secret.display().to_string()
+        ),
+    )
+    .unwrap();
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
+    let directory = PluginDirectory::new(runtime, host.clone(), plugins.path());
+    directory.sync().await.unwrap();
+    let running = host.start().await.unwrap();
+    let hostile = host.client(hostile_kind());
+    act(&hostile, "region", r#"{"act":"config","path":"region"}"#).await;
+    act(&hostile, "token", r#"{"act":"config","path":"token"}"#).await;
+    act(&hostile, "absent", r#"{"act":"config","path":"absent"}"#).await;
+    assert_eq!(
+        settled_outcome(&hostile, "region").await,
+        Ok("config region: eu-west-1".into())
+    );
+    assert_eq!(
+        settled_outcome(&hostile, "token").await,
+        Ok("config token: s3cr3t-from-a-file".into())
+    );
+    assert!(settled_outcome(&hostile, "absent").await.is_err());
+    let shown = format!("{:?}", directory.served());
+    assert!(shown.contains("token"), "{shown}");
+    assert!(!shown.contains("s3cr3t"), "a secret was shown: {shown}");
     running.stop(Duration::from_secs(10)).await.unwrap();
 }

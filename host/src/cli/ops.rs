@@ -453,7 +453,7 @@ fn plugins(ctx: &Context) -> Outcome {
                         pass_deadline_ms: millis(s.limits.pass_deadline),
                         pass_wall_limit_ms: millis(s.limits.pass_wall_limit),
                         memory_bytes: s.limits.memory,
-                        grants: s.grants.iter().map(ToString::to_string).collect(),
+                        grants: grants_of(&s.policy),
                     }),
                 })
                 .collect(),
@@ -484,6 +484,17 @@ fn plugins(ctx: &Context) -> Outcome {
         },
     };
     Ok(Reply::Plugins(view))
+}
+
+/// A plugin's grants as `beehive plugins` lists them: directories as
+/// `GUEST=HOST:ro|rw`, config as `config:KEY(SOURCE)`; never a value.
+fn grants_of(policy: &beehive::plugin::Policy) -> Vec<String> {
+    let files = policy.files.iter().map(ToString::to_string);
+    let config = policy
+        .config
+        .iter()
+        .map(|(key, value)| format!("config:{key}({})", value.source));
+    files.chain(config).collect()
 }
 
 fn millis(d: std::time::Duration) -> u64 {

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::engine::Host;
 use crate::object::GroupKind;
-use crate::plugin::{FileGrant, Limits, Plugin, PluginError, PluginRuntime, Policy, hex};
+use crate::plugin::{Limits, Plugin, PluginError, PluginRuntime, Policy, hex};
 use crate::watch::{WatchHandle, watch_directory};
 
 /// A plugin serving its kind.
@@ -33,8 +33,8 @@ pub struct Served {
     pub content_hash: String,
     /// The limits its passes run under.
     pub limits: Limits,
-    /// The directories its policy file grants.
-    pub grants: Vec<FileGrant>,
+    /// What its policy file grants (config values stay hidden).
+    pub policy: Policy,
 }
 
 /// A file whose current content does not serve.
@@ -309,7 +309,7 @@ impl PluginDirectory {
         let content_hash = hex(&Sha256::digest(&bytes));
         if serving
             .as_ref()
-            .is_some_and(|s| s.content_hash == content_hash && s.grants == policy.files)
+            .is_some_and(|s| s.content_hash == content_hash && s.policy == policy)
         {
             files.insert(
                 path.to_path_buf(),
@@ -398,7 +398,7 @@ impl PluginDirectory {
             group_kind: plugin.group_kind(),
             content_hash: plugin.content_hash().to_string(),
             limits: plugin.limits(),
-            grants: plugin.policy().files.clone(),
+            policy: plugin.policy().clone(),
         };
         let rival = files.iter().find(|(path, f)| {
             **path != served.path

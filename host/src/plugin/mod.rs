@@ -25,7 +25,7 @@ mod state;
 
 pub use directory::{Change, Failure, PluginDirectory, Served};
 pub use limits::{Limits, PluginLimits};
-pub use policy::{FileGrant, Policy};
+pub use policy::{ConfigValue, FileGrant, Policy};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,15 @@
 //! [files."/out"]              # the path the plugin sees
 //! path = "/srv/rendered"      # the host directory behind it
 //! access = "read-write"       # or "read-only" (the default)
+//!
+//! [config]
+//! region = "eu-west-1"                 # a plain value
+//! token = { env = "RENDER_TOKEN" }     # from the host's environment
+//! password = { file = "/etc/render/pw" }  # from a file (trailing newline dropped)
 //! ```
+//!
+//! Config values are read when the plugin loads and are never logged or
+//! shown: only their keys and where they come from are.
 //!
 //! Unknown sections and keys are errors, so a typo never grants less (or
 //! more) than the operator meant silently. A directory that holds the plugin
@@ -23,6 +31,30 @@ use serde::Deserialize;
 pub struct Policy {
     /// Directories the plugin sees, by the path it sees them at.
     pub files: Vec<FileGrant>,
+    /// Named values the plugin may read, by key.
+    pub config: BTreeMap<String, ConfigValue>,
+}
+
+/// One config value and where it came from. Its `Debug` and `Display`
+/// never show the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ConfigValue {
+    value: String,
+    /// `value`, `env:NAME` or `file:PATH`.
+    pub source: String,
+}
+
+impl ConfigValue {
+    /// The value, for the plugin that asks for it.
+    pub(crate) fn reveal(&self) -> &str {
+        &self.value
+    }
+}
+
+impl std::fmt::Debug for ConfigValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ConfigValue({}, <hidden>)", self.source)
+    }
 }
 
 /// One directory granted to a plugin.
@@ -53,6 +85,22 @@ impl std::fmt::Display for FileGrant {
 struct PolicyFile {
     #[serde(default)]
     files: BTreeMap<String, FileEntry>,
+    #[serde(default)]
+    config: BTreeMap<String, ConfigEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ConfigEntry {
+    Value(String),
+    Source(ConfigSource),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "lowercase")]
+enum ConfigSource {
+    Env(String),
+    File(PathBuf),
 }
 
 #[derive(Deserialize)]
@@ -84,13 +132,39 @@ impl Policy {
             .into_iter()
             .map(|(guest_path, entry)| grant(guest_path, entry, protected))
             .collect::<Result<_, _>>()?;
-        Ok(Policy { files })
+        let config = file
+            .config
+            .into_iter()
+            .map(|(key, entry)| Ok((key.clone(), config_value(&key, entry)?)))
+            .collect::<Result<_, String>>()?;
+        Ok(Policy { files, config })
     }
 
     /// The policy file of the plugin in `wasm`: `NAME.toml` beside it.
     pub(crate) fn file_of(wasm: &Path) -> PathBuf {
         wasm.with_extension("toml")
     }
+}
+
+fn config_value(key: &str, entry: ConfigEntry) -> Result<ConfigValue, String> {
+    let (value, source) = match entry {
+        ConfigEntry::Value(value) => (value, "value".to_string()),
+        ConfigEntry::Source(ConfigSource::Env(name)) => {
+            let value = std::env::var(&name)
+                .map_err(|_| format!("config.{key}: the host's environment has no {name}"))?;
+            (value, format!("env:{name}"))
+        }
+        ConfigEntry::Source(ConfigSource::File(path)) => {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("config.{key}: {}: {e}", path.display()))?;
+            let value = text.strip_suffix('\n').unwrap_or(&text).to_string();
+            (value, format!("file:{}", path.display()))
+        }
+    };
+    if value.len() > crate::policy::MAX_DOCUMENT_BYTES {
+        return Err(format!("config.{key}: the value is larger than 1 MiB"));
+    }
+    Ok(ConfigValue { value, source })
 }
 
 fn grant(guest_path: String, entry: FileEntry, protected: &[PathBuf]) -> Result<FileGrant, String> {
@@ -147,6 +221,24 @@ mod tests {
         assert_eq!(policy.files[0].guest_path, "/out");
         assert!(!policy.files[0].read_only);
         assert_eq!(policy.files[0].host_path, out.canonicalize().unwrap());
+    }
+
+    #[test]
+    fn config_values_come_from_the_file_the_environment_or_a_file_and_stay_hidden() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("pw");
+        std::fs::write(&secret, "hunter2\n").unwrap();
+        let text = format!(
+            "[config]\nregion = \"eu\"\nhome = {{ env = \"HOME\" }}\npw = {{ file = {:?} }}\n",
+            secret.display().to_string()
+        );
+        let policy = Policy::parse(&text, &[]).unwrap();
+        assert_eq!(policy.config["region"].reveal(), "eu");
+        assert_eq!(policy.config["pw"].reveal(), "hunter2");
+        assert_eq!(policy.config["home"].source, "env:HOME");
+        assert!(!format!("{policy:?}").contains("hunter2"));
+        let missing = Policy::parse("[config]\nx = { env = \"NO_SUCH_VARIABLE_HERE\" }\n", &[]);
+        assert!(missing.unwrap_err().contains("NO_SUCH_VARIABLE_HERE"));
     }
 
     #[test]

@@ -87,6 +87,7 @@ impl Sandbox {
                 clock: PassClock::new(self.limits.pass_deadline, self.limits.host_calls_per_pass),
                 kind_clients: 0,
                 kind_client_limit: self.limits.kind_clients,
+                policy: self.policy.clone(),
             },
         );
         store.limiter(|state| &mut state.memory);

@@ -11,6 +11,8 @@ use crate::engine::ControllerClient;
 use crate::event::EventFilter;
 use crate::json::Json;
 use crate::object::{GroupKind, Loads, ObjectId};
+use crate::plugin::Policy;
+use crate::plugin::bindings::beehive::controller::config;
 use crate::plugin::bindings::beehive::controller::host::{self, Level};
 use crate::plugin::bindings::beehive::controller::types as wit;
 use crate::plugin::clock::PassClock;
@@ -45,6 +47,8 @@ pub(crate) struct PluginState {
     /// Kind-client handles the instance holds now, and how many it may.
     pub(crate) kind_clients: usize,
     pub(crate) kind_client_limit: usize,
+    /// What the operator granted, config values included.
+    pub(crate) policy: Arc<Policy>,
 }
 
 impl WasiView for PluginState {
@@ -97,6 +101,20 @@ fn options(options: wit::CreateOptions) -> CreateOptions {
 }
 
 impl wit::Host for PluginState {}
+
+impl config::Host for PluginState {
+    async fn get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+        Ok(self
+            .policy
+            .config
+            .get(&key)
+            .map(|value| value.reveal().to_string()))
+    }
+
+    async fn keys(&mut self) -> wasmtime::Result<Vec<String>> {
+        Ok(self.policy.config.keys().cloned().collect())
+    }
+}
 
 impl host::Host for PluginState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {

@@ -13,7 +13,8 @@
 //! - `forge-log`: logs a line with a newline and a terminal escape in it;
 //! - `write-file`: writes `/out/NAME.txt` (granted by the operator, or not);
 //! - `read`: reads the file at the spec's `path`, which may try to escape a
-//!   granted directory (`..`, an absolute path, a symlink pointing out).
+//!   granted directory (`..`, an absolute path, a symlink pointing out);
+//! - `config`: reports the config value named by the spec's `path`.
 //!
 //! Anything else settles. It also declares spec schema version 1, and its
 //! converter spins forever on an older spec whose `act` is `spin`.
@@ -117,6 +118,10 @@ impl Controller for Hostile {
                         object.spec.path
                     ));
                 }
+            },
+            "config" => match beehive_guest::config::get(&object.spec.path) {
+                Some(value) => format!("config {}: {value}", object.spec.path),
+                None => return ReconcileResult::fail(format!("no config {}", object.spec.path)),
             },
             "forge-log" => {
                 beehive_guest::info!("ok\n2026-12-01T00:00:00Z ERROR forged by a plugin\x1b[2J");

@@ -487,13 +487,14 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_self_dependency_is_accepted_and_costs_no_pass() {
     let store = Store::temporary().unwrap();
-    let (apps, dbs) = (Apps::default(), Dbs::default());
-    let (host, running) = host_with(&store, &apps, &dbs).await;
-    let selfish = host
-        .client(app())
+    // Created before the start, so the startup owed pass is its only wake:
+    // a push racing that scan could queue a second pass under load.
+    let selfish = beehive::RawClient::new(&store, app())
         .create("selfish", spec("{}"), CreateOptions::new())
         .await
         .unwrap();
+    let (apps, dbs) = (Apps::default(), Dbs::default());
+    let (host, running) = host_with(&store, &apps, &dbs).await;
     let id = selfish.meta.id;
     wait_until("the first pass settles", PATIENCE, || settled(&host, app())).await;
     assert_eq!(apps.passes_of(id), 1);

@@ -342,6 +342,7 @@ fn get_watch_streams_changes_from_a_running_host() {
     let mut greeted = false;
     while !greeted {
         let line = json(&lines.next().expect("the watch goes on").unwrap());
+        assert!(line["resourceVersion"].is_i64(), "{line}");
         greeted = line["object"]["name"] == "grace"
             && line["object"]["status"]["message"] == "Hello, Grace!";
     }

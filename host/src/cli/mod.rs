@@ -350,7 +350,12 @@ async fn watch_objects(
                 Ok(())
             }
             Reply::Change(change) => {
-                printer.change(&change.change, change.id, change.object.as_ref());
+                printer.change(
+                    &change.change,
+                    change.id,
+                    change.object.as_ref(),
+                    change.resource_version,
+                );
                 Ok(())
             }
             other => Err(unexpected(&other)),

@@ -156,7 +156,7 @@ impl WatchPrinter {
     pub fn snapshot(&mut self, objects: &[ObjectView]) {
         if !matches!(self.format, Format::Table | Format::Wide) {
             for o in objects {
-                self.change("ADDED", o.id, Some(o));
+                self.change("ADDED", o.id, Some(o), None);
             }
             return;
         }
@@ -198,19 +198,32 @@ impl WatchPrinter {
         row
     }
 
-    pub fn change(&mut self, event: &str, id: i64, object: Option<&ObjectView>) {
+    /// Prints one change; `position` is where a reader may resume after
+    /// it (none for the snapshot's lines).
+    pub fn change(
+        &mut self,
+        event: &str,
+        id: i64,
+        object: Option<&ObjectView>,
+        position: Option<i64>,
+    ) {
+        // A deletion without its final state shows the last one seen.
         let last = match object {
-            Some(o) => {
-                self.seen.insert(id, o.clone());
-                Some(o.clone())
-            }
-            None => self.seen.remove(&id),
+            Some(o) => Some(o.clone()),
+            None => self.seen.get(&id).cloned(),
         };
+        if event == "DELETED" {
+            self.seen.remove(&id);
+        } else if let Some(o) = &last {
+            self.seen.insert(id, o.clone());
+        }
         let text = match (self.format, &last) {
             (Format::Json | Format::Yaml, _) => {
-                let line =
-                    for_people(&serde_json::json!({ "type": event, "id": id, "object": object }));
-                format!("{line}\n")
+                let mut line = serde_json::json!({ "type": event, "id": id, "object": object });
+                if let Some(position) = position {
+                    line["resourceVersion"] = position.into();
+                }
+                format!("{}\n", for_people(&line))
             }
             (Format::Name, Some(o)) => format!("{event} {}/{}\n", kind_of(o), o.name),
             (Format::Table | Format::Wide, Some(o)) => self.padded(&self.row(event, o)),

@@ -96,8 +96,11 @@ pub struct Change {
     /// `ADDED`, `MODIFIED` or `DELETED`.
     pub change: String,
     pub id: i64,
-    /// The current state; none once deleted.
+    /// The current state; on `DELETED`, the state it was collected in.
     pub object: Option<ObjectView>,
+    /// Where a reader may resume after this change.
+    #[serde(default)]
+    pub resource_version: Option<i64>,
 }
 
 /// What `apply` did to one object.

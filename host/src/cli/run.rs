@@ -513,6 +513,7 @@ async fn stream_changes(
             change: format!("{:?}", change.change).to_uppercase(),
             id: change.id,
             object: change.object.as_ref().map(ops::view),
+            resource_version: Some(change.resource_version),
         }));
         if send(&mut write, &Ok(change)).await.is_err() {
             return;

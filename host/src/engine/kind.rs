@@ -212,7 +212,8 @@ impl Kind {
                 Ok(ids) => {
                     let now = Instant::now();
                     for id in ids {
-                        self.queue.wake_at(id, now + pass::random_below(interval));
+                        self.queue
+                            .wake_at_if_new(id, now + pass::random_below(interval));
                     }
                 }
                 Err(error) => {
@@ -223,14 +224,17 @@ impl Kind {
     }
 
     /// Arms an alarm for every requeue a pass recorded, at its recorded time
-    /// (at once for one already past).
+    /// (at once for one already past). It runs as the kind's driver starts,
+    /// which may be after this process's first passes: an object the queue
+    /// already tracks keeps what they decided.
     fn rearm_requeues(&self, store: &Store) {
         match store.read(|conn| scan::requeues(conn, &self.group_kind)) {
             Ok(requeues) => {
                 let (now, now_ms) = (Instant::now(), Timestamp::now().as_millis());
                 for (id, due_ms) in requeues {
                     let wait = u64::try_from(due_ms.saturating_sub(now_ms)).unwrap_or(0);
-                    self.queue.wake_at(id, now + Duration::from_millis(wait));
+                    self.queue
+                        .wake_at_if_new(id, now + Duration::from_millis(wait));
                 }
             }
             Err(error) => {

@@ -213,16 +213,16 @@ impl WorkQueue {
         }
     }
 
-    /// Schedules a pass of `id` at `due` unless something sooner is pending.
-    pub(crate) fn wake_at(&self, id: ObjectId, due: Instant) {
+    /// Schedules a pass of `id` at `due` if the queue knows nothing of it
+    /// yet: for appointments recorded before a restart, which anything this
+    /// process already decided about the object supersedes.
+    pub(crate) fn wake_at_if_new(&self, id: ObjectId, due: Instant) {
         let mut state = self.edit();
-        if state.closed {
+        if state.closed || state.entries.contains_key(&id) {
             return;
         }
-        let entry = state.entries.entry(id).or_insert_with(Entry::new);
-        if entry.phase == Phase::Idle {
-            self.arm(&mut state, id, due, false);
-        }
+        state.entries.insert(id, Entry::new());
+        self.arm(&mut state, id, due, false);
     }
 
     /// Requeues `id` now, clearing its backoff if asked.
@@ -465,6 +465,25 @@ mod tests {
             .await
             .ok()
             .flatten()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_recorded_appointment_never_overrides_what_this_process_decided() {
+        let q = queue();
+        q.wake(1, Wake::Immediate);
+        assert_eq!(q.next().await, Some(1));
+        q.done(1, Outcome::Failed);
+        // Read back from the store after this process's own failure: ignored,
+        // so the backoff alarm keeps absorbing ordinary wakes.
+        q.wake_at_if_new(1, Instant::now());
+        q.wake(1, Wake::Ordinary);
+        assert_eq!(next_within(&q, Duration::from_millis(900)).await, None);
+        assert_eq!(next_within(&q, Duration::from_millis(200)).await, Some(1));
+
+        let start = Instant::now();
+        q.wake_at_if_new(2, start + Duration::from_secs(5));
+        assert_eq!(q.next().await, Some(2));
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
     }
 
     #[tokio::test(start_paused = true)]

@@ -392,3 +392,47 @@ fn events_watch_streams_runs_as_the_plugin_records_them() {
     watch.wait().unwrap();
     host.terminate();
 }
+
+#[test]
+fn a_plugin_granted_a_directory_renders_into_it_and_cleans_up_on_delete() {
+    let workspace = Workspace::new();
+    let out = workspace.path().join("site");
+    std::fs::create_dir(&out).unwrap();
+    workspace.install_plugin("render", "render.wasm");
+    workspace.write(
+        "plugins/render.toml",
+        &format!(
+            "[files.\"/out\"]\npath = {:?}\naccess = \"read-write\"\n\n[config]\nfooter = \"served by beehive\"\n",
+            out.display().to_string()
+        ),
+    );
+    let host = workspace.start_host(&[]);
+    let plugins = workspace.ok(&["plugins"]);
+    assert!(plugins.contains("/out="), "{plugins}");
+    assert!(plugins.contains("config:footer(value)"), "{plugins}");
+    assert!(
+        !plugins.contains("served by beehive"),
+        "a config value was shown: {plugins}"
+    );
+
+    workspace.write(
+        "home.yaml",
+        "kind: Page.example.dev\nname: home\nspec: {title: Welcome, body: Hello}\n\
+         finalizers: [example.dev/rendered-file]\n",
+    );
+    workspace.ok(&["apply", "-f", "home.yaml"]);
+    workspace.ok(&["wait", "Page", "home", "--for", "settled"]);
+    let page = std::fs::read_to_string(out.join("home.html")).unwrap();
+    assert_eq!(
+        page,
+        "<h1>Welcome</h1>\n<p>Hello</p>\n<footer>served by beehive</footer>\n"
+    );
+
+    workspace.ok(&["delete", "Page", "home"]);
+    workspace.ok(&["wait", "Page", "home", "--for", "delete"]);
+    assert!(
+        !out.join("home.html").exists(),
+        "the finalizer removed the file"
+    );
+    host.terminate();
+}

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
+use crate::policy::abbreviate;
 
 /// A JSON document in canonical form.
 ///
@@ -147,14 +148,6 @@ impl From<&serde_json::Value> for Json {
 impl From<serde_json::Value> for Json {
     fn from(value: serde_json::Value) -> Self {
         Json::from_value(&value)
-    }
-}
-
-fn abbreviate(text: &str) -> String {
-    const MAX: usize = 40;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
     }
 }
 

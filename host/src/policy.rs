@@ -144,8 +144,8 @@ pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
     Cow::Owned(format!("{}…", &text[..cut]))
 }
 
-/// The first few dozen characters of `text`, for an error message.
-fn abbreviate(text: &str) -> String {
+/// The first few dozen characters of `text`, escaped, for an error message.
+pub(crate) fn abbreviate(text: &str) -> String {
     const KEEP: usize = 40;
     match text.char_indices().nth(KEEP) {
         Some((cut, _)) => format!("{}…", escape(&text[..cut])),

@@ -163,10 +163,7 @@ impl Host {
         let recorded_hash = self
             .shared
             .store
-            .registrations()?
-            .into_iter()
-            .find(|r| r.group_kind == group_kind)
-            .and_then(|r| r.content_hash);
+            .read(|conn| registrations::recorded_hash(conn, &group_kind))?;
         let new_version = recorded_hash.is_some() && recorded_hash != content_hash;
         let registration = Registration {
             group_kind: group_kind.clone(),

@@ -393,11 +393,17 @@ impl PluginDirectory {
         plugin: Plugin,
         previous: Option<Served>,
     ) -> Result<Served, PluginError> {
+        // The host's default worker count is the operator's too: a plugin
+        // that asks for none gets it, under the plugin's ceiling.
+        let workers = plugin.workers(self.host.default_concurrency());
         let served = Served {
             path: plugin.path().to_path_buf(),
             group_kind: plugin.group_kind(),
             content_hash: plugin.content_hash().to_string(),
-            limits: plugin.limits(),
+            limits: Limits {
+                concurrency: workers,
+                ..plugin.limits()
+            },
             policy: plugin.policy().clone(),
         };
         let rival = files.iter().find(|(path, f)| {
@@ -416,17 +422,7 @@ impl PluginDirectory {
         if let Some(old) = previous.filter(|old| old.group_kind != served.group_kind) {
             self.release(&old.group_kind).await;
         }
-        // The host's default worker count is the operator's too: a plugin
-        // that asks for none gets it, under the plugin's ceiling.
-        let workers = plugin.workers(self.host.default_concurrency());
         let options = plugin.controller_options().concurrency(workers);
-        let served = Served {
-            limits: Limits {
-                concurrency: workers,
-                ..served.limits
-            },
-            ..served
-        };
         self.host
             .register_shared(served.group_kind.clone(), Arc::new(plugin), options)
             .await

@@ -88,12 +88,7 @@ impl PluginMigrator {
         // passes hold every one of theirs.
         let converting = Arc::new(Sandbox {
             slots: Arc::new(tokio::sync::Semaphore::new(1)),
-            name: sandbox.name.clone(),
-            path: sandbox.path.clone(),
-            limits: sandbox.limits,
-            pre: sandbox.pre.clone(),
-            runtime: sandbox.runtime.clone(),
-            policy: sandbox.policy.clone(),
+            ..Sandbox::clone(sandbox)
         });
         let (jobs, queue) = mpsc::channel();
         std::thread::Builder::new()

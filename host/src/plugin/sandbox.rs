@@ -22,6 +22,7 @@ use crate::plugin::{Limits, PluginError, PluginRuntime, Policy};
 pub(crate) const STDERR_CAPACITY: usize = 64 * 1024;
 
 /// One plugin version's sandbox.
+#[derive(Clone)]
 pub(crate) struct Sandbox {
     pub(crate) name: Arc<str>,
     pub(crate) path: PathBuf,

@@ -93,17 +93,15 @@ fn why_status_unwritten(
     writer: i64,
 ) -> Result<()> {
     require_own(tx, gk, id)?;
-    let (stored, stored_version): (Option<String>, i64) = tx
+    let (stored, stored_version, name): (Option<String>, i64, String) = tx
         .conn()
-        .prepare_cached("SELECT status, status_version FROM objects WHERE id = ?1")?
-        .query_row(params![id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        .prepare_cached("SELECT status, status_version, name FROM objects WHERE id = ?1")?
+        .query_row(params![id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })?;
     if stored.as_deref() == Some(status.as_str()) {
         return Ok(());
     }
-    let name: String = tx
-        .conn()
-        .prepare_cached("SELECT name FROM objects WHERE id = ?1")?
-        .query_row(params![id], |row| row.get(0))?;
     Err(Error::SchemaVersionDowngrade {
         what: format!("{gk}/{name}"),
         document: "status",

@@ -1,7 +1,7 @@
 //! The record of which kinds have a controller, kept so other processes and
 //! later runs can see what a kind is.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, Timestamp};
@@ -58,6 +58,15 @@ pub(crate) fn remove(tx: &mut WriteTx<'_>, gk: &GroupKind) -> Result<()> {
 }
 
 /// Every recorded registration, by kind.
+/// The content hash recorded with `gk`'s registration, if there is one.
+pub(crate) fn recorded_hash(conn: &Connection, gk: &GroupKind) -> Result<Option<String>> {
+    Ok(conn
+        .prepare_cached("SELECT content_hash FROM registrations WHERE grp = ?1 AND kind = ?2")?
+        .query_row([&gk.group, &gk.kind], |row| row.get::<_, Option<String>>(0))
+        .optional()?
+        .flatten())
+}
+
 pub(crate) fn list(conn: &Connection) -> Result<Vec<Registration>> {
     let mut stmt = conn.prepare_cached(
         "SELECT grp, kind, finalizers, spec_version, status_version, source, content_hash, \

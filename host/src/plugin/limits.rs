@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use crate::plugin::bindings::beehive::controller::types as wit;
+use crate::plugin::http::HttpLimits;
 use crate::policy;
 
 /// The limits plugins run under. As [`RuntimeOptions::limits`] they are the
@@ -37,6 +38,8 @@ pub struct Limits {
     pub kind_clients: usize,
     /// Host calls one pass may make, WASI calls included (default 10,000).
     pub host_calls_per_pass: u64,
+    /// The bounds on outbound HTTP requests, for plugins granted any hosts.
+    pub http: HttpLimits,
 }
 
 impl Default for Limits {
@@ -49,6 +52,7 @@ impl Default for Limits {
             min_interval: Duration::from_secs(1),
             kind_clients: 256,
             host_calls_per_pass: 10_000,
+            http: HttpLimits::default(),
         }
     }
 }

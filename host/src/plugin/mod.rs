@@ -16,6 +16,7 @@ mod cache;
 mod clock;
 mod convert;
 mod directory;
+mod http;
 mod limits;
 mod memory;
 mod migrate;
@@ -24,8 +25,9 @@ mod sandbox;
 mod state;
 
 pub use directory::{Change, Failure, PluginDirectory, Served};
+pub use http::{HostPattern, HttpLimits};
 pub use limits::{Limits, PluginLimits};
-pub use policy::{ConfigValue, FileGrant, Policy};
+pub use policy::{ConfigValue, FileGrant, HttpGrant, Policy};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,6 +41,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 use crate::engine::{
     Controller, ControllerClient, ControllerOptions, ReconcileFuture, ReconcileResult,
 };
+use crate::event::EventSpec;
 use crate::object::{GroupKind, RawObject};
 use bindings::beehive::controller::types as wit;
 use clock::Ticker;
@@ -243,6 +246,7 @@ impl PluginRuntime {
         let engine = Engine::new(&config).map_err(internal)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(internal)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(internal)?;
         bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)
             .map_err(internal)?;
         let ticker = Ticker::start(engine.clone());
@@ -310,13 +314,14 @@ impl PluginRuntime {
             .map_err(|e| contract(format!("{e:#}")))?;
         let pre = bindings::PluginPre::new(instance_pre).map_err(|e| contract(format!("{e:#}")))?;
         let name = plugin_name(path);
-        let ceiling = self
+        let mut ceiling = self
             .options
             .plugin_limits
             .get(&name)
             .copied()
             .unwrap_or_default()
             .over(self.options.limits);
+        ceiling.http = policy.http.over(ceiling.http);
         let describing = Sandbox {
             name: name.into(),
             path: path.to_path_buf(),
@@ -324,6 +329,7 @@ impl PluginRuntime {
             slots: Arc::new(tokio::sync::Semaphore::new(ceiling.concurrency.max(1))),
             pre,
             runtime: self.clone(),
+            http: http::HttpAccess::new(policy.http.allow.clone(), ceiling.http),
             policy: Arc::new(policy),
         };
         let mut registration = describe(&describing).await?;
@@ -535,6 +541,9 @@ impl Plugin {
         let state = warm.store.data_mut();
         state.pass = Some(client.clone());
         state.object = object.meta.label();
+        // Denials outside a pass (while starting) were logged; events are
+        // for this pass's own.
+        state.http_gate.take_denials();
         self.sandbox.restart_clock(&mut warm);
         let handle = match warm
             .store
@@ -557,6 +566,8 @@ impl Plugin {
             )
             .await;
         warm.store.data_mut().pass = None;
+        let denied = warm.store.data_mut().http_gate.take_denials();
+        record_denials(client, denied).await;
         match called {
             Ok(result) => {
                 let _ = warm.store.data_mut().table.delete(handle);
@@ -585,6 +596,19 @@ impl Plugin {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(warm);
+    }
+}
+
+/// Records a Warning event on the object for each destination its pass was
+/// denied, so the refusal shows where the operator looks.
+async fn record_denials(client: &ControllerClient, denied: Vec<String>) {
+    for destination in denied {
+        let event = EventSpec::warning("HttpRequestDenied").message(format!(
+            "an outbound request to {destination} was denied: the plugin's policy does not grant it"
+        ));
+        if let Err(error) = client.add_event(event).await {
+            tracing::warn!(destination, "cannot record the denied request: {error}");
+        }
     }
 }
 

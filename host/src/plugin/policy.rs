@@ -7,6 +7,13 @@
 //! path = "/srv/rendered"      # the host directory behind it
 //! access = "read-write"       # or "read-only" (the default)
 //!
+//! [http]
+//! allow = ["127.0.0.1:8080", "*.example.com", "https://api.github.com"]
+//! connect_timeout_ms = 2000           # these four override the host's
+//! first_byte_timeout_ms = 5000        # --plugin-http-* defaults for this
+//! max_response_bytes = 1048576        # plugin
+//! max_concurrent_requests = 4
+//!
 //! [config]
 //! region = "eu-west-1"                 # a plain value
 //! token = { env = "RENDER_TOKEN" }     # from the host's environment
@@ -23,8 +30,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::plugin::http::{HostPattern, HttpLimits};
 
 /// The grants of one plugin, checked.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -33,6 +43,38 @@ pub struct Policy {
     pub files: Vec<FileGrant>,
     /// Named values the plugin may read, by key.
     pub config: BTreeMap<String, ConfigValue>,
+    /// Where the plugin may send HTTP requests, and how they are bounded.
+    pub http: HttpGrant,
+}
+
+/// The outbound HTTP a plugin is granted. No hosts means every request is
+/// denied.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpGrant {
+    /// The destinations it may reach.
+    pub allow: Vec<HostPattern>,
+    /// This plugin's own connect timeout, instead of the host's.
+    pub connect_timeout: Option<Duration>,
+    /// This plugin's own first-byte timeout, instead of the host's.
+    pub first_byte_timeout: Option<Duration>,
+    /// This plugin's own response size cap, instead of the host's.
+    pub max_response_bytes: Option<u64>,
+    /// This plugin's own cap on requests in flight, instead of the host's.
+    pub max_concurrent_requests: Option<usize>,
+}
+
+impl HttpGrant {
+    /// The host-wide `limits` with this plugin's overrides applied.
+    pub(crate) fn over(&self, limits: HttpLimits) -> HttpLimits {
+        HttpLimits {
+            connect_timeout: self.connect_timeout.unwrap_or(limits.connect_timeout),
+            first_byte_timeout: self.first_byte_timeout.unwrap_or(limits.first_byte_timeout),
+            max_response_bytes: self.max_response_bytes.unwrap_or(limits.max_response_bytes),
+            max_concurrent_requests: self
+                .max_concurrent_requests
+                .unwrap_or(limits.max_concurrent_requests),
+        }
+    }
 }
 
 /// One config value and where it came from. Its `Debug` and `Display`
@@ -87,6 +129,19 @@ struct PolicyFile {
     files: BTreeMap<String, FileEntry>,
     #[serde(default)]
     config: BTreeMap<String, ConfigEntry>,
+    #[serde(default)]
+    http: Option<HttpEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HttpEntry {
+    #[serde(default)]
+    allow: Vec<String>,
+    connect_timeout_ms: Option<u64>,
+    first_byte_timeout_ms: Option<u64>,
+    max_response_bytes: Option<u64>,
+    max_concurrent_requests: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -137,13 +192,42 @@ impl Policy {
             .into_iter()
             .map(|(key, entry)| Ok((key.clone(), config_value(&key, entry)?)))
             .collect::<Result<_, String>>()?;
-        Ok(Policy { files, config })
+        let http = file.http.map(http_grant).transpose()?.unwrap_or_default();
+        Ok(Policy {
+            files,
+            config,
+            http,
+        })
     }
 
     /// The policy file of the plugin in `wasm`: `NAME.toml` beside it.
     pub(crate) fn file_of(wasm: &Path) -> PathBuf {
         wasm.with_extension("toml")
     }
+}
+
+fn http_grant(entry: HttpEntry) -> Result<HttpGrant, String> {
+    let allow = entry
+        .allow
+        .iter()
+        .map(|pattern| pattern.parse().map_err(|e| format!("http.allow: {e}")))
+        .collect::<Result<_, String>>()?;
+    let positive = |name: &str, value: Option<u64>| match value {
+        Some(0) => Err(format!("http.{name} must be above zero")),
+        _ => Ok(value),
+    };
+    let millis = |name: &str, value| positive(name, value).map(|v| v.map(Duration::from_millis));
+    Ok(HttpGrant {
+        allow,
+        connect_timeout: millis("connect_timeout_ms", entry.connect_timeout_ms)?,
+        first_byte_timeout: millis("first_byte_timeout_ms", entry.first_byte_timeout_ms)?,
+        max_response_bytes: positive("max_response_bytes", entry.max_response_bytes)?,
+        max_concurrent_requests: positive(
+            "max_concurrent_requests",
+            entry.max_concurrent_requests.map(|n| n as u64),
+        )?
+        .map(|n| n as usize),
+    })
 }
 
 fn config_value(key: &str, entry: ConfigEntry) -> Result<ConfigValue, String> {
@@ -242,6 +326,22 @@ mod tests {
     }
 
     #[test]
+    fn an_http_grant_names_hosts_and_may_override_the_limits() {
+        let text = "[http]\nallow = [\"127.0.0.1:8080\", \"*.example.com\"]\n\
+                    connect_timeout_ms = 250\nmax_response_bytes = 1024\n";
+        let policy = Policy::parse(text, &[]).unwrap();
+        let shown: Vec<String> = policy.http.allow.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["127.0.0.1:8080", "*.example.com"]);
+        let limits = policy.http.over(HttpLimits::default());
+        assert_eq!(limits.connect_timeout, Duration::from_millis(250));
+        assert_eq!(limits.max_response_bytes, 1024);
+        assert_eq!(
+            limits.first_byte_timeout,
+            HttpLimits::default().first_byte_timeout
+        );
+    }
+
+    #[test]
     fn mistakes_and_overreach_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = format!("{:?}", dir.path().display().to_string());
@@ -257,8 +357,16 @@ mod tests {
                 "unknown variant",
             ),
             (
-                "[http]\nallow = [\"example.com\"]\n".to_string(),
+                "[http]\nallowed_hosts = [\"example.com\"]\n".to_string(),
                 "unknown field",
+            ),
+            (
+                "[http]\nallow = [\"example.com/path\"]\n".to_string(),
+                "http.allow",
+            ),
+            (
+                "[http]\nallow = []\nconnect_timeout_ms = 0\n".to_string(),
+                "above zero",
             ),
         ];
         for (text, expected) in cases {

@@ -13,6 +13,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::plugin::bindings;
 use crate::plugin::clock::{self, PassClock};
+use crate::plugin::http::{HttpAccess, HttpGate};
 use crate::plugin::memory::MemoryLimiter;
 use crate::plugin::state::PluginState;
 use crate::plugin::{Limits, PluginError, PluginRuntime, Policy};
@@ -34,6 +35,8 @@ pub(crate) struct Sandbox {
     pub(crate) runtime: Arc<PluginRuntime>,
     /// What the operator granted beyond the sandbox.
     pub(crate) policy: Arc<Policy>,
+    /// The hosts it may reach, under its HTTP limits.
+    pub(crate) http: Arc<HttpAccess>,
 }
 
 /// A live instance and its store, holding one of its plugin's slots.
@@ -53,8 +56,9 @@ pub(crate) enum CallError {
 }
 
 impl Sandbox {
-    /// A fresh store: no sockets, no environment, no arguments, and no
-    /// files but the directories the policy grants; stderr captured in
+    /// A fresh store: no sockets, no environment, no arguments, no files
+    /// but the directories the policy grants and no HTTP but to the hosts it
+    /// grants; stderr captured in
     /// memory; memory capped and charged to the runtime's budget.
     fn store(&self) -> wasmtime::Result<Store<PluginState>> {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
@@ -89,6 +93,8 @@ impl Sandbox {
                 kind_clients: 0,
                 kind_client_limit: self.limits.kind_clients,
                 policy: self.policy.clone(),
+                http: wasmtime_wasi_http::WasiHttpCtx::new(),
+                http_gate: HttpGate::new(self.name.clone(), self.http.clone()),
             },
         );
         store.limiter(|state| &mut state.memory);

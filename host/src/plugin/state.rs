@@ -5,6 +5,7 @@ use std::sync::Arc;
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::client::{CreateOptions, RawClient};
 use crate::engine::ControllerClient;
@@ -17,6 +18,7 @@ use crate::plugin::bindings::beehive::controller::host::{self, Level};
 use crate::plugin::bindings::beehive::controller::types as wit;
 use crate::plugin::clock::PassClock;
 use crate::plugin::convert;
+use crate::plugin::http::HttpGate;
 use crate::plugin::memory::MemoryLimiter;
 use crate::policy;
 
@@ -49,6 +51,19 @@ pub(crate) struct PluginState {
     pub(crate) kind_client_limit: usize,
     /// What the operator granted, config values included.
     pub(crate) policy: Arc<Policy>,
+    pub(crate) http: WasiHttpCtx,
+    /// The grant check and bounds of outbound requests.
+    pub(crate) http_gate: HttpGate,
+}
+
+impl WasiHttpView for PluginState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_gate,
+        }
+    }
 }
 
 impl WasiView for PluginState {

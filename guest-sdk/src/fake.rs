@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use crate::client::{ControllerClient, CreateOptions, KindClient};
+use crate::http::{HttpError, Request, Response};
 use crate::types::{Condition, Error, EventSpec, Meta, ObjectId, ObjectRef, RawObject, Result};
 
 /// Records what a pass did.
@@ -395,6 +396,84 @@ pub(crate) fn config_value(key: &str) -> Option<String> {
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn config_keys() -> Vec<String> {
     CONFIG.with(|config| config.borrow().keys().cloned().collect())
+}
+
+/// Stubbed responses by (method, URL), and the requests sent, per thread.
+#[derive(Default)]
+struct HttpStubs {
+    responses: Vec<(String, String, Result<Response, HttpError>)>,
+    sent: Vec<Request>,
+}
+
+std::thread_local! {
+    static HTTP: std::cell::RefCell<HttpStubs> = std::cell::RefCell::default();
+}
+
+/// Answers every `method` request to exactly `url` on this thread with
+/// `answer` (a later stub for the same request replaces it). A request
+/// nothing stubs fails with [`HttpError::Denied`], as one the operator's
+/// policy does not grant.
+pub fn stub_http(method: &str, url: &str, answer: Result<Response, HttpError>) {
+    let method = method.to_ascii_uppercase();
+    HTTP.with(|http| {
+        let mut http = http.borrow_mut();
+        http.responses
+            .retain(|(m, u, _)| !(*m == method && u == url));
+        http.responses.push((method, url.to_string(), answer));
+    });
+}
+
+/// The requests sent on this thread since the last [`clear_http`], in order.
+pub fn sent_requests() -> Vec<Request> {
+    HTTP.with(|http| http.borrow().sent.clone())
+}
+
+/// Forgets this thread's stubs and sent requests.
+pub fn clear_http() {
+    HTTP.with(|http| *http.borrow_mut() = HttpStubs::default());
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn send_http(request: Request) -> Result<Response, HttpError> {
+    crate::http::split_url(request.url())?;
+    HTTP.with(|http| {
+        let mut http = http.borrow_mut();
+        let answer = http
+            .responses
+            .iter()
+            .find(|(m, u, _)| m == request.method() && u == request.url())
+            .map(|(_, _, answer)| answer.clone())
+            .unwrap_or(Err(HttpError::Denied));
+        http.sent.push(request);
+        answer
+    })
+}
+
+#[cfg(test)]
+mod http_tests {
+    use crate::http::{self, HttpError, Request, Response};
+
+    #[test]
+    fn stubbed_requests_are_answered_and_recorded_and_others_denied() {
+        super::clear_http();
+        super::stub_http("get", "http://svc/health", Ok(Response::new(200, "ok")));
+        super::stub_http(
+            "POST",
+            "http://svc/slow",
+            Err(HttpError::Timeout("waiting".into())),
+        );
+        assert_eq!(http::get("http://svc/health").unwrap().text(), "ok");
+        assert!(matches!(
+            Request::post("http://svc/slow").body("x").send(),
+            Err(HttpError::Timeout(_))
+        ));
+        assert_eq!(http::get("http://elsewhere/"), Err(HttpError::Denied));
+        let sent = super::sent_requests();
+        assert_eq!(sent.len(), 3);
+        assert_eq!(sent[1].body_bytes(), b"x");
+        super::clear_http();
+        assert!(super::sent_requests().is_empty());
+    }
 }
 
 #[cfg(test)]

@@ -51,6 +51,7 @@
 mod client;
 pub mod config;
 pub mod fake;
+pub mod http;
 mod types;
 
 #[cfg(target_arch = "wasm32")]

@@ -1,6 +1,10 @@
 //! Helpers for the end-to-end tests in `tests/tests/`: each test gets its own
 //! directory and runs the real `beehive` binary in it.
 
+mod http_server;
+
+pub use http_server::TestServer;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

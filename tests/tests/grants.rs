@@ -1,6 +1,7 @@
 //! What an operator grants a plugin beyond its sandbox, from the policy file
-//! beside it: granted directories work, escapes from them fail, a changed
-//! policy applies to new instances, a wrong one is refused.
+//! beside it: granted directories work, escapes from them fail, granted
+//! hosts answer within the HTTP limits and others are denied with an event,
+//! a changed policy applies to new instances, a wrong one is refused.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use beehive::plugin::{Change, PluginDirectory, PluginError, PluginRuntime, RuntimeOptions};
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store};
-use beehive_e2e::{eventually, plugin_dir};
+use beehive_e2e::{TestServer, eventually, plugin_dir};
 
 fn hostile_kind() -> GroupKind {
     GroupKind::new("test.dev", "Hostile")
@@ -220,5 +221,150 @@ async fn config_values_reach_the_plugin_and_nothing_else() {
     let shown = format!("{:?}", directory.served());
     assert!(shown.contains("token"), "{shown}");
     assert!(!shown.contains("s3cr3t"), "a secret was shown: {shown}");
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+async fn served_directory(plugins: &Path) -> (Arc<PluginDirectory>, Host) {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
+    let directory = PluginDirectory::new(runtime, host.clone(), plugins);
+    directory.sync().await.unwrap();
+    assert_eq!(directory.served().len(), 1, "{:?}", directory.failures());
+    (directory, host)
+}
+
+async fn fetch(client: &RawClient, name: &str, url: &str) -> Result<String, String> {
+    act(
+        client,
+        name,
+        &format!(r#"{{"act":"fetch","path":"{url}"}}"#),
+    )
+    .await;
+    settled_outcome(client, name).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbound_http_reaches_granted_hosts_only_and_within_the_limits() {
+    let server = TestServer::start();
+    server.route("/ok", 200, "fine");
+    server.route_after("/slow", Duration::from_secs(5), 200, "late");
+    server.route("/big", 200, vec![b'x'; 10_000]);
+    let plugins = plugin_dir(&["hostile"]);
+    std::fs::write(
+        plugins.path().join("hostile.toml"),
+        format!(
+            "[http]\nallow = [{:?}]\nfirst_byte_timeout_ms = 300\nmax_response_bytes = 4096\n",
+            server.authority()
+        ),
+    )
+    .unwrap();
+    let (directory, host) = served_directory(plugins.path()).await;
+    let shown = directory.served()[0].policy.http.allow[0].to_string();
+    assert_eq!(shown, server.authority());
+    let running = host.start().await.unwrap();
+    let hostile = host.client(hostile_kind());
+
+    assert_eq!(
+        fetch(&hostile, "ok", &server.url("/ok")).await,
+        Ok("fetched HTTP 200 4 bytes".into())
+    );
+    let slow = fetch(&hostile, "slow", &server.url("/slow"))
+        .await
+        .unwrap_err();
+    assert!(slow.contains("timed out"), "{slow}");
+    let big = fetch(&hostile, "big", &server.url("/big"))
+        .await
+        .unwrap_err();
+    assert!(big.contains("larger than the 4096-byte cap"), "{big}");
+
+    // The same server under another name is another destination.
+    let port = server.authority().rsplit(':').next().unwrap().to_string();
+    let other = format!("http://localhost:{port}/denied");
+    let denied = fetch(&hostile, "denied", &other).await.unwrap_err();
+    assert!(denied.contains("does not grant"), "{denied}");
+    assert_eq!(server.hits("/denied"), 0, "no connection was made");
+    let object = hostile.get_by_name("denied", Loads::none()).unwrap();
+    let events = hostile
+        .list_events(object.meta.id, &beehive::EventFilter::all())
+        .unwrap();
+    let warning = events
+        .iter()
+        .find(|e| e.reason == "HttpRequestDenied")
+        .unwrap_or_else(|| panic!("no denial event in {events:?}"));
+    assert!(
+        warning
+            .message
+            .contains(&format!("http://localhost:{port}")),
+        "{}",
+        warning.message
+    );
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_change_grants_a_host_to_the_next_instances() {
+    let server = TestServer::start();
+    server.route("/ok", 200, "fine");
+    let plugins = plugin_dir(&["hostile"]);
+    let (directory, host) = served_directory(plugins.path()).await;
+    let running = host.start().await.unwrap();
+    let hostile = host.client(hostile_kind());
+    let before = fetch(&hostile, "before", &server.url("/ok"))
+        .await
+        .unwrap_err();
+    assert!(before.contains("does not grant"), "{before}");
+
+    std::fs::write(
+        plugins.path().join("hostile.toml"),
+        format!("[http]\nallow = [\"127.0.0.1:*\"]\n"),
+    )
+    .unwrap();
+    let changes = directory.sync().await.unwrap();
+    assert!(
+        matches!(changes.as_slice(), [Change::Loaded { .. }]),
+        "{changes:?}"
+    );
+    assert_eq!(
+        fetch(&hostile, "after", &server.url("/ok")).await,
+        Ok("fetched HTTP 200 4 bytes".into())
+    );
+    assert_eq!(server.hits("/ok"), 1);
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_past_the_plugins_cap_in_flight_wait_then_fail() {
+    let server = TestServer::start();
+    // Long enough that the second pass starts while the first waits.
+    server.route_after("/wait", Duration::from_millis(2500), 200, "done");
+    let plugins = plugin_dir(&["hostile"]);
+    std::fs::write(
+        plugins.path().join("hostile.toml"),
+        format!(
+            "[http]\nallow = [{:?}]\nmax_concurrent_requests = 1\nconnect_timeout_ms = 300\n",
+            server.authority()
+        ),
+    )
+    .unwrap();
+    let (_directory, host) = served_directory(plugins.path()).await;
+    let running = host.start().await.unwrap();
+    let hostile = host.client(hostile_kind());
+    let spec = format!(r#"{{"act":"fetch","path":"{}"}}"#, server.url("/wait"));
+    act(&hostile, "first", &spec).await;
+    act(&hostile, "second", &spec).await;
+    let outcomes = [
+        settled_outcome(&hostile, "first").await,
+        settled_outcome(&hostile, "second").await,
+    ];
+    let served = outcomes.iter().filter(|o| o.is_ok()).count();
+    let turned_away = outcomes
+        .iter()
+        .filter(|o| {
+            o.as_ref()
+                .is_err_and(|e| e.contains("too many requests in flight"))
+        })
+        .count();
+    assert_eq!((served, turned_away), (1, 1), "{outcomes:?}");
     running.stop(Duration::from_secs(10)).await.unwrap();
 }

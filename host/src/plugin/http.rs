@@ -206,9 +206,7 @@ impl Destination {
         };
         let authority = uri.authority()?;
         let host = authority.host().to_ascii_lowercase();
-        let port = authority
-            .port_u16()
-            .unwrap_or(if https { 443 } else { 80 });
+        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
         Some(Destination { https, host, port })
     }
 
@@ -455,9 +453,18 @@ mod tests {
 
     #[test]
     fn a_scheme_prefix_allows_only_that_scheme() {
-        assert!(allows("https://api.example.com", "https://api.example.com/"));
-        assert!(!allows("https://api.example.com", "http://api.example.com:443/"));
-        assert!(!allows("http://api.example.com:*", "https://api.example.com/"));
+        assert!(allows(
+            "https://api.example.com",
+            "https://api.example.com/"
+        ));
+        assert!(!allows(
+            "https://api.example.com",
+            "http://api.example.com:443/"
+        ));
+        assert!(!allows(
+            "http://api.example.com:*",
+            "https://api.example.com/"
+        ));
     }
 
     #[test]
@@ -481,7 +488,11 @@ mod tests {
 
     #[test]
     fn patterns_print_as_written() {
-        for text in ["https://*.example.com:8443", "127.0.0.1:*", "api.example.com"] {
+        for text in [
+            "https://*.example.com:8443",
+            "127.0.0.1:*",
+            "api.example.com",
+        ] {
             assert_eq!(text.parse::<HostPattern>().unwrap().to_string(), text);
         }
     }

@@ -1,13 +1,21 @@
-//! The `events` plugin: a `Connection.example.dev` keeps a connection-health
-//! timeline. Each pass probes the endpoint and records the outcome in the
-//! `connection` category; consecutive equal outcomes merge into one run, so
+//! The `events` plugin: an HTTP health checker. A `Connection.example.dev`
+//! names a URL; each pass GETs it and records the outcome in the
+//! `connection` timeline. Consecutive equal outcomes merge into one run, so
 //! the timeline reads as alternating runs of `Connected` and `ProbeFailed`.
 //!
-//! Plugins have no sockets, so the probe is simulated: the spec says whether
-//! the endpoint answers. Flip `reachable` to watch the timeline change.
+//! The operator grants the hosts it may probe in `events.toml`:
+//!
+//! ```toml
+//! [http]
+//! allow = ["127.0.0.1:8080", "*.internal.example"]
+//! ```
+//!
+//! A URL outside the grant is refused by the host: the probe fails with
+//! "denied", and the object also gets the host's `HttpRequestDenied` event.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use beehive_guest::http::{HttpError, Request};
 use beehive_guest::{
     Client, Condition, ConditionStatus, Controller, EventSpec, Object, ReconcileResult,
     Registration, Result,
@@ -17,25 +25,27 @@ use serde::{Deserialize, Serialize};
 /// The timeline's category.
 pub const CATEGORY: &str = "connection";
 
-/// A connection to keep an eye on.
+/// An endpoint to keep an eye on.
 #[derive(Debug, Deserialize)]
 pub struct ConnectionSpec {
-    /// Where to connect, e.g. `db:5432`.
-    pub endpoint: String,
-    /// Whether the (simulated) endpoint answers.
-    #[serde(default = "reachable_by_default")]
-    pub reachable: bool,
+    /// What to GET, e.g. `http://127.0.0.1:8080/health`. Any 2xx answer
+    /// is healthy.
+    pub url: String,
     /// How often to probe (default 5000 ms).
     #[serde(default = "default_probe_interval_ms")]
     pub probe_interval_ms: u64,
-}
-
-fn reachable_by_default() -> bool {
-    true
+    /// How long a probe may wait for an answer (default 2000 ms; the
+    /// operator's timeouts are the longest that apply).
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
 }
 
 fn default_probe_interval_ms() -> u64 {
     5000
+}
+
+fn default_timeout_ms() -> u64 {
+    2000
 }
 
 /// The last probe's verdict.
@@ -43,14 +53,28 @@ fn default_probe_interval_ms() -> u64 {
 pub struct ConnectionStatus {
     /// `connected` or `unreachable`.
     pub state: String,
+    /// The last answer's status code, if one came.
+    #[serde(
+        rename = "statusCode",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub status_code: Option<u16>,
+    /// How long the last probe took.
+    #[serde(rename = "latencyMs", default)]
+    pub latency_ms: u64,
 }
 
-/// What a failed probe carries.
+/// What one probe saw.
 #[derive(Debug, Serialize)]
-struct ProbeFailure<'a> {
-    endpoint: &'a str,
+struct Outcome<'a> {
+    url: &'a str,
+    #[serde(rename = "statusCode", skip_serializing_if = "Option::is_none")]
+    status_code: Option<u16>,
     #[serde(rename = "latencyMs")]
     latency_ms: u64,
+    #[serde(skip)]
+    failure: Option<String>,
 }
 
 /// The controller.
@@ -70,7 +94,8 @@ impl Controller for Connections {
         client: &Client<'_, ConnectionStatus>,
         connection: &Object<ConnectionSpec, ConnectionStatus>,
     ) -> ReconcileResult {
-        match probe(client, &connection.spec) {
+        let outcome = probe(&connection.spec);
+        match record(client, &outcome) {
             Ok(()) => ReconcileResult::settled()
                 .requeue_after(Duration::from_millis(connection.spec.probe_interval_ms)),
             Err(error) => ReconcileResult::fail(error),
@@ -78,33 +103,57 @@ impl Controller for Connections {
     }
 }
 
-fn probe(client: &Client<'_, ConnectionStatus>, spec: &ConnectionSpec) -> Result<()> {
-    let endpoint = &spec.endpoint;
-    let (event, condition, state) = if spec.reachable {
-        (
-            EventSpec::normal("Connected").message(format!("connected to {endpoint}")),
+/// GETs the URL once.
+fn probe(spec: &ConnectionSpec) -> Outcome<'_> {
+    let started = Instant::now();
+    let answer = Request::get(&spec.url)
+        .timeout(Duration::from_millis(spec.timeout_ms))
+        .send();
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let (status_code, failure) = match answer {
+        Ok(response) if response.is_success() => (Some(response.status), None),
+        Ok(response) => (
+            Some(response.status),
+            Some(format!("HTTP {}", response.status)),
+        ),
+        Err(HttpError::Denied) => (None, Some("denied by the plugin's policy".into())),
+        Err(error) => (None, Some(error.to_string())),
+    };
+    Outcome {
+        url: &spec.url,
+        status_code,
+        latency_ms,
+        failure,
+    }
+}
+
+/// Records the outcome: an event in the timeline, the condition, the status.
+fn record(client: &Client<'_, ConnectionStatus>, outcome: &Outcome<'_>) -> Result<()> {
+    let url = outcome.url;
+    let (event, condition, state) = match &outcome.failure {
+        None => (
+            EventSpec::normal("Connected").message(format!(
+                "HTTP {} in {} ms",
+                outcome.status_code.unwrap_or_default(),
+                outcome.latency_ms
+            )),
             Condition::new("Connected", ConditionStatus::True).reason("Connected"),
             "connected",
-        )
-    } else {
-        let failure = ProbeFailure {
-            endpoint,
-            latency_ms: 5000,
-        };
-        (
-            EventSpec::warning("ProbeFailed")
-                .message("i/o timeout")
-                .detail(&failure),
+        ),
+        Some(failure) => (
+            EventSpec::warning("ProbeFailed").message(failure.clone()),
             Condition::new("Connected", ConditionStatus::False)
                 .reason("ProbeFailed")
-                .message(format!("{endpoint}: i/o timeout")),
+                .message(format!("{url}: {failure}")),
             "unreachable",
-        )
+        ),
     };
-    client.add_event(event.category(CATEGORY))?;
+    client.add_event(event.detail(outcome).category(CATEGORY))?;
     client.set_condition(condition.liveness(true))?;
     client.update_status(&ConnectionStatus {
         state: state.into(),
+        status_code: outcome.status_code,
+        latency_ms: outcome.latency_ms,
     })
 }
 
@@ -112,27 +161,32 @@ beehive_guest::export!(Connections);
 
 #[cfg(test)]
 mod tests {
-    use beehive_guest::fake::FakeClient;
+    use beehive_guest::fake::{self, FakeClient};
+    use beehive_guest::http::Response;
     use beehive_guest::{EventType, Meta, Object};
 
     use super::*;
 
-    fn connection(reachable: bool) -> Object<ConnectionSpec, ConnectionStatus> {
+    const URL: &str = "http://db.internal:8080/health";
+
+    fn connection() -> Object<ConnectionSpec, ConnectionStatus> {
         Object {
             meta: Meta::default(),
             spec: ConnectionSpec {
-                endpoint: "db:5432".into(),
-                reachable,
+                url: URL.into(),
                 probe_interval_ms: 1000,
+                timeout_ms: 100,
             },
             status: None,
         }
     }
 
     #[test]
-    fn a_reachable_endpoint_records_connected_and_probes_again() {
+    fn a_healthy_endpoint_records_connected_and_probes_again() {
+        fake::clear_http();
+        fake::stub_http("GET", URL, Ok(Response::new(200, "ok")));
         let fake = FakeClient::new();
-        let result = Connections.reconcile(&Client::new(&fake), &connection(true));
+        let result = Connections.reconcile(&Client::new(&fake), &connection());
         assert_eq!(
             result,
             ReconcileResult::settled().requeue_after(Duration::from_secs(1))
@@ -143,29 +197,51 @@ mod tests {
             (CATEGORY, "Connected")
         );
         assert_eq!(event.event_type, EventType::Normal);
-        assert_eq!(fake.status().unwrap()["state"], "connected");
+        assert_eq!(fake.status().unwrap()["statusCode"], 200);
+        assert_eq!(fake::sent_requests()[0].method(), "GET");
     }
 
     #[test]
-    fn an_unreachable_endpoint_records_a_warning_with_detail() {
+    fn an_error_answer_or_a_timeout_is_an_outage_observed_not_a_failed_pass() {
+        for (answer, message) in [
+            (Ok(Response::new(503, "down")), "HTTP 503"),
+            (
+                Err(HttpError::Timeout("connecting".into())),
+                "timed out: connecting",
+            ),
+        ] {
+            fake::clear_http();
+            fake::stub_http("GET", URL, answer);
+            let fake = FakeClient::new();
+            let result = Connections.reconcile(&Client::new(&fake), &connection());
+            assert_eq!(result.verdict, beehive_guest::Verdict::Settled);
+            let record = fake.record();
+            let event = &record.events[0];
+            assert_eq!(event.event_type, EventType::Warning);
+            assert_eq!(
+                (event.reason.as_str(), event.message.as_str()),
+                ("ProbeFailed", message)
+            );
+            let detail: serde_json::Value =
+                serde_json::from_str(event.detail.as_deref().unwrap()).unwrap();
+            assert_eq!(detail["url"], URL);
+            assert_eq!(
+                record.conditions["Connected"].status,
+                ConditionStatus::False
+            );
+            assert!(record.conditions["Connected"].liveness);
+        }
+    }
+
+    #[test]
+    fn a_url_the_policy_does_not_grant_is_reported_as_denied() {
+        fake::clear_http();
         let fake = FakeClient::new();
-        let result = Connections.reconcile(&Client::new(&fake), &connection(false));
+        Connections.reconcile(&Client::new(&fake), &connection());
         assert_eq!(
-            result.verdict,
-            beehive_guest::Verdict::Settled,
-            "an outage is observed, not a failure"
+            fake.record().events[0].message,
+            "denied by the plugin's policy"
         );
-        let record = fake.record();
-        let event = &record.events[0];
-        assert_eq!(event.event_type, EventType::Warning);
-        assert_eq!(event.reason, "ProbeFailed");
-        let detail: serde_json::Value =
-            serde_json::from_str(event.detail.as_deref().unwrap()).unwrap();
-        assert_eq!(detail["endpoint"], "db:5432");
-        assert_eq!(
-            record.conditions["Connected"].status,
-            ConditionStatus::False
-        );
-        assert!(record.conditions["Connected"].liveness);
+        assert_eq!(fake.status().unwrap()["state"], "unreachable");
     }
 }

@@ -14,7 +14,9 @@
 //! - `write-file`: writes `/out/NAME.txt` (granted by the operator, or not);
 //! - `read`: reads the file at the spec's `path`, which may try to escape a
 //!   granted directory (`..`, an absolute path, a symlink pointing out);
-//! - `config`: reports the config value named by the spec's `path`.
+//! - `config`: reports the config value named by the spec's `path`;
+//! - `fetch`: GETs the URL in the spec's `path` and reports the status and
+//!   body size, or fails with the error.
 //!
 //! Anything else settles. It also declares spec schema version 1, and its
 //! converter spins forever on an older spec whose `act` is `spin`.
@@ -122,6 +124,14 @@ impl Controller for Hostile {
             "config" => match beehive_guest::config::get(&object.spec.path) {
                 Some(value) => format!("config {}: {value}", object.spec.path),
                 None => return ReconcileResult::fail(format!("no config {}", object.spec.path)),
+            },
+            "fetch" => match beehive_guest::http::get(&object.spec.path) {
+                Ok(response) => format!(
+                    "fetched HTTP {} {} bytes",
+                    response.status,
+                    response.body.len()
+                ),
+                Err(error) => return ReconcileResult::fail(format!("fetch failed: {error}")),
             },
             "forge-log" => {
                 beehive_guest::info!("ok\n2026-12-01T00:00:00Z ERROR forged by a plugin\x1b[2J");

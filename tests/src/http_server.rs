@@ -1,0 +1,155 @@
+//! A small HTTP/1.1 server on 127.0.0.1 for tests and benchmarks: each path
+//! answers as the test says, one thread per connection, `Connection: close`.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How one path answers.
+#[derive(Clone, Debug)]
+struct Route {
+    status: u16,
+    body: Arc<Vec<u8>>,
+    delay: Duration,
+}
+
+#[derive(Default)]
+struct Routes {
+    by_path: HashMap<String, Route>,
+    hits: HashMap<String, usize>,
+}
+
+/// A running test server; it stops when dropped.
+pub struct TestServer {
+    address: SocketAddr,
+    routes: Arc<Mutex<Routes>>,
+    stopping: Arc<AtomicBool>,
+}
+
+impl TestServer {
+    /// Starts a server on a free port of 127.0.0.1. Unknown paths get 404.
+    ///
+    /// # Panics
+    /// When no port can be bound.
+    pub fn start() -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let address = listener.local_addr().expect("a bound address");
+        let routes = Arc::new(Mutex::new(Routes::default()));
+        let stopping = Arc::new(AtomicBool::new(false));
+        let (serving, stop) = (routes.clone(), stopping.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let routes = serving.clone();
+                std::thread::spawn(move || serve(stream, &routes));
+            }
+        });
+        TestServer {
+            address,
+            routes,
+            stopping,
+        }
+    }
+
+    /// `host:port`, as a policy grants it.
+    pub fn authority(&self) -> String {
+        self.address.to_string()
+    }
+
+    /// The URL of `path` on this server.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    /// Makes `path` answer `status` with `body`.
+    pub fn route(&self, path: &str, status: u16, body: impl Into<Vec<u8>>) {
+        self.route_after(path, Duration::ZERO, status, body);
+    }
+
+    /// Makes `path` answer `status` with `body`, after waiting `delay`
+    /// before the first byte.
+    pub fn route_after(&self, path: &str, delay: Duration, status: u16, body: impl Into<Vec<u8>>) {
+        let route = Route {
+            status,
+            body: Arc::new(body.into()),
+            delay,
+        };
+        lock(&self.routes).by_path.insert(path.to_string(), route);
+    }
+
+    /// How many requests `path` has had.
+    pub fn hits(&self, path: &str) -> usize {
+        lock(&self.routes).hits.get(path).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so it sees the flag.
+        let _ = TcpStream::connect(self.address);
+    }
+}
+
+fn lock(routes: &Mutex<Routes>) -> std::sync::MutexGuard<'_, Routes> {
+    routes.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn serve(stream: TcpStream, routes: &Mutex<Routes>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut reader = BufReader::new(&stream);
+    let Some(path) = read_request(&mut reader) else {
+        return;
+    };
+    let route = {
+        let mut routes = lock(routes);
+        *routes.hits.entry(path.clone()).or_default() += 1;
+        routes.by_path.get(&path).cloned()
+    };
+    let route = route.unwrap_or(Route {
+        status: 404,
+        body: Arc::new(b"not found".to_vec()),
+        delay: Duration::ZERO,
+    });
+    std::thread::sleep(route.delay);
+    let head = format!(
+        "HTTP/1.1 {} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        route.status,
+        route.body.len()
+    );
+    let mut writer = &stream;
+    let _ = writer
+        .write_all(head.as_bytes())
+        .and_then(|()| writer.write_all(&route.body))
+        .and_then(|()| writer.flush());
+}
+
+/// Reads a request's head (and drops its body); returns its path.
+fn read_request(reader: &mut BufReader<&TcpStream>) -> Option<String> {
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let path = line.split_whitespace().nth(1)?.to_string();
+    let mut length = 0usize;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok()?;
+        let header = line.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().ok()?;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(path)
+}

@@ -20,6 +20,8 @@ struct Route {
 struct Routes {
     by_path: HashMap<String, Route>,
     hits: HashMap<String, usize>,
+    /// The headers of each path's latest request, names in lower case.
+    last_headers: HashMap<String, Vec<(String, String)>>,
 }
 
 /// A running test server; it stops when dropped.
@@ -83,6 +85,16 @@ impl TestServer {
         lock(&self.routes).by_path.insert(path.to_string(), route);
     }
 
+    /// The value of header `name` in `path`'s latest request.
+    pub fn last_header(&self, path: &str, name: &str) -> Option<String> {
+        let routes = lock(&self.routes);
+        let headers = routes.last_headers.get(path)?;
+        headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    }
+
     /// How many requests `path` has had.
     pub fn hits(&self, path: &str) -> usize {
         lock(&self.routes).hits.get(path).copied().unwrap_or(0)
@@ -104,12 +116,13 @@ fn lock(routes: &Mutex<Routes>) -> std::sync::MutexGuard<'_, Routes> {
 fn serve(stream: TcpStream, routes: &Mutex<Routes>) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let mut reader = BufReader::new(&stream);
-    let Some(path) = read_request(&mut reader) else {
+    let Some((path, headers)) = read_request(&mut reader) else {
         return;
     };
     let route = {
         let mut routes = lock(routes);
         *routes.hits.entry(path.clone()).or_default() += 1;
+        routes.last_headers.insert(path.clone(), headers);
         routes.by_path.get(&path).cloned()
     };
     let route = route.unwrap_or(Route {
@@ -130,12 +143,14 @@ fn serve(stream: TcpStream, routes: &Mutex<Routes>) {
         .and_then(|()| writer.flush());
 }
 
-/// Reads a request's head (and drops its body); returns its path.
-fn read_request(reader: &mut BufReader<&TcpStream>) -> Option<String> {
+/// Reads a request's head (and drops its body); returns its path and
+/// headers.
+fn read_request(reader: &mut BufReader<&TcpStream>) -> Option<(String, Vec<(String, String)>)> {
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
     let path = line.split_whitespace().nth(1)?.to_string();
     let mut length = 0usize;
+    let mut headers = Vec::new();
     loop {
         line.clear();
         reader.read_line(&mut line).ok()?;
@@ -143,13 +158,16 @@ fn read_request(reader: &mut BufReader<&TcpStream>) -> Option<String> {
         if header.is_empty() {
             break;
         }
-        if let Some((name, value)) = header.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().ok()?;
+        let Some((name, value)) = header.split_once(':') else {
+            continue;
+        };
+        let (name, value) = (name.to_ascii_lowercase(), value.trim().to_string());
+        if name == "content-length" {
+            length = value.parse().ok()?;
         }
+        headers.push((name, value));
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
-    Some(path)
+    Some((path, headers))
 }

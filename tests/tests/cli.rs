@@ -356,11 +356,20 @@ fn events_watch_streams_runs_as_the_plugin_records_them() {
     use std::io::BufRead;
 
     let workspace = Workspace::new();
+    let endpoint = beehive_e2e::TestServer::start();
+    endpoint.route("/health", 200, "ok");
     workspace.install_plugin("events", "events.wasm");
+    workspace.write(
+        "plugins/events.toml",
+        &format!("[http]\nallow = [{:?}]\n", endpoint.authority()),
+    );
     let host = workspace.start_host(&[]);
     workspace.write(
         "db.json",
-        r#"{"kind":"Connection.example.dev","name":"db","spec":{"endpoint":"db:5432","probe_interval_ms":50}}"#,
+        &format!(
+            r#"{{"kind":"Connection.example.dev","name":"db","spec":{{"url":"{}","probe_interval_ms":50}}}}"#,
+            endpoint.url("/health")
+        ),
     );
     workspace.ok(&["apply", "-f", "db.json"]);
     workspace.ok(&["wait", "Connection", "db", "--for", "condition=Connected"]);
@@ -434,5 +443,74 @@ fn a_plugin_granted_a_directory_renders_into_it_and_cleans_up_on_delete() {
         !out.join("home.html").exists(),
         "the finalizer removed the file"
     );
+    host.terminate();
+}
+
+#[test]
+fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() {
+    let workspace = Workspace::new();
+    let endpoint = beehive_e2e::TestServer::start();
+    endpoint.route("/health", 200, "ok");
+    let port = endpoint.authority().rsplit(':').next().unwrap().to_string();
+    workspace.write("probe-token", "tok-5ecret-42\n");
+    workspace.install_plugin("events", "events.wasm");
+    workspace.write(
+        "plugins/events.toml",
+        &format!(
+            "[http]\nallow = [{:?}]\n\n[config]\ntoken = {{ file = {:?} }}\n",
+            endpoint.authority(),
+            workspace.path().join("probe-token").display().to_string()
+        ),
+    );
+    let host = workspace.start_host(&[]);
+    let connection = |name: &str, url: &str| {
+        format!(
+            "kind: Connection.example.dev\nname: {name}\nspec: {{url: \"{url}\", probe_interval_ms: 200}}\n"
+        )
+    };
+    workspace.write(
+        "connections.yaml",
+        &format!(
+            "{}---\n{}",
+            connection("db", &endpoint.url("/health")),
+            connection("rogue", &format!("http://localhost:{port}/health"))
+        ),
+    );
+    workspace.ok(&["apply", "-f", "connections.yaml"]);
+    workspace.ok(&["wait", "Connection", "db", "--for", "condition=Connected"]);
+    assert_eq!(
+        endpoint.last_header("/health", "authorization").as_deref(),
+        Some("Bearer tok-5ecret-42"),
+        "the token reached the endpoint"
+    );
+    beehive_e2e::wait_until("the rogue probe was denied", || {
+        workspace
+            .ok(&["events", "Connection", "rogue"])
+            .contains("HttpRequestDenied")
+    });
+    let denied = workspace.ok(&["events", "Connection", "rogue"]);
+    assert!(
+        denied.contains(&format!("http://localhost:{port}")),
+        "the event names the destination: {denied}"
+    );
+    assert!(denied.contains("denied by the plugin's policy"), "{denied}");
+
+    let plugins = workspace.ok(&["plugins"]);
+    assert!(
+        plugins.contains(&format!("http:{}", endpoint.authority())),
+        "{plugins}"
+    );
+    assert!(plugins.contains("config:token(file:"), "{plugins}");
+    let seen = [
+        plugins,
+        workspace.ok(&["plugins", "-o", "json"]),
+        workspace.ok(&["events", "Connection", "db"]),
+        workspace.ok(&["describe", "Connection", "db"]),
+        workspace.ok(&["get", "Connection", "db", "-o", "json"]),
+        host.log(),
+    ];
+    for text in seen {
+        assert!(!text.contains("5ecret"), "the secret was shown: {text}");
+    }
     host.terminate();
 }

@@ -317,7 +317,7 @@ async fn a_policy_change_grants_a_host_to_the_next_instances() {
 
     std::fs::write(
         plugins.path().join("hostile.toml"),
-        format!("[http]\nallow = [\"127.0.0.1:*\"]\n"),
+        "[http]\nallow = [\"127.0.0.1:*\"]\n",
     )
     .unwrap();
     let changes = directory.sync().await.unwrap();

@@ -9,7 +9,7 @@ use beehive::plugin::{
     Change, Limits, PluginDirectory, PluginLimits, PluginRuntime, Policy, RuntimeOptions,
 };
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store};
-use beehive_e2e::{eventually, plugin_dir, plugin_wasm};
+use beehive_e2e::{TestServer, eventually, plugin_dir, plugin_wasm};
 
 /// Replaces `to` with `from`'s bytes the way an operator should: written
 /// under a hidden name, then renamed into place.
@@ -408,6 +408,13 @@ fn condition(client: &RawClient, name: &str, type_: &str) -> Option<(String, Str
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_plugins_converge_together() {
     let plugins = plugin_dir(&["greeting", "cascade", "conditions", "events"]);
+    let endpoint = TestServer::start();
+    endpoint.route("/health", 200, "ok");
+    std::fs::write(
+        plugins.path().join("events.toml"),
+        format!("[http]\nallow = [{:?}]\n", endpoint.authority()),
+    )
+    .unwrap();
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, HostOptions::new()).unwrap();
     let _directory = load_all(&host, plugins.path()).await;
@@ -438,7 +445,10 @@ async fn the_example_plugins_converge_together() {
     let db = connections
         .create(
             "db",
-            json(r#"{"endpoint":"db:5432","probe_interval_ms":50}"#),
+            json(&format!(
+                r#"{{"url":"{}","probe_interval_ms":50}}"#,
+                endpoint.url("/health")
+            )),
             CreateOptions::new(),
         )
         .await
@@ -467,13 +477,9 @@ async fn the_example_plugins_converge_together() {
             .is_some_and(|e| e.count >= 3)
     })
     .await;
-    connections
-        .update_by_name(
-            "db",
-            json(r#"{"endpoint":"db:5432","reachable":false,"probe_interval_ms":50}"#),
-        )
-        .await
-        .unwrap();
+    // The endpoint goes down: the next probes see it, with no change to the
+    // object at all.
+    endpoint.route("/health", 503, "down");
     eventually("the timeline shows the outage as a new run", || {
         let runs = connections
             .list_events(

@@ -487,14 +487,16 @@ fn plugins(ctx: &Context) -> Outcome {
 }
 
 /// A plugin's grants as `beehive plugins` lists them: directories as
-/// `GUEST=HOST:ro|rw`, config as `config:KEY(SOURCE)`; never a value.
+/// `GUEST=HOST:ro|rw`, hosts as `http:PATTERN`, config as
+/// `config:KEY(SOURCE)`; never a value.
 fn grants_of(policy: &beehive::plugin::Policy) -> Vec<String> {
     let files = policy.files.iter().map(ToString::to_string);
+    let hosts = policy.http.allow.iter().map(|host| format!("http:{host}"));
     let config = policy
         .config
         .iter()
         .map(|(key, value)| format!("config:{key}({})", value.source));
-    files.chain(config).collect()
+    files.chain(hosts).chain(config).collect()
 }
 
 fn millis(d: std::time::Duration) -> u64 {

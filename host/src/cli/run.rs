@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use beehive::plugin::{
-    Change, Limits, PluginDirectory, PluginLimits, PluginRuntime, RuntimeOptions,
+    Change, HttpLimits, Limits, PluginDirectory, PluginLimits, PluginRuntime, RuntimeOptions,
 };
 use beehive::{Host, HostOptions, Store};
 use clap::Args;
@@ -44,9 +44,13 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 pub struct RunArgs {
     /// The plugin directory: every `*.wasm` in it serves its kind, and files
     /// added, replaced or removed are hot-swapped. A `NAME.toml` beside
-    /// `NAME.wasm` grants that plugin directories (`[files."/out"] path =
-    /// "/srv/out"`, `access = "read-write"`); no file grants nothing. Default
-    /// `plugins/`, created if missing; a directory named here must exist.
+    /// `NAME.wasm` is that plugin's policy, and grants it directories
+    /// (`[files."/out"] path = "/srv/out"`, `access = "read-write"`), HTTP
+    /// hosts (`[http] allow = ["127.0.0.1:8080", "*.example.com"]`) and
+    /// config values (`[config] token = { env = "TOKEN" }`, never shown); no
+    /// file grants nothing, and a changed file is hot-swapped like the
+    /// plugin. Default `plugins/`, created if missing; a directory named
+    /// here must exist.
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
 
@@ -92,6 +96,28 @@ pub struct RunArgs {
     /// pass intervals, backoff cap).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
     plugin_min_interval: Duration,
+
+    /// How long a plugin's outbound HTTP connection may take to open (TLS
+    /// included). A plugin's policy may set its own (`connect_timeout_ms`);
+    /// a plugin's request may only ask for less.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
+    plugin_http_connect_timeout: Duration,
+
+    /// How long a plugin's outbound request may wait for the response's
+    /// first byte, and for each later one (policy: `first_byte_timeout_ms`).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    plugin_http_first_byte_timeout: Duration,
+
+    /// The largest response body a plugin's request may read; the body
+    /// ends with an error past it (policy: `max_response_bytes`).
+    #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = parse_size)]
+    plugin_http_response_limit: usize,
+
+    /// Outbound requests one plugin may have in flight; one more waits up to
+    /// the connect timeout for a turn, then fails (policy:
+    /// `max_concurrent_requests`).
+    #[arg(long, value_name = "N", default_value = "8", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    plugin_http_concurrency: u32,
 
     /// Passes at once per kind, unless a plugin asks for its own number
     /// (default 1).
@@ -281,6 +307,12 @@ impl RunArgs {
                     concurrency: self.plugin_concurrency as usize,
                     min_interval: self.plugin_min_interval,
                     host_calls_per_pass: self.plugin_host_calls,
+                    http: HttpLimits {
+                        connect_timeout: self.plugin_http_connect_timeout,
+                        first_byte_timeout: self.plugin_http_first_byte_timeout,
+                        max_response_bytes: self.plugin_http_response_limit as u64,
+                        max_concurrent_requests: self.plugin_http_concurrency as usize,
+                    },
                     ..Limits::default()
                 })
                 .memory_budget(self.plugin_memory_budget)

@@ -34,7 +34,7 @@ pub struct Served {
     /// The limits its passes run under.
     pub limits: Limits,
     /// What its policy file grants (config values stay hidden).
-    pub policy: Policy,
+    pub policy: Arc<Policy>,
 }
 
 /// A file whose current content does not serve.
@@ -309,7 +309,7 @@ impl PluginDirectory {
         let content_hash = hex(&Sha256::digest(&bytes));
         if serving
             .as_ref()
-            .is_some_and(|s| s.content_hash == content_hash && s.policy == policy)
+            .is_some_and(|s| s.content_hash == content_hash && *s.policy == policy)
         {
             files.insert(
                 path.to_path_buf(),
@@ -404,7 +404,7 @@ impl PluginDirectory {
                 concurrency: workers,
                 ..plugin.limits()
             },
-            policy: plugin.policy().clone(),
+            policy: plugin.sandbox.policy.clone(),
         };
         let rival = files.iter().find(|(path, f)| {
             **path != served.path

@@ -12,6 +12,13 @@
 //!
 //! A URL outside the grant is refused by the host: the probe fails with
 //! "denied", and the object also gets the host's `HttpRequestDenied` event.
+//! An endpoint that wants a token gets one from the policy's config, sent as
+//! `Authorization: Bearer TOKEN` and never written anywhere:
+//!
+//! ```toml
+//! [config]
+//! token = { file = "/etc/beehive/probe-token" }
+//! ```
 
 use std::time::{Duration, Instant};
 
@@ -105,10 +112,12 @@ impl Controller for Connections {
 
 /// GETs the URL once.
 fn probe(spec: &ConnectionSpec) -> Outcome<'_> {
+    let mut request = Request::get(&spec.url).timeout(Duration::from_millis(spec.timeout_ms));
+    if let Some(token) = beehive_guest::config::get("token") {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
     let started = Instant::now();
-    let answer = Request::get(&spec.url)
-        .timeout(Duration::from_millis(spec.timeout_ms))
-        .send();
+    let answer = request.send();
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let (status_code, failure) = match answer {
         Ok(response) if response.is_success() => (Some(response.status), None),
@@ -202,6 +211,23 @@ mod tests {
     }
 
     #[test]
+    fn a_configured_token_is_sent_as_a_bearer_and_recorded_nowhere() {
+        fake::clear_http();
+        fake::set_config("token", "t0ken");
+        fake::stub_http("GET", URL, Ok(Response::new(200, "ok")));
+        let fake = FakeClient::new();
+        let _ = Connections.reconcile(&Client::new(&fake), &connection());
+        fake::clear_config();
+        let sent = &fake::sent_requests()[0];
+        assert_eq!(
+            sent.headers(),
+            [("authorization".to_string(), "Bearer t0ken".to_string())]
+        );
+        let recorded = format!("{:?} {:?}", fake.record(), fake.status());
+        assert!(!recorded.contains("t0ken"), "{recorded}");
+    }
+
+    #[test]
     fn an_error_answer_or_a_timeout_is_an_outage_observed_not_a_failed_pass() {
         for (answer, message) in [
             (Ok(Response::new(503, "down")), "HTTP 503"),
@@ -237,7 +263,7 @@ mod tests {
     fn a_url_the_policy_does_not_grant_is_reported_as_denied() {
         fake::clear_http();
         let fake = FakeClient::new();
-        Connections.reconcile(&Client::new(&fake), &connection());
+        let _ = Connections.reconcile(&Client::new(&fake), &connection());
         assert_eq!(
             fake.record().events[0].message,
             "denied by the plugin's policy"

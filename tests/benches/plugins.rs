@@ -12,7 +12,11 @@
 //!   `greeting.wasm` (compiled, not cached), until a greeting shows the new
 //!   version's status; the median of five swaps;
 //! - `plugin.instance_rss_kib`: resident memory per idle `greeting` instance,
-//!   over 100 instances.
+//!   over 100 instances;
+//! - `plugin.http_get_us`: one GET of a small body from a local server through
+//!   `wasi:http`, timed by the plugin inside its pass; the median of 200;
+//! - `plugin.http_get_native_us`: the same GET from native Rust (hyper, a new
+//!   connection each time, as `wasi:http` makes); the median of 200.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +26,7 @@ use beehive::{
     Client, Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host,
     HostOptions, Json, Object, RawClient, ReconcileResult, Reconciler, Store, Typed,
 };
-use beehive_e2e::plugin_wasm;
+use beehive_e2e::{TestServer, plugin_wasm};
 use serde::{Deserialize, Serialize};
 
 const OBJECTS: usize = 10_000;
@@ -265,6 +269,81 @@ async fn instance_rss() -> f64 {
     (rss_kib() - before) / INSTANCES as f64
 }
 
+const GETS: usize = 200;
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+async fn http_get_plugin(server: &TestServer) -> f64 {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(plugin_wasm("hostile"), dir.path().join("hostile.wasm")).expect("copy");
+    std::fs::write(
+        dir.path().join("hostile.toml"),
+        format!("[http]\nallow = [{:?}]\n", server.authority()),
+    )
+    .expect("policy");
+    let store = Store::temporary().expect("store");
+    let host = Host::new(&store, HostOptions::new()).expect("host");
+    // One pass at a time, as the native side makes one request at a time.
+    let options = RuntimeOptions::new().limits(Limits {
+        concurrency: 1,
+        ..Limits::default()
+    });
+    let _plugins = load(options, &host, dir.path()).await;
+    let running = host.start().await.expect("start");
+    let hostile: RawClient = host.client(GroupKind::new("test.dev", "Hostile"));
+    let spec = format!(r#"{{"act":"fetch-timed","path":"{}"}}"#, server.url("/ok"));
+    for i in 0..GETS {
+        hostile
+            .create(
+                &format!("get-{i}"),
+                Json::parse(&spec).expect("spec"),
+                CreateOptions::new(),
+            )
+            .await
+            .expect("create");
+    }
+    let timed = || -> Vec<f64> {
+        hostile
+            .list(beehive::Loads::none())
+            .expect("list")
+            .into_iter()
+            .filter_map(|o| o.status?.to_value()["outcome"].as_str()?.parse().ok())
+            .collect()
+    };
+    wait_for(|| timed().len() == GETS).await;
+    running.stop(Duration::from_secs(30)).await.expect("stop");
+    median(timed())
+}
+
+async fn http_get_native(server: &TestServer) -> f64 {
+    use http_body_util::{BodyExt, Empty};
+
+    let mut samples = Vec::with_capacity(GETS);
+    for _ in 0..GETS {
+        let started = Instant::now();
+        let stream = tokio::net::TcpStream::connect(server.authority())
+            .await
+            .expect("connect");
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .expect("handshake");
+        tokio::spawn(connection);
+        let request = hyper::Request::get("/ok")
+            .header("host", server.authority())
+            .body(Empty::<hyper::body::Bytes>::new())
+            .expect("request");
+        let response = sender.send_request(request).await.expect("response");
+        let body = response.into_body().collect().await.expect("body");
+        assert_eq!(body.to_bytes().len(), 2);
+        samples.push(started.elapsed().as_secs_f64() * 1e6);
+    }
+    median(samples)
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -284,6 +363,16 @@ fn main() {
         println!(
             "figure plugin.instance_rss_kib {:.1} KiB",
             instance_rss().await
+        );
+        let server = TestServer::start();
+        server.route("/ok", 200, "ok");
+        println!(
+            "figure plugin.http_get_us {:.1} us",
+            http_get_plugin(&server).await
+        );
+        println!(
+            "figure plugin.http_get_native_us {:.1} us",
+            http_get_native(&server).await
         );
     });
 }

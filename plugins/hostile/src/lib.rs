@@ -16,7 +16,8 @@
 //!   granted directory (`..`, an absolute path, a symlink pointing out);
 //! - `config`: reports the config value named by the spec's `path`;
 //! - `fetch`: GETs the URL in the spec's `path` and reports the status and
-//!   body size, or fails with the error.
+//!   body size, or fails with the error; `fetch-timed` reports how many
+//!   microseconds the GET took, as the plugin measured it.
 //!
 //! Anything else settles. It also declares spec schema version 1, and its
 //! converter spins forever on an older spec whose `act` is `spin`.
@@ -133,6 +134,13 @@ impl Controller for Hostile {
                 ),
                 Err(error) => return ReconcileResult::fail(format!("fetch failed: {error}")),
             },
+            "fetch-timed" => {
+                let started = std::time::Instant::now();
+                match beehive_guest::http::get(&object.spec.path) {
+                    Ok(_) => started.elapsed().as_micros().to_string(),
+                    Err(error) => return ReconcileResult::fail(format!("fetch failed: {error}")),
+                }
+            }
             "forge-log" => {
                 beehive_guest::info!("ok\n2026-12-01T00:00:00Z ERROR forged by a plugin\x1b[2J");
                 "logged".to_string()

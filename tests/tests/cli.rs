@@ -501,6 +501,11 @@ fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() 
         "{plugins}"
     );
     assert!(plugins.contains("config:token(file:"), "{plugins}");
+    let listed: serde_json::Value =
+        serde_json::from_str(&workspace.ok(&["plugins", "-o", "json"])).unwrap();
+    let http = &listed["plugins"][0]["limits"]["http"];
+    assert_eq!(http["max_response_bytes"], 4 << 20, "{listed}");
+    assert_eq!(http["connect_timeout_ms"], 5000, "{listed}");
     let seen = [
         plugins,
         workspace.ok(&["plugins", "-o", "json"]),

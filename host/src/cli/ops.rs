@@ -13,8 +13,8 @@ use beehive::{
 
 use crate::cli::manifest::Manifest;
 use crate::cli::protocol::{
-    Applied, Description, EventView, LimitsView, NextPass, ObjectView, Outcome, PluginFailure,
-    PluginRow, PluginsView, Related, Reply, Request, Until,
+    Applied, Description, EventView, HttpLimitsView, LimitsView, NextPass, ObjectView, Outcome,
+    PluginFailure, PluginRow, PluginsView, Related, Reply, Request, Until,
 };
 
 /// How long `apply` may hold the writer for one batch of manifests.
@@ -454,6 +454,12 @@ fn plugins(ctx: &Context) -> Outcome {
                         pass_wall_limit_ms: millis(s.limits.pass_wall_limit),
                         memory_bytes: s.limits.memory,
                         grants: grants_of(&s.policy),
+                        http: (!s.policy.http.allow.is_empty()).then(|| HttpLimitsView {
+                            connect_timeout_ms: millis(s.limits.http.connect_timeout),
+                            first_byte_timeout_ms: millis(s.limits.http.first_byte_timeout),
+                            max_response_bytes: s.limits.http.max_response_bytes,
+                            max_concurrent_requests: s.limits.http.max_concurrent_requests,
+                        }),
                     }),
                 })
                 .collect(),

@@ -201,9 +201,22 @@ pub struct LimitsView {
     pub pass_deadline_ms: u64,
     pub pass_wall_limit_ms: u64,
     pub memory_bytes: usize,
-    /// Granted directories, `GUEST=HOST:ro|rw`.
+    /// Grants: directories `GUEST=HOST:ro|rw`, hosts `http:PATTERN`,
+    /// config keys `config:KEY(SOURCE)`.
     #[serde(default)]
     pub grants: Vec<String>,
+    /// The bounds on its outbound HTTP, when it is granted any host.
+    #[serde(default)]
+    pub http: Option<HttpLimitsView>,
+}
+
+/// The bounds on one plugin's outbound HTTP.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct HttpLimitsView {
+    pub connect_timeout_ms: u64,
+    pub first_byte_timeout_ms: u64,
+    pub max_response_bytes: u64,
+    pub max_concurrent_requests: usize,
 }
 
 /// A plugin file that does not load.

@@ -38,6 +38,8 @@ pub trait ControllerClient {
     fn delete_condition(&self, type_: &str) -> Result<()>;
     /// Records an observation.
     fn add_event(&self, event: EventSpec) -> Result<()>;
+    /// Adds a finalizer to this object (not while it is being deleted).
+    fn add_finalizer(&self, finalizer: &str) -> Result<()>;
     /// Removes a finalizer of this object.
     fn delete_finalizer(&self, finalizer: &str) -> Result<()>;
     /// Declares a dependency on `target`.
@@ -103,7 +105,8 @@ pub trait KindClient {
     fn list_owned_objects(&self, owner: ObjectId) -> Result<Vec<RawObject>>;
 }
 
-/// The typed face of a pass's controller client.
+/// The typed face of a pass's controller client: everything a pass writes
+/// about its object, and typed clients for other kinds.
 pub struct Client<'a, Status> {
     raw: &'a dyn ControllerClient,
     _status: PhantomData<fn(Status)>,
@@ -118,7 +121,7 @@ impl<'a, Status: Serialize> Client<'a, Status> {
         }
     }
 
-    /// The untyped client.
+    /// The untyped client, for what the typed one does not cover.
     pub fn raw(&self) -> &'a dyn ControllerClient {
         self.raw
     }
@@ -128,8 +131,7 @@ impl<'a, Status: Serialize> Client<'a, Status> {
     /// # Errors
     /// What the host reports.
     pub fn update_status(&self, status: &Status) -> Result<()> {
-        let text = serde_json::to_string(status)
-            .map_err(|e| crate::Error::InvalidDocument(e.to_string()))?;
+        let text = serde_json::to_string(status)?;
         self.raw.update_status_json(text)
     }
 
@@ -141,7 +143,105 @@ impl<'a, Status: Serialize> Client<'a, Status> {
         self.raw.set_conditions(vec![condition])
     }
 
-    /// A typed client for (`group`, `kind`).
+    /// Writes several conditions as one write.
+    ///
+    /// # Errors
+    /// What the host reports.
+    pub fn set_conditions(&self, conditions: Vec<Condition>) -> Result<()> {
+        self.raw.set_conditions(conditions)
+    }
+
+    /// Removes the condition of `type_`, if there is one.
+    ///
+    /// # Errors
+    /// What the host reports.
+    pub fn delete_condition(&self, type_: &str) -> Result<()> {
+        self.raw.delete_condition(type_)
+    }
+
+    /// Records an observation in the object's timeline.
+    ///
+    /// # Errors
+    /// What the host reports.
+    pub fn add_event(&self, event: EventSpec) -> Result<()> {
+        self.raw.add_event(event)
+    }
+
+    /// Adds `finalizer` to the object (see [`crate::finalizer`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::DeletionPending`] while the object is being deleted.
+    pub fn add_finalizer(&self, finalizer: &str) -> Result<()> {
+        self.raw.add_finalizer(finalizer)
+    }
+
+    /// Removes `finalizer`; clearing the last one lets a deleting object go.
+    ///
+    /// # Errors
+    /// What the host reports.
+    pub fn delete_finalizer(&self, finalizer: &str) -> Result<()> {
+        self.raw.delete_finalizer(finalizer)
+    }
+
+    /// Declares that this object depends on `target`: its changes wake this
+    /// object.
+    ///
+    /// # Errors
+    /// [`crate::Error::DependencyCycle`] when the edge would close a cycle.
+    pub fn add_dependency(&self, target: ObjectId) -> Result<()> {
+        self.raw.add_dependency(target)
+    }
+
+    /// Drops the dependency on `target`.
+    ///
+    /// # Errors
+    /// What the host reports.
+    pub fn delete_dependency(&self, target: ObjectId) -> Result<()> {
+        self.raw.delete_dependency(target)
+    }
+
+    /// Whether anything with a live claim (an owned child, a dependent)
+    /// points at this object.
+    ///
+    /// # Errors
+    /// What the host reports.
+    pub fn has_incoming_edges(&self) -> Result<bool> {
+        self.raw.has_incoming_edges()
+    }
+
+    /// The owner, if any.
+    ///
+    /// # Errors
+    /// What the host reports.
+    pub fn owner(&self) -> Result<Option<ObjectRef>> {
+        self.raw.get_owner()
+    }
+
+    /// What this object depends on.
+    ///
+    /// # Errors
+    /// What the host reports.
+    pub fn dependencies(&self) -> Result<Vec<ObjectRef>> {
+        self.raw.list_dependencies()
+    }
+
+    /// What depends on this object.
+    ///
+    /// # Errors
+    /// What the host reports.
+    pub fn dependents(&self) -> Result<Vec<ObjectRef>> {
+        self.raw.list_dependents()
+    }
+
+    /// What this object owns.
+    ///
+    /// # Errors
+    /// What the host reports.
+    pub fn owned(&self) -> Result<Vec<ObjectRef>> {
+        self.raw.list_owned()
+    }
+
+    /// A typed client for (`group`, `kind`) whose calls join this pass.
     pub fn kind<Spec, KindStatus>(&self, group: &str, kind: &str) -> Kind<Spec, KindStatus>
     where
         Spec: Serialize + DeserializeOwned,
@@ -170,19 +270,14 @@ impl<'a, Status: Serialize> Client<'a, Status> {
     }
 }
 
-impl<'a, Status> std::ops::Deref for Client<'a, Status> {
-    type Target = dyn ControllerClient + 'a;
-
-    fn deref(&self) -> &Self::Target {
-        self.raw
-    }
-}
-
 /// A typed client of one kind.
 pub struct Kind<Spec, Status> {
     raw: Box<dyn KindClient>,
     _types: PhantomData<fn() -> (Spec, Status)>,
 }
+
+/// How many objects one page of [`Kind::list`] asks the host for.
+const LIST_PAGE: u32 = 500;
 
 impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, Status> {
     /// Wraps an untyped kind client.
@@ -194,10 +289,23 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
     }
 
     fn encode(spec: &Spec) -> Result<String> {
-        serde_json::to_string(spec).map_err(|e| crate::Error::InvalidDocument(e.to_string()))
+        Ok(serde_json::to_string(spec)?)
     }
 
-    /// See [`KindClient::get_or_create`].
+    /// Creates `name`.
+    ///
+    /// # Errors
+    /// [`crate::Error::NameTaken`] when something holds the name.
+    pub fn create(
+        &self,
+        name: &str,
+        spec: &Spec,
+        options: CreateOptions,
+    ) -> Result<Object<Spec, Status>> {
+        Object::decode(&self.raw.create(name, Self::encode(spec)?, options)?)
+    }
+
+    /// What holds `name`, creating it if nothing does; `true` if created.
     ///
     /// # Errors
     /// What the host reports, or [`crate::Error::Decode`].
@@ -211,7 +319,7 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
         Ok((Object::decode(&raw)?, created))
     }
 
-    /// See [`KindClient::create_or_update`].
+    /// Makes `name` hold `spec`; `true` if created.
     ///
     /// # Errors
     /// What the host reports, or [`crate::Error::Decode`].
@@ -227,15 +335,59 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
         Ok((Object::decode(&raw)?, created))
     }
 
-    /// See [`KindClient::get_by_name`].
+    /// Reads object `id`.
     ///
     /// # Errors
-    /// What the host reports, or [`crate::Error::Decode`].
+    /// [`crate::Error::NotFound`], or [`crate::Error::Decode`].
+    pub fn get(&self, id: ObjectId) -> Result<Object<Spec, Status>> {
+        Object::decode(&self.raw.get(id)?)
+    }
+
+    /// Reads what holds `name`.
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`], or [`crate::Error::Decode`].
     pub fn get_by_name(&self, name: &str) -> Result<Object<Spec, Status>> {
         Object::decode(&self.raw.get_by_name(name)?)
     }
 
-    /// See [`KindClient::delete_by_name`].
+    /// Every object of the kind, by id, read page by page.
+    ///
+    /// # Errors
+    /// What the host reports, or [`crate::Error::Decode`] naming the first
+    /// object that does not decode.
+    pub fn list(&self) -> Result<Vec<Object<Spec, Status>>> {
+        let mut objects = Vec::new();
+        let mut after = None;
+        loop {
+            let (page, next) = self.raw.list(after, LIST_PAGE)?;
+            for raw in &page {
+                objects.push(Object::decode(raw)?);
+            }
+            match next {
+                Some(id) => after = Some(id),
+                None => return Ok(objects),
+            }
+        }
+    }
+
+    /// Replaces the spec of `id`.
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`], or what the host reports.
+    pub fn update(&self, id: ObjectId, spec: &Spec) -> Result<Object<Spec, Status>> {
+        Object::decode(&self.raw.update(id, Self::encode(spec)?)?)
+    }
+
+    /// Requests deletion of `id`.
+    ///
+    /// # Errors
+    /// What the host reports.
+    pub fn delete(&self, id: ObjectId) -> Result<()> {
+        self.raw.delete(id)
+    }
+
+    /// Requests deletion of whatever holds `name`; absent is fine.
     ///
     /// # Errors
     /// What the host reports.
@@ -243,17 +395,18 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
         self.raw.delete_by_name(name)
     }
 
-    /// See [`KindClient::list_owned_objects`]; objects that do not decode are skipped.
+    /// The objects of this kind that `owner` owns.
     ///
     /// # Errors
-    /// What the host reports.
+    /// What the host reports, or [`crate::Error::Decode`] naming a child that
+    /// does not decode: a teardown must not skip what it cannot read (use
+    /// [`Kind::raw`] to work with such children untyped).
     pub fn list_owned_objects(&self, owner: ObjectId) -> Result<Vec<Object<Spec, Status>>> {
-        Ok(self
-            .raw
+        self.raw
             .list_owned_objects(owner)?
             .iter()
-            .filter_map(|raw| Object::decode(raw).ok())
-            .collect())
+            .map(Object::decode)
+            .collect()
     }
 
     /// The untyped client.

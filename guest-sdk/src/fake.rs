@@ -35,6 +35,8 @@ pub struct PassRecord {
     pub conditions: BTreeMap<String, Condition>,
     /// Events, in order.
     pub events: Vec<EventSpec>,
+    /// Finalizers added.
+    pub added_finalizers: Vec<String>,
     /// Finalizers removed.
     pub deleted_finalizers: Vec<String>,
     /// Declared dependencies.
@@ -134,6 +136,14 @@ impl ControllerClient for FakeClient {
 
     fn add_event(&self, event: EventSpec) -> Result<()> {
         self.state.borrow_mut().events.push(event);
+        Ok(())
+    }
+
+    fn add_finalizer(&self, finalizer: &str) -> Result<()> {
+        self.state
+            .borrow_mut()
+            .added_finalizers
+            .push(finalizer.to_string());
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 //! directory.
 //!
 //! ```
-//! use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+//! use beehive_guest::{Action, Client, Controller, Object, Registration, Result};
 //!
 //! #[derive(serde::Deserialize)]
 //! pub struct Spec { name: String }
@@ -24,12 +24,10 @@
 //!         Registration::new("example.dev", "Greeting")
 //!     }
 //!
-//!     fn reconcile(&self, client: &Client<'_, Status>, object: &Object<Spec, Status>) -> ReconcileResult {
+//!     fn reconcile(&self, client: &Client<'_, Status>, object: &Object<Spec, Status>) -> Result<Action> {
 //!         let message = format!("Hello, {}!", object.spec.name);
-//!         match client.update_status(&Status { message }) {
-//!             Ok(()) => ReconcileResult::settled(),
-//!             Err(error) => ReconcileResult::fail(error),
-//!         }
+//!         client.update_status(&Status { message })?;
+//!         Ok(Action::settled())
 //!     }
 //! }
 //!
@@ -38,10 +36,23 @@
 //! // On the host target, the same reconcile runs against the fake client:
 //! let fake = beehive_guest::fake::FakeClient::new();
 //! let object = beehive_guest::Object { meta: Default::default(), spec: Spec { name: "Ada".into() }, status: None };
-//! let result = Greeter.reconcile(&Client::new(&fake), &object);
-//! assert_eq!(result, ReconcileResult::settled());
+//! let action = Greeter.reconcile(&Client::new(&fake), &object).unwrap();
+//! assert_eq!(action, Action::settled());
 //! assert_eq!(fake.status().unwrap()["message"], "Hello, Ada!");
 //! ```
+//!
+//! **Errors.** `reconcile` returns `Result<Action>`: write `?` on every host
+//! call; [`Error`] converts from HTTP, I/O and JSON errors, and
+//! [`Error::msg`] makes one of your own. An `Err` goes to
+//! [`Controller::error_policy`], by default the backoff ladder with a
+//! `ReconcileFailed` event carrying the error's text.
+//!
+//! **Objects that do not decode.** A stored spec or status that does not fit
+//! `Spec`/`Status` is quarantined, as the host does for native controllers:
+//! the pass does not run, the object gets a Warning event `DecodeFailed`
+//! with the decoder's message, and it comes back on the owed-pass cadence
+//! (not the backoff ladder) until its spec is fixed or a release that reads
+//! it is swapped in.
 //!
 //! The bindings to the host exist only when compiling for `wasm32`; on the
 //! host target the SDK is plain Rust, which is what makes the fake work.
@@ -51,6 +62,7 @@
 mod client;
 pub mod config;
 pub mod fake;
+pub mod finalizer;
 pub mod http;
 mod types;
 
@@ -74,8 +86,8 @@ pub mod wasm;
 
 pub use client::{Client, ControllerClient, CreateOptions, Kind, KindClient};
 pub use types::{
-    Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object, ObjectId, ObjectRef,
-    RawObject, ReconcileResult, Registration, Result, Verdict,
+    Action, Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object, ObjectId,
+    ObjectRef, RawObject, Registration, Result, Verdict,
 };
 
 /// A controller: the one trait a plugin implements.
@@ -90,11 +102,22 @@ pub trait Controller: Default + 'static {
 
     /// One pass over `object`. Write it to be idempotent: the next pass works
     /// from whatever is stored.
+    ///
+    /// # Errors
+    /// Whatever stopped the pass; [`Controller::error_policy`] decides what
+    /// happens next.
     fn reconcile(
         &self,
         client: &Client<'_, Self::Status>,
         object: &Object<Self::Spec, Self::Status>,
-    ) -> ReconcileResult;
+    ) -> Result<Action>;
+
+    /// What a pass that returned `error` does next. The default is the
+    /// backoff ladder, with a `ReconcileFailed` event carrying the error.
+    fn error_policy(&self, object: &Object<Self::Spec, Self::Status>, error: &Error) -> Action {
+        let _ = object;
+        Action::backoff(error)
+    }
 
     /// Upgrades a spec stored at schema version `from` to the shape of
     /// [`Registration::spec_schema_version`]. The host calls it only when the

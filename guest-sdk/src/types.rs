@@ -42,9 +42,63 @@ pub enum Error {
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Error::NotFound(what) => write!(f, "not found: {what}"),
+            Error::NameTaken(name) => write!(f, "the name is taken: {name}"),
+            Error::DeletionPending(what) => write!(f, "being deleted: {what}"),
+            Error::InvalidName => write!(f, "invalid name"),
+            Error::WrongKind(why) => write!(f, "wrong kind: {why}"),
+            Error::InvalidOption(why) => write!(f, "invalid option: {why}"),
+            Error::InvalidDocument(why) => write!(f, "invalid document: {why}"),
+            Error::Decode(why) => write!(f, "does not decode: {why}"),
+            Error::NotLoaded(what) => write!(f, "not loaded: {what}"),
+            Error::DuplicateConditionType(type_) => {
+                write!(f, "condition type {type_} given twice")
+            }
+            Error::InvalidCondition(why) => write!(f, "invalid condition: {why}"),
+            Error::InvalidResult(why) => write!(f, "invalid result: {why}"),
+            Error::ReconcileReturned => {
+                write!(f, "the pass has returned; its client cannot be used")
+            }
+            Error::NoController(kind) => write!(f, "no controller reconciles {kind}"),
+            Error::StoreInUse(why) => write!(f, "the store is in use: {why}"),
             Error::DependencyCycle(cycle) => write!(f, "dependency cycle: {}", cycle.join(" → ")),
-            other => write!(f, "{other:?}"),
+            Error::TransactionTimedOut => write!(f, "the transaction timed out"),
+            Error::NoTransaction => write!(f, "no transaction is open"),
+            Error::ConcurrentNestedTransaction => {
+                write!(f, "a nested transaction is already open")
+            }
+            Error::StaleTransaction => write!(f, "the transaction is stale"),
+            Error::SchemaVersionDowngrade(why) => write!(f, "schema version downgrade: {why}"),
+            Error::WatchTooOld => write!(f, "the watch position is too old"),
+            Error::WatchTooNew => write!(f, "the watch position is in the future"),
+            Error::Stopped => write!(f, "the host is stopping"),
+            Error::Other(message) => write!(f, "{message}"),
         }
+    }
+}
+
+impl Error {
+    /// An error of the plugin's own, with `message`.
+    pub fn msg(message: impl std::fmt::Display) -> Error {
+        Error::Other(message.to_string())
+    }
+}
+
+impl From<crate::http::HttpError> for Error {
+    fn from(error: crate::http::HttpError) -> Error {
+        Error::Other(format!("HTTP: {error}"))
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(error: std::io::Error) -> Error {
+        Error::Other(error.to_string())
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(error: serde_json::Error) -> Error {
+        Error::InvalidDocument(error.to_string())
     }
 }
 
@@ -283,40 +337,49 @@ pub enum Verdict {
     Failed(String),
 }
 
-/// What `reconcile` returns; built as the host builds it.
+/// What happens after a pass: what `reconcile` returns inside `Ok`, and what
+/// [`crate::Controller::error_policy`] makes of an `Err`.
+///
+/// | action | records the generation | next pass |
+/// |---|---|---|
+/// | `settled()` | yes | none scheduled |
+/// | `unsettled()` | no | after the owed-pass interval |
+/// | either `.requeue_after(d)` | as above | after `d` |
+/// | `backoff(e)` | no | the backoff ladder, with a `ReconcileFailed` event |
 #[must_use]
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReconcileResult {
+pub struct Action {
     /// The verdict.
     pub verdict: Verdict,
     /// When to run again.
     pub requeue_after: Option<Duration>,
 }
 
-impl ReconcileResult {
+impl Action {
     /// The pass observed the object's current generation.
     pub fn settled() -> Self {
         Self::of(Verdict::Settled)
     }
 
-    /// Not caught up: comes back after the owed-pass interval.
+    /// Real work done, not caught up: comes back after the owed-pass interval.
     pub fn unsettled() -> Self {
         Self::of(Verdict::Unsettled)
     }
 
-    /// The pass failed: backoff ladder.
-    pub fn fail(error: impl std::fmt::Display) -> Self {
+    /// The pass failed: the backoff ladder, and a `ReconcileFailed` event
+    /// with `error` as its message.
+    pub fn backoff(error: impl std::fmt::Display) -> Self {
         Self::of(Verdict::Failed(error.to_string()))
     }
 
     fn of(verdict: Verdict) -> Self {
-        ReconcileResult {
+        Action {
             verdict,
             requeue_after: None,
         }
     }
 
-    /// Schedules the next pass after `delay`.
+    /// Schedules the next pass after `delay` (ignored by `backoff`).
     pub fn requeue_after(mut self, delay: Duration) -> Self {
         self.requeue_after = Some(delay);
         self

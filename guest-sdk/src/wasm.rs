@@ -10,8 +10,8 @@ use crate::bindings::exports::beehive::controller::controller::Guest;
 use crate::bindings::exports::beehive::controller::migrator::Guest as MigratorGuest;
 use crate::client::{Client, ControllerClient, CreateOptions, KindClient};
 use crate::types::{
-    Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object, ObjectId, ObjectRef,
-    RawObject, ReconcileResult, Result, Verdict,
+    Action, Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object, ObjectId,
+    ObjectRef, RawObject, Result, Verdict,
 };
 use crate::{Controller, Level};
 
@@ -49,13 +49,16 @@ impl<I: Instance> Guest for Adapter<I> {
 
     fn reconcile(object: wit::Object, client: &host::ControllerClient) -> wit::ReconcileResult {
         let raw = raw_object(object);
+        let host_client = HostClient(client);
         let result = match Object::decode(&raw) {
             Ok(object) => {
-                let host_client = HostClient(client);
                 let client = Client::new(&host_client);
-                I::with(|controller| controller.reconcile(&client, &object))
+                I::with(|controller| match controller.reconcile(&client, &object) {
+                    Ok(action) => action,
+                    Err(error) => controller.error_policy(&object, &error),
+                })
             }
-            Err(error) => ReconcileResult::fail(error),
+            Err(error) => quarantine(&host_client, &raw, &error),
         };
         wit::ReconcileResult {
             verdict: match result.verdict {
@@ -80,6 +83,23 @@ impl<I: Instance> MigratorGuest for Adapter<I> {
             I::Controller::convert_status(from_version, value)
         })
     }
+}
+
+/// The decode policy shared with the host's native controllers: an object
+/// whose documents do not fit is logged, gets a `DecodeFailed` Warning
+/// event, and comes back on the owed-pass cadence instead of spinning on the
+/// backoff ladder.
+fn quarantine(client: &HostClient<'_>, raw: &RawObject, error: &Error) -> Action {
+    let message = format!("quarantined: the object does not decode: {error}");
+    log(Level::Warn, &message);
+    let event = EventSpec::warning("DecodeFailed").message(error.to_string());
+    if let Err(failed) = client.add_event(event) {
+        log(
+            Level::Warn,
+            &format!("cannot record DecodeFailed on {}: {failed}", raw.meta.name),
+        );
+    }
+    Action::unsettled()
 }
 
 /// Runs a converter over JSON text.
@@ -130,6 +150,10 @@ impl ControllerClient for HostClient<'_> {
             detail: event.detail,
         };
         self.0.add_event(&event).map_err(error)
+    }
+
+    fn add_finalizer(&self, finalizer: &str) -> Result<()> {
+        self.0.add_finalizer(finalizer).map_err(error)
     }
 
     fn delete_finalizer(&self, finalizer: &str) -> Result<()> {

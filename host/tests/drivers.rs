@@ -294,12 +294,20 @@ async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
         !quarantined.meta.is_observed(),
         "an undecodable object never settles"
     );
-    assert!(
+    let events = || {
         host.client(widget())
             .list_events(bad.meta.id, &beehive::EventFilter::all())
             .unwrap()
-            .is_empty(),
-        "and is not retried as a failure"
+    };
+    wait_until("the quarantine is recorded", PATIENCE, || {
+        !events().is_empty()
+    })
+    .await;
+    let reasons: Vec<String> = events().into_iter().map(|e| e.reason).collect();
+    assert_eq!(
+        reasons,
+        ["DecodeFailed"],
+        "a DecodeFailed warning says why, and the object is not retried as a failure"
     );
     running.stop(Duration::from_secs(10)).await.unwrap();
 }

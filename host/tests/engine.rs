@@ -353,6 +353,61 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    let refusals = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = refusals.clone();
+    host.register(
+        widget(),
+        controller(move |client, object| {
+            let seen = seen.clone();
+            async move {
+                let added = client.add_finalizer("test.dev/cleanup").await;
+                if object.meta.deletion_requested_at.is_some() {
+                    seen.lock().unwrap().push(added);
+                    if let Err(error) = client.delete_finalizer("test.dev/cleanup").await {
+                        return ReconcileResult::fail(error);
+                    }
+                } else if let Err(error) = added {
+                    return ReconcileResult::fail(error);
+                }
+                ReconcileResult::settled()
+            }
+        }),
+        ControllerOptions::new().finalizers(["test.dev/cleanup"]),
+    )
+    .await
+    .unwrap();
+    let running = host.start().await.unwrap();
+    let client = host.client(widget());
+    let created = client
+        .create("w", spec("{}"), CreateOptions::new())
+        .await
+        .unwrap();
+    wait_until("the widget carries the finalizer", PATIENCE, || {
+        client
+            .get(created.meta.id, Loads::none())
+            .unwrap()
+            .meta
+            .finalizers
+            == ["test.dev/cleanup"]
+    })
+    .await;
+    client.delete(created.meta.id).await.unwrap();
+    wait_until("the row is gone", PATIENCE, || {
+        client.get(created.meta.id, Loads::none()).is_err()
+    })
+    .await;
+    let refusals = refusals.lock().unwrap();
+    assert!(
+        matches!(refusals.as_slice(), [Err(Error::DeletionPending { .. })]),
+        "{refusals:?}"
+    );
+    running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_only_kind_is_collected_by_the_sweeper() {
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, fast_options()).unwrap();

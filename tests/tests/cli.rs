@@ -426,11 +426,15 @@ fn a_plugin_granted_a_directory_renders_into_it_and_cleans_up_on_delete() {
 
     workspace.write(
         "home.yaml",
-        "kind: Page.example.dev\nname: home\nspec: {title: Welcome, body: Hello}\n\
-         finalizers: [example.dev/rendered-file]\n",
+        "kind: Page.example.dev\nname: home\nspec: {title: Welcome, body: Hello}\n",
     );
     workspace.ok(&["apply", "-f", "home.yaml"]);
     workspace.ok(&["wait", "Page", "home", "--for", "settled"]);
+    let stored = workspace.ok(&["get", "Page", "home", "-o", "json"]);
+    assert!(
+        stored.contains("example.dev/rendered-file"),
+        "the plugin's first pass added its finalizer: {stored}"
+    );
     let page = std::fs::read_to_string(out.join("home.html")).unwrap();
     assert_eq!(
         page,

@@ -47,9 +47,11 @@ pub trait Reconciler<Spec, Status>: Send + Sync + 'static {
 }
 
 /// Adapts a [`Reconciler`] into a [`Controller`]: decodes each object before
-/// the pass. An object that does not decode is quarantined: logged, and its
-/// pass counted as a success that settles nothing, so it comes back on the
+/// the pass. An object that does not decode is quarantined: logged, given a
+/// `DecodeFailed` Warning event with the decoder's message, and its pass
+/// counted as a success that settles nothing, so it comes back on the
 /// owed-pass cadence (staying visible) instead of spinning under backoff.
+/// Plugins built with the guest SDK follow the same policy.
 pub struct Typed<R, Spec, Status> {
     reconciler: R,
     _types: PhantomData<fn() -> (Spec, Status)>,
@@ -81,6 +83,11 @@ where
                 Ok(typed) => self.reconciler.reconcile(client, &typed).await,
                 Err(error) => {
                     tracing::warn!(object = %object.meta.label(), %error, "quarantined: the object does not decode");
+                    let event =
+                        crate::EventSpec::warning("DecodeFailed").message(error.to_string());
+                    if let Err(failed) = client.add_event(event).await {
+                        tracing::warn!(object = %object.meta.label(), %failed, "cannot record DecodeFailed");
+                    }
                     ReconcileResult::unsettled()
                 }
             }

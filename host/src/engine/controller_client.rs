@@ -421,6 +421,25 @@ impl ControllerClient {
             .await
     }
 
+    /// Adds `finalizer` to the object, so it is kept after its deletion is
+    /// requested until a pass removes the finalizer; one it already has
+    /// writes nothing.
+    ///
+    /// # Errors
+    /// [`Error::DeletionPending`] once deletion was requested (a finalizer
+    /// can no longer hold it back); [`Error::InvalidOption`] for a name
+    /// outside the naming policy; [`Error::NotFound`] when the object is
+    /// gone.
+    pub async fn add_finalizer(&self, finalizer: &str) -> Result<()> {
+        if let Some(problem) = crate::policy::label_problem("a finalizer", finalizer) {
+            return Err(Error::InvalidOption(problem));
+        }
+        let finalizer = finalizer.to_string();
+        self.write(move |tx, gk, id| observed::add_finalizer(tx, gk, id, &finalizer))
+            .await
+            .map(drop)
+    }
+
     /// Removes `finalizer` from the object. Clearing the last finalizer of an
     /// object being deleted lets it be collected.
     ///

@@ -491,6 +491,15 @@ impl host::HostControllerClient for PluginState {
         reply(client.add_event(event).await)
     }
 
+    async fn add_finalizer(
+        &mut self,
+        handle: Resource<ControllerClientHandle>,
+        finalizer: String,
+    ) -> HostResult<()> {
+        let client = self.controller(&handle)?;
+        reply(client.add_finalizer(&finalizer).await)
+    }
+
     async fn delete_finalizer(
         &mut self,
         handle: Resource<ControllerClientHandle>,

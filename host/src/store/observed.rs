@@ -342,6 +342,47 @@ pub(crate) fn delete_condition(
     Ok(deleted > 0)
 }
 
+/// Adds `finalizer` to object `id`; returns whether it was new. A deleting
+/// object takes no new finalizers.
+pub(crate) fn add_finalizer(
+    tx: &mut WriteTx<'_>,
+    gk: &GroupKind,
+    id: ObjectId,
+    finalizer: &str,
+) -> Result<bool> {
+    if require_own(tx, gk, id)? {
+        return Err(Error::DeletionPending {
+            what: format!("{gk} {id} (no finalizer can be added)"),
+        });
+    }
+    let mut finalizers = stored_finalizers(tx, id)?;
+    if finalizers.iter().any(|f| f == finalizer) {
+        return Ok(false);
+    }
+    finalizers.push(finalizer.to_string());
+    store_finalizers(tx, id, &finalizers)?;
+    touch(tx, gk, id)?;
+    Ok(true)
+}
+
+fn stored_finalizers(tx: &WriteTx<'_>, id: ObjectId) -> Result<Vec<String>> {
+    let stored: String = tx
+        .conn()
+        .prepare_cached("SELECT finalizers FROM objects WHERE id = ?1")?
+        .query_row([id], |row| row.get(0))?;
+    serde_json::from_str(&stored)
+        .map_err(|e| Error::Internal(format!("stored finalizers do not parse: {e}")))
+}
+
+fn store_finalizers(tx: &WriteTx<'_>, id: ObjectId, finalizers: &[String]) -> Result<()> {
+    let text = serde_json::to_string(finalizers)
+        .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
+    tx.conn()
+        .prepare_cached("UPDATE objects SET finalizers = ?2 WHERE id = ?1")?
+        .execute(params![id, text])?;
+    Ok(())
+}
+
 /// Removes `finalizer` from object `id`; returns whether it was there. Clearing
 /// the last finalizer of a deleting object pushes it, so it is collected.
 pub(crate) fn delete_finalizer(
@@ -351,22 +392,13 @@ pub(crate) fn delete_finalizer(
     finalizer: &str,
 ) -> Result<bool> {
     let deleting = require_own(tx, gk, id)?;
-    let stored: String = tx
-        .conn()
-        .prepare_cached("SELECT finalizers FROM objects WHERE id = ?1")?
-        .query_row([id], |row| row.get(0))?;
-    let mut finalizers: Vec<String> = serde_json::from_str(&stored)
-        .map_err(|e| Error::Internal(format!("stored finalizers do not parse: {e}")))?;
+    let mut finalizers = stored_finalizers(tx, id)?;
     let before = finalizers.len();
     finalizers.retain(|f| f != finalizer);
     if finalizers.len() == before {
         return Ok(false);
     }
-    let text = serde_json::to_string(&finalizers)
-        .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
-    tx.conn()
-        .prepare_cached("UPDATE objects SET finalizers = ?2 WHERE id = ?1")?
-        .execute(params![id, text])?;
+    store_finalizers(tx, id, &finalizers)?;
     touch(tx, gk, id)?;
     if finalizers.is_empty() && deleting {
         tx.push(Push {

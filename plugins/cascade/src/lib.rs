@@ -9,8 +9,9 @@
 
 use std::collections::BTreeSet;
 
+use beehive_guest::finalizer::{Event, finalizer};
 use beehive_guest::{
-    Client, Condition, ConditionStatus, Controller, CreateOptions, Kind, Object, ReconcileResult,
+    Action, Client, Condition, ConditionStatus, Controller, CreateOptions, Kind, Object,
     Registration, Result,
 };
 use serde::{Deserialize, Serialize};
@@ -60,14 +61,12 @@ impl Controller for Cascade {
         &self,
         client: &Client<'_, GreetingSetStatus>,
         set: &Object<GreetingSetSpec, GreetingSetStatus>,
-    ) -> ReconcileResult {
+    ) -> Result<Action> {
         let greetings = client.kind("example.dev", "Greeting");
-        let outcome = if set.meta.is_deleting() {
-            tear_down(client, &greetings, set)
-        } else {
-            converge(client, &greetings, set)
-        };
-        outcome.unwrap_or_else(ReconcileResult::fail)
+        finalizer(client, FINALIZER, set, |event| match event {
+            Event::Apply(set) => converge(client, &greetings, set),
+            Event::Cleanup(set) => tear_down(&greetings, set),
+        })
     }
 }
 
@@ -80,7 +79,7 @@ fn converge(
     client: &Client<'_, GreetingSetStatus>,
     greetings: &Kind<GreetingSpec, GreetingStatus>,
     set: &Object<GreetingSetSpec, GreetingSetStatus>,
-) -> Result<ReconcileResult> {
+) -> Result<Action> {
     let wanted: BTreeSet<String> = set
         .spec
         .names
@@ -120,9 +119,9 @@ fn converge(
     // Not settled until every child is: a child's status change wakes the
     // set through its dependency.
     Ok(if ready == total {
-        ReconcileResult::settled()
+        Action::settled()
     } else {
-        ReconcileResult::unsettled()
+        Action::unsettled()
     })
 }
 
@@ -131,21 +130,21 @@ fn is_ready(child: &Object<GreetingSpec, GreetingStatus>) -> bool {
     child.status.is_some() && child.meta.observed_generation == Some(child.meta.generation)
 }
 
+/// Deletes the children; settled (which releases the finalizer) once none
+/// is left.
 fn tear_down(
-    client: &Client<'_, GreetingSetStatus>,
     greetings: &Kind<GreetingSpec, GreetingStatus>,
     set: &Object<GreetingSetSpec, GreetingSetStatus>,
-) -> Result<ReconcileResult> {
+) -> Result<Action> {
     let children = greetings.list_owned_objects(set.meta.id)?;
     if children.is_empty() {
-        client.delete_finalizer(FINALIZER)?;
-        return Ok(ReconcileResult::settled());
+        return Ok(Action::settled());
     }
     for child in children.iter().filter(|c| !c.meta.is_deleting()) {
-        greetings.delete_by_name(&child.meta.name)?;
+        greetings.delete(child.meta.id)?;
     }
     // Each child's removal wakes the set through its owner edge.
-    Ok(ReconcileResult::unsettled())
+    Ok(Action::unsettled())
 }
 
 beehive_guest::export!(Cascade);
@@ -186,8 +185,10 @@ mod tests {
     #[test]
     fn creates_a_child_per_name_and_waits_for_them() {
         let fake = FakeClient::new();
-        let result = Cascade.reconcile(&Client::new(&fake), &set(&["ada", "grace"]));
-        assert_eq!(result, ReconcileResult::unsettled());
+        let result = Cascade
+            .reconcile(&Client::new(&fake), &set(&["ada", "grace"]))
+            .unwrap();
+        assert_eq!(result, Action::unsettled());
         assert_eq!(children(&fake), ["team-ada", "team-grace"]);
         let record = fake.record();
         assert_eq!(record.dependencies.len(), 2, "the set watches its children");
@@ -198,15 +199,19 @@ mod tests {
     #[test]
     fn is_ready_once_every_child_is_greeted() {
         let fake = FakeClient::new();
-        let first = Cascade.reconcile(&Client::new(&fake), &set(&["ada"]));
-        assert_eq!(first, ReconcileResult::unsettled());
+        let first = Cascade
+            .reconcile(&Client::new(&fake), &set(&["ada"]))
+            .unwrap();
+        assert_eq!(first, Action::unsettled());
         let child = fake.objects()[0].meta.id;
         fake.edit_object(child, |o| {
             o.status = Some(r#"{"message":"Hello, ada!"}"#.into());
             o.meta.observed_generation = Some(o.meta.generation);
         });
-        let result = Cascade.reconcile(&Client::new(&fake), &set(&["ada"]));
-        assert_eq!(result, ReconcileResult::settled());
+        let result = Cascade
+            .reconcile(&Client::new(&fake), &set(&["ada"]))
+            .unwrap();
+        assert_eq!(result, Action::settled());
         assert_eq!(fake.status().unwrap()["ready"], 1);
         assert_eq!(fake.record().conditions["Ready"].reason, "AllGreeted");
     }
@@ -215,8 +220,8 @@ mod tests {
     fn prunes_children_no_longer_named() {
         let fake = FakeClient::new();
         for names in [&["ada", "grace"][..], &["ada"]] {
-            let result = Cascade.reconcile(&Client::new(&fake), &set(names));
-            assert_eq!(result, ReconcileResult::unsettled());
+            let result = Cascade.reconcile(&Client::new(&fake), &set(names)).unwrap();
+            assert_eq!(result, Action::unsettled());
         }
         assert_eq!(children(&fake), ["team-ada"]);
         assert_eq!(fake.record().dependencies.len(), 1);
@@ -225,20 +230,22 @@ mod tests {
     #[test]
     fn a_deleted_set_removes_its_children_before_its_finalizer() {
         let fake = FakeClient::new();
-        let first = Cascade.reconcile(&Client::new(&fake), &set(&["ada"]));
-        assert_eq!(first, ReconcileResult::unsettled());
+        let first = Cascade
+            .reconcile(&Client::new(&fake), &set(&["ada"]))
+            .unwrap();
+        assert_eq!(first, Action::unsettled());
         let mut deleting = set(&["ada"]);
         deleting.meta.deletion_requested_at_ms = Some(1);
         deleting.meta.finalizers = vec![FINALIZER.into()];
 
-        let result = Cascade.reconcile(&Client::new(&fake), &deleting);
-        assert_eq!(result, ReconcileResult::unsettled());
+        let result = Cascade.reconcile(&Client::new(&fake), &deleting).unwrap();
+        assert_eq!(result, Action::unsettled());
         assert!(children(&fake).is_empty(), "the children are being deleted");
         assert!(fake.record().deleted_finalizers.is_empty(), "not yet");
 
         fake.collect_garbage();
-        let result = Cascade.reconcile(&Client::new(&fake), &deleting);
-        assert_eq!(result, ReconcileResult::settled());
+        let result = Cascade.reconcile(&Client::new(&fake), &deleting).unwrap();
+        assert_eq!(result, Action::settled());
         assert_eq!(fake.record().deleted_finalizers, [FINALIZER]);
     }
 }

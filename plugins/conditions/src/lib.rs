@@ -9,7 +9,7 @@
 //!   it; the plugin asks for a pass of every object at each start to do so.
 
 use beehive_guest::{
-    Client, Condition, ConditionStatus, Controller, Object, ReconcileResult, Registration, Result,
+    Action, Client, Condition, ConditionStatus, Controller, Object, Registration, Result,
 };
 use serde::{Deserialize, Serialize};
 
@@ -50,37 +50,30 @@ impl Controller for Services {
         &self,
         client: &Client<'_, ServiceStatus>,
         service: &Object<ServiceSpec, ServiceStatus>,
-    ) -> ReconcileResult {
-        reconcile(client, service).unwrap_or_else(ReconcileResult::fail)
+    ) -> Result<Action> {
+        let port = service.spec.port;
+        let valid = (1..=65535).contains(&port);
+        let configured = if valid {
+            Condition::new("Configured", ConditionStatus::True).reason("ValidPort")
+        } else {
+            Condition::new("Configured", ConditionStatus::False)
+                .reason("InvalidPort")
+                .message(format!("port {port} is outside 1-65535"))
+        };
+        let serving = match (valid, service.spec.enabled) {
+            (true, true) => Condition::new("Serving", ConditionStatus::True)
+                .reason("Listening")
+                .message(format!("listening on :{port}")),
+            (true, false) => Condition::new("Serving", ConditionStatus::False).reason("Disabled"),
+            (false, _) => Condition::new("Serving", ConditionStatus::False).reason("NotConfigured"),
+        };
+        let endpoint =
+            (valid && service.spec.enabled).then(|| format!("http://{}:{port}", service.meta.name));
+        // One write for both, so a reader never sees one without the other.
+        client.set_conditions(vec![configured, serving.liveness(true)])?;
+        client.update_status(&ServiceStatus { endpoint })?;
+        Ok(Action::settled())
     }
-}
-
-fn reconcile(
-    client: &Client<'_, ServiceStatus>,
-    service: &Object<ServiceSpec, ServiceStatus>,
-) -> Result<ReconcileResult> {
-    let port = service.spec.port;
-    let valid = (1..=65535).contains(&port);
-    let configured = if valid {
-        Condition::new("Configured", ConditionStatus::True).reason("ValidPort")
-    } else {
-        Condition::new("Configured", ConditionStatus::False)
-            .reason("InvalidPort")
-            .message(format!("port {port} is outside 1-65535"))
-    };
-    let serving = match (valid, service.spec.enabled) {
-        (true, true) => Condition::new("Serving", ConditionStatus::True)
-            .reason("Listening")
-            .message(format!("listening on :{port}")),
-        (true, false) => Condition::new("Serving", ConditionStatus::False).reason("Disabled"),
-        (false, _) => Condition::new("Serving", ConditionStatus::False).reason("NotConfigured"),
-    };
-    let endpoint =
-        (valid && service.spec.enabled).then(|| format!("http://{}:{port}", service.meta.name));
-    // One write for both, so a reader never sees one without the other.
-    client.set_conditions(vec![configured, serving.liveness(true)])?;
-    client.update_status(&ServiceStatus { endpoint })?;
-    Ok(ReconcileResult::settled())
 }
 
 beehive_guest::export!(Services);
@@ -106,8 +99,10 @@ mod tests {
     #[test]
     fn a_valid_enabled_service_is_configured_and_serving() {
         let fake = FakeClient::new();
-        let result = Services.reconcile(&Client::new(&fake), &service(8080, true));
-        assert_eq!(result, ReconcileResult::settled());
+        let result = Services
+            .reconcile(&Client::new(&fake), &service(8080, true))
+            .unwrap();
+        assert_eq!(result, Action::settled());
         let conditions = fake.record().conditions;
         assert_eq!(conditions["Configured"].status, ConditionStatus::True);
         assert!(!conditions["Configured"].liveness, "durable");
@@ -119,8 +114,10 @@ mod tests {
     #[test]
     fn an_invalid_port_is_reported_not_failed() {
         let fake = FakeClient::new();
-        let result = Services.reconcile(&Client::new(&fake), &service(0, true));
-        assert_eq!(result, ReconcileResult::settled());
+        let result = Services
+            .reconcile(&Client::new(&fake), &service(0, true))
+            .unwrap();
+        assert_eq!(result, Action::settled());
         let conditions = fake.record().conditions;
         assert_eq!(conditions["Configured"].reason, "InvalidPort");
         assert_eq!(conditions["Serving"].reason, "NotConfigured");
@@ -130,8 +127,10 @@ mod tests {
     #[test]
     fn a_disabled_service_does_not_serve() {
         let fake = FakeClient::new();
-        let result = Services.reconcile(&Client::new(&fake), &service(8080, false));
-        assert_eq!(result, ReconcileResult::settled());
+        let result = Services
+            .reconcile(&Client::new(&fake), &service(8080, false))
+            .unwrap();
+        assert_eq!(result, Action::settled());
         let conditions = fake.record().conditions;
         assert_eq!(conditions["Configured"].status, ConditionStatus::True);
         assert_eq!(conditions["Serving"].reason, "Disabled");

@@ -24,8 +24,7 @@ use std::time::{Duration, Instant};
 
 use beehive_guest::http::{HttpError, Request};
 use beehive_guest::{
-    Client, Condition, ConditionStatus, Controller, EventSpec, Object, ReconcileResult,
-    Registration, Result,
+    Action, Client, Condition, ConditionStatus, Controller, EventSpec, Object, Registration, Result,
 };
 use serde::{Deserialize, Serialize};
 
@@ -100,13 +99,11 @@ impl Controller for Connections {
         &self,
         client: &Client<'_, ConnectionStatus>,
         connection: &Object<ConnectionSpec, ConnectionStatus>,
-    ) -> ReconcileResult {
+    ) -> Result<Action> {
         let outcome = probe(&connection.spec);
-        match record(client, &outcome) {
-            Ok(()) => ReconcileResult::settled()
-                .requeue_after(Duration::from_millis(connection.spec.probe_interval_ms)),
-            Err(error) => ReconcileResult::fail(error),
-        }
+        record(client, &outcome)?;
+        Ok(Action::settled()
+            .requeue_after(Duration::from_millis(connection.spec.probe_interval_ms)))
     }
 }
 
@@ -195,10 +192,12 @@ mod tests {
         fake::clear_http();
         fake::stub_http("GET", URL, Ok(Response::new(200, "ok")));
         let fake = FakeClient::new();
-        let result = Connections.reconcile(&Client::new(&fake), &connection());
+        let result = Connections
+            .reconcile(&Client::new(&fake), &connection())
+            .unwrap();
         assert_eq!(
             result,
-            ReconcileResult::settled().requeue_after(Duration::from_secs(1))
+            Action::settled().requeue_after(Duration::from_secs(1))
         );
         let event = &fake.record().events[0];
         assert_eq!(
@@ -216,7 +215,9 @@ mod tests {
         fake::set_config("token", "t0ken");
         fake::stub_http("GET", URL, Ok(Response::new(200, "ok")));
         let fake = FakeClient::new();
-        let _ = Connections.reconcile(&Client::new(&fake), &connection());
+        let _ = Connections
+            .reconcile(&Client::new(&fake), &connection())
+            .unwrap();
         fake::clear_config();
         let sent = &fake::sent_requests()[0];
         assert_eq!(
@@ -239,7 +240,9 @@ mod tests {
             fake::clear_http();
             fake::stub_http("GET", URL, answer);
             let fake = FakeClient::new();
-            let result = Connections.reconcile(&Client::new(&fake), &connection());
+            let result = Connections
+                .reconcile(&Client::new(&fake), &connection())
+                .unwrap();
             assert_eq!(result.verdict, beehive_guest::Verdict::Settled);
             let record = fake.record();
             let event = &record.events[0];
@@ -263,7 +266,9 @@ mod tests {
     fn a_url_the_policy_does_not_grant_is_reported_as_denied() {
         fake::clear_http();
         let fake = FakeClient::new();
-        let _ = Connections.reconcile(&Client::new(&fake), &connection());
+        let _ = Connections
+            .reconcile(&Client::new(&fake), &connection())
+            .unwrap();
         assert_eq!(
             fake.record().events[0].message,
             "denied by the plugin's policy"

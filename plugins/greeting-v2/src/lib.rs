@@ -2,7 +2,7 @@
 //! `Greeting.example.dev`, with a formal greeting. Dropping its file in place
 //! of `greeting.wasm` shows a hot swap: every greeting is rewritten.
 
-use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+use beehive_guest::{Action, Client, Controller, Object, Registration, Result};
 use serde::{Deserialize, Serialize};
 
 /// What a greeting asks for (unchanged from the first release).
@@ -39,15 +39,13 @@ impl Controller for FormalGreeter {
         &self,
         client: &Client<'_, GreetingStatus>,
         object: &Object<GreetingSpec, GreetingStatus>,
-    ) -> ReconcileResult {
+    ) -> Result<Action> {
         let status = GreetingStatus {
             message: format!("Good day, {}.", object.spec.name),
             release: 2,
         };
-        match client.update_status(&status) {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
+        client.update_status(&status)?;
+        Ok(Action::settled())
     }
 }
 
@@ -68,8 +66,10 @@ mod tests {
             spec: GreetingSpec { name: "Ada".into() },
             status: None,
         };
-        let result = FormalGreeter.reconcile(&Client::new(&fake), &object);
-        assert_eq!(result, ReconcileResult::settled());
+        let result = FormalGreeter
+            .reconcile(&Client::new(&fake), &object)
+            .unwrap();
+        assert_eq!(result, Action::settled());
         let status = fake.status().unwrap();
         assert_eq!(status["message"], "Good day, Ada.");
         assert_eq!(status["release"], 2);

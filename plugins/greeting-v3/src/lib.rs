@@ -4,7 +4,7 @@
 //! passes only ever see the new shape; a spec written afterwards is stored
 //! at version 1.
 
-use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+use beehive_guest::{Action, Client, Controller, Object, Registration};
 use serde::{Deserialize, Serialize};
 
 /// What a greeting asks for, from spec version 1 on.
@@ -40,15 +40,13 @@ impl Controller for Greeter {
         &self,
         client: &Client<'_, GreetingStatus>,
         object: &Object<GreetingSpec, GreetingStatus>,
-    ) -> ReconcileResult {
+    ) -> beehive_guest::Result<Action> {
         let status = GreetingStatus {
             message: format!("Hello, {}!", object.spec.who),
             release: 3,
         };
-        match client.update_status(&status) {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
+        client.update_status(&status)?;
+        Ok(Action::settled())
     }
 
     fn convert_spec(from: u32, mut spec: serde_json::Value) -> Result<serde_json::Value, String> {
@@ -90,8 +88,8 @@ mod tests {
             spec: GreetingSpec { who: "Ada".into() },
             status: None,
         };
-        let result = Greeter.reconcile(&Client::new(&fake), &object);
-        assert_eq!(result, ReconcileResult::settled());
+        let result = Greeter.reconcile(&Client::new(&fake), &object).unwrap();
+        assert_eq!(result, Action::settled());
         assert_eq!(fake.status().unwrap()["release"], 3);
     }
 }

@@ -1,7 +1,7 @@
 //! The `greeting` plugin: reconciles `Greeting.example.dev` objects, whose
 //! spec names someone, by writing a greeting for them into the status.
 
-use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+use beehive_guest::{Action, Client, Controller, Object, Registration, Result};
 use serde::{Deserialize, Serialize};
 
 /// What a greeting asks for.
@@ -34,12 +34,10 @@ impl Controller for Greeter {
         &self,
         client: &Client<'_, GreetingStatus>,
         object: &Object<GreetingSpec, GreetingStatus>,
-    ) -> ReconcileResult {
+    ) -> Result<Action> {
         let message = format!("Hello, {}!", object.spec.name);
-        match client.update_status(&GreetingStatus { message }) {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
+        client.update_status(&GreetingStatus { message })?;
+        Ok(Action::settled())
     }
 }
 
@@ -60,8 +58,8 @@ mod tests {
             spec: GreetingSpec { name: "Ada".into() },
             status: None,
         };
-        let result = Greeter.reconcile(&Client::new(&fake), &object);
-        assert_eq!(result, ReconcileResult::settled());
+        let result = Greeter.reconcile(&Client::new(&fake), &object).unwrap();
+        assert_eq!(result, Action::settled());
         assert_eq!(fake.status().unwrap()["message"], "Hello, Ada!");
     }
 }

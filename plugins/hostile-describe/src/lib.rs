@@ -1,7 +1,7 @@
 //! A plugin whose `describe` never returns: the host must bound the call
 //! and refuse the plugin, not hang its start or a hot swap.
 
-use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+use beehive_guest::{Action, Client, Controller, Object, Registration, Result};
 
 /// The controller.
 #[derive(Default)]
@@ -22,8 +22,8 @@ impl Controller for Stuck {
         &self,
         _client: &Client<'_, ()>,
         _object: &Object<Self::Spec, ()>,
-    ) -> ReconcileResult {
-        ReconcileResult::settled()
+    ) -> Result<Action> {
+        Ok(Action::settled())
     }
 }
 

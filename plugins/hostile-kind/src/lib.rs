@@ -2,7 +2,7 @@
 //! 200 KiB group: the host must refuse it with a clear error, and no log line
 //! or table may carry the text raw.
 
-use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+use beehive_guest::{Action, Client, Controller, Object, Registration, Result};
 
 /// The controller.
 #[derive(Default)]
@@ -20,8 +20,8 @@ impl Controller for BadKind {
         &self,
         _client: &Client<'_, ()>,
         _object: &Object<Self::Spec, ()>,
-    ) -> ReconcileResult {
-        ReconcileResult::settled()
+    ) -> Result<Action> {
+        Ok(Action::settled())
     }
 }
 

@@ -24,7 +24,7 @@
 
 use std::time::Duration;
 
-use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+use beehive_guest::{Action, Client, Controller, Error, Object, Registration, Result};
 use serde::{Deserialize, Serialize};
 
 /// The attack.
@@ -73,7 +73,7 @@ impl Controller for Hostile {
         &self,
         client: &Client<'_, Status>,
         object: &Object<Spec, Status>,
-    ) -> ReconcileResult {
+    ) -> Result<Action> {
         let outcome = match object.spec.act.as_str() {
             "spin" => spin(),
             "sleep" => loop {
@@ -95,10 +95,8 @@ impl Controller for Hostile {
                     outcome: "huge".into(),
                     filler: "x".repeat(5 << 20),
                 };
-                return match client.update_status(&status) {
-                    Ok(()) => ReconcileResult::settled(),
-                    Err(error) => ReconcileResult::fail(error),
-                };
+                client.update_status(&status)?;
+                return Ok(Action::settled());
             }
             "touch-memory" => {
                 let hoard = vec![7u8; 48 << 20];
@@ -109,22 +107,22 @@ impl Controller for Hostile {
                 match std::fs::write(&file, "written by a plugin") {
                     Ok(()) => format!("wrote {file}"),
                     Err(error) => {
-                        return ReconcileResult::fail(format!("cannot write {file}: {error}"));
+                        return Err(Error::msg(format!("cannot write {file}: {error}")));
                     }
                 }
             }
             "read" => match std::fs::read_to_string(&object.spec.path) {
                 Ok(text) => format!("read {}: {text}", object.spec.path),
                 Err(error) => {
-                    return ReconcileResult::fail(format!(
+                    return Err(Error::msg(format!(
                         "cannot read {}: {error}",
                         object.spec.path
-                    ));
+                    )));
                 }
             },
             "config" => match beehive_guest::config::get(&object.spec.path) {
                 Some(value) => format!("config {}: {value}", object.spec.path),
-                None => return ReconcileResult::fail(format!("no config {}", object.spec.path)),
+                None => return Err(Error::msg(format!("no config {}", object.spec.path))),
             },
             "fetch" => match beehive_guest::http::get(&object.spec.path) {
                 Ok(response) => format!(
@@ -132,13 +130,13 @@ impl Controller for Hostile {
                     response.status,
                     response.body.len()
                 ),
-                Err(error) => return ReconcileResult::fail(format!("fetch failed: {error}")),
+                Err(error) => return Err(Error::msg(format!("fetch failed: {error}"))),
             },
             "fetch-timed" => {
                 let started = std::time::Instant::now();
                 match beehive_guest::http::get(&object.spec.path) {
                     Ok(_) => started.elapsed().as_micros().to_string(),
-                    Err(error) => return ReconcileResult::fail(format!("fetch failed: {error}")),
+                    Err(error) => return Err(Error::msg(format!("fetch failed: {error}"))),
                 }
             }
             "forge-log" => {
@@ -147,13 +145,11 @@ impl Controller for Hostile {
             }
             other => format!("behaved ({other})"),
         };
-        match client.update_status(&Status {
+        client.update_status(&Status {
             outcome,
             filler: String::new(),
-        }) {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
+        })?;
+        Ok(Action::settled())
     }
 
     fn convert_spec(_from: u32, spec: serde_json::Value) -> Result<serde_json::Value, String> {

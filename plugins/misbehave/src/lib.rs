@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+use beehive_guest::{Action, Client, Controller, Error, Object, Registration, Result};
 use serde::{Deserialize, Serialize};
 
 /// What to do.
@@ -42,7 +42,7 @@ impl Controller for Misbehave {
         &self,
         client: &Client<'_, Status>,
         object: &Object<Spec, Status>,
-    ) -> ReconcileResult {
+    ) -> Result<Action> {
         let outcome = match object.spec.act.as_str() {
             "loop" => {
                 let mut n: u64 = 0;
@@ -59,12 +59,13 @@ impl Controller for Misbehave {
             }
             "panic" => panic!("misbehave was asked to panic"),
             "bad-result" => {
-                return ReconcileResult::settled()
-                    .requeue_after(Duration::from_secs(u64::MAX / 1000 - 1));
+                return Ok(
+                    Action::settled().requeue_after(Duration::from_secs(u64::MAX / 1000 - 1))
+                );
             }
             "open-transaction" => {
                 let _ = client.raw().begin();
-                return ReconcileResult::settled();
+                return Ok(Action::settled());
             }
             "sleep" => {
                 // Blocked in a host call (WASI's poll) for longer than the
@@ -74,14 +75,12 @@ impl Controller for Misbehave {
             }
             "read-file" => match std::fs::read_to_string("/etc/hostname") {
                 Ok(text) => format!("read the host's file: {text}"),
-                Err(error) => return ReconcileResult::fail(format!("no file access: {error}")),
+                Err(error) => return Err(Error::msg(format!("no file access: {error}"))),
             },
             other => format!("behaved ({other})"),
         };
-        match client.update_status(&Status { outcome }) {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
+        client.update_status(&Status { outcome })?;
+        Ok(Action::settled())
     }
 }
 

@@ -10,12 +10,13 @@
 //! footer = "served by beehive"   # optional, appended to every page
 //! ```
 //!
-//! Created with the finalizer `example.dev/rendered-file` (a manifest's
-//! `finalizers: [example.dev/rendered-file]`), a page is kept until its file
-//! is gone, so deleting it removes what it rendered. Without the grant every
-//! pass fails with a clear error and retries.
+//! Its first pass puts the finalizer `example.dev/rendered-file` on the
+//! page, so a deleted page is kept until its file is gone: deleting it
+//! removes what it rendered. Without the grant every pass fails with a clear
+//! error and retries.
 
-use beehive_guest::{Client, Controller, Object, ReconcileResult, Registration};
+use beehive_guest::finalizer::{Event, finalizer};
+use beehive_guest::{Action, Client, Controller, Error, Object, Registration, Result};
 use serde::{Deserialize, Serialize};
 
 /// The finalizer that keeps a page until its file is removed.
@@ -73,39 +74,27 @@ impl Controller for Renderer {
         &self,
         client: &Client<'_, PageStatus>,
         page: &Object<PageSpec, PageStatus>,
-    ) -> ReconcileResult {
+    ) -> Result<Action> {
         let path = file_of(&page.meta.name);
-        if page.meta.is_deleting() {
-            return match std::fs::remove_file(&path) {
-                Ok(()) => finish_teardown(client),
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                    finish_teardown(client)
-                }
-                Err(error) => ReconcileResult::fail(format!("cannot remove {path}: {error}")),
-            };
-        }
-        let footer = beehive_guest::config::get("footer");
-        let text = render(&page.spec, footer.as_deref());
-        if let Err(error) = std::fs::write(&path, &text) {
-            return ReconcileResult::fail(format!(
-                "cannot write {path}: {error} (does render.toml grant {OUT}?)"
-            ));
-        }
-        let status = PageStatus {
-            path,
-            bytes: text.len(),
-        };
-        match client.update_status(&status) {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
-    }
-}
-
-fn finish_teardown(client: &Client<'_, PageStatus>) -> ReconcileResult {
-    match client.raw().delete_finalizer(FINALIZER) {
-        Ok(()) => ReconcileResult::settled(),
-        Err(error) => ReconcileResult::fail(error),
+        finalizer(client, FINALIZER, page, |event| match event {
+            Event::Apply(page) => {
+                let footer = beehive_guest::config::get("footer");
+                let text = render(&page.spec, footer.as_deref());
+                std::fs::write(&path, &text).map_err(|error| {
+                    Error::msg(format!(
+                        "cannot write {path}: {error} (does render.toml grant {OUT}?)"
+                    ))
+                })?;
+                let bytes = text.len();
+                client.update_status(&PageStatus { path, bytes })?;
+                Ok(Action::settled())
+            }
+            Event::Cleanup(_) => match std::fs::remove_file(&path) {
+                Ok(()) => Ok(Action::settled()),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Action::settled()),
+                Err(error) => Err(Error::msg(format!("cannot remove {path}: {error}"))),
+            },
+        })
     }
 }
 

@@ -399,7 +399,7 @@ async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
         client.get(created.meta.id, Loads::none()).is_err()
     })
     .await;
-    let refusals = refusals.lock().unwrap();
+    let refusals = std::mem::take(&mut *refusals.lock().unwrap());
     assert!(
         matches!(refusals.as_slice(), [Err(Error::DeletionPending { .. })]),
         "{refusals:?}"

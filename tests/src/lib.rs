@@ -50,6 +50,30 @@ pub fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
     dir
 }
 
+/// A compiled-plugin cache shared by every test run of this build
+/// (`target/test-plugin-cache`, private to the user): big plugins (Python's
+/// are 18 MB) compile once, not once per test. Artifacts are sealed to the
+/// plugin's hash, so sharing is safe.
+///
+/// # Panics
+/// When the directory cannot be made.
+pub fn shared_plugin_cache() -> PathBuf {
+    use std::os::unix::fs::DirBuilderExt;
+
+    let exe = std::env::current_exe().expect("the test executable has a path");
+    let dir = exe
+        .ancestors()
+        .nth(3)
+        .expect("the test executable lives in target/<profile>/deps")
+        .join("test-plugin-cache");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .expect("the shared plugin cache");
+    dir
+}
+
 /// The `beehive` binary of this build, next to the test executable's `deps/`.
 ///
 /// # Panics

@@ -125,6 +125,21 @@ pub enum PluginError {
         /// What is wrong.
         message: String,
     },
+    /// The plugin needs more linear memory at start than its cap allows.
+    #[error(
+        "{path}: needs {} of linear memory at start, more than its cap of {} \
+         (raise it with --plugin-memory or --plugin-memory-for NAME=SIZE)",
+        mib(*needs),
+        mib(*cap as u64)
+    )]
+    MemoryCap {
+        /// The plugin file.
+        path: PathBuf,
+        /// The bytes its memories start with.
+        needs: u64,
+        /// The cap that applies to it.
+        cap: usize,
+    },
     /// The host refused the registration.
     #[error("{path}: cannot register: {source}")]
     Register {
@@ -303,6 +318,23 @@ impl PluginRuntime {
         content_hash: String,
         policy: Policy,
     ) -> Result<Plugin, PluginError> {
+        let name = plugin_name(path);
+        let mut ceiling = self
+            .options
+            .plugin_limits
+            .get(&name)
+            .copied()
+            .unwrap_or_default()
+            .over(self.options.limits);
+        ceiling.http = policy.http.over(ceiling.http);
+        let needs = initial_memory(&bytes);
+        if needs > ceiling.memory as u64 {
+            return Err(PluginError::MemoryCap {
+                path: path.to_path_buf(),
+                needs,
+                cap: ceiling.memory,
+            });
+        }
         let component = self.component(path, bytes, &content_hash).await?;
         let contract = |message: String| PluginError::Contract {
             path: path.to_path_buf(),
@@ -313,15 +345,6 @@ impl PluginRuntime {
             .instantiate_pre(&component)
             .map_err(|e| contract(format!("{e:#}")))?;
         let pre = bindings::PluginPre::new(instance_pre).map_err(|e| contract(format!("{e:#}")))?;
-        let name = plugin_name(path);
-        let mut ceiling = self
-            .options
-            .plugin_limits
-            .get(&name)
-            .copied()
-            .unwrap_or_default()
-            .over(self.options.limits);
-        ceiling.http = policy.http.over(ceiling.http);
         let describing = Sandbox {
             name: name.into(),
             path: path.to_path_buf(),
@@ -662,6 +685,28 @@ fn plugin_name(path: &Path) -> String {
     path.file_stem()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+/// The most bytes any memory of the component starts with (nested core
+/// modules included); 0 for bytes that do not parse, which compiling then
+/// reports.
+fn initial_memory(bytes: &[u8]) -> u64 {
+    let mut largest = 0;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        let Ok(wasmparser::Payload::MemorySection(memories)) = payload else {
+            continue;
+        };
+        for memory in memories.into_iter().flatten() {
+            let page = 1u64 << memory.page_size_log2.unwrap_or(16);
+            largest = largest.max(memory.initial.saturating_mul(page));
+        }
+    }
+    largest
+}
+
+/// `bytes` in MiB, one decimal.
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

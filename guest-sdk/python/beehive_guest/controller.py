@@ -1,0 +1,89 @@
+"""The controller base class, the pass every controller runs through, and
+`export`, which makes a controller the component's `controller` export."""
+
+from typing import Any, Optional
+
+from . import log
+from .client import Client, decode_object
+from .errors import BeehiveError, DecodeError
+from .model import Action, Event, Object, RawObject, Registration
+
+
+class Controller:
+    """Subclass it, set `registration` (and `spec_type`/`status_type` to
+    dataclasses, or leave them None for plain dicts), and write `reconcile`.
+    One instance serves every pass of the plugin instance, so attributes are
+    a cache: an instance may be dropped at any time."""
+
+    #: The kind it reconciles and how it wants to be driven.
+    registration: Registration
+    #: The spec's type; None reads it as plain JSON values.
+    spec_type: Any = None
+    #: The status's type; None reads it as plain JSON values.
+    status_type: Any = None
+
+    def reconcile(self, client: Client, obj: Object) -> Optional[Action]:
+        """One pass over `obj`. Return an Action (None means settled);
+        raise to fail the pass. Write it to be idempotent."""
+        raise NotImplementedError("a controller implements reconcile")
+
+    def error_policy(self, obj: Object, error: Exception) -> Action:
+        """What a pass that raised `error` does next. The default is the
+        backoff ladder, with a ReconcileFailed event carrying the error."""
+        return Action.backoff(f"{type(error).__name__}: {error}")
+
+
+def run_pass(controller: Controller, backend: Any, raw: RawObject) -> Action:
+    """One pass of `controller` over `raw` through `backend` (the host's
+    client, or a fake): decode, reconcile, map exceptions, close the client.
+
+    An object whose spec or status does not decode is quarantined, as the
+    host does for native controllers: a DecodeFailed Warning event, a log
+    line, and an unsettled result, so it comes back on the owed-pass
+    cadence instead of the backoff ladder."""
+    try:
+        obj = decode_object(raw, controller.spec_type, controller.status_type)
+    except DecodeError as error:
+        log.warning(f"quarantined: {raw.meta.name} does not decode: {error}")
+        try:
+            backend.add_event(Event.warning("DecodeFailed", str(error)))
+        except BeehiveError as failed:
+            log.warning(f"cannot record DecodeFailed on {raw.meta.name}: {failed}")
+        return Action.unsettled()
+    client = Client(backend, controller.status_type)
+    try:
+        action = controller.reconcile(client, obj)
+    except Exception as error:  # noqa: BLE001 - every failure is the pass's, never the instance's
+        action = controller.error_policy(obj, error)
+    finally:
+        client.close()
+    if action is None:
+        return Action.settled()
+    if not isinstance(action, Action):
+        return Action.backoff(f"reconcile returned {type(action).__name__}, not an Action")
+    return action
+
+
+def _component() -> Any:
+    from . import _host
+
+    if _host.wasm is None:
+        raise RuntimeError("beehive_guest: not inside a component (no wit_world bindings)")
+    return _host.wasm
+
+
+def export(controller_class: type) -> type:
+    """The class componentize-py exports as the `controller` interface:
+    write `Controller = export(MyController)` at the end of the app module.
+    One instance of `controller_class` serves every pass."""
+    instance = controller_class()
+
+    class Exported:
+        def describe(self) -> Any:
+            return _component().registration(instance.registration)
+
+        def reconcile(self, obj: Any, client: Any) -> Any:
+            return _component().reconcile(instance, obj, client)
+
+    Exported.__name__ = f"Exported{controller_class.__name__}"
+    return Exported

@@ -1,0 +1,149 @@
+"""The Python SDK against its fake host, under pytest."""
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import pytest
+
+import beehive_guest as bh
+from beehive_guest import codec, errors
+from beehive_guest.fake import FakeClient, clear_config, set_config
+
+
+@dataclass
+class Port:
+    number: int
+    name: str = ""
+
+
+@dataclass
+class Spec:
+    ports: List[Port]
+    label: Optional[str] = None
+    weight: float = 1.0
+    tags: List[str] = field(default_factory=list)
+
+
+class Recorder(bh.Controller):
+    registration = bh.Registration("test.dev", "Thing")
+    spec_type = Spec
+
+    def __init__(self):
+        self.seen = []
+        self.kept_client = None
+
+    def reconcile(self, client, thing):
+        self.seen.append(thing.spec)
+        self.kept_client = client
+        if thing.spec.label == "boom":
+            raise ValueError("the spec says boom")
+        if thing.spec.label == "host-error":
+            client.kind("test.dev", "Other").get_by_name("missing")
+        client.add_event(bh.Event.normal("Seen", f"{len(thing.spec.ports)} ports", category="audit"))
+        return None
+
+
+def test_specs_decode_into_nested_dataclasses_with_defaults():
+    spec = codec.decode(Spec, {"ports": [{"number": 80}], "extra": True, "weight": 2}, "spec")
+    assert spec == Spec(ports=[Port(80)], weight=2.0)
+
+
+@pytest.mark.parametrize(
+    "value, where",
+    [
+        ({}, "missing field 'ports'"),
+        ({"ports": [{"number": "80"}]}, "spec.ports[0].number: expected int"),
+        ({"ports": "none"}, "spec.ports: expected list"),
+        ({"ports": [], "weight": True}, "spec.weight: expected a number"),
+    ],
+)
+def test_a_document_that_does_not_fit_says_where(value, where):
+    with pytest.raises(errors.DecodeError, match=where.replace("[", r"\[").replace("]", r"\]")):
+        codec.decode(Spec, value, "spec")
+
+
+def test_a_pass_returning_none_settles_and_its_client_closes():
+    fake, controller = FakeClient(), Recorder()
+    assert fake.run(controller, spec={"ports": [{"number": 80}]}) == bh.Action.settled()
+    assert fake.events[0].reason == "Seen" and fake.events[0].category == "audit"
+    with pytest.raises(errors.ClientClosed):
+        controller.kept_client.update_status({"late": True})
+
+
+def test_an_exception_is_the_pass_failing_on_the_backoff_ladder():
+    fake = FakeClient()
+    action = fake.run(Recorder(), spec={"ports": [], "label": "boom"})
+    assert action == bh.Action.backoff("ValueError: the spec says boom")
+
+
+def test_host_errors_are_one_hierarchy():
+    fake = FakeClient()
+    action = fake.run(Recorder(), spec={"ports": [], "label": "host-error"})
+    assert action.verdict == "failed" and action.message.startswith("NotFound:")
+    assert issubclass(errors.NameTaken, errors.Conflict)
+    assert issubclass(errors.ClientClosed, bh.BeehiveError)
+    assert errors.BY_CASE["Decode"] is errors.DecodeError
+
+
+def test_an_object_that_does_not_decode_is_quarantined_not_failed():
+    fake, controller = FakeClient(), Recorder()
+    action = fake.run(controller, spec={"ports": 7})
+    assert action == bh.Action.unsettled()
+    assert controller.seen == [], "reconcile never saw it"
+    assert [e.reason for e in fake.events] == ["DecodeFailed"]
+    assert fake.events[0].type == "Warning"
+
+
+def test_an_error_policy_decides_what_a_failure_does():
+    class Patient(Recorder):
+        def error_policy(self, obj, error):
+            return bh.Action.unsettled().requeue_after(5)
+
+    action = FakeClient().run(Patient(), spec={"ports": [], "label": "boom"})
+    assert action == bh.Action("unsettled", requeue_after_ms=5000)
+
+
+def test_kind_clients_and_transactions_work_on_the_fake():
+    class Parent(bh.Controller):
+        registration = bh.Registration("test.dev", "Parent")
+
+        def reconcile(self, client, parent):
+            children = client.kind("test.dev", "Child", spec_type=Port)
+            with client.transaction():
+                child, created = children.get_or_create("a", Port(1), bh.CreateOptions(owner=parent.meta.id))
+                client.add_dependency(child.meta.id)
+            assert created
+            assert [c.spec for c in children.owned_by(parent.meta.id)] == [Port(1)]
+            assert children.get(child.meta.id).meta.name == "a"
+            updated = children.update(child.meta.id, Port(2))
+            assert updated.meta.generation == 2
+            assert len(children.list()) == 1
+            children.delete_by_name("a")
+            assert children.list() == []
+            return bh.Action.unsettled()
+
+    fake = FakeClient()
+    assert fake.run(Parent(), spec={}, id=7) == bh.Action.unsettled()
+    assert (fake.commits, fake.open_frames) == (1, 0)
+
+
+def test_config_comes_from_the_fake():
+    set_config("region", "eu")
+    try:
+        assert bh.config.get("region") == "eu"
+        assert bh.config.keys() == ["region"]
+    finally:
+        clear_config()
+    assert bh.config.get("region") is None
+
+
+def test_registration_durations_are_milliseconds_on_the_wire():
+    from datetime import timedelta
+
+    from beehive_guest.model import millis
+
+    assert millis(timedelta(seconds=1.5)) == 1500
+    assert millis(30) == 30000
+    assert millis(None) is None
+    with pytest.raises(ValueError):
+        millis(-1)

@@ -1,0 +1,71 @@
+//! A controller written in Python (plugins/conditions-py, built by
+//! componentize-py) served by the real binary beside the Rust plugins, and
+//! hot-swapped to its next release.
+
+use beehive_e2e::{Workspace, shared_plugin_cache, wait_until};
+
+#[test]
+fn a_python_plugin_converges_beside_rust_ones_and_hot_swaps() {
+    let workspace = Workspace::new();
+    workspace.install_plugin("conditions", "conditions.wasm");
+    workspace.install_plugin("conditions-py", "conditions-py.wasm");
+    let cache = shared_plugin_cache();
+    let host = workspace.start_host(&["--plugin-cache", cache.to_str().unwrap()]);
+    let plugins = workspace.ok(&["plugins"]);
+    assert!(plugins.contains("Service.py.example.dev"), "{plugins}");
+    assert!(plugins.contains("Service.example.dev"), "{plugins}");
+
+    workspace.write(
+        "services.yaml",
+        "kind: Service.example.dev\nname: web\nspec: {port: 8080}\n---\n\
+         kind: Service.py.example.dev\nname: web\nspec: {port: 8080}\n---\n\
+         kind: Service.py.example.dev\nname: broken\nspec: {port: 70000}\n---\n\
+         kind: Service.py.example.dev\nname: garbled\nspec: {port: \"eighty\"}\n",
+    );
+    workspace.ok(&["apply", "-f", "services.yaml"]);
+    for kind in ["Service.example.dev", "Service.py.example.dev"] {
+        workspace.ok(&["wait", kind, "web", "--for", "condition=Serving=True"]);
+    }
+    let described = workspace.ok(&["describe", "Service.py.example.dev", "web"]);
+    assert!(described.contains("http://web:8080"), "{described}");
+    assert!(described.contains("listening on :8080"), "{described}");
+    workspace.ok(&[
+        "wait",
+        "Service.py.example.dev",
+        "broken",
+        "--for",
+        "condition=Configured=False",
+    ]);
+    wait_until("the garbled spec is quarantined", || {
+        workspace
+            .ok(&["events", "Service.py.example.dev", "garbled"])
+            .contains("DecodeFailed")
+    });
+
+    workspace.install_plugin("conditions-py-v2", "conditions-py.wasm");
+    wait_until("release 2 has re-run every service", || {
+        workspace
+            .ok(&["describe", "Service.py.example.dev", "web"])
+            .contains("(release 2)")
+    });
+    let failures = workspace.ok(&["events", "Service.py.example.dev", "web"]);
+    assert!(
+        !failures.contains("ReconcileFailed"),
+        "no pass failed across the swap: {failures}"
+    );
+    host.terminate();
+}
+
+#[test]
+fn a_plugin_that_cannot_start_within_its_memory_cap_is_refused_with_both_numbers() {
+    let workspace = Workspace::new();
+    workspace.install_plugin("conditions-py", "conditions-py.wasm");
+    let host = workspace.start_host(&["--plugin-memory", "8MiB"]);
+    let plugins = workspace.ok(&["plugins"]);
+    assert!(
+        plugins.contains("of linear memory at start, more than its cap of 8.0 MiB"),
+        "{plugins}"
+    );
+    assert!(plugins.contains("needs 12."), "{plugins}");
+    host.terminate();
+}

@@ -281,12 +281,22 @@ mod wasi {
         outgoing
             .set_path_with_query(Some(path))
             .map_err(|()| invalid("bad path"))?;
-        let body = outgoing
-            .body()
-            .map_err(|()| HttpError::Failed("the request body was taken".into()))?;
+        // A request without a body takes none: the host then sends it
+        // without chunked framing and without waiting for a body's end.
+        let body = if request.body.is_empty() {
+            None
+        } else {
+            Some(
+                outgoing
+                    .body()
+                    .map_err(|()| HttpError::Failed("the request body was taken".into()))?,
+            )
+        };
         let pending = outgoing_handler::handle(outgoing, options(&request)).map_err(error)?;
-        write_body(&body, &request.body)?;
-        OutgoingBody::finish(body, None).map_err(error)?;
+        if let Some(body) = body {
+            write_body(&body, &request.body)?;
+            OutgoingBody::finish(body, None).map_err(error)?;
+        }
         pending.subscribe().block();
         let incoming = match pending.get() {
             Some(Ok(result)) => result.map_err(error)?,
@@ -336,9 +346,6 @@ mod wasi {
     }
 
     fn write_body(body: &OutgoingBody, bytes: &[u8]) -> Result<(), HttpError> {
-        if bytes.is_empty() {
-            return Ok(());
-        }
         let stream = body
             .write()
             .map_err(|()| HttpError::Failed("the request body stream was taken".into()))?;

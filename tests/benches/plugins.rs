@@ -13,8 +13,14 @@
 //!   version's status; the median of five swaps;
 //! - `plugin.instance_rss_kib`: resident memory per idle `greeting` instance,
 //!   over 100 instances;
+//! - `plugin.converge_10k_conditions_per_s` / `plugin.converge_10k_python_per_s`:
+//!   10,000 services converged by the `conditions` example in Rust, and by
+//!   the same logic in Python (`conditions-py`);
+//! - `plugin.python_cached_load_ms`: loading `conditions-py` (18 MB) from a
+//!   warm compiled-plugin cache, as a restart does; the median of five;
 //! - `plugin.http_get_us`: one GET of a small body from a local server through
-//!   `wasi:http`, timed by the plugin inside its pass; the median of 200;
+//!   `wasi:http`, timed by the plugin inside its passes (ten GETs a pass);
+//!   the median of 200;
 //! - `plugin.http_get_native_us`: the same GET from native Rust (hyper, a new
 //!   connection each time, as `wasi:http` makes); the median of 200.
 
@@ -26,7 +32,7 @@ use beehive::{
     Client, Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host,
     HostOptions, Json, Object, RawClient, ReconcileResult, Reconciler, Store, Typed,
 };
-use beehive_e2e::{TestServer, plugin_wasm};
+use beehive_e2e::{TestServer, plugin_wasm, shared_plugin_cache};
 use serde::{Deserialize, Serialize};
 
 const OBJECTS: usize = 10_000;
@@ -81,16 +87,28 @@ async fn wait_for(mut done: impl FnMut() -> bool) {
 }
 
 async fn converge(store: Store, host: Host) -> f64 {
+    converge_kind(store, host, greeting(), |i| format!(r#"{{"name":"n{i}"}}"#)).await
+}
+
+/// Creates `OBJECTS` objects of `kind` (`spec(i)` each) from `WRITERS` tasks
+/// and waits until all are observed; objects per second.
+async fn converge_kind(
+    store: Store,
+    host: Host,
+    kind: GroupKind,
+    spec: impl Fn(usize) -> String + Clone + Send + 'static,
+) -> f64 {
     let running = host.start().await.expect("start");
     let conn = rusqlite::Connection::open(store.path()).expect("observer");
-    let client: RawClient = host.client(greeting());
+    let client: RawClient = host.client(kind);
     let start = Instant::now();
     let tasks: Vec<_> = (0..WRITERS)
         .map(|writer| {
             let client = client.clone();
+            let make = spec.clone();
             tokio::spawn(async move {
                 for i in (writer..OBJECTS).step_by(WRITERS) {
-                    let spec = Json::parse(&format!(r#"{{"name":"n{i}"}}"#)).expect("spec");
+                    let spec = Json::parse(&make(i)).expect("spec");
                     client
                         .create(&format!("g{i}"), spec, CreateOptions::new())
                         .await
@@ -269,14 +287,62 @@ async fn instance_rss() -> f64 {
     (rss_kib() - before) / INSTANCES as f64
 }
 
+/// The `conditions` example, in Rust or in Python, converging 10,000
+/// services with one worker; the Python one compiles once into the shared
+/// test cache.
+async fn conditions(plugin: &str, group: &str) -> f64 {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::copy(
+        plugin_wasm(plugin),
+        dir.path().join(format!("{plugin}.wasm")),
+    )
+    .expect("copy");
+    let store = Store::temporary().expect("store");
+    let host = Host::new(&store, HostOptions::new()).expect("host");
+    let options = RuntimeOptions::new().cache_dir(shared_plugin_cache());
+    let _plugins = load(options, &host, dir.path()).await;
+    converge_kind(store, host, GroupKind::new(group, "Service"), |i| {
+        format!(r#"{{"port":{}}}"#, 1 + i % 65535)
+    })
+    .await
+}
+
+/// Loading the Python example from a warm compiled-plugin cache, as a
+/// restart does: read, hash, deserialize, instantiate and describe; the
+/// median of five fresh runtimes.
+async fn python_cached_load() -> f64 {
+    let path = plugin_wasm("conditions-py");
+    let options = || RuntimeOptions::new().cache_dir(shared_plugin_cache());
+    let warm = PluginRuntime::new(options()).expect("runtime");
+    warm.load(&path, Policy::default()).await.expect("load");
+    let mut samples = Vec::new();
+    for _ in 0..5 {
+        let runtime = PluginRuntime::new(options()).expect("runtime");
+        let started = Instant::now();
+        runtime.load(&path, Policy::default()).await.expect("load");
+        samples.push(started.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(runtime.compiled_count(), 0, "loaded from the cache");
+    }
+    median(samples)
+}
+
+/// GETs per side, in rounds that alternate plugin and native, so drift in
+/// the machine's load falls on both alike.
 const GETS: usize = 200;
+const GET_ROUNDS: usize = 10;
+/// GETs one `fetch-timed` pass makes.
+const GETS_PER_PASS: usize = 10;
 
 fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
     samples[samples.len() / 2]
 }
 
-async fn http_get_plugin(server: &TestServer) -> f64 {
+/// The plugin's and native GET times, microseconds each: the `hostile`
+/// plugin's `fetch-timed` passes each time ten GETs inside the guest; the
+/// native side makes the same GETs with hyper on a new connection each, as
+/// wasi:http does.
+async fn http_gets(server: &TestServer) -> (Vec<f64>, Vec<f64>) {
     let dir = tempfile::tempdir().expect("dir");
     std::fs::copy(plugin_wasm("hostile"), dir.path().join("hostile.wasm")).expect("copy");
     std::fs::write(
@@ -293,55 +359,65 @@ async fn http_get_plugin(server: &TestServer) -> f64 {
     });
     let _plugins = load(options, &host, dir.path()).await;
     let running = host.start().await.expect("start");
+    let conn = rusqlite::Connection::open(store.path()).expect("observer");
     let hostile: RawClient = host.client(GroupKind::new("test.dev", "Hostile"));
     let spec = format!(r#"{{"act":"fetch-timed","path":"{}"}}"#, server.url("/ok"));
-    for i in 0..GETS {
-        hostile
-            .create(
-                &format!("get-{i}"),
-                Json::parse(&spec).expect("spec"),
-                CreateOptions::new(),
-            )
-            .await
-            .expect("create");
+    let per_round = GETS / GET_ROUNDS;
+    let mut native = Vec::with_capacity(GETS);
+    for round in 0..GET_ROUNDS {
+        for i in 0..per_round / GETS_PER_PASS {
+            hostile
+                .create(
+                    &format!("get-{round}-{i}"),
+                    Json::parse(&spec).expect("spec"),
+                    CreateOptions::new(),
+                )
+                .await
+                .expect("create");
+        }
+        // A cheap check while passes run, so polling takes little from them.
+        wait_for(|| outstanding(&conn) == 0).await;
+        for _ in 0..per_round {
+            native.push(native_get(server).await);
+        }
     }
-    let timed = || -> Vec<f64> {
-        hostile
-            .list(beehive::Loads::none())
-            .expect("list")
-            .into_iter()
-            .filter_map(|o| o.status?.to_value()["outcome"].as_str()?.parse().ok())
-            .collect()
-    };
-    wait_for(|| timed().len() == GETS).await;
+    let plugin = hostile
+        .list(beehive::Loads::none())
+        .expect("list")
+        .into_iter()
+        .flat_map(|o| {
+            let outcome = o.status.expect("status").to_value()["outcome"].clone();
+            let times = outcome.as_str().expect("times").to_string();
+            times
+                .split(' ')
+                .map(|t| t.parse::<f64>().expect("micros"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
     running.stop(Duration::from_secs(30)).await.expect("stop");
-    median(timed())
+    (plugin, native)
 }
 
-async fn http_get_native(server: &TestServer) -> f64 {
+async fn native_get(server: &TestServer) -> f64 {
     use http_body_util::{BodyExt, Empty};
 
-    let mut samples = Vec::with_capacity(GETS);
-    for _ in 0..GETS {
-        let started = Instant::now();
-        let stream = tokio::net::TcpStream::connect(server.authority())
+    let started = Instant::now();
+    let stream = tokio::net::TcpStream::connect(server.authority())
+        .await
+        .expect("connect");
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await
-            .expect("connect");
-        let (mut sender, connection) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .expect("handshake");
-        tokio::spawn(connection);
-        let request = hyper::Request::get("/ok")
-            .header("host", server.authority())
-            .body(Empty::<hyper::body::Bytes>::new())
-            .expect("request");
-        let response = sender.send_request(request).await.expect("response");
-        let body = response.into_body().collect().await.expect("body");
-        assert_eq!(body.to_bytes().len(), 2);
-        samples.push(started.elapsed().as_secs_f64() * 1e6);
-    }
-    median(samples)
+            .expect("handshake");
+    tokio::spawn(connection);
+    let request = hyper::Request::get("/ok")
+        .header("host", server.authority())
+        .body(Empty::<hyper::body::Bytes>::new())
+        .expect("request");
+    let response = sender.send_request(request).await.expect("response");
+    let body = response.into_body().collect().await.expect("body");
+    assert_eq!(body.to_bytes().len(), 2);
+    started.elapsed().as_secs_f64() * 1e6
 }
 
 fn main() {
@@ -364,15 +440,22 @@ fn main() {
             "figure plugin.instance_rss_kib {:.1} KiB",
             instance_rss().await
         );
+        println!(
+            "figure plugin.converge_10k_conditions_per_s {:.1} obj/s",
+            conditions("conditions", "example.dev").await
+        );
+        println!(
+            "figure plugin.converge_10k_python_per_s {:.1} obj/s",
+            conditions("conditions-py", "py.example.dev").await
+        );
+        println!(
+            "figure plugin.python_cached_load_ms {:.1} ms",
+            python_cached_load().await
+        );
         let server = TestServer::start();
         server.route("/ok", 200, "ok");
-        println!(
-            "figure plugin.http_get_us {:.1} us",
-            http_get_plugin(&server).await
-        );
-        println!(
-            "figure plugin.http_get_native_us {:.1} us",
-            http_get_native(&server).await
-        );
+        let (plugin, native) = http_gets(&server).await;
+        println!("figure plugin.http_get_us {:.1} us", median(plugin));
+        println!("figure plugin.http_get_native_us {:.1} us", median(native));
     });
 }

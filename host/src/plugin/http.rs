@@ -335,13 +335,62 @@ impl WasiHttpHooks for HttpGate {
                 .map_err(|_| Error::ConnectionLimitReached)?;
             let (response, io) =
                 wasmtime_wasi_http::default_send_request(request, Some(options)).await?;
+            let response = response.map(BodyExt::boxed_unsync);
+            let (response, io) = prebuffer_small(response, io, cap).await?;
             let response = response.map(|body| CappedBody::new(body, cap, turn).boxed_unsync());
-            Ok((
-                response,
-                Box::new(io) as Box<dyn Future<Output = Result<(), Error>> + Send>,
-            ))
+            Ok((response, io))
         })
     }
+}
+
+/// Bodies this small (by their content length) are read whole before the
+/// response is handed to the guest.
+const PREBUFFER_BYTES: u64 = 64 << 10;
+
+type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
+
+/// The response, with a small body (a known length up to
+/// [`PREBUFFER_BYTES`] and the cap) already read, while `io` drives the
+/// connection: the guest's first read then finds it, instead of waiting for
+/// the connection's task to be scheduled. Anything else is passed on as it
+/// streams.
+async fn prebuffer_small(
+    response: http::Response<WasiBody>,
+    io: impl Future<Output = Result<(), Error>> + Send + 'static,
+    cap: u64,
+) -> Result<(http::Response<WasiBody>, IoFuture), Error> {
+    let small = response
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .is_some_and(|length| length <= PREBUFFER_BYTES.min(cap));
+    if !small {
+        return Ok((response, Box::new(io)));
+    }
+    let (parts, body) = response.into_parts();
+    let mut io = Box::pin(io);
+    let mut collecting = std::pin::pin!(body.collect());
+    let mut finished: Option<Result<(), Error>> = None;
+    let collected = std::future::poll_fn(|cx| {
+        if let Poll::Ready(collected) = collecting.as_mut().poll(cx) {
+            return Poll::Ready(collected);
+        }
+        if finished.is_none()
+            && let Poll::Ready(result) = io.as_mut().poll(cx)
+        {
+            finished = Some(result);
+        }
+        Poll::Pending
+    })
+    .await?;
+    let body = http_body_util::Full::new(collected.to_bytes())
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    let io: IoFuture = match finished {
+        Some(result) => Box::new(std::future::ready(result)),
+        None => Box::new(io),
+    };
+    Ok((http::Response::from_parts(parts, body), io))
 }
 
 /// A response body that ends with `HTTP-response-body-size` once more than

@@ -16,8 +16,8 @@
 //!   granted directory (`..`, an absolute path, a symlink pointing out);
 //! - `config`: reports the config value named by the spec's `path`;
 //! - `fetch`: GETs the URL in the spec's `path` and reports the status and
-//!   body size, or fails with the error; `fetch-timed` reports how many
-//!   microseconds the GET took, as the plugin measured it.
+//!   body size, or fails with the error; `fetch-timed` GETs it ten times
+//!   and reports how many microseconds each took, as the plugin measured.
 //!
 //! Anything else settles. It also declares spec schema version 1, and its
 //! converter spins forever on an older spec whose `act` is `spin`.
@@ -133,11 +133,13 @@ impl Controller for Hostile {
                 Err(error) => return Err(Error::msg(format!("fetch failed: {error}"))),
             },
             "fetch-timed" => {
-                let started = std::time::Instant::now();
-                match beehive_guest::http::get(&object.spec.path) {
-                    Ok(_) => started.elapsed().as_micros().to_string(),
-                    Err(error) => return Err(Error::msg(format!("fetch failed: {error}"))),
+                let mut times = Vec::new();
+                for _ in 0..10 {
+                    let started = std::time::Instant::now();
+                    beehive_guest::http::get(&object.spec.path)?;
+                    times.push(started.elapsed().as_micros().to_string());
                 }
+                times.join(" ")
             }
             "forge-log" => {
                 beehive_guest::info!("ok\n2026-12-01T00:00:00Z ERROR forged by a plugin\x1b[2J");

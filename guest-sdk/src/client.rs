@@ -414,3 +414,66 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
         self.raw.as_ref()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::FakeClient;
+
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct Spec {
+        n: u32,
+    }
+
+    #[test]
+    fn typed_kind_verbs_read_and_write_through_the_fake() {
+        let fake = FakeClient::new();
+        let client: Client<'_, ()> = Client::new(&fake);
+        let kind: Kind<Spec, ()> = client.kind("t.dev", "Thing");
+        let made = kind
+            .create("a", &Spec { n: 1 }, CreateOptions::default())
+            .unwrap();
+        assert_eq!(kind.get(made.meta.id).unwrap().spec, Spec { n: 1 });
+        let updated = kind.update(made.meta.id, &Spec { n: 2 }).unwrap();
+        assert_eq!(updated.spec, Spec { n: 2 });
+        for i in 0..3 {
+            kind.create(&format!("b{i}"), &Spec { n: i }, CreateOptions::default())
+                .unwrap();
+        }
+        assert_eq!(kind.list().unwrap().len(), 4);
+        kind.delete(made.meta.id).unwrap();
+        assert!(kind.get(made.meta.id).unwrap().meta.is_deleting());
+        fake.collect_garbage();
+        assert_eq!(kind.list().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn an_owned_child_that_does_not_decode_is_an_error_not_a_gap() {
+        let fake = FakeClient::new();
+        let client: Client<'_, ()> = Client::new(&fake);
+        let raw = fake.kind_client("t.dev", "Thing");
+        raw.create("good", r#"{"n":1}"#.into(), CreateOptions::owner(7))
+            .unwrap();
+        raw.create("bad", r#"{"n":"x"}"#.into(), CreateOptions::owner(7))
+            .unwrap();
+        let kind: Kind<Spec, ()> = client.kind("t.dev", "Thing");
+        let error = kind.list_owned_objects(7).unwrap_err();
+        assert!(
+            matches!(&error, crate::Error::Decode(m) if m.contains("bad")),
+            "{error}"
+        );
+        assert_eq!(kind.raw().list_owned_objects(7).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn errors_read_as_sentences() {
+        assert_eq!(
+            crate::Error::NotFound("Thing/a".into()).to_string(),
+            "not found: Thing/a"
+        );
+        assert_eq!(
+            crate::Error::ReconcileReturned.to_string(),
+            "the pass has returned; its client cannot be used"
+        );
+    }
+}

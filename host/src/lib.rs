@@ -44,6 +44,7 @@ mod engine;
 mod error;
 mod event;
 mod json;
+pub mod metrics;
 mod migration;
 mod object;
 pub mod plugin;

@@ -3,6 +3,7 @@
 
 mod endpoint;
 mod manifest;
+mod metrics_http;
 mod ops;
 mod output;
 mod protocol;
@@ -146,6 +147,9 @@ enum Command {
         #[arg(short = 'o', long, value_parser = ["json", "yaml"])]
         output: Option<String>,
     },
+    /// Print the running host's metrics in the Prometheus text format
+    /// (reconciles, work queues, plugins, the store, watches).
+    Metrics,
     /// Queue an object for a pass now, clearing its backoff (needs a host).
     Requeue {
         /// The kind: `Kind` or `Kind.group`.
@@ -314,6 +318,12 @@ async fn execute(cli: Cli) -> Result<String, String> {
                 (Reply::Plugins(view), Some(_)) => Ok(output::yaml(&view)),
                 (Reply::Plugins(view), None) => Ok(output::plugins(&view)),
                 (other, _) => Err(unexpected(&other)),
+            };
+        }
+        Command::Metrics => {
+            return match dispatch(&paths, Request::Metrics).await? {
+                Reply::Metrics { text } => Ok(text),
+                other => Err(unexpected(&other)),
             };
         }
         Command::Delete { kind, name } => Request::Delete { kind, name },

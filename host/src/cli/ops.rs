@@ -48,6 +48,7 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
             timeout_ms,
         } => wait(ctx, &kind, &name, &until, Duration::from_millis(timeout_ms)).await,
         Request::Plugins => plugins(ctx),
+        Request::Metrics => metrics(ctx),
         Request::Requeue { kind, name } => requeue(ctx, &kind, &name),
         Request::Watch { .. } | Request::WatchEvents { .. } => {
             Err("a watch streams: it is answered by the host's socket".into())
@@ -490,6 +491,18 @@ fn plugins(ctx: &Context) -> Outcome {
         },
     };
     Ok(Reply::Plugins(view))
+}
+
+fn metrics(ctx: &Context) -> Outcome {
+    if ctx.host.is_none() {
+        return Err(
+            "metrics are a running host's: start one with `beehive run` (or scrape its --metrics-addr)"
+                .into(),
+        );
+    }
+    Ok(Reply::Metrics {
+        text: ctx.store.metrics().encode(),
+    })
 }
 
 /// A plugin's grants as `beehive plugins` lists them: directories as

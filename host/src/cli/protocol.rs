@@ -43,6 +43,8 @@ pub enum Request {
         timeout_ms: u64,
     },
     Plugins,
+    /// The host's metrics, in the Prometheus text format.
+    Metrics,
     Requeue {
         kind: String,
         name: String,
@@ -86,6 +88,7 @@ pub enum Reply {
     Described(Box<Description>),
     Events { events: Vec<EventView> },
     Plugins(PluginsView),
+    Metrics { text: String },
     Done { message: String },
     Change(Box<Change>),
 }

@@ -190,6 +190,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     rescan_interval: Duration,
 
+    /// Serve the metrics in the Prometheus text format at
+    /// http://ADDR/metrics (off by default; `beehive metrics` prints them
+    /// over the socket either way). Bind to 127.0.0.1 unless the network
+    /// is trusted: the endpoint has no authentication.
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
+
     /// How long a graceful stop waits for passes in flight.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     stop_timeout: Duration,
@@ -356,7 +363,11 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
 
     let store = Store::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
     let host = Host::new(&store, args.host_options()).map_err(|e| e.to_string())?;
-    let runtime = PluginRuntime::new(args.runtime_options(&paths)).map_err(|e| e.to_string())?;
+    let runtime = PluginRuntime::new(
+        args.runtime_options(&paths)
+            .metrics(store.metrics().clone()),
+    )
+    .map_err(|e| e.to_string())?;
     let plugins = PluginDirectory::new(runtime, host.clone(), &plugin_dir);
     let changes = plugins.sync().await.map_err(|e| e.to_string())?;
     changes.iter().for_each(Change::log);
@@ -380,6 +391,10 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
         None => None,
     };
     let listener = listen(&paths.socket)?;
+    if let Some(addr) = args.metrics_addr {
+        let endpoint = super::metrics_http::listen(addr, ctx.store.metrics().clone()).await?;
+        tracing::info!("serving metrics on http://{endpoint}/metrics");
+    }
     tracing::info!(
         "serving {} on {} (plugins: {})",
         db.display(),
@@ -468,8 +483,11 @@ async fn serve(listener: UnixListener, ctx: &Context) -> Result<(), String> {
     Ok(())
 }
 
-/// Reads one request line, bounded in size and time.
-async fn read_request(read: tokio::net::unix::OwnedReadHalf) -> Result<String, String> {
+/// Reads one request line, bounded in size and time; gives the read half
+/// back, so a watch can notice the command hang up.
+async fn read_request(
+    read: tokio::net::unix::OwnedReadHalf,
+) -> Result<(String, tokio::net::unix::OwnedReadHalf), String> {
     let mut line = String::new();
     let mut limited = BufReader::new(read.take(MAX_REQUEST_BYTES));
     match tokio::time::timeout(REQUEST_TIMEOUT, limited.read_line(&mut line)).await {
@@ -478,27 +496,47 @@ async fn read_request(read: tokio::net::unix::OwnedReadHalf) -> Result<String, S
         Ok(Ok(_)) if !line.ends_with('\n') && line.len() as u64 >= MAX_REQUEST_BYTES => Err(
             format!("request too large: at most {} MiB", MAX_REQUEST_BYTES >> 20),
         ),
-        Ok(Ok(_)) => Ok(line),
+        Ok(Ok(_)) => Ok((line, limited.into_inner().into_inner())),
     }
+}
+
+/// Resolves once the command closes its end (or sends anything more, which
+/// no command does): a watch it started is then dropped at once rather than
+/// at its next change.
+async fn hung_up(mut read: tokio::net::unix::OwnedReadHalf) {
+    let mut byte = [0u8; 1];
+    let _ = read.read(&mut byte).await;
 }
 
 /// Answers one request on a connection.
 async fn answer(stream: UnixStream, ctx: &Context) {
     let (read, mut write) = stream.into_split();
-    let line = match read_request(read).await {
-        Ok(line) => line,
+    let (line, read) = match read_request(read).await {
+        Ok(read) => read,
         Err(why) => {
             let _ = send(&mut write, &Err(why)).await;
             return;
         }
     };
     let outcome: Outcome = match serde_json::from_str::<Request>(&line) {
-        Ok(Request::Watch { kind, name }) => return stream_changes(write, ctx, &kind, name).await,
+        Ok(Request::Watch { kind, name }) => {
+            tokio::select! {
+                () = stream_changes(write, ctx, &kind, name) => {}
+                () = hung_up(read) => {}
+            }
+            return;
+        }
         Ok(Request::WatchEvents {
             kind,
             name,
             category,
-        }) => return stream_events(write, ctx, &kind, &name, category).await,
+        }) => {
+            tokio::select! {
+                () = stream_events(write, ctx, &kind, &name, category) => {}
+                () = hung_up(read) => {}
+            }
+            return;
+        }
         Ok(request) => ops::execute(ctx, request).await,
         Err(e) => Err(format!("bad request: {e}")),
     };

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client::RawClient;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventFilter};
+use crate::metrics::Held;
 use crate::object::{GroupKind, Loads, ObjectId, RawObject};
 use crate::store::{Store, events, rows};
 
@@ -160,15 +161,23 @@ struct Feed<T> {
     group_kind: GroupKind,
     ended: Ended,
     finished: bool,
+    /// Counted in `beehive_watches_open` while the stream lives.
+    _open: Held,
 }
 
 impl<T> Feed<T> {
-    fn new(receiver: mpsc::Receiver<T>, group_kind: GroupKind, ended: Ended) -> Self {
+    fn new(
+        receiver: mpsc::Receiver<T>,
+        group_kind: GroupKind,
+        ended: Ended,
+        store: &Store,
+    ) -> Self {
         Feed {
             receiver,
             group_kind,
             ended,
             finished: false,
+            _open: Held::new(store.metrics().watches_open()),
         }
     }
 
@@ -334,7 +343,7 @@ impl RawClient {
         Ok(ObjectListStream {
             objects,
             resource_version: position,
-            feed: Feed::new(changes, group_kind, ended),
+            feed: Feed::new(changes, group_kind, ended, self.store()),
         })
     }
 }
@@ -432,7 +441,7 @@ impl RawClient {
         Ok(EventStream {
             runs,
             resource_version: cursor,
-            feed: Feed::new(receiver, self.group_kind().clone(), ended),
+            feed: Feed::new(receiver, self.group_kind().clone(), ended, self.store()),
         })
     }
 }

@@ -204,11 +204,13 @@ impl Host {
                 kind.queue.wake_all(ids, Wake::Ordinary);
             }
             None => {
+                let metrics = self.shared.store.metrics().kind(&group_kind.to_string());
                 let kind = Arc::new(Kind::new(
                     group_kind.clone(),
                     controller,
                     settings,
                     self.shared.options.requeue_floor,
+                    metrics,
                 ));
                 kind.add_feeds(feeds);
                 if new_version {

@@ -15,6 +15,7 @@ use crate::engine::options::KindSettings;
 use crate::engine::pass::{self, Finish};
 use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
 use crate::engine::trigger::{self, Feed};
+use crate::metrics::KindMetrics;
 use crate::object::{GroupKind, Timestamp};
 use crate::store::{Store, scan};
 
@@ -32,6 +33,7 @@ pub(crate) struct Kind {
     workers: AtomicUsize,
     /// Trigger feeds not yet receiving: they start with the kind's tasks.
     feeds: Mutex<Vec<Feed>>,
+    pub(crate) metrics: KindMetrics,
 }
 
 fn read<T: Clone>(lock: &RwLock<T>) -> T {
@@ -52,21 +54,26 @@ impl Kind {
         controller: Arc<dyn Controller>,
         settings: KindSettings,
         floor: Duration,
+        metrics: KindMetrics,
     ) -> Self {
         Kind {
             group_kind,
             controller: RwLock::new(controller),
-            queue: WorkQueue::new(QueueConfig {
-                floor,
-                base_backoff: Duration::from_secs(1),
-                max_backoff: settings.max_retry_interval,
-            }),
+            queue: WorkQueue::with_metrics(
+                QueueConfig {
+                    floor,
+                    base_backoff: Duration::from_secs(1),
+                    max_backoff: settings.max_retry_interval,
+                },
+                metrics.queue.clone(),
+            ),
             settings: RwLock::new(settings),
             cancel: CancellationToken::new(),
             tracker: TaskTracker::new(),
             settings_changed: Notify::new(),
             workers: AtomicUsize::new(0),
             feeds: Mutex::new(Vec::new()),
+            metrics,
         }
     }
 

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use tracing::Instrument;
 
 use crate::engine::ControllerClient;
 use crate::engine::controller::Verdict;
@@ -144,9 +145,21 @@ async fn reconcile(store: &Store, kind: &Kind, loaded: Loaded) -> Result<Finish>
         object.status.clone(),
         kind.settings().transaction_hold_limit,
     );
+    // Everything the pass logs, a plugin's lines included, carries these.
+    let span = tracing::info_span!(
+        "pass",
+        kind = %kind.group_kind,
+        id,
+        object = %object.meta.name,
+        generation = object.meta.generation,
+        version = tracing::field::Empty,
+    );
+    let started = std::time::Instant::now();
     let called = AssertUnwindSafe(controller.reconcile(&client, &object))
         .catch_unwind()
+        .instrument(span)
         .await;
+    let took = started.elapsed();
     let (held_status, left_open) = client.end();
     let result = match called {
         Ok(_) if left_open => crate::engine::ReconcileResult::invalid(
@@ -155,6 +168,7 @@ async fn reconcile(store: &Store, kind: &Kind, loaded: Loaded) -> Result<Finish>
         Ok(result) => result,
         Err(_) => crate::engine::ReconcileResult::invalid("the controller panicked"),
     };
+    record(&kind.metrics, &result, took);
     let watermark = has_dependencies.then_some(cursor);
     Ok(handshake(
         store,
@@ -164,6 +178,34 @@ async fn reconcile(store: &Store, kind: &Kind, loaded: Loaded) -> Result<Finish>
         watermark,
         result,
     ))
+}
+
+/// Counts the pass as controller-runtime does: `error` for a failure,
+/// `requeue_after` for a pass that asked for a delay, `requeue` for one
+/// that did not settle, `success` otherwise.
+fn record(
+    metrics: &crate::metrics::KindMetrics,
+    result: &crate::engine::ReconcileResult,
+    took: Duration,
+) {
+    metrics
+        .reconcile_time
+        .observe(crate::metrics::seconds(took));
+    match (&result.verdict, result.requeue_after) {
+        (Verdict::Failed(_) | Verdict::Invalid(_), _) => {
+            metrics.error.inc();
+            metrics.errors.inc();
+        }
+        (_, Some(_)) => {
+            metrics.requeue_after.inc();
+        }
+        (Verdict::Unsettled, None) => {
+            metrics.requeue.inc();
+        }
+        (Verdict::Settled, None) => {
+            metrics.success.inc();
+        }
+    }
 }
 
 /// What the pass leaves to write: any status it still holds, then the

@@ -13,6 +13,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::metrics::{QueueMetrics, seconds};
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
@@ -69,6 +70,8 @@ struct Entry {
     /// The last backoff step taken; `None` when not backing off.
     backoff: Option<Duration>,
     last_dispatch: Option<Instant>,
+    /// When it last became ready: its wait in the queue starts there.
+    ready_since: Option<Instant>,
     /// The strongest wake that arrived while the object was running.
     rerun: Option<Wake>,
 }
@@ -80,6 +83,7 @@ impl Entry {
             alarm: None,
             backoff: None,
             last_dispatch: None,
+            ready_since: None,
             rerun: None,
         }
     }
@@ -91,6 +95,20 @@ struct State {
     ready: VecDeque<ObjectId>,
     alarms: BTreeSet<(Instant, ObjectId)>,
     closed: bool,
+    /// Objects made ready since the metrics last heard.
+    added: u64,
+}
+
+impl State {
+    /// Puts idle `id` in line; it must have an entry.
+    fn make_ready(&mut self, id: ObjectId, now: Instant) {
+        if let Some(entry) = self.entries.get_mut(&id) {
+            entry.phase = Phase::Ready;
+            entry.ready_since = Some(now);
+        }
+        self.ready.push_back(id);
+        self.added += 1;
+    }
 }
 
 /// When an object is next due, as far as the queue knows.
@@ -113,6 +131,7 @@ pub(crate) struct WorkQueue {
     /// schedule: rescheduling moves no version, so watches of the store
     /// cannot see it.
     schedule: watch::Sender<u64>,
+    metrics: QueueMetrics,
 }
 
 fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -121,11 +140,12 @@ fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The state, locked for a change; schedule watchers hear of it when the
-/// lock is released.
+/// The state, locked for a change; schedule watchers and the metrics hear
+/// of it when the lock is released.
 struct Edit<'a> {
     state: MutexGuard<'a, State>,
     schedule: &'a watch::Sender<u64>,
+    metrics: &'a QueueMetrics,
 }
 
 impl std::ops::Deref for Edit<'_> {
@@ -143,6 +163,13 @@ impl std::ops::DerefMut for Edit<'_> {
 
 impl Drop for Edit<'_> {
     fn drop(&mut self) {
+        let added = std::mem::take(&mut self.state.added);
+        if added > 0 {
+            self.metrics.adds.inc_by(added);
+        }
+        self.metrics
+            .depth
+            .set(i64::try_from(self.state.ready.len()).unwrap_or(i64::MAX));
         if self.schedule.receiver_count() > 0 {
             self.schedule.send_modify(|n| *n = n.wrapping_add(1));
         }
@@ -150,12 +177,20 @@ impl Drop for Edit<'_> {
 }
 
 impl WorkQueue {
+    #[cfg(test)]
     pub(crate) fn new(config: QueueConfig) -> Self {
+        Self::with_metrics(config, QueueMetrics::default())
+    }
+
+    /// A queue that records its depth, adds, retries and durations in
+    /// `metrics`.
+    pub(crate) fn with_metrics(config: QueueConfig, metrics: QueueMetrics) -> Self {
         WorkQueue {
             state: Mutex::new(State::default()),
             changed: Notify::new(),
             config: Mutex::new(config),
             schedule: watch::Sender::new(0),
+            metrics,
         }
     }
 
@@ -163,6 +198,7 @@ impl WorkQueue {
         Edit {
             state: lock(&self.state),
             schedule: &self.schedule,
+            metrics: &self.metrics,
         }
     }
 
@@ -246,11 +282,10 @@ impl WorkQueue {
             Phase::Idle => match wake {
                 Wake::Immediate => {
                     let cancelled = entry.alarm.take();
-                    entry.phase = Phase::Ready;
                     if let Some(alarm) = cancelled {
                         state.alarms.remove(&(alarm.due, id));
                     }
-                    state.ready.push_back(id);
+                    state.make_ready(id, now);
                     self.changed.notify_one();
                 }
                 Wake::Ordinary => {
@@ -260,11 +295,10 @@ impl WorkQueue {
                     let earliest = entry.last_dispatch.map_or(now, |at| at + floor);
                     if earliest <= now {
                         let cancelled = entry.alarm.take();
-                        entry.phase = Phase::Ready;
                         if let Some(alarm) = cancelled {
                             state.alarms.remove(&(alarm.due, id));
                         }
-                        state.ready.push_back(id);
+                        state.make_ready(id, now);
                         self.changed.notify_one();
                     } else {
                         self.arm(state, id, earliest, false);
@@ -313,6 +347,9 @@ impl WorkQueue {
                     if let Some(entry) = state.entries.get_mut(&id) {
                         entry.phase = Phase::Running;
                         entry.last_dispatch = Some(now);
+                        if let Some(since) = entry.ready_since.take() {
+                            self.metrics.queue_seconds.observe(seconds(now - since));
+                        }
                     }
                     if !state.ready.is_empty() {
                         // Another worker may be waiting for the rest.
@@ -351,6 +388,9 @@ impl WorkQueue {
             return;
         };
         entry.phase = Phase::Idle;
+        if let Some(dispatched) = entry.last_dispatch {
+            self.metrics.work_seconds.observe(seconds(now - dispatched));
+        }
         let rerun = entry.rerun.take();
         match outcome {
             Outcome::Succeeded { requeue } => {
@@ -361,6 +401,7 @@ impl WorkQueue {
                 }
             }
             Outcome::Failed => {
+                self.metrics.retries.inc();
                 let step = backoff_step(entry.backoff, &self.config());
                 entry.backoff = Some(step);
                 self.arm(&mut state, id, now + step, true);
@@ -440,8 +481,7 @@ fn fire_due_alarms(state: &mut State, now: Instant) {
         if let Some(entry) = state.entries.get_mut(&id) {
             entry.alarm = None;
             if entry.phase == Phase::Idle {
-                entry.phase = Phase::Ready;
-                state.ready.push_back(id);
+                state.make_ready(id, now);
             }
         }
     }

@@ -261,7 +261,35 @@ impl PluginDirectory {
             }
         }
         self.publish(&files);
+        for change in &changes {
+            self.measure(change);
+        }
         Ok(changes)
+    }
+
+    /// Keeps `beehive_plugin_info` and the load-failure counts in step.
+    fn measure(&self, change: &Change) {
+        let metrics = self.host.store().metrics();
+        let serving = |served: &Served, on: bool| {
+            metrics.plugin_serving(
+                &plugin_label(&served.path),
+                &served.group_kind.to_string(),
+                &served.content_hash,
+                on,
+            );
+        };
+        match change {
+            Change::Loaded { served, replaced } => {
+                if let Some(old) = replaced {
+                    serving(old, false);
+                }
+                serving(served, true);
+            }
+            Change::Unregistered(old) => serving(old, false),
+            Change::Failed { failure, .. } => {
+                metrics.plugin_load_failed(&plugin_label(&failure.path));
+            }
+        }
     }
 
     /// The `*.wasm` files in the directory (hidden ones are a writer's
@@ -495,6 +523,13 @@ fn record_failure(
         failure,
         still_serving,
     }
+}
+
+/// `greeting` for `plugins/greeting.wasm`, as metrics label it.
+fn plugin_label(path: &Path) -> String {
+    path.file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn is_plugin_file(path: &Path) -> bool {

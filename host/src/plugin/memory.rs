@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use prometheus_client::metrics::gauge::Gauge;
 use wasmtime::ResourceLimiter;
 
 /// The bytes of linear memory all instances of one runtime may hold at once.
@@ -46,6 +47,8 @@ pub(crate) struct MemoryLimiter {
     cap: usize,
     used: usize,
     budget: Arc<Budget>,
+    /// The plugin's `beehive_plugin_memory`, which this store's memory adds to.
+    gauge: Option<Gauge>,
 }
 
 impl MemoryLimiter {
@@ -54,7 +57,15 @@ impl MemoryLimiter {
             cap,
             used: 0,
             budget,
+            gauge: None,
         }
+    }
+
+    /// Adds this store's memory to `gauge` as it grows, and takes it back
+    /// when the store goes.
+    pub(crate) fn reporting_to(mut self, gauge: Gauge) -> Self {
+        self.gauge = Some(gauge);
+        self
     }
 
     /// The linear memory this instance holds, all its memories together.
@@ -86,6 +97,9 @@ impl ResourceLimiter for MemoryLimiter {
             );
         }
         self.used += growth;
+        if let Some(gauge) = &self.gauge {
+            gauge.inc_by(i64::try_from(growth).unwrap_or(i64::MAX));
+        }
         Ok(true)
     }
 
@@ -103,6 +117,9 @@ impl ResourceLimiter for MemoryLimiter {
 impl Drop for MemoryLimiter {
     fn drop(&mut self) {
         self.budget.release(self.used);
+        if let Some(gauge) = &self.gauge {
+            gauge.dec_by(i64::try_from(self.used).unwrap_or(i64::MAX));
+        }
     }
 }
 

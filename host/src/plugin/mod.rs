@@ -42,6 +42,7 @@ use crate::engine::{
     Controller, ControllerClient, ControllerOptions, ReconcileFuture, ReconcileResult,
 };
 use crate::event::EventSpec;
+use crate::metrics::PluginMetrics;
 use crate::object::{GroupKind, RawObject};
 use bindings::beehive::controller::types as wit;
 use clock::Ticker;
@@ -165,6 +166,7 @@ pub struct RuntimeOptions {
     plugin_limits: BTreeMap<String, PluginLimits>,
     cache_dir: Option<PathBuf>,
     memory_budget: usize,
+    metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl Default for RuntimeOptions {
@@ -174,6 +176,7 @@ impl Default for RuntimeOptions {
             plugin_limits: BTreeMap::new(),
             cache_dir: None,
             memory_budget: 192 << 20,
+            metrics: None,
         }
     }
 }
@@ -200,6 +203,13 @@ impl RuntimeOptions {
     /// 192 MiB). A pass whose growth would go over it fails as out of memory.
     pub fn memory_budget(mut self, bytes: usize) -> Self {
         self.memory_budget = bytes;
+        self
+    }
+
+    /// Records each plugin's instances, memory, traps and deadline hits in
+    /// `metrics` (usually the store's: `store.metrics().clone()`).
+    pub fn metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        self.metrics = Some(metrics);
         self
     }
 
@@ -345,6 +355,11 @@ impl PluginRuntime {
             .instantiate_pre(&component)
             .map_err(|e| contract(format!("{e:#}")))?;
         let pre = bindings::PluginPre::new(instance_pre).map_err(|e| contract(format!("{e:#}")))?;
+        let metrics = self
+            .options
+            .metrics
+            .as_ref()
+            .map_or_else(PluginMetrics::default, |m| m.plugin(&name));
         let describing = Sandbox {
             name: name.into(),
             path: path.to_path_buf(),
@@ -354,6 +369,7 @@ impl PluginRuntime {
             runtime: self.clone(),
             http: http::HttpAccess::new(policy.http.allow.clone(), ceiling.http),
             policy: Arc::new(policy),
+            metrics,
         };
         let mut registration = describe(&describing).await?;
         if let Some(problem) = limits::registration_problem(&registration) {
@@ -556,6 +572,7 @@ impl Plugin {
     }
 
     async fn run(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        tracing::Span::current().record("version", short_hash(&self.content_hash));
         let mut warm = match self.warm().await {
             Ok(warm) => warm,
             Err(error) => return ReconcileResult::invalid(error.to_string()),
@@ -600,6 +617,7 @@ impl Plugin {
             // The instance is dropped here: a trapped one cannot be entered
             // again, and one cut mid-call is in no known state.
             Err(error) => {
+                self.sandbox.count_failure(&error);
                 let why = self.sandbox.failure(&warm, &error, stderr_before);
                 tracing::warn!(plugin = &*self.sandbox.name, object = %object.meta.label(), "plugin pass failed: {why}");
                 ReconcileResult::invalid(why)
@@ -702,6 +720,11 @@ fn initial_memory(bytes: &[u8]) -> u64 {
         }
     }
     largest
+}
+
+/// The first twelve hex digits of a content hash, as logs show versions.
+fn short_hash(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
 }
 
 /// `bytes` in MiB, one decimal.

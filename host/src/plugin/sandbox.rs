@@ -11,6 +11,7 @@ use wasmtime::component::Instance;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
+use crate::metrics::{Held, PluginMetrics};
 use crate::plugin::bindings;
 use crate::plugin::clock::{self, PassClock};
 use crate::plugin::http::{HttpAccess, HttpGate};
@@ -37,6 +38,7 @@ pub(crate) struct Sandbox {
     pub(crate) policy: Arc<Policy>,
     /// The hosts it may reach, under its HTTP limits.
     pub(crate) http: Arc<HttpAccess>,
+    pub(crate) metrics: PluginMetrics,
 }
 
 /// A live instance and its store, holding one of its plugin's slots.
@@ -45,6 +47,8 @@ pub(crate) struct Warm {
     pub(crate) bindings: bindings::Plugin,
     pub(crate) instance: Instance,
     _slot: tokio::sync::OwnedSemaphorePermit,
+    /// Counted in `beehive_plugin_instances` while it lives.
+    _counted: Held,
 }
 
 /// Why a call into a plugin did not return a result.
@@ -84,7 +88,8 @@ impl Sandbox {
             PluginState {
                 wasi,
                 table: wasmtime::component::ResourceTable::new(),
-                memory: MemoryLimiter::new(self.limits.memory, self.runtime.budget.clone()),
+                memory: MemoryLimiter::new(self.limits.memory, self.runtime.budget.clone())
+                    .reporting_to(self.metrics.memory.clone()),
                 stderr,
                 plugin: self.name.clone(),
                 pass: None,
@@ -176,7 +181,26 @@ impl Sandbox {
             bindings,
             instance,
             _slot: slot,
+            _counted: Held::new(&self.metrics.instances),
         })
+    }
+
+    /// Counts a failed call: a deadline hit (CPU or wall clock), or a trap.
+    pub(crate) fn count_failure(&self, error: &CallError) {
+        let deadline = match error {
+            CallError::TimedOut(_) => true,
+            CallError::Failed(e) => {
+                matches!(
+                    e.downcast_ref::<wasmtime::Trap>(),
+                    Some(wasmtime::Trap::Interrupt)
+                )
+            }
+        };
+        if deadline {
+            self.metrics.deadline_hits.inc();
+        } else {
+            self.metrics.traps.inc();
+        }
     }
 
     /// A one-line account of why a call failed, with what the plugin wrote

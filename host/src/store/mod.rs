@@ -60,6 +60,8 @@ struct Inner {
     /// writer, which stamps writes with their versions.
     migrations: Arc<crate::migration::Migrations>,
     session: i64,
+    /// What this store and everything built on it measure.
+    metrics: Arc<crate::metrics::Metrics>,
     // Held so a temporary store's directory lives exactly as long as the store.
     _temp_dir: Option<tempfile::TempDir>,
 }
@@ -114,12 +116,14 @@ impl Store {
         )?;
         let session = new_session_id();
         let migrations = Arc::new(crate::migration::Migrations::default());
+        let metrics = crate::metrics::Metrics::new(path.clone());
         let writer = Arc::new(Writer::new(WriterConn {
             conn,
             sequences,
             session,
             batches: 0,
             migrations: migrations.clone(),
+            metrics: metrics.store.clone(),
         }));
         Ok(Store {
             inner: Arc::new(Inner {
@@ -130,6 +134,7 @@ impl Store {
                 dependency_edges: std::sync::atomic::AtomicBool::new(dependency_edges),
                 migrations,
                 session,
+                metrics,
                 _temp_dir: temp_dir,
             }),
         })
@@ -138,6 +143,12 @@ impl Store {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// The metrics of this store and of the hosts and plugin runtimes built
+    /// on it.
+    pub fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
+        &self.inner.metrics
     }
 
     /// The last `resource_version` committed through this store.

@@ -203,6 +203,7 @@ pub(crate) struct WriterConn {
     pub(crate) batches: u64,
     /// The kinds' schema versions, which writes are stamped with.
     pub(crate) migrations: Arc<Migrations>,
+    pub(crate) metrics: crate::metrics::StoreMetrics,
 }
 
 /// A queued write, with its answer slot erased to a common shape.
@@ -662,6 +663,7 @@ impl Writer {
 
     /// Runs one transaction; returns the hooks of the jobs that committed.
     fn run_batch(&self, mut batch: Vec<Box<dyn Job>>) -> Vec<Hook> {
+        let started = std::time::Instant::now();
         let mut writer = lock(&self.conn);
         let writer = &mut *writer;
         writer.batches += 1;
@@ -683,6 +685,12 @@ impl Writer {
             Ok(()) => {
                 writer.sequences = sequences;
                 self.committed(sequences);
+                let metrics = &writer.metrics;
+                metrics.commits.inc();
+                metrics.batch_size.observe(batch.len() as f64);
+                metrics
+                    .write_seconds
+                    .observe(crate::metrics::seconds(started.elapsed()));
             }
             Err(_) => {
                 // The transaction may already be gone; a failed ROLLBACK changes nothing.

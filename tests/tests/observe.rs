@@ -1,0 +1,159 @@
+//! Operating a host: its metrics, scraped over HTTP and printed by `beehive
+//! metrics`, move as objects are reconciled, passes fail and watches open.
+
+use std::io::{Read, Write};
+
+use beehive_e2e::{HostProcess, Workspace, wait_until};
+
+/// `beehive run --metrics-addr 127.0.0.1:0` logs where it serves them.
+fn metrics_address(host: &HostProcess) -> String {
+    let mut address = None;
+    wait_until("the host says where its metrics are", || {
+        address = host.log().lines().find_map(|line| {
+            let (_, rest) = line.split_once("serving metrics on http://")?;
+            Some(rest.trim_end_matches("/metrics").trim().to_string())
+        });
+        address.is_some()
+    });
+    address.unwrap()
+}
+
+/// One GET of /metrics, as a scraper does it.
+fn scrape(address: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    body.to_string()
+}
+
+/// The value of the sample `series` (name and labels, as printed), or 0.
+fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+#[test]
+fn metrics_move_with_passes_failures_and_watches() {
+    let workspace = Workspace::new();
+    workspace.install_plugin("greeting", "greeting.wasm");
+    workspace.install_plugin("misbehave", "misbehave.wasm");
+    let host = workspace.start_host(&["--metrics-addr", "127.0.0.1:0"]);
+    let address = metrics_address(&host);
+    let before = scrape(&address);
+    assert_eq!(
+        value(&before, r#"workqueue_depth{name="Greeting.example.dev"}"#),
+        0.0
+    );
+    let info = before
+        .lines()
+        .find(|l| {
+            l.starts_with(r#"beehive_plugin_info{plugin="greeting",kind="Greeting.example.dev""#)
+        })
+        .unwrap_or_else(|| panic!("no plugin info in:\n{before}"));
+    assert!(info.ends_with(" 1"), "{info}");
+
+    workspace.write(
+        "objects.yaml",
+        "kind: Greeting.example.dev\nname: a\nspec: {name: A}\n---\n\
+         kind: Greeting.example.dev\nname: b\nspec: {name: B}\n---\n\
+         kind: Misbehave.test.dev\nname: boom\nspec: {act: panic}\n",
+    );
+    workspace.ok(&["apply", "-f", "objects.yaml"]);
+    for name in ["a", "b"] {
+        workspace.ok(&["wait", "Greeting", name, "--for", "settled"]);
+    }
+    let success =
+        r#"controller_runtime_reconcile_total{controller="Greeting.example.dev",result="success"}"#;
+    let errors = r#"controller_runtime_reconcile_errors_total{controller="Misbehave.test.dev"}"#;
+    let traps = r#"beehive_plugin_traps_total{plugin="misbehave"}"#;
+    let mut after = String::new();
+    wait_until("the panic is counted", || {
+        after = scrape(&address);
+        value(&after, errors) >= 1.0 && value(&after, traps) >= 1.0
+    });
+    assert!(value(&after, success) >= 2.0, "{after}");
+    assert!(
+        value(
+            &after,
+            r#"workqueue_adds_total{name="Greeting.example.dev"}"#
+        ) >= 2.0,
+        "{after}"
+    );
+    assert!(
+        value(&after, "beehive_store_commits_total")
+            > value(&before, "beehive_store_commits_total"),
+        "{after}"
+    );
+    assert!(value(&after, "beehive_store_database_size_bytes") > 0.0);
+    assert!(
+        value(&after, r#"beehive_plugin_instances{plugin="greeting"}"#) >= 1.0,
+        "{after}"
+    );
+    assert!(
+        value(&after, r#"beehive_plugin_memory_bytes{plugin="greeting"}"#) > 0.0,
+        "{after}"
+    );
+
+    let mut watch = std::process::Command::new(beehive_e2e::beehive_bin())
+        .args(["get", "Greeting", "-w"])
+        .current_dir(workspace.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the watch is counted", || {
+        value(&scrape(&address), "beehive_watches_open") == 1.0
+    });
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    wait_until("the closed watch is no longer counted", || {
+        value(&scrape(&address), "beehive_watches_open") == 0.0
+    });
+
+    let printed = workspace.ok(&["metrics"]);
+    assert!(value(&printed, success) >= 2.0, "{printed}");
+    host.terminate();
+    let offline = workspace.fails(&["metrics"]);
+    assert!(offline.contains("running host"), "{offline}");
+}
+
+#[test]
+fn a_plugins_log_lines_carry_the_pass_they_came_from() {
+    let workspace = Workspace::new();
+    workspace.install_plugin("hostile", "hostile.wasm");
+    let host = workspace.start_host(&["--log-format", "json"]);
+    workspace.write(
+        "logs.yaml",
+        "kind: Hostile.test.dev\nname: chatty\nspec: {act: forge-log}\n",
+    );
+    workspace.ok(&["apply", "-f", "logs.yaml"]);
+    workspace.ok(&["wait", "Hostile", "chatty", "--for", "settled"]);
+    let mut line = None;
+    wait_until("the plugin's line is logged", || {
+        line = host
+            .log()
+            .lines()
+            .find(|l| l.contains("forged by a plugin"))
+            .map(str::to_string);
+        line.is_some()
+    });
+    let entry: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+    let span = &entry["span"];
+    assert_eq!(span["name"], "pass", "{entry}");
+    assert_eq!(span["kind"], "Hostile.test.dev", "{entry}");
+    assert_eq!(span["object"], "chatty", "{entry}");
+    assert_eq!(span["generation"], 1, "{entry}");
+    assert!(span["id"].as_i64().is_some(), "{entry}");
+    let version = span["version"].as_str().unwrap_or_default();
+    assert_eq!(version.len(), 12, "the plugin version: {entry}");
+    assert_eq!(entry["fields"]["plugin"], "hostile", "{entry}");
+    host.terminate();
+}

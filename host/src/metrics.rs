@@ -61,7 +61,16 @@ pub struct Metrics {
     plugin_deadline_hits: Family<Labels, Counter>,
     plugin_instances: Family<Labels, Gauge>,
     plugin_memory: Family<Labels, Gauge>,
+    objects: Family<Labels, Gauge>,
+    objects_unsettled: Family<Labels, Gauge>,
+    objects_failing: Family<Labels, Gauge>,
+    /// Brings the object gauges up to date just before an export: they are
+    /// counted on demand, so an idle host spends nothing on them.
+    refresher: std::sync::Mutex<Option<Refresher>>,
 }
+
+/// What [`Metrics::encode`] calls first.
+type Refresher = Box<dyn Fn(&Metrics) + Send + Sync>;
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -282,6 +291,24 @@ impl Metrics {
             Unit::Bytes,
             plugin_memory.clone(),
         );
+        let objects = Family::default();
+        registry.register(
+            "beehive_objects",
+            "Objects of each kind with a controller, counted at each export",
+            objects.clone(),
+        );
+        let objects_unsettled = Family::default();
+        registry.register(
+            "beehive_objects_unsettled",
+            "Objects of each kind whose current generation is not yet observed",
+            objects_unsettled.clone(),
+        );
+        let objects_failing = Family::default();
+        registry.register(
+            "beehive_objects_failing",
+            "Objects of each kind whose last pass failed (on the backoff ladder)",
+            objects_failing.clone(),
+        );
         Arc::new(Metrics {
             registry,
             reconcile_total,
@@ -300,11 +327,36 @@ impl Metrics {
             plugin_deadline_hits,
             plugin_instances,
             plugin_memory,
+            objects,
+            objects_unsettled,
+            objects_failing,
+            refresher: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Sets what brings the object gauges up to date before each export.
+    pub(crate) fn set_refresher(&self, refresher: Option<Refresher>) {
+        *self.refresher.lock().unwrap_or_else(|p| p.into_inner()) = refresher;
+    }
+
+    /// Records kind `kind`'s object counts.
+    pub(crate) fn set_objects(&self, kind: &str, total: i64, unsettled: i64, failing: i64) {
+        let set = labels(&[("kind", kind)]);
+        self.objects.get_or_create(&set).set(total);
+        self.objects_unsettled.get_or_create(&set).set(unsettled);
+        self.objects_failing.get_or_create(&set).set(failing);
     }
 
     /// Every metric, in the Prometheus text format (version 0.0.4).
     pub fn encode(&self) -> String {
+        if let Some(refresh) = self
+            .refresher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            refresh(self);
+        }
         let mut text = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry);

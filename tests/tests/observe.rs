@@ -157,3 +157,38 @@ fn a_plugins_log_lines_carry_the_pass_they_came_from() {
     assert_eq!(entry["fields"]["plugin"], "hostile", "{entry}");
     host.terminate();
 }
+
+#[test]
+fn top_shows_kinds_and_plugins_and_wants_a_terminal_for_the_live_view() {
+    let workspace = Workspace::new();
+    workspace.install_plugin("greeting", "greeting.wasm");
+    let host = workspace.start_host(&[]);
+    workspace.write(
+        "greetings.yaml",
+        "kind: Greeting.example.dev\nname: a\nspec: {name: A}\n---\n\
+         kind: Greeting.example.dev\nname: b\nspec: {name: B}\n",
+    );
+    workspace.ok(&["apply", "-f", "greetings.yaml"]);
+    workspace.ok(&["wait", "Greeting", "b", "--for", "settled"]);
+    let frame = workspace.ok(&["top", "--once", "--interval", "200ms"]);
+    let row = frame
+        .lines()
+        .find(|l| l.contains("Greeting.example.dev"))
+        .unwrap_or_else(|| panic!("no kind row in:\n{frame}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert!(cells.contains(&"2"), "two objects: {row}");
+    assert!(
+        frame.contains("PASSES/S") && frame.contains("P99"),
+        "{frame}"
+    );
+    assert!(
+        frame
+            .lines()
+            .any(|l| l.contains("greeting") && l.contains("MiB")),
+        "{frame}"
+    );
+    // Not a terminal here: the live view says how to get a frame instead.
+    let refused = workspace.fails(&["top"]);
+    assert!(refused.contains("--once"), "{refused}");
+    host.terminate();
+}

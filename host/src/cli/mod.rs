@@ -8,6 +8,7 @@ mod ops;
 mod output;
 mod protocol;
 mod run;
+mod top;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -150,6 +151,17 @@ enum Command {
     /// Print the running host's metrics in the Prometheus text format
     /// (reconciles, work queues, plugins, the store, watches).
     Metrics,
+    /// A live view of the running host, refreshed in place: per kind its
+    /// objects, unsettled and failing ones, queue, passes/s and p99 pass
+    /// time; per plugin its instances and memory. q, Esc or Ctrl-C quits.
+    Top {
+        /// How often it refreshes (and the interval rates are taken over).
+        #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+        interval: Duration,
+        /// Print one frame and exit (for scripts and non-terminals).
+        #[arg(long)]
+        once: bool,
+    },
     /// Queue an object for a pass now, clearing its backoff (needs a host).
     Requeue {
         /// The kind: `Kind` or `Kind.group`.
@@ -320,6 +332,19 @@ async fn execute(cli: Cli) -> Result<String, String> {
                 (other, _) => Err(unexpected(&other)),
             };
         }
+        Command::Top { interval, once } => {
+            let mut source = MetricsSource { paths: &paths };
+            let host = paths.db.display().to_string();
+            if once {
+                return top::once(&mut source, &host, interval).await;
+            }
+            if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                return Err("beehive top needs a terminal: use --once to print one frame".into());
+            }
+            return top::interactive(&mut source, &host, interval)
+                .await
+                .map(|()| String::new());
+        }
         Command::Metrics => {
             return match dispatch(&paths, Request::Metrics).await? {
                 Reply::Metrics { text } => Ok(text),
@@ -336,6 +361,20 @@ async fn execute(cli: Cli) -> Result<String, String> {
             .map(|r| format!("{}/{} {}\n", r.kind, r.name, r.action))
             .collect()),
         other => Err(unexpected(&other)),
+    }
+}
+
+/// `beehive top`'s snapshots: the metrics, over the socket.
+struct MetricsSource<'a> {
+    paths: &'a Paths,
+}
+
+impl top::Source for MetricsSource<'_> {
+    async fn fetch(&mut self) -> Result<String, String> {
+        match dispatch(self.paths, Request::Metrics).await? {
+            Reply::Metrics { text } => Ok(text),
+            other => Err(unexpected(&other)),
+        }
     }
 }
 

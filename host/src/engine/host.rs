@@ -83,16 +83,22 @@ impl Host {
     /// [`Error::InvalidOption`] for a cadence that cannot be turned off set to zero.
     pub fn new(store: &Store, options: HostOptions) -> Result<Host> {
         options.validate()?;
-        Ok(Host {
-            shared: Arc::new(Shared {
-                store: store.clone(),
-                options,
-                kinds: RwLock::new(HashMap::new()),
-                lifecycle: Mutex::new(Lifecycle::New),
-                commits: Notify::new(),
-                stopped: CancellationToken::new(),
-            }),
-        })
+        let shared = Arc::new(Shared {
+            store: store.clone(),
+            options,
+            kinds: RwLock::new(HashMap::new()),
+            lifecycle: Mutex::new(Lifecycle::New),
+            commits: Notify::new(),
+            stopped: CancellationToken::new(),
+        });
+        // Weak: the store (and its metrics) may outlive the host.
+        let weak = Arc::downgrade(&shared);
+        store.metrics().set_refresher(Some(Box::new(move |metrics| {
+            if let Some(shared) = weak.upgrade() {
+                count_objects(&shared, metrics);
+            }
+        })));
+        Ok(Host { shared })
     }
 
     /// Workers per kind for a controller that names no number of its own.
@@ -560,4 +566,25 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Brings the object gauges up to date: one grouped count for the store,
+/// the failing ones from each kind's queue.
+fn count_objects(shared: &Shared, metrics: &crate::metrics::Metrics) {
+    let counts = match shared.store.read(scan::counts_by_kind) {
+        Ok(counts) => counts,
+        Err(error) => {
+            tracing::warn!(%error, "cannot count objects for the metrics");
+            return;
+        }
+    };
+    let counts: HashMap<GroupKind, (i64, i64)> = counts
+        .into_iter()
+        .map(|(gk, total, unsettled)| (gk, (total, unsettled)))
+        .collect();
+    for (group_kind, kind) in read(&shared.kinds).iter() {
+        let (total, unsettled) = counts.get(group_kind).copied().unwrap_or((0, 0));
+        let failing = i64::try_from(kind.queue.failing()).unwrap_or(i64::MAX);
+        metrics.set_objects(&group_kind.to_string(), total, unsettled, failing);
+    }
 }

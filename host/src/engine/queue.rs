@@ -436,6 +436,15 @@ impl WorkQueue {
         }
     }
 
+    /// How many objects are on the backoff ladder: their last pass failed.
+    pub(crate) fn failing(&self) -> usize {
+        lock(&self.state)
+            .entries
+            .values()
+            .filter(|e| e.backoff.is_some())
+            .count()
+    }
+
     /// Forgets idle objects with nothing pending whose floor has passed, so
     /// the queue holds only what it needs.
     pub(crate) fn prune(&self) {

@@ -71,3 +71,20 @@ pub(crate) fn kinds(conn: &Connection) -> Result<Vec<GroupKind>> {
     })?;
     Ok(kinds.collect::<rusqlite::Result<_>>()?)
 }
+
+/// Per kind: its objects, and how many have a generation not yet observed.
+pub(crate) fn counts_by_kind(conn: &Connection) -> Result<Vec<(GroupKind, i64, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT grp, kind, COUNT(*), \
+                SUM(observed_generation IS NULL OR observed_generation < generation) \
+         FROM objects GROUP BY grp, kind ORDER BY grp, kind",
+    )?;
+    let rows = stmt.query_map([], |row| {
+        Ok((
+            GroupKind::new(row.get::<_, String>(0)?, row.get::<_, String>(1)?),
+            row.get(2)?,
+            row.get(3)?,
+        ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

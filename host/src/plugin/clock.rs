@@ -123,66 +123,85 @@ pub(crate) fn install(store: &mut Store<PluginState>) {
     store.epoch_deadline_callback(|ctx| Ok(ctx.data().clock.on_deadline()));
 }
 
-/// Advances the engine's epoch while passes run, and sleeps otherwise.
+/// Advances the engine's epoch while passes run, and sleeps otherwise: an
+/// idle host's ticker thread is blocked, never woken on a timer. Dropping
+/// the ticker ends the thread.
 pub(crate) struct Ticker {
-    running: Mutex<usize>,
+    shared: Arc<TickerShared>,
+}
+
+#[derive(Default)]
+struct TickerShared {
+    state: Mutex<TickerState>,
     changed: Condvar,
 }
 
+#[derive(Default)]
+struct TickerState {
+    running: usize,
+    closed: bool,
+}
+
+impl TickerShared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TickerState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Blocks until a pass runs; false once the ticker is dropped.
+    fn wait_for_passes(&self) -> bool {
+        let mut state = self.lock();
+        while state.running == 0 && !state.closed {
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        !state.closed
+    }
+}
+
 impl Ticker {
-    /// Starts the ticker thread; it ends once the last handle is dropped.
-    pub(crate) fn start(engine: Engine) -> Arc<Ticker> {
-        let ticker = Arc::new(Ticker {
-            running: Mutex::new(0),
-            changed: Condvar::new(),
-        });
-        let weak = Arc::downgrade(&ticker);
+    /// Starts the ticker thread.
+    ///
+    /// # Errors
+    /// When the thread cannot be started: without it no CPU deadline would
+    /// ever fire, so the runtime must not start either.
+    pub(crate) fn start(engine: Engine) -> std::io::Result<Arc<Ticker>> {
+        let shared = Arc::new(TickerShared::default());
+        let thread_shared = shared.clone();
         std::thread::Builder::new()
             .name("beehive-epoch".into())
             .spawn(move || {
-                while let Some(ticker) = weak.upgrade() {
-                    if !ticker.wait_for_passes() {
-                        return;
-                    }
-                    drop(ticker);
+                while thread_shared.wait_for_passes() {
                     std::thread::sleep(TICK);
                     engine.increment_epoch();
                 }
-            })
-            .ok();
-        ticker
-    }
-
-    /// Blocks until a pass runs; false once nothing else holds the ticker.
-    fn wait_for_passes(self: &Arc<Self>) -> bool {
-        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        while *running == 0 {
-            let (guard, timeout) = self
-                .changed
-                .wait_timeout(running, Duration::from_secs(1))
-                .unwrap_or_else(|p| p.into_inner());
-            running = guard;
-            if timeout.timed_out() && Arc::strong_count(self) == 1 {
-                return false;
-            }
-        }
-        true
+            })?;
+        Ok(Arc::new(Ticker { shared }))
     }
 
     /// Marks a pass as running until the guard drops.
-    pub(crate) fn running(self: &Arc<Self>) -> Running {
-        *self.running.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-        self.changed.notify_one();
-        Running(self.clone())
+    pub(crate) fn running(&self) -> Running {
+        let mut state = self.shared.lock();
+        state.running += 1;
+        // Only the first pass has a sleeping thread to wake.
+        if state.running == 1 {
+            self.shared.changed.notify_one();
+        }
+        Running(self.shared.clone())
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.changed.notify_one();
     }
 }
 
 /// A pass in flight, as far as the ticker knows.
-pub(crate) struct Running(Arc<Ticker>);
+pub(crate) struct Running(Arc<TickerShared>);
 
 impl Drop for Running {
     fn drop(&mut self) {
-        *self.0.running.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        self.0.lock().running -= 1;
     }
 }
 

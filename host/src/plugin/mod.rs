@@ -274,7 +274,9 @@ impl PluginRuntime {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(internal)?;
         bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)
             .map_err(internal)?;
-        let ticker = Ticker::start(engine.clone());
+        let ticker = Ticker::start(engine.clone()).map_err(|e| {
+            crate::Error::Internal(format!("cannot start the plugin deadline ticker: {e}"))
+        })?;
         let cache = options
             .cache_dir
             .clone()

@@ -1,0 +1,187 @@
+//! What an idle host costs, and how much memory a host takes, in a process
+//! of its own (so resident memory is the host's alone). The host runs in
+//! this process on a file-backed store with the four example plugins
+//! (`greeting`, `cascade`, `conditions`, `events`) from `scripts/build-plugins`.
+//!
+//! The plugins come from a compiled-plugin cache filled by a child process
+//! first, as a host restarting on the same plugins finds it: compiling is a
+//! one-off cost, and its code would otherwise stay resident here.
+//!
+//! Prints `figure NAME VALUE UNIT` lines:
+//! - `host.rss_peak_mib`: peak resident memory over loading, converging
+//!   10,000 objects (7,500 greetings, 2,500 services) and re-converging them
+//!   all (every spec updated);
+//! - `host.idle_cpu_ms_per_min`: CPU time (all threads) over 60 s with those
+//!   10,000 objects settled, per minute;
+//! - `host.idle_writes`: commits during those 60 s (should be 0);
+//! - `host.rss_idle_mib`: resident memory at the end of the idle minute.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use beehive::plugin::{Change, PluginDirectory, PluginRuntime, RuntimeOptions};
+use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
+use beehive_e2e::plugin_wasm;
+
+const GREETINGS: usize = 7_500;
+const SERVICES: usize = 2_500;
+const IDLE: Duration = Duration::from_secs(60);
+
+/// CPU time of the whole process so far (user + system, all threads).
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes into the struct it is given.
+    let usage = unsafe {
+        let mut usage = std::mem::zeroed::<libc::rusage>();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
+}
+
+/// A `/proc/self/status` field in MiB (`VmRSS`, `VmHWM`).
+fn status_mib(field: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("proc status");
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .expect("the field");
+    kib / 1024.0
+}
+
+fn outstanding(conn: &rusqlite::Connection) -> i64 {
+    conn.query_row(
+        "SELECT COUNT(*) FROM objects WHERE observed_generation IS NULL \
+         OR observed_generation < generation OR reconcile_owed > 0",
+        [],
+        |row| row.get(0),
+    )
+    .expect("count")
+}
+
+async fn settled(conn: &rusqlite::Connection) {
+    while outstanding(conn) > 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn create_all(client: &RawClient, count: usize, spec: impl Fn(usize) -> String) {
+    for i in 0..count {
+        client
+            .create(
+                &format!("o{i}"),
+                Json::parse(&spec(i)).expect("spec"),
+                CreateOptions::new(),
+            )
+            .await
+            .expect("create");
+    }
+}
+
+async fn update_all(client: &RawClient, count: usize, spec: impl Fn(usize) -> String) {
+    for i in 0..count {
+        client
+            .update_by_name(&format!("o{i}"), Json::parse(&spec(i)).expect("spec"))
+            .await
+            .expect("update");
+    }
+}
+
+/// Set in the child that fills the cache: the plugin and cache directories.
+const WARM: &str = "BEEHIVE_IDLE_BENCH_WARM";
+
+/// Loads every plugin in `plugins` into a fresh host, through `cache`.
+async fn load(plugins: &Path, cache: &Path, store: &Store) -> (Host, Arc<PluginDirectory>) {
+    let host = Host::new(store, HostOptions::new()).expect("host");
+    let options = RuntimeOptions::new()
+        .cache_dir(cache)
+        .metrics(store.metrics().clone());
+    let runtime = PluginRuntime::new(options).expect("runtime");
+    let directory = PluginDirectory::new(runtime, host.clone(), plugins);
+    for change in directory.sync().await.expect("load") {
+        assert!(matches!(change, Change::Loaded { .. }), "{change}");
+    }
+    (host, directory)
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    if let Ok(dirs) = std::env::var(WARM) {
+        let (plugins, cache) = dirs.split_once('\n').expect("two directories");
+        runtime.block_on(async {
+            let store = Store::temporary().expect("store");
+            load(Path::new(plugins), Path::new(cache), &store).await;
+        });
+        return;
+    }
+    runtime.block_on(async {
+        let plugins = tempfile::tempdir().expect("dir");
+        for name in ["greeting", "cascade", "conditions", "events"] {
+            std::fs::copy(
+                plugin_wasm(name),
+                plugins.path().join(format!("{name}.wasm")),
+            )
+            .expect("copy");
+        }
+        let cache = tempfile::tempdir().expect("cache");
+        let warmed = std::process::Command::new(std::env::current_exe().expect("this bench"))
+            .env(
+                WARM,
+                format!("{}\n{}", plugins.path().display(), cache.path().display()),
+            )
+            .status()
+            .expect("the cache filler runs");
+        assert!(warmed.success(), "the cache filler failed");
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::open(dir.path().join("beehive.db")).expect("store");
+        let (host, _directory) = load(plugins.path(), cache.path(), &store).await;
+        let running = host.start().await.expect("start");
+        let conn = rusqlite::Connection::open(store.path()).expect("observer");
+        let greetings = host.client(GroupKind::new("example.dev", "Greeting"));
+        let services = host.client(GroupKind::new("example.dev", "Service"));
+        create_all(&greetings, GREETINGS, |i| format!(r#"{{"name":"n{i}"}}"#)).await;
+        create_all(&services, SERVICES, |i| format!(r#"{{"port":{}}}"#, 1 + i)).await;
+        settled(&conn).await;
+        update_all(&greetings, GREETINGS, |i| format!(r#"{{"name":"m{i}"}}"#)).await;
+        update_all(&services, SERVICES, |i| format!(r#"{{"port":{}}}"#, 2 + i)).await;
+        settled(&conn).await;
+        println!("figure host.rss_peak_mib {:.1} MiB", status_mib("VmHWM"));
+
+        // Let the last handshakes drain and the first sweep after the burst
+        // run (it gives back the pages the updates freed: a one-off write),
+        // then watch the host do nothing.
+        tokio::time::sleep(Duration::from_secs(35)).await;
+        let commits = |text: &str| -> f64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix("beehive_store_commits_total "))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0)
+        };
+        let commits_before = commits(&store.metrics().encode());
+        let version_before = store.resource_version();
+        let cpu_before = cpu_time();
+        tokio::time::sleep(IDLE).await;
+        let cpu = cpu_time() - cpu_before;
+        let commits_after = commits(&store.metrics().encode());
+        println!(
+            "figure host.idle_cpu_ms_per_min {:.2} ms/min",
+            cpu.as_secs_f64() * 1000.0 * 60.0 / IDLE.as_secs_f64()
+        );
+        println!(
+            "figure host.idle_writes {} commits",
+            commits_after - commits_before
+        );
+        assert_eq!(
+            store.resource_version(),
+            version_before,
+            "an idle host writes nothing"
+        );
+        println!("figure host.rss_idle_mib {:.1} MiB", status_mib("VmRSS"));
+        running.stop(Duration::from_secs(30)).await.expect("stop");
+    });
+}

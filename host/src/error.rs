@@ -196,13 +196,26 @@ pub enum Error {
     #[error("internal error: {0}")]
     Internal(String),
 
-    /// SQLite reported an error.
+    /// SQLite reported an error. Its text is in this error's own message,
+    /// not repeated as a source, so an error chain prints it once.
     #[error("sqlite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
 
-    /// A file-system operation failed.
+    /// A file-system operation failed (its text in the message, as above).
     #[error("io: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(error: rusqlite::Error) -> Self {
+        Error::Sqlite(error)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(error: std::io::Error) -> Self {
+        Error::Io(error)
+    }
 }
 
 /// The result type of the library.
@@ -211,5 +224,20 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub(crate) fn not_found(what: impl Into<String>) -> Self {
         Error::NotFound { what: what.into() }
+    }
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::*;
+
+    #[test]
+    fn a_store_error_says_its_cause_once_in_a_chain() {
+        let error = Error::from(rusqlite::Error::QueryReturnedNoRows);
+        assert_eq!(error.to_string(), "sqlite: Query returned no rows");
+        assert!(std::error::Error::source(&error).is_none());
+        let io = Error::from(std::io::Error::other("disk full"));
+        assert_eq!(io.to_string(), "io: disk full");
+        assert!(std::error::Error::source(&io).is_none());
     }
 }

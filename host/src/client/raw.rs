@@ -135,6 +135,10 @@ impl RawClient {
     /// is not a JSON object; [`Error::NameTaken`] when a live or
     /// deletion-pending row holds the name; [`Error::InvalidOption`] for an
     /// empty finalizer or an owner that does not exist.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn create(
         &self,
         name: &str,
@@ -153,6 +157,10 @@ impl RawClient {
     /// # Errors
     /// As [`RawClient::create`], except that a held name is not an error. The
     /// arguments are validated even when the row exists.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn get_or_create(
         &self,
         name: &str,
@@ -177,6 +185,10 @@ impl RawClient {
     /// # Errors
     /// As [`RawClient::create`]; [`Error::DeletionPending`] when the name is
     /// held by a row being deleted.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn create_or_update(
         &self,
         name: &str,
@@ -206,6 +218,10 @@ impl RawClient {
     /// [`Error::NotFound`] when `id` holds nothing; [`Error::WrongKind`] when it
     /// is another kind's; [`Error::DeletionPending`] when it is being deleted;
     /// [`Error::InvalidDocument`] when `spec` is not an object.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn update(&self, id: ObjectId, spec: Json) -> Result<RawObject> {
         spec.require_object()?;
         let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
@@ -225,6 +241,10 @@ impl RawClient {
     /// # Errors
     /// [`Error::InvalidName`]; [`Error::NotFound`] when nothing holds the name;
     /// [`Error::DeletionPending`]; [`Error::InvalidDocument`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn update_by_name(&self, name: &str, spec: Json) -> Result<RawObject> {
         check_name(name)?;
         spec.require_object()?;
@@ -247,6 +267,10 @@ impl RawClient {
     /// # Errors
     /// [`Error::NotFound`] when `id` holds nothing; [`Error::WrongKind`] when it
     /// is another kind's.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn delete(&self, id: ObjectId) -> Result<()> {
         let group_kind = self.group_kind.clone();
         self.write(move |tx| {
@@ -261,6 +285,10 @@ impl RawClient {
     ///
     /// # Errors
     /// [`Error::InvalidName`] for `""`.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn delete_by_name(&self, name: &str) -> Result<()> {
         check_name(name)?;
         let probe = self

@@ -209,6 +209,10 @@ where
     /// # Errors
     /// As [`RawClient::create`], plus [`Error::Decode`] for a spec that does
     /// not round-trip.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn create(
         &self,
         name: &str,
@@ -224,6 +228,10 @@ where
     ///
     /// # Errors
     /// As [`RawClient::get_or_create`], plus [`Error::Decode`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn get_or_create(
         &self,
         name: &str,
@@ -245,6 +253,10 @@ where
     ///
     /// # Errors
     /// As [`RawClient::create_or_update`], plus [`Error::Decode`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn create_or_update(
         &self,
         name: &str,
@@ -260,6 +272,10 @@ where
     ///
     /// # Errors
     /// As [`RawClient::update`], plus [`Error::Decode`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn update(&self, id: ObjectId, spec: &Spec) -> Result<Object<Spec, Status>> {
         let (json, decoded) = self.encode(spec)?;
         let raw = self.raw.update(id, json).await?;
@@ -270,6 +286,10 @@ where
     ///
     /// # Errors
     /// As [`RawClient::update_by_name`], plus [`Error::Decode`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn update_by_name(&self, name: &str, spec: &Spec) -> Result<Object<Spec, Status>> {
         let (json, decoded) = self.encode(spec)?;
         let raw = self.raw.update_by_name(name, json).await?;
@@ -280,6 +300,10 @@ where
     ///
     /// # Errors
     /// As [`RawClient::delete`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn delete(&self, id: ObjectId) -> Result<()> {
         self.raw.delete(id).await
     }
@@ -288,6 +312,10 @@ where
     ///
     /// # Errors
     /// As [`RawClient::delete_by_name`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn delete_by_name(&self, name: &str) -> Result<()> {
         self.raw.delete_by_name(name).await
     }

@@ -86,6 +86,10 @@ impl AdminClient {
     /// [`crate::Error::NotFound`] for a missing id; [`crate::Error::WrongKind`]
     /// for another kind's; [`crate::Error::InvalidDocument`] when `status`
     /// does not serialise to a JSON object.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn update_status<S: Serialize + ?Sized>(
         &self,
         id: ObjectId,
@@ -99,6 +103,10 @@ impl AdminClient {
     ///
     /// # Errors
     /// As [`AdminClient::update_status`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn update_status_json(&self, id: ObjectId, status: Json) -> Result<()> {
         self.on(id, |c| async move { c.update_status_json(status).await })
             .await
@@ -108,6 +116,10 @@ impl AdminClient {
     ///
     /// # Errors
     /// As [`ControllerClient::set_condition`], plus the id's errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn set_condition(&self, id: ObjectId, condition: Condition) -> Result<()> {
         self.set_conditions(id, vec![condition]).await
     }
@@ -116,6 +128,10 @@ impl AdminClient {
     ///
     /// # Errors
     /// As [`ControllerClient::set_conditions`], plus the id's errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn set_conditions(&self, id: ObjectId, conditions: Vec<Condition>) -> Result<()> {
         self.on(id, |c| async move { c.set_conditions(conditions).await })
             .await
@@ -125,6 +141,10 @@ impl AdminClient {
     ///
     /// # Errors
     /// The id's errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn delete_condition(&self, id: ObjectId, type_: &str) -> Result<()> {
         self.on(id, |c| async move { c.delete_condition(type_).await })
             .await
@@ -134,6 +154,10 @@ impl AdminClient {
     ///
     /// # Errors
     /// The id's errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn add_event(&self, id: ObjectId, event: EventSpec) -> Result<()> {
         self.on(id, |c| async move { c.add_event(event).await })
             .await
@@ -144,6 +168,10 @@ impl AdminClient {
     ///
     /// # Errors
     /// The id's errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn delete_finalizer(&self, id: ObjectId, finalizer: &str) -> Result<()> {
         self.on(id, |c| async move { c.delete_finalizer(finalizer).await })
             .await
@@ -153,6 +181,10 @@ impl AdminClient {
     ///
     /// # Errors
     /// As [`ControllerClient::add_dependency`], plus `from`'s errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn add_dependency(&self, from: ObjectId, to: ObjectId) -> Result<()> {
         self.on(from, |c| async move { c.add_dependency(to).await })
             .await
@@ -163,6 +195,10 @@ impl AdminClient {
     ///
     /// # Errors
     /// `from`'s errors.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn delete_dependency(&self, from: ObjectId, to: ObjectId) -> Result<()> {
         self.on(from, |c| async move { c.delete_dependency(to).await })
             .await

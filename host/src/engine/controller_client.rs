@@ -337,6 +337,10 @@ impl ControllerClient {
     /// # Errors
     /// [`Error::InvalidDocument`] when it does not serialise;
     /// [`Error::ReconcileReturned`] after the pass.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn update_status<S: Serialize + ?Sized>(&self, status: &S) -> Result<()> {
         self.update_status_json(Json::from_serialize(status)?).await
     }
@@ -345,6 +349,10 @@ impl ControllerClient {
     ///
     /// # Errors
     /// As [`ControllerClient::update_status`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn update_status_json(&self, status: Json) -> Result<()> {
         let pass = self.live()?;
         status.check_size()?;
@@ -373,6 +381,10 @@ impl ControllerClient {
     ///
     /// # Errors
     /// As [`ControllerClient::set_conditions`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn set_condition(&self, condition: Condition) -> Result<()> {
         self.set_conditions(vec![condition]).await
     }
@@ -387,6 +399,10 @@ impl ControllerClient {
     /// [`Error::InvalidCondition`] for an empty type; nothing is written
     /// then. (Rust strings are UTF-8 by construction, so the text is always
     /// storable.)
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn set_conditions(&self, conditions: Vec<Condition>) -> Result<()> {
         self.live()?;
         if conditions.is_empty() {
@@ -402,6 +418,10 @@ impl ControllerClient {
     ///
     /// # Errors
     /// [`Error::NotFound`] when the object is gone.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn delete_condition(&self, type_: &str) -> Result<()> {
         let type_ = type_.to_string();
         self.write(move |tx, gk, id| observed::delete_condition(tx, gk, id, &type_))
@@ -414,6 +434,10 @@ impl ControllerClient {
     ///
     /// # Errors
     /// [`Error::InvalidOption`] for an event without a reason.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn add_event(&self, event: EventSpec) -> Result<()> {
         self.live()?;
         event.validate()?;
@@ -430,6 +454,10 @@ impl ControllerClient {
     /// can no longer hold it back); [`Error::InvalidOption`] for a name
     /// outside the naming policy; [`Error::NotFound`] when the object is
     /// gone.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn add_finalizer(&self, finalizer: &str) -> Result<()> {
         if let Some(problem) = crate::policy::label_problem("a finalizer", finalizer) {
             return Err(Error::InvalidOption(problem));
@@ -445,6 +473,10 @@ impl ControllerClient {
     ///
     /// # Errors
     /// [`Error::NotFound`] when the object is gone.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn delete_finalizer(&self, finalizer: &str) -> Result<()> {
         let finalizer = finalizer.to_string();
         self.write(move |tx, gk, id| observed::delete_finalizer(tx, gk, id, &finalizer))
@@ -464,6 +496,10 @@ impl ControllerClient {
     /// [`Error::NotFound`] when `target` does not exist;
     /// [`Error::DependencyCycle`] when the edge would close a cycle: nothing is
     /// written, and a Warning event naming the cycle is recorded on this object.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn add_dependency(&self, target: ObjectId) -> Result<()> {
         self.live()?.store.note_dependency_edge();
         let added = self
@@ -488,6 +524,10 @@ impl ControllerClient {
     ///
     /// # Errors
     /// [`Error::NotFound`] when this object is gone.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not undo the write: one dropped after it was
+    /// handed to the writer may still commit. Read back to know.
     pub async fn delete_dependency(&self, target: ObjectId) -> Result<()> {
         self.write(move |tx, gk, id| dependencies::delete_dependency(tx, gk, id, target))
             .await

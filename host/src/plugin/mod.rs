@@ -6,7 +6,8 @@
 //! version, an implementation of the engine's [`Controller`]. Each pass runs
 //! on an instance of its own (reused between passes) with a memory cap, a
 //! CPU deadline, a wall-clock limit and a host-call budget, and no ambient
-//! authority: no files, sockets, environment or arguments. A trap, a
+//! authority: no environment, arguments or sockets, and no files, HTTP hosts
+//! or config but what the operator's policy for it grants ([`Policy`]). A trap, a
 //! deadline, an out-of-memory or a malformed result fails that pass only, and
 //! the instance it ran on is dropped. What a plugin asks for in its
 //! registration is clamped under the operator's [`Limits`].

@@ -79,8 +79,8 @@ impl Store {
     /// up to date.
     ///
     /// # Errors
-    /// [`Error::SchemaTooNew`] for a database written by a newer build;
-    /// [`Error::Sqlite`] when the file cannot be opened.
+    /// [`Error::SchemaTooNew`](crate::Error::SchemaTooNew) for a database written by a newer build;
+    /// [`Error::Sqlite`](crate::Error::Sqlite) when the file cannot be opened.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         Self::open_in(path.as_ref().to_path_buf(), None)
     }
@@ -90,7 +90,7 @@ impl Store {
     /// run WAL, and its readers would block on the writer.
     ///
     /// # Errors
-    /// As [`Store::open`], plus [`Error::Io`] when no temporary directory can
+    /// As [`Store::open`], plus [`Error::Io`](crate::Error::Io) when no temporary directory can
     /// be made.
     pub fn temporary() -> Result<Store> {
         let dir = tempfile::Builder::new().prefix("beehive-").tempdir()?;

@@ -137,7 +137,6 @@ impl<'c> WriteTx<'c> {
     /// this: the counters are otherwise re-derived at open from the highest id
     /// and log position still stored, and removing the newest row would let
     /// its id or version be handed out again.
-    #[allow(dead_code)] // Garbage collection and log retention call it.
     pub(crate) fn save_sequences(&mut self) {
         self.save_sequences = true;
     }

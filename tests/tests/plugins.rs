@@ -2,7 +2,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use beehive::plugin::{
@@ -236,20 +236,24 @@ async fn a_restart_with_unchanged_plugins_compiles_nothing() {
 }
 
 /// Creates objects and rewrites their specs until told to stop.
-fn keep_writing(client: RawClient, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<usize> {
+/// Writes greetings until `stop`, counting them in `writes`.
+fn keep_writing(
+    client: RawClient,
+    stop: Arc<AtomicBool>,
+    writes: Arc<AtomicUsize>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut writes = 0;
         while !stop.load(Ordering::SeqCst) {
-            let name = format!("load-{}", writes % 50);
-            let spec = greet(&format!("{name}-{writes}"));
+            let written = writes.load(Ordering::SeqCst);
+            let name = format!("load-{}", written % 50);
+            let spec = greet(&format!("{name}-{written}"));
             client
                 .create_or_update(&name, spec, CreateOptions::new())
                 .await
                 .unwrap();
-            writes += 1;
+            writes.fetch_add(1, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        writes
     })
 }
 
@@ -268,8 +272,12 @@ async fn a_hot_swap_under_load_fails_no_pass() {
     let old_hash = directory.served()[0].content_hash.clone();
 
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = keep_writing(client.clone(), stop.clone());
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let writes = Arc::new(AtomicUsize::new(0));
+    let writer = keep_writing(client.clone(), stop.clone(), writes.clone());
+    eventually("the load is under way", || {
+        writes.load(Ordering::SeqCst) >= 10
+    })
+    .await;
     swap_in(
         &plugin_wasm("greeting_v2"),
         &plugins.path().join("greeting.wasm"),
@@ -281,10 +289,13 @@ async fn a_hot_swap_under_load_fails_no_pass() {
             .is_some_and(|s| s.content_hash != old_hash)
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let at_swap = writes.load(Ordering::SeqCst);
+    eventually("the load goes on under the new version", || {
+        writes.load(Ordering::SeqCst) >= at_swap + 10
+    })
+    .await;
     stop.store(true, Ordering::SeqCst);
-    let writes = writer.await.unwrap();
-    assert!(writes > 20, "the load kept coming ({writes} writes)");
+    writer.await.unwrap();
 
     eventually("every object shows the new version's status", || {
         client.list(Loads::none()).unwrap().iter().all(|o| {

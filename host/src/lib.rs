@@ -50,6 +50,7 @@ mod object;
 pub mod plugin;
 pub mod policy;
 mod store;
+mod sync;
 mod watch;
 
 pub use client::{

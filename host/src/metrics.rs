@@ -8,6 +8,7 @@
 //! lookup per pass. Nothing is exported unless someone asks: `beehive
 //! metrics`, `beehive run --metrics-addr`, or [`Metrics::encode`].
 
+use crate::sync::lock;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -336,7 +337,7 @@ impl Metrics {
 
     /// Sets what brings the object gauges up to date before each export.
     pub(crate) fn set_refresher(&self, refresher: Option<Refresher>) {
-        *self.refresher.lock().unwrap_or_else(|p| p.into_inner()) = refresher;
+        *lock(&self.refresher) = refresher;
     }
 
     /// Records kind `kind`'s object counts.
@@ -349,12 +350,7 @@ impl Metrics {
 
     /// Every metric, in the Prometheus text format (version 0.0.4).
     pub fn encode(&self) -> String {
-        if let Some(refresh) = self
-            .refresher
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-        {
+        if let Some(refresh) = lock(&self.refresher).as_ref() {
             refresh(self);
         }
         let mut text = String::new();

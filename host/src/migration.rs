@@ -13,6 +13,7 @@ use std::sync::{Arc, RwLock};
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::object::{GroupKind, RawObject};
+use crate::sync::{read, write};
 
 /// Upgrades a kind's stored documents to the shape this build expects.
 ///
@@ -82,7 +83,7 @@ pub(crate) struct Migrations {
 impl Migrations {
     /// Installs (or, with `None`, removes) the migrator of `group_kind`.
     pub(crate) fn set(&self, group_kind: &GroupKind, migrator: Option<Arc<dyn Migrator>>) {
-        let mut by_kind = self.by_kind.write().unwrap_or_else(|p| p.into_inner());
+        let mut by_kind = write(&self.by_kind);
         match migrator {
             Some(m) => by_kind.insert(group_kind.clone(), m),
             None => by_kind.remove(group_kind),
@@ -94,7 +95,7 @@ impl Migrations {
         if !self.any.load(Ordering::SeqCst) {
             return None;
         }
-        let by_kind = self.by_kind.read().unwrap_or_else(|p| p.into_inner());
+        let by_kind = read(&self.by_kind);
         by_kind.get(group_kind).cloned()
     }
 

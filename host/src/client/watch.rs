@@ -32,6 +32,7 @@ use crate::event::{Event, EventFilter};
 use crate::metrics::Held;
 use crate::object::{GroupKind, Loads, ObjectId, RawObject};
 use crate::store::{Store, events, rows};
+use crate::sync::lock;
 
 /// Log entries read per step, and changes buffered per stream.
 const PAGE: usize = 256;
@@ -138,11 +139,11 @@ struct Ended(Arc<Mutex<Option<End>>>);
 
 impl Ended {
     fn set(&self, end: End) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(end);
+        *lock(&self.0) = Some(end);
     }
 
     fn error(&self, group_kind: &GroupKind) -> Option<Error> {
-        let end = *self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let end = *lock(&self.0);
         end.map(|end| match end {
             End::TooOld => Error::WatchTooOld {
                 kind: group_kind.to_string(),

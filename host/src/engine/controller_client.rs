@@ -15,6 +15,7 @@ use crate::object::{Condition, GroupKind, ObjectId, ObjectRef};
 use crate::store::rows::{self, Direction};
 use crate::store::session::Session;
 use crate::store::{Store, WriteTx, collect, dependencies, events, observed};
+use crate::sync::lock;
 
 /// The write surface of one pass, bound to the object the pass was handed.
 ///
@@ -576,10 +577,4 @@ impl ControllerClient {
                 .read(|conn| rows::select_refs(conn, id, direction)),
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -24,6 +24,7 @@ use crate::store::collect;
 use crate::store::registrations::{self, Registration};
 use crate::store::retention::{self, Retention};
 use crate::store::{CommitListener, Committed, Store, rows, scan};
+use crate::sync::{lock, read, write};
 
 /// The control plane: controllers registered per kind over one [`Store`],
 /// driven between [`Host::start`] and [`StopHandle::stop`].
@@ -551,21 +552,6 @@ impl Drop for Claim {
     fn drop(&mut self) {
         lock(&CLAIMS).remove(&self.0);
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Brings the object gauges up to date: one grouped count for the store,

@@ -18,6 +18,7 @@ use crate::engine::trigger::{self, Feed};
 use crate::metrics::KindMetrics;
 use crate::object::{GroupKind, Timestamp};
 use crate::store::{Store, scan};
+use crate::sync::{lock, read, write};
 
 /// A registered kind.
 pub(crate) struct Kind {
@@ -34,18 +35,6 @@ pub(crate) struct Kind {
     /// Trigger feeds not yet receiving: they start with the kind's tasks.
     feeds: Mutex<Vec<Feed>>,
     pub(crate) metrics: KindMetrics,
-}
-
-fn read<T: Clone>(lock: &RwLock<T>) -> T {
-    lock.read()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .clone()
-}
-
-fn write<T>(lock: &RwLock<T>, value: T) {
-    *lock
-        .write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner()) = value;
 }
 
 impl Kind {
@@ -79,35 +68,29 @@ impl Kind {
 
     /// The controller new passes run; passes in flight keep the one they took.
     pub(crate) fn controller(&self) -> Arc<dyn Controller> {
-        read(&self.controller)
+        read(&self.controller).clone()
     }
 
     pub(crate) fn settings(&self) -> KindSettings {
-        *self
-            .settings
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        *read(&self.settings)
     }
 
     /// Swaps in a new controller and settings, keeping the queue and backoff.
     pub(crate) fn replace(&self, controller: Arc<dyn Controller>, settings: KindSettings) {
-        write(&self.controller, controller);
-        write(&self.settings, settings);
+        *write(&self.controller) = controller;
+        *write(&self.settings) = settings;
         self.queue.set_max_backoff(settings.max_retry_interval);
         self.settings_changed.notify_waiters();
     }
 
     /// Adds trigger feeds; they receive once the kind's tasks run.
     pub(crate) fn add_feeds(&self, feeds: impl IntoIterator<Item = Feed>) {
-        self.feeds
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(feeds);
+        lock(&self.feeds).extend(feeds);
     }
 
     /// Starts receiving on the feeds added since the last call.
     pub(crate) fn spawn_feeds(self: &Arc<Self>, store: &Store, host: &TaskTracker) {
-        let feeds = std::mem::take(&mut *self.feeds.lock().unwrap_or_else(|p| p.into_inner()));
+        let feeds = std::mem::take(&mut *lock(&self.feeds));
         for feed in feeds {
             let (kind, store) = (self.clone(), store.clone());
             host.spawn(self.tracker.track_future(trigger::run(kind, store, feed)));

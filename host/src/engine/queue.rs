@@ -14,6 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::metrics::{QueueMetrics, seconds};
+use crate::sync::lock;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
@@ -134,12 +135,6 @@ pub(crate) struct WorkQueue {
     metrics: QueueMetrics,
 }
 
-fn lock(mutex: &Mutex<State>) -> MutexGuard<'_, State> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// The state, locked for a change; schedule watchers and the metrics hear
 /// of it when the lock is released.
 struct Edit<'a> {
@@ -214,18 +209,12 @@ impl WorkQueue {
     }
 
     fn config(&self) -> QueueConfig {
-        *self
-            .config
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        *lock(&self.config)
     }
 
     /// Changes the backoff cap (a replaced controller's setting).
     pub(crate) fn set_max_backoff(&self, max_backoff: Duration) {
-        self.config
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .max_backoff = max_backoff;
+        lock(&self.config).max_backoff = max_backoff;
     }
 
     /// Asks for a pass of `id`.

@@ -11,6 +11,7 @@ use tokio::sync::mpsc::Receiver;
 use crate::engine::kind::Kind;
 use crate::object::ObjectId;
 use crate::store::{Store, rows};
+use crate::sync::lock;
 
 /// One feed of addresses.
 pub(crate) enum Feed {
@@ -29,7 +30,7 @@ impl FeedSlot {
     }
 
     pub(crate) fn take(&self) -> Option<Feed> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+        lock(&self.0).take()
     }
 }
 

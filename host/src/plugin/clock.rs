@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use wasmtime::{CallHook, Engine, Store, UpdateDeadline};
 
 use crate::plugin::state::PluginState;
+use crate::sync::lock;
 
 /// How often the epoch advances while passes run: the deadline's grain.
 pub(crate) const TICK: Duration = Duration::from_millis(10);
@@ -144,7 +145,7 @@ struct TickerState {
 
 impl TickerShared {
     fn lock(&self) -> std::sync::MutexGuard<'_, TickerState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     /// Blocks until a pass runs; false once the ticker is dropped.

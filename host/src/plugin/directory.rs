@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::engine::Host;
 use crate::object::GroupKind;
 use crate::plugin::{Limits, Plugin, PluginError, PluginRuntime, Policy, hex};
+use crate::sync::lock;
 use crate::watch::{WatchHandle, watch_directory};
 
 /// A plugin serving its kind.
@@ -219,7 +220,7 @@ impl PluginDirectory {
     }
 
     fn report(&self) -> std::sync::MutexGuard<'_, (Vec<Served>, Vec<Failure>)> {
-        self.report.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.report)
     }
 
     /// Brings the host in step with the directory and says what changed.

@@ -45,6 +45,7 @@ use crate::engine::{
 use crate::event::EventSpec;
 use crate::metrics::PluginMetrics;
 use crate::object::{GroupKind, RawObject};
+use crate::sync::lock;
 use bindings::beehive::controller::types as wit;
 use clock::Ticker;
 use memory::Budget;
@@ -549,7 +550,7 @@ impl Plugin {
 
     /// An idle instance, or a new one.
     async fn warm(&self) -> Result<Warm, PluginError> {
-        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let idle = lock(&self.idle).pop();
         match idle {
             Some(warm) => Ok(warm),
             None => self.sandbox.instantiate().await,
@@ -566,10 +567,7 @@ impl Plugin {
     pub async fn prewarm(&self, count: usize) -> Result<(), PluginError> {
         for _ in 0..count.min(self.sandbox.slots.available_permits()) {
             let warm = self.sandbox.instantiate().await?;
-            self.idle
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(warm);
+            lock(&self.idle).push(warm);
         }
         Ok(())
     }
@@ -636,10 +634,7 @@ impl Plugin {
         {
             return;
         }
-        self.idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(warm);
+        lock(&self.idle).push(warm);
     }
 }
 

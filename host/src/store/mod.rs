@@ -25,6 +25,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::Result;
 use crate::object::GroupKind;
+use crate::sync::{lock, read, write};
 
 pub(crate) use writer::{CommitListener, Committed, Push, WriteTx};
 use writer::{Sequences, Writer, WriterConn};
@@ -164,11 +165,7 @@ impl Store {
 
     /// Notes whether `gk` has a controller registered in this process.
     pub(crate) fn set_has_controller(&self, gk: &GroupKind, registered: bool) {
-        let mut controllers = self
-            .inner
-            .controllers
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut controllers = write(&self.inner.controllers);
         if registered {
             controllers.insert(gk.clone());
         } else {
@@ -178,11 +175,7 @@ impl Store {
 
     /// Whether `gk` has a controller registered in this process.
     pub(crate) fn has_controller(&self, gk: &GroupKind) -> bool {
-        self.inner
-            .controllers
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .contains(gk)
+        read(&self.inner.controllers).contains(gk)
     }
 
     /// Whether any dependency edge may exist in this store.
@@ -291,12 +284,6 @@ impl Store {
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A random id for this open of the store; collisions across opens only

@@ -18,8 +18,9 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 use crate::object::Timestamp;
 use crate::store::writer::{
-    Committed, Hook, Push, Sequences, WriteTx, Writer, announce, exec, lock, run_hooks,
+    Committed, Hook, Push, Sequences, WriteTx, Writer, announce, exec, run_hooks,
 };
+use crate::sync::lock;
 
 /// A transaction held across calls. See the module docs.
 pub(crate) struct Session {

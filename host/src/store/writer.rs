@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use rusqlite::Connection;
 use tokio::sync::Notify;
@@ -22,6 +22,7 @@ use tokio::sync::Notify;
 use crate::error::{Error, Result};
 use crate::migration::{Migrations, SchemaVersions};
 use crate::object::{GroupKind, ObjectId, Timestamp};
+use crate::sync::{lock, read, write};
 
 /// The most jobs one transaction carries; bounds how long any one caller leads.
 const MAX_BATCH: usize = 64;
@@ -55,7 +56,7 @@ pub(super) fn announce(
     if committed.pushes.is_empty() && !committed.log_grew {
         return None;
     }
-    let listener = read_lock(listener).clone()?;
+    let listener = read(listener).clone()?;
     Some(Box::new(move || listener(committed)))
 }
 
@@ -417,14 +418,6 @@ pub(crate) struct Writer {
     commits: tokio::sync::watch::Sender<i64>,
 }
 
-/// Locks a mutex, shrugging off poisoning: every critical section here leaves
-/// its data consistent before anything that could panic.
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl Writer {
     pub(crate) fn new(conn: WriterConn) -> Self {
         Writer {
@@ -441,10 +434,7 @@ impl Writer {
 
     /// Sets (or clears) who hears about pushes.
     pub(crate) fn set_listener(&self, listener: Option<CommitListener>) {
-        *self
-            .listener
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = listener;
+        *write(&self.listener) = listener;
     }
 
     /// The last `resource_version` this writer committed.
@@ -755,10 +745,6 @@ fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> rusqlite::Resul
         tx.sequences.save(tx.conn)?;
     }
     exec(tx.conn, "COMMIT")
-}
-
-pub(super) fn read_lock<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 pub(super) fn run_hooks(hooks: Vec<Hook>) {

@@ -40,6 +40,7 @@
 #![deny(missing_docs)]
 
 mod client;
+mod directory_watch;
 mod engine;
 mod error;
 mod event;
@@ -51,12 +52,12 @@ pub mod plugin;
 pub mod policy;
 mod store;
 mod sync;
-mod watch;
 
 pub use client::{
     ChangeType, Client, CreateOptions, EventStream, Object, ObjectChange, ObjectListStream,
     ObjectStream, RawClient, Transaction, TypedChange, TypedListStream, WatchOptions,
 };
+pub use directory_watch::{WatchHandle, watch_directory};
 pub use engine::{
     AdminClient, Controller, ControllerClient, ControllerOptions, Host, HostOptions,
     ReconcileFuture, ReconcileResult, Reconciler, STATUS_GRACE, Schedule, ScheduleStream,
@@ -72,7 +73,6 @@ pub use object::{
 };
 pub use store::Store;
 pub use store::registrations::Registration;
-pub use watch::{WatchHandle, watch_directory};
 
 // Compiles the README's Rust examples as doctests, so the README stays true.
 #[doc = include_str!("../../README.md")]

@@ -3,11 +3,13 @@
 
 mod endpoint;
 mod manifest;
+mod manifest_watch;
 mod metrics_http;
 mod ops;
 mod output;
 mod protocol;
 mod run;
+mod server;
 mod top;
 
 use std::path::{Path, PathBuf};

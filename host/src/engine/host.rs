@@ -16,13 +16,11 @@ use crate::engine::kind::Kind;
 use crate::engine::options::HostOptions;
 use crate::engine::queue::Wake;
 use crate::engine::schedule::{self, Schedule, ScheduleStream};
-use crate::engine::waker;
 use crate::engine::{Controller, ControllerOptions};
+use crate::engine::{sweeper, waker};
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, ObjectId, Timestamp};
-use crate::store::collect;
 use crate::store::registrations::{self, Registration};
-use crate::store::retention::{self, Retention};
 use crate::store::{CommitListener, Committed, Store, rows, scan};
 use crate::sync::{lock, read, write};
 
@@ -54,10 +52,10 @@ pub struct Host {
     shared: Arc<Shared>,
 }
 
-struct Shared {
-    store: Store,
-    options: HostOptions,
-    kinds: RwLock<HashMap<GroupKind, Arc<Kind>>>,
+pub(super) struct Shared {
+    pub(super) store: Store,
+    pub(super) options: HostOptions,
+    pub(super) kinds: RwLock<HashMap<GroupKind, Arc<Kind>>>,
     lifecycle: Mutex<Lifecycle>,
     /// Rung by every commit that grew the write log: the waker's only trigger.
     commits: Notify,
@@ -96,7 +94,7 @@ impl Host {
         let weak = Arc::downgrade(&shared);
         store.metrics().set_refresher(Some(Box::new(move |metrics| {
             if let Some(shared) = weak.upgrade() {
-                count_objects(&shared, metrics);
+                sweeper::count_objects(&shared, metrics);
             }
         })));
         Ok(Host { shared })
@@ -349,13 +347,13 @@ impl Host {
         });
         let shared = self.shared.clone();
         let stale_cancel = cancel.clone();
-        tracker.spawn(async move { stale_loop(&shared, &stale_cancel).await });
+        tracker.spawn(async move { sweeper::stale_loop(&shared, &stale_cancel).await });
         for kind in read(&self.shared.kinds).values() {
             kind.spawn(&self.shared.store, &tracker);
         }
         let shared = self.shared.clone();
         let sweeper_cancel = cancel.clone();
-        tracker.spawn(async move { sweep_loop(&shared, &sweeper_cancel).await });
+        tracker.spawn(async move { sweeper::sweep_loop(&shared, &sweeper_cancel).await });
         let owed = self.shared.options.owed_pass_interval;
         if owed > Duration::from_secs(3600) {
             tracing::info!(
@@ -437,7 +435,7 @@ impl Shared {
 
 impl Shared {
     /// Queues each object in the queue of its kind, if it has a controller.
-    fn wake(&self, objects: Vec<(ObjectId, GroupKind)>, wake: Wake) {
+    pub(super) fn wake(&self, objects: Vec<(ObjectId, GroupKind)>, wake: Wake) {
         let kinds = read(&self.kinds);
         for (id, group_kind) in objects {
             if let Some(kind) = kinds.get(&group_kind) {
@@ -466,71 +464,6 @@ fn commit_listener(shared: Weak<Shared>) -> CommitListener {
     })
 }
 
-/// The stale-dependents pass: at start, then every interval.
-async fn stale_loop(shared: &Shared, cancel: &CancellationToken) {
-    loop {
-        let wake = |dependents, wake| shared.wake(dependents, wake);
-        if let Err(error) = waker::stale_dependents(&shared.store, wake) {
-            tracing::warn!(%error, "the stale-dependents pass failed");
-        }
-        tokio::select! {
-            _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(shared.options.stale_dependents_interval) => {}
-        }
-    }
-}
-
-/// The garbage-collection sweeper: every deletion-pending object of a
-/// registered kind is queued (a backstop under the pushes); those of kinds
-/// with no controller are collected here. Then retention and free pages.
-async fn sweep_loop(shared: &Shared, cancel: &CancellationToken) {
-    loop {
-        if let Err(error) = sweep(shared).await {
-            tracing::warn!(%error, "garbage-collection sweep failed");
-        }
-        tokio::select! {
-            _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(shared.options.gc_interval) => {}
-        }
-    }
-}
-
-async fn sweep(shared: &Shared) -> Result<()> {
-    let deleting = shared.store.read(scan::deleting)?;
-    let mut client_only = Vec::new();
-    {
-        let kinds = read(&shared.kinds);
-        for (id, group_kind) in deleting {
-            match kinds.get(&group_kind) {
-                Some(kind) => kind.queue.wake(id, Wake::Ordinary),
-                None => client_only.push(id),
-            }
-        }
-    }
-    if !client_only.is_empty() {
-        shared
-            .store
-            .write(move |tx| {
-                for id in client_only {
-                    collect::collect(tx, id)?;
-                }
-                Ok(())
-            })
-            .await?;
-    }
-    let options = &shared.options;
-    retention::sweep(
-        &shared.store,
-        Retention {
-            write_log_max_age_ms: options.write_log_max_age.as_millis() as i64,
-            write_log_per_kind: options.write_log_per_kind,
-            event_runs_per_timeline: options.event_runs_per_timeline,
-            event_max_age_ms: options.event_max_age.as_millis() as i64,
-        },
-    )
-    .await
-}
-
 /// This process's claim on a database: one running host per file.
 struct Claim(PathBuf);
 
@@ -551,26 +484,5 @@ impl Claim {
 impl Drop for Claim {
     fn drop(&mut self) {
         lock(&CLAIMS).remove(&self.0);
-    }
-}
-
-/// Brings the object gauges up to date: one grouped count for the store,
-/// the failing ones from each kind's queue.
-fn count_objects(shared: &Shared, metrics: &crate::metrics::Metrics) {
-    let counts = match shared.store.read(scan::counts_by_kind) {
-        Ok(counts) => counts,
-        Err(error) => {
-            tracing::warn!(%error, "cannot count objects for the metrics");
-            return;
-        }
-    };
-    let counts: HashMap<GroupKind, (i64, i64)> = counts
-        .into_iter()
-        .map(|(gk, total, unsettled)| (gk, (total, unsettled)))
-        .collect();
-    for (group_kind, kind) in read(&shared.kinds).iter() {
-        let (total, unsettled) = counts.get(group_kind).copied().unwrap_or((0, 0));
-        let failing = i64::try_from(kind.queue.failing()).unwrap_or(i64::MAX);
-        metrics.set_objects(&group_kind.to_string(), total, unsettled, failing);
     }
 }

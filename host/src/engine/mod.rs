@@ -9,6 +9,7 @@ mod options;
 mod pass;
 mod queue;
 mod schedule;
+mod sweeper;
 mod trigger;
 mod waker;
 

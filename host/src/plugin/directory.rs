@@ -17,11 +17,11 @@ use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
+use crate::directory_watch::{WatchHandle, watch_directory};
 use crate::engine::Host;
 use crate::object::GroupKind;
 use crate::plugin::{Limits, Plugin, PluginError, PluginRuntime, Policy, hex};
 use crate::sync::lock;
-use crate::watch::{WatchHandle, watch_directory};
 
 /// A plugin serving its kind.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,216 @@
+//! The host's side of the Unix socket: one request line per connection,
+//! answered with one line, or, for a watch, a line per change until either
+//! side hangs up. Requests are bounded in size and in time to arrive.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::cli::ops::{self, Context};
+use crate::cli::protocol::{self, Outcome, Reply, Request};
+
+/// The largest request a command may send: room for an `apply` of many
+/// objects at the largest document size.
+const MAX_REQUEST_BYTES: u64 = 64 << 20;
+
+/// How long a connection may take to send its request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long accepting pauses after an error (out of file descriptors), so a
+/// persistent error does not become a hot loop.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Binds the socket, readable and writable by this user only.
+pub(super) fn listen(socket: &Path) -> Result<UnixListener, String> {
+    let listener = UnixListener::bind(socket)
+        .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("cannot restrict {}: {e}", socket.display()))?;
+    Ok(listener)
+}
+
+/// Serves connections until SIGINT or SIGTERM; a second signal exits at once.
+pub(super) async fn serve(listener: UnixListener, ctx: &Context) -> Result<(), String> {
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let ctx = ctx.clone();
+                    tokio::spawn(async move { answer(stream, &ctx).await });
+                }
+                Err(error) => {
+                    tracing::warn!("socket: {error}");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+            },
+            _ = interrupt.recv() => break,
+            _ = terminate.recv() => break,
+        }
+    }
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {},
+            _ = terminate.recv() => {},
+        }
+        eprintln!("second signal: exiting without waiting for passes in flight");
+        std::process::exit(130);
+    });
+    Ok(())
+}
+
+/// Reads one request line, bounded in size and time; gives the read half
+/// back, so a watch can notice the command hang up.
+async fn read_request(
+    read: tokio::net::unix::OwnedReadHalf,
+) -> Result<(String, tokio::net::unix::OwnedReadHalf), String> {
+    let mut line = String::new();
+    let mut limited = BufReader::new(read.take(MAX_REQUEST_BYTES));
+    match tokio::time::timeout(REQUEST_TIMEOUT, limited.read_line(&mut line)).await {
+        Err(_) => Err(format!("no request within {REQUEST_TIMEOUT:?}")),
+        Ok(Err(e)) => Err(format!("bad request: {e}")),
+        Ok(Ok(_)) if !line.ends_with('\n') && line.len() as u64 >= MAX_REQUEST_BYTES => Err(
+            format!("request too large: at most {} MiB", MAX_REQUEST_BYTES >> 20),
+        ),
+        Ok(Ok(_)) => Ok((line, limited.into_inner().into_inner())),
+    }
+}
+
+/// Resolves once the command closes its end (or sends anything more, which
+/// no command does): a watch it started is then dropped at once rather than
+/// at its next change.
+async fn hung_up(mut read: tokio::net::unix::OwnedReadHalf) {
+    let mut byte = [0u8; 1];
+    let _ = read.read(&mut byte).await;
+}
+
+/// Answers one request on a connection.
+async fn answer(stream: UnixStream, ctx: &Context) {
+    let (read, mut write) = stream.into_split();
+    let (line, read) = match read_request(read).await {
+        Ok(read) => read,
+        Err(why) => {
+            let _ = send(&mut write, &Err(why)).await;
+            return;
+        }
+    };
+    let outcome: Outcome = match serde_json::from_str::<Request>(&line) {
+        Ok(Request::Watch { kind, name }) => {
+            tokio::select! {
+                () = stream_changes(write, ctx, &kind, name) => {}
+                () = hung_up(read) => {}
+            }
+            return;
+        }
+        Ok(Request::WatchEvents {
+            kind,
+            name,
+            category,
+        }) => {
+            tokio::select! {
+                () = stream_events(write, ctx, &kind, &name, category) => {}
+                () = hung_up(read) => {}
+            }
+            return;
+        }
+        Ok(request) => ops::execute(ctx, request).await,
+        Err(e) => Err(format!("bad request: {e}")),
+    };
+    // The command may have given up waiting; nothing to do about it.
+    let _ = send(&mut write, &outcome).await;
+}
+
+async fn send(write: &mut OwnedWriteHalf, outcome: &Outcome) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(outcome).unwrap_or_default();
+    line.push(b'\n');
+    write.write_all(&line).await
+}
+
+/// Answers a watch: the snapshot, then a line per change, until the command
+/// hangs up or the stream ends (its last line then says why).
+async fn stream_changes(
+    mut write: OwnedWriteHalf,
+    ctx: &Context,
+    kind: &str,
+    name: Option<String>,
+) {
+    let mut watching = match ops::watch(ctx, kind, name.as_deref()) {
+        Ok(watching) => watching,
+        Err(error) => {
+            let _ = send(&mut write, &Err(error)).await;
+            return;
+        }
+    };
+    let snapshot = Reply::Objects {
+        objects: watching.snapshot(),
+    };
+    if send(&mut write, &Ok(snapshot)).await.is_err() {
+        return;
+    }
+    while let Some(next) = watching.next().await {
+        let change = match next {
+            Ok(change) => change,
+            Err(why) => {
+                let _ = send(&mut write, &Err(why)).await;
+                return;
+            }
+        };
+        let change = Reply::Change(Box::new(protocol::Change {
+            change: format!("{:?}", change.change).to_uppercase(),
+            id: change.id,
+            object: change.object.as_ref().map(ops::view),
+            resource_version: Some(change.resource_version),
+        }));
+        if send(&mut write, &Ok(change)).await.is_err() {
+            return;
+        }
+    }
+    let _ = send(&mut write, &Err("the host stopped".into())).await;
+}
+
+/// Answers an event watch: the timeline, then a line per run written.
+async fn stream_events(
+    mut write: OwnedWriteHalf,
+    ctx: &Context,
+    kind: &str,
+    name: &str,
+    category: Option<String>,
+) {
+    let mut stream = match ops::watch_events(ctx, kind, name, category.as_deref()) {
+        Ok(stream) => stream,
+        Err(error) => {
+            let _ = send(&mut write, &Err(error)).await;
+            return;
+        }
+    };
+    let runs = std::mem::take(&mut stream.runs);
+    let snapshot = Reply::Events {
+        events: runs.into_iter().map(ops::event_view).collect(),
+    };
+    if send(&mut write, &Ok(snapshot)).await.is_err() {
+        return;
+    }
+    while let Some(next) = stream.next().await {
+        let run = match next {
+            Ok(run) => run,
+            Err(why) => {
+                let _ = send(&mut write, &Err(why.to_string())).await;
+                return;
+            }
+        };
+        let line = Reply::Events {
+            events: vec![ops::event_view(run)],
+        };
+        if send(&mut write, &Ok(line)).await.is_err() {
+            return;
+        }
+    }
+    let _ = send(&mut write, &Err("the host stopped".into())).await;
+}

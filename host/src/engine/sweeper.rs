@@ -1,0 +1,104 @@
+//! The host's background loops, each on its own cadence and each only
+//! reading until it finds work: the garbage-collection sweep (with log
+//! retention and free pages), the stale-dependents pass, and the object
+//! counts behind the metrics, taken when they are exported.
+
+use std::collections::HashMap;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::host::Shared;
+use crate::engine::queue::Wake;
+use crate::engine::waker;
+use crate::error::Result;
+use crate::object::GroupKind;
+use crate::store::collect;
+use crate::store::retention::{self, Retention};
+use crate::store::scan;
+use crate::sync::read;
+
+/// The stale-dependents pass: at start, then every interval.
+pub(super) async fn stale_loop(shared: &Shared, cancel: &CancellationToken) {
+    loop {
+        let wake = |dependents, wake| shared.wake(dependents, wake);
+        if let Err(error) = waker::stale_dependents(&shared.store, wake) {
+            tracing::warn!(%error, "the stale-dependents pass failed");
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(shared.options.stale_dependents_interval) => {}
+        }
+    }
+}
+
+/// The garbage-collection sweeper: every deletion-pending object of a
+/// registered kind is queued (a backstop under the pushes); those of kinds
+/// with no controller are collected here. Then retention and free pages.
+pub(super) async fn sweep_loop(shared: &Shared, cancel: &CancellationToken) {
+    loop {
+        if let Err(error) = sweep(shared).await {
+            tracing::warn!(%error, "garbage-collection sweep failed");
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tokio::time::sleep(shared.options.gc_interval) => {}
+        }
+    }
+}
+
+async fn sweep(shared: &Shared) -> Result<()> {
+    let deleting = shared.store.read(scan::deleting)?;
+    let mut client_only = Vec::new();
+    {
+        let kinds = read(&shared.kinds);
+        for (id, group_kind) in deleting {
+            match kinds.get(&group_kind) {
+                Some(kind) => kind.queue.wake(id, Wake::Ordinary),
+                None => client_only.push(id),
+            }
+        }
+    }
+    if !client_only.is_empty() {
+        shared
+            .store
+            .write(move |tx| {
+                for id in client_only {
+                    collect::collect(tx, id)?;
+                }
+                Ok(())
+            })
+            .await?;
+    }
+    let options = &shared.options;
+    retention::sweep(
+        &shared.store,
+        Retention {
+            write_log_max_age_ms: options.write_log_max_age.as_millis() as i64,
+            write_log_per_kind: options.write_log_per_kind,
+            event_runs_per_timeline: options.event_runs_per_timeline,
+            event_max_age_ms: options.event_max_age.as_millis() as i64,
+        },
+    )
+    .await
+}
+
+/// Brings the object gauges up to date: one grouped count for the store,
+/// the failing ones from each kind's queue.
+pub(super) fn count_objects(shared: &Shared, metrics: &crate::metrics::Metrics) {
+    let counts = match shared.store.read(scan::counts_by_kind) {
+        Ok(counts) => counts,
+        Err(error) => {
+            tracing::warn!(%error, "cannot count objects for the metrics");
+            return;
+        }
+    };
+    let counts: HashMap<GroupKind, (i64, i64)> = counts
+        .into_iter()
+        .map(|(gk, total, unsettled)| (gk, (total, unsettled)))
+        .collect();
+    for (group_kind, kind) in read(&shared.kinds).iter() {
+        let (total, unsettled) = counts.get(group_kind).copied().unwrap_or((0, 0));
+        let failing = i64::try_from(kind.queue.failing()).unwrap_or(i64::MAX);
+        metrics.set_objects(&group_kind.to_string(), total, unsettled, failing);
+    }
+}

@@ -194,7 +194,7 @@ async fn a_client_only_target_wakes_each_dependent_once_per_change() {
     for id in &ids {
         assert_eq!(apps.passes_of(*id), 2);
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_until("the host is idle", PATIENCE, || host.is_idle()).await;
     for id in &ids {
         assert_eq!(apps.passes_of(*id), 2, "re-asserting an edge wakes nothing");
     }
@@ -216,7 +216,7 @@ async fn a_client_only_target_wakes_each_dependent_once_per_change() {
             })
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_until("the host is idle", PATIENCE, || host.is_idle()).await;
     for id in &ids {
         assert_eq!(apps.passes_of(*id), 3, "one pass for one change");
     }
@@ -239,7 +239,7 @@ async fn a_targets_status_change_wakes_its_dependents() {
         settled(&host, app()) && settled(&host, db()) && owed_total(&store) == 0
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    wait_until("the host is idle", PATIENCE, || host.is_idle()).await;
     let before: Vec<usize> = ids.iter().map(|id| apps.passes_of(*id)).collect();
     // A requeue makes the database write a new status, and nothing else.
     host.requeue(&db(), target.meta.id, false).unwrap();
@@ -249,7 +249,7 @@ async fn a_targets_status_change_wakes_its_dependents() {
             .all(|(id, n)| apps.passes_of(*id) > *n)
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_until("the host is idle", PATIENCE, || host.is_idle()).await;
     for (id, n) in ids.iter().zip(&before) {
         assert_eq!(apps.passes_of(*id), n + 1);
     }
@@ -506,7 +506,7 @@ async fn a_self_dependency_is_accepted_and_costs_no_pass() {
         settled(&host, app()) && owed_total(&store) == 0
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_until("the host is idle", PATIENCE, || host.is_idle()).await;
     assert_eq!(apps.passes_of(id), 2, "the self edge added no pass");
     assert_eq!(host.client(app()).list_dependencies(id).unwrap().len(), 1);
     running.stop(Duration::from_secs(10)).await.unwrap();

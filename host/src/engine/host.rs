@@ -61,6 +61,8 @@ pub(super) struct Shared {
     commits: Notify,
     /// Cancelled when the host stops: ends the watches of its clients.
     stopped: CancellationToken,
+    /// The write-log position the dependency waker has acted on.
+    waker_seen: std::sync::atomic::AtomicI64,
 }
 
 enum Lifecycle {
@@ -89,6 +91,7 @@ impl Host {
             lifecycle: Mutex::new(Lifecycle::New),
             commits: Notify::new(),
             stopped: CancellationToken::new(),
+            waker_seen: std::sync::atomic::AtomicI64::new(0),
         });
         // Weak: the store (and its metrics) may outlive the host.
         let weak = Arc::downgrade(&shared);
@@ -255,6 +258,25 @@ impl Host {
             .await
     }
 
+    /// Whether the host has nothing to do: no pass running or queued, none
+    /// scheduled (no requeue, backoff or floor-held wake pending), and every
+    /// committed write already seen by the dependency waker. A running host
+    /// that is idle passes nothing until a new write, a cadence or a
+    /// restart gives it work, which makes this the condition to wait on
+    /// before asserting that something did *not* happen. Always false
+    /// before the start.
+    pub fn is_idle(&self) -> bool {
+        if !matches!(*lock(&self.shared.lifecycle), Lifecycle::Running(_)) {
+            return false;
+        }
+        let head = self.shared.store.resource_version();
+        let seen = self
+            .shared
+            .waker_seen
+            .load(std::sync::atomic::Ordering::SeqCst);
+        seen >= head && read(&self.shared.kinds).values().all(|k| k.queue.is_idle())
+    }
+
     /// The kinds with a controller in this host.
     pub fn kinds(&self) -> Vec<GroupKind> {
         let mut kinds: Vec<_> = read(&self.shared.kinds).keys().cloned().collect();
@@ -343,7 +365,16 @@ impl Host {
         let waker_cancel = cancel.clone();
         tracker.spawn(async move {
             let wake = |dependents, wake| shared.wake(dependents, wake);
-            waker::run(&shared.store, &shared.commits, &waker_cancel, cursor, wake).await;
+            let seen = &shared.waker_seen;
+            waker::run(
+                &shared.store,
+                &shared.commits,
+                &waker_cancel,
+                cursor,
+                seen,
+                wake,
+            )
+            .await;
         });
         let shared = self.shared.clone();
         let stale_cancel = cancel.clone();

@@ -425,6 +425,14 @@ impl WorkQueue {
         }
     }
 
+    /// Whether nothing is queued, running or scheduled.
+    pub(crate) fn is_idle(&self) -> bool {
+        let state = lock(&self.state);
+        state.ready.is_empty()
+            && state.alarms.is_empty()
+            && state.entries.values().all(|e| e.phase == Phase::Idle)
+    }
+
     /// How many objects are on the backoff ladder: their last pass failed.
     pub(crate) fn failing(&self) -> usize {
         lock(&self.state)

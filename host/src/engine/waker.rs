@@ -12,6 +12,7 @@
 //! It recovers any lost wake, whatever lost it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -44,6 +45,7 @@ pub(crate) async fn run(
     commits: &Notify,
     cancel: &CancellationToken,
     mut cursor: i64,
+    seen: &AtomicI64,
     wake: impl Fn(Vec<(ObjectId, GroupKind)>, Wake),
 ) {
     let mut saved = cursor;
@@ -53,6 +55,9 @@ pub(crate) async fn run(
             Ok(()) => {}
             Err(error) => tracing::warn!(%error, "the dependency waker could not read the log"),
         }
+        // After the wakes: whoever sees the cursor at a position sees the
+        // dependents of every write up to it already queued.
+        seen.store(cursor, Ordering::SeqCst);
         if cursor != saved && saved_at.elapsed() >= SAVE_EVERY {
             save(store, cursor).await;
             (saved, saved_at) = (cursor, Instant::now());

@@ -523,3 +523,47 @@ fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() 
     }
     host.terminate();
 }
+
+#[test]
+fn exit_codes_say_what_failed_with_or_without_a_host() {
+    let workspace = Workspace::new();
+    workspace.write("note.yaml", "kind: Note\nname: a\nspec: {x: 1}\n");
+    workspace.ok(&["apply", "-f", "note.yaml"]);
+    let code = |args: &[&str]| workspace.run(args).status.code();
+    // Without a host: the commands open the database themselves.
+    assert_eq!(code(&["get", "Note", "missing"]), Some(3), "not found");
+    assert_eq!(code(&["get", "Nope"]), Some(3), "unknown kind");
+    assert_eq!(code(&["requeue", "Note", "a"]), Some(6), "needs a host");
+    assert_eq!(
+        code(&[
+            "wait",
+            "Note",
+            "a",
+            "--for",
+            "settled",
+            "--timeout",
+            "100ms"
+        ]),
+        Some(5),
+        "timed out"
+    );
+    assert_eq!(code(&["get", "--bogus"]), Some(2), "usage");
+    // With one: the code travels over the socket.
+    let host = workspace.start_host(&[]);
+    assert_eq!(code(&["get", "Note", "missing"]), Some(3));
+    assert_eq!(
+        code(&[
+            "wait",
+            "Note",
+            "a",
+            "--for",
+            "condition=Ready",
+            "--timeout",
+            "100ms"
+        ]),
+        Some(5)
+    );
+    workspace.write("held.yaml", "kind: Note\nname: a\nspec: {x: 2}\n");
+    assert_eq!(code(&["apply", "-f", "held.yaml"]), Some(0));
+    host.terminate();
+}

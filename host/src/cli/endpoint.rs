@@ -9,6 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::cli::failure::Failure;
 use crate::cli::protocol::{Outcome, Request, read_line, write_line};
 
 /// How long a command waits for a host that holds the lock to answer on its
@@ -116,7 +117,7 @@ pub enum Endpoint {
 
 /// Finds the host, or takes the lock when there is none. A socket left by a
 /// killed host is removed.
-pub fn reach(paths: &Paths) -> Result<Endpoint, String> {
+pub fn reach(paths: &Paths) -> Result<Endpoint, Failure> {
     let deadline = Instant::now() + HOST_PATIENCE;
     loop {
         if let Ok(stream) = UnixStream::connect(&paths.socket) {
@@ -127,12 +128,12 @@ pub fn reach(paths: &Paths) -> Result<Endpoint, String> {
             return Ok(Endpoint::Direct(lock));
         }
         if Instant::now() >= deadline {
-            return Err(format!(
+            return Err(Failure::unreachable(format!(
                 "a host holds {} ({}) but its socket {} does not answer",
                 paths.lock.display(),
                 holder(&paths.lock),
                 paths.socket.display()
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -2,6 +2,7 @@
 //! it over its socket, or opens the database itself when no host runs.
 
 mod endpoint;
+mod failure;
 mod manifest;
 mod manifest_watch;
 mod metrics_http;
@@ -12,6 +13,7 @@ mod run;
 mod server;
 mod top;
 
+use crate::cli::failure::Failure;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -31,7 +33,15 @@ use protocol::{Outcome, Reply, Request, Until};
 /// or without a running host: they talk to the host over `DB.sock`, or, when
 /// none runs, take the lock `DB.lock` and open the database themselves.
 #[derive(Parser, Debug)]
-#[command(name = "beehive", version, about, long_about)]
+#[command(
+    name = "beehive",
+    version,
+    about,
+    long_about,
+    after_help = "Exit codes: 0 done, 1 failed, 2 usage, 3 not found, 4 conflict \
+                  (name taken, being deleted, cycle, store in use), 5 timed out, \
+                  6 no host answers (a command that needs one)."
+)]
 struct Cli {
     /// The database file.
     #[arg(
@@ -212,7 +222,11 @@ pub fn main() -> ExitCode {
         .build()
     {
         Ok(runtime) => runtime,
-        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+        Err(e) => {
+            return fail(&Failure::from(format!(
+                "cannot start the async runtime: {e}"
+            )));
+        }
     };
     let result = runtime.block_on(execute(cli));
     // Tasks still running (a pass that outlived a stop's deadline) are
@@ -223,13 +237,13 @@ pub fn main() -> ExitCode {
             print!("{text}");
             ExitCode::SUCCESS
         }
-        Err(message) => fail(&message),
+        Err(failure) => fail(&failure),
     }
 }
 
-fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::FAILURE
+fn fail(failure: &Failure) -> ExitCode {
+    eprintln!("error: {}", failure.message);
+    ExitCode::from(failure.code.exit_code())
 }
 
 fn init_logging(level: LogLevel, format: LogFormat) {
@@ -252,10 +266,15 @@ fn init_logging(level: LogLevel, format: LogFormat) {
 }
 
 /// Runs a command and returns what to print.
-async fn execute(cli: Cli) -> Result<String, String> {
+async fn execute(cli: Cli) -> Result<String, Failure> {
     let paths = Paths::new(&cli.db);
     let request = match cli.command {
-        Command::Run(args) => return run::run(&cli.db, *args).await.map(|()| String::new()),
+        Command::Run(args) => {
+            return run::run(&cli.db, *args)
+                .await
+                .map(|()| String::new())
+                .map_err(Failure::from);
+        }
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "beehive", &mut script);
@@ -372,7 +391,7 @@ struct MetricsSource<'a> {
 }
 
 impl top::Source for MetricsSource<'_> {
-    async fn fetch(&mut self) -> Result<String, String> {
+    async fn fetch(&mut self) -> Result<String, Failure> {
         match dispatch(self.paths, Request::Metrics).await? {
             Reply::Metrics { text } => Ok(text),
             other => Err(unexpected(&other)),
@@ -380,8 +399,8 @@ impl top::Source for MetricsSource<'_> {
     }
 }
 
-fn unexpected(reply: &Reply) -> String {
-    format!("unexpected reply from the host: {reply:?}")
+fn unexpected(reply: &Reply) -> Failure {
+    Failure::from(format!("unexpected reply from the host: {reply:?}"))
 }
 
 /// `get -w`: the host streams the snapshot and each change; printed as they come.
@@ -390,7 +409,7 @@ async fn watch_objects(
     kind: String,
     name: Option<String>,
     format: Format,
-) -> Result<String, String> {
+) -> Result<String, Failure> {
     let mut printer = output::WatchPrinter::new(format);
     follow(
         paths,
@@ -421,7 +440,7 @@ async fn watch_events(
     kind: String,
     name: String,
     category: Option<String>,
-) -> Result<String, String> {
+) -> Result<String, Failure> {
     let request = Request::WatchEvents {
         kind,
         name,
@@ -450,12 +469,14 @@ async fn watch_events(
 async fn follow(
     paths: &Paths,
     request: Request,
-    mut on_reply: impl FnMut(Reply) -> Result<(), String> + Send + 'static,
-) -> Result<String, String> {
+    mut on_reply: impl FnMut(Reply) -> Result<(), Failure> + Send + 'static,
+) -> Result<String, Failure> {
     let paths = paths.clone();
     tokio::task::spawn_blocking(move || {
         let Endpoint::Host(connection) = endpoint::reach(&paths)? else {
-            return Err("watching needs a running host: start one with `beehive run`".into());
+            return Err(Failure::unreachable(
+                "watching needs a running host: start one with `beehive run`",
+            ));
         };
         let mut failure = None;
         endpoint::stream(connection, &request, |outcome| {
@@ -497,12 +518,12 @@ async fn dispatch(paths: &Paths, request: Request) -> Outcome {
 
 /// The database, opened by a command that holds the lock. Reads never
 /// create it.
-fn open_directly(db: &Path, create: bool) -> Result<Context, String> {
+fn open_directly(db: &Path, create: bool) -> Result<Context, Failure> {
     if !create && !db.exists() {
         return Err(format!(
             "no database at {}: nothing has been applied yet (`beehive apply` or `beehive run` make one)",
             db.display()
-        ));
+        ).into());
     }
     let store = beehive::Store::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
     Ok(Context {
@@ -521,7 +542,7 @@ async fn wait(
     name: String,
     until: Until,
     timeout: Duration,
-) -> Result<String, String> {
+) -> Result<String, Failure> {
     let deadline = Instant::now() + timeout;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -561,11 +582,11 @@ async fn wait(
             return Ok(format!("{kind}/{name}: {}\n", ops::describe_until(&until)));
         }
         if left.is_zero() {
-            return Err(format!(
+            return Err(Failure::timeout(format!(
                 "timed out after {} waiting until {kind}/{name} is {} (no host is running)",
                 humantime::format_duration(timeout),
                 ops::describe_until(&until)
-            ));
+            )));
         }
         tokio::time::sleep(Duration::from_millis(100).min(left)).await;
     }

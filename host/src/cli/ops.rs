@@ -11,6 +11,7 @@ use beehive::{
     RawObject, Store,
 };
 
+use crate::cli::failure::Failure;
 use crate::cli::manifest::Manifest;
 use crate::cli::protocol::{
     Applied, Description, EventView, HttpLimitsView, LimitsView, NextPass, ObjectView, Outcome,
@@ -72,7 +73,7 @@ impl Watching {
     }
 
     /// The next change, or why the stream ended; `None` after that.
-    pub async fn next(&mut self) -> Option<Result<beehive::ObjectChange, String>> {
+    pub async fn next(&mut self) -> Option<Result<beehive::ObjectChange, Failure>> {
         use futures_util::StreamExt;
         let next = match self {
             Watching::Kind(stream) => stream.next().await,
@@ -88,7 +89,7 @@ pub fn watch_events(
     kind: &str,
     name: &str,
     category: Option<&str>,
-) -> Result<beehive::EventStream, String> {
+) -> Result<beehive::EventStream, Failure> {
     let (_, object) = find(&ctx.store, kind, name)?;
     watching_client(ctx, object.meta.group_kind.clone())
         .watch_events(object.meta.id, category, beehive::WatchOptions::new())
@@ -96,7 +97,7 @@ pub fn watch_events(
 }
 
 /// Starts watching a kind, or one object of it.
-pub fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Watching, String> {
+pub fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Watching, Failure> {
     let options = beehive::WatchOptions::new();
     match name {
         Some(name) => {
@@ -125,16 +126,16 @@ fn watching_client(ctx: &Context, group_kind: GroupKind) -> RawClient {
     }
 }
 
-fn error(e: beehive::Error) -> String {
-    e.to_string()
+fn error(e: beehive::Error) -> Failure {
+    Failure::from(e)
 }
 
 /// Resolves `Kind` or `Kind.group` against the kinds that exist. `Kind`
 /// alone names the core group, or the one group that has such a kind.
-pub fn resolve_kind(store: &Store, text: &str) -> Result<GroupKind, String> {
+pub fn resolve_kind(store: &Store, text: &str) -> Result<GroupKind, Failure> {
     let (kind, group) = text.split_once('.').unwrap_or((text, ""));
     if kind.is_empty() {
-        return Err(format!("invalid kind {text:?}: write Kind or Kind.group"));
+        return Err(format!("invalid kind {text:?}: write Kind or Kind.group").into());
     }
     let known = store.kinds().map_err(error)?;
     let wanted = GroupKind::new(group, kind);
@@ -151,7 +152,8 @@ pub fn resolve_kind(store: &Store, text: &str) -> Result<GroupKind, String> {
                 return Err(format!(
                     "kind {text} is ambiguous: write one of {}",
                     names.join(", ")
-                ));
+                )
+                .into());
             }
         }
     }
@@ -161,7 +163,9 @@ pub fn resolve_kind(store: &Store, text: &str) -> Result<GroupKind, String> {
     } else {
         format!("known kinds: {}", names.join(", "))
     };
-    Err(format!("unknown kind {text}: {listing}"))
+    Err(Failure::not_found(format!(
+        "unknown kind {text}: {listing}"
+    )))
 }
 
 /// The kind `text` names: an existing one if it resolves, otherwise a new
@@ -173,7 +177,7 @@ fn kind_as_written(store: &Store, text: &str) -> GroupKind {
     })
 }
 
-fn find(store: &Store, kind: &str, name: &str) -> Result<(RawClient, RawObject), String> {
+fn find(store: &Store, kind: &str, name: &str) -> Result<(RawClient, RawObject), Failure> {
     let group_kind = resolve_kind(store, kind)?;
     let client = RawClient::new(store, group_kind);
     let object = client.get_by_name(name, Loads::none()).map_err(error)?;
@@ -355,7 +359,7 @@ fn events(ctx: &Context, kind: &str, name: &str, category: Option<String>) -> Ou
 
 /// Whether `until` holds for `name` of the client's kind; an error for an
 /// object that cannot be waited on.
-pub fn holds(client: &RawClient, name: &str, until: &Until) -> Result<bool, String> {
+pub fn holds(client: &RawClient, name: &str, until: &Until) -> Result<bool, Failure> {
     match client.get_by_name(name, Loads::none()) {
         Ok(object) => Ok(holds_for(Some(&object), until)),
         Err(beehive::Error::NotFound { .. }) if *until == Until::Deleted => Ok(true),
@@ -406,11 +410,11 @@ async fn wait(ctx: &Context, kind: &str, name: &str, until: &Until, timeout: Dur
             Ok(Some(Err(e))) => return Err(error(e)),
             Ok(None) => return Err("the host stopped".into()),
             Err(_) => {
-                return Err(format!(
+                return Err(Failure::timeout(format!(
                     "timed out after {} waiting until {kind}/{name} is {}",
                     humantime::format_duration(timeout),
                     describe_until(until)
-                ));
+                )));
             }
         };
         let now = match change.change {
@@ -424,7 +428,8 @@ async fn wait(ctx: &Context, kind: &str, name: &str, until: &Until, timeout: Dur
             return Err(format!(
                 "{kind}/{name} was deleted before it was {}",
                 describe_until(until)
-            ));
+            )
+            .into());
         }
     }
 }
@@ -495,10 +500,9 @@ fn plugins(ctx: &Context) -> Outcome {
 
 fn metrics(ctx: &Context) -> Outcome {
     if ctx.host.is_none() {
-        return Err(
-            "metrics are a running host's: start one with `beehive run` (or scrape its --metrics-addr)"
-                .into(),
-        );
+        return Err(Failure::unreachable(
+            "metrics are a running host's: start one with `beehive run` (or scrape its --metrics-addr)",
+        ));
     }
     Ok(Reply::Metrics {
         text: ctx.store.metrics().encode(),
@@ -525,10 +529,9 @@ fn millis(d: std::time::Duration) -> u64 {
 fn requeue(ctx: &Context, kind: &str, name: &str) -> Outcome {
     let (client, object) = find(&ctx.store, kind, name)?;
     let Some(host) = &ctx.host else {
-        return Err(
-            "requeue needs a running host: start one with `beehive run` (objects that owe a pass get one when it starts)"
-                .into(),
-        );
+        return Err(Failure::unreachable(
+            "requeue needs a running host: start one with `beehive run` (objects that owe a pass get one when it starts)",
+        ));
     };
     host.requeue(client.group_kind(), object.meta.id, true)
         .map_err(error)?;

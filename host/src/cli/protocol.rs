@@ -77,7 +77,7 @@ pub enum Until {
 }
 
 /// A request's outcome: a reply, or one line saying why not.
-pub type Outcome = Result<Reply, String>;
+pub type Outcome = Result<Reply, crate::cli::failure::Failure>;
 
 /// What came back.
 #[derive(Debug, Serialize, Deserialize)]

@@ -97,7 +97,7 @@ async fn answer(stream: UnixStream, ctx: &Context) {
     let (line, read) = match read_request(read).await {
         Ok(read) => read,
         Err(why) => {
-            let _ = send(&mut write, &Err(why)).await;
+            let _ = send(&mut write, &Err(why.into())).await;
             return;
         }
     };
@@ -121,7 +121,7 @@ async fn answer(stream: UnixStream, ctx: &Context) {
             return;
         }
         Ok(request) => ops::execute(ctx, request).await,
-        Err(e) => Err(format!("bad request: {e}")),
+        Err(e) => Err(format!("bad request: {e}").into()),
     };
     // The command may have given up waiting; nothing to do about it.
     let _ = send(&mut write, &outcome).await;
@@ -201,7 +201,7 @@ async fn stream_events(
         let run = match next {
             Ok(run) => run,
             Err(why) => {
-                let _ = send(&mut write, &Err(why.to_string())).await;
+                let _ = send(&mut write, &Err(why.to_string().into())).await;
                 return;
             }
         };

@@ -14,6 +14,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 use ratatui::{Frame, Terminal};
 
+use crate::cli::failure::Failure;
+
 /// One sample of the text format: name, labels, value.
 #[derive(Clone, Debug, PartialEq)]
 struct Sample {
@@ -288,7 +290,7 @@ fn duration_text(seconds: f64) -> String {
 /// Where the snapshots come from: one export of the host's metrics.
 pub trait Source {
     /// The metrics text, or why there is none.
-    fn fetch(&mut self) -> impl Future<Output = Result<String, String>>;
+    fn fetch(&mut self) -> impl Future<Output = Result<String, Failure>>;
 }
 
 /// Renders one frame (rates over `interval`) as text, for `--once`.
@@ -296,7 +298,7 @@ pub async fn once(
     source: &mut impl Source,
     host: &str,
     interval: Duration,
-) -> Result<String, String> {
+) -> Result<String, Failure> {
     let before = snapshot(&parse(&source.fetch().await?));
     let started = Instant::now();
     tokio::time::sleep(interval).await;
@@ -336,7 +338,7 @@ pub async fn interactive(
     source: &mut impl Source,
     host: &str,
     interval: Duration,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     let mut terminal = ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?;
     let result = refresh_until_quit(&mut terminal, source, host, interval).await;
     ratatui::restore();
@@ -348,7 +350,7 @@ async fn refresh_until_quit<B: Backend>(
     source: &mut impl Source,
     host: &str,
     interval: Duration,
-) -> Result<(), String>
+) -> Result<(), Failure>
 where
     B::Error: std::fmt::Display,
 {
@@ -374,7 +376,7 @@ where
 }
 
 /// Waits up to `interval` for a key; true if it asks to quit.
-async fn wait_for_quit(interval: Duration) -> Result<bool, String> {
+async fn wait_for_quit(interval: Duration) -> Result<bool, Failure> {
     let deadline = Instant::now() + interval;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());

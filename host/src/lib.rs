@@ -28,14 +28,34 @@
 //! ```
 //!
 //! # Concepts
-//! - [`Store`]: one database file. One writer, shared by group commit:
+//! - [`Store`]: one database file, opened once per process (cheap to clone,
+//!   lives as long as its last clone). One writer, shared by group commit:
 //!   concurrent writes share a transaction, each inside its own savepoint, so
 //!   one write's failure rolls back only that write. Reads run on the calling
 //!   thread and never wait for the writer.
-//! - [`RawClient`]: one kind's objects, spec and status as canonical [`Json`].
-//! - [`Client`]: the same verbs over serde types.
-//! - Names are required, unique per kind, immutable and opaque; only `""` is
-//!   refused. Ids are never reused.
+//! - [`RawClient`]: one kind's objects, spec and status as canonical [`Json`];
+//!   [`Client`]: the same verbs over serde types. Clients are handles (clone
+//!   freely); watches are streams that end when the host stops.
+//! - [`Host`]: the control plane over one store. Controllers are registered
+//!   per kind ([`Host::register`]), run between [`Host::start`] and
+//!   [`StopHandle::stop`], and are replaced or unregistered while it runs.
+//!   Each kind has its own work queue, workers and cadences; a host costs a
+//!   few tasks when idle and nothing per settled object.
+//! - A controller implements [`Controller`] (raw objects) or [`Reconciler`]
+//!   (typed, wrapped in [`Typed`]); a pass gets a [`ControllerClient`] bound
+//!   to its object and returns a [`ReconcileResult`]. Passes may run again at
+//!   any time, so they are written to be idempotent.
+//! - Plugins ([`plugin`]): controllers compiled to WebAssembly components. A
+//!   [`plugin::PluginRuntime`] (one per process: an engine, a compiled-code
+//!   cache, the operator's limits) loads them; a [`plugin::PluginDirectory`]
+//!   keeps a directory of them registered in a host and hot-swaps changed
+//!   files. Each pass runs sandboxed under a CPU deadline, a wall-clock limit
+//!   and a memory cap, with only what its policy file grants.
+//! - [`metrics::Metrics`]: what the store, its hosts and plugins measure, in
+//!   the Prometheus text format ([`Store::metrics`]).
+//! - Names are required, unique per kind, immutable and opaque within the
+//!   naming policy ([`policy`]: at most 253 bytes, no control characters).
+//!   Ids are never reused.
 
 #![deny(missing_docs)]
 

@@ -17,435 +17,56 @@ mod cache;
 mod clock;
 mod convert;
 mod directory;
+mod error;
 mod http;
 mod limits;
 mod memory;
 mod migrate;
 mod policy;
+mod runtime;
 mod sandbox;
 mod state;
 
 pub use directory::{Change, Failure, PluginDirectory, Served};
+pub use error::PluginError;
 pub use http::{HostPattern, HttpLimits};
 pub use limits::{Limits, PluginLimits};
 pub use policy::{ConfigValue, FileGrant, HttpGrant, Policy};
+pub(crate) use runtime::hex;
+pub use runtime::{PluginRuntime, RuntimeOptions};
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use sha2::{Digest, Sha256};
-use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::engine::{
     Controller, ControllerClient, ControllerOptions, ReconcileFuture, ReconcileResult,
 };
 use crate::event::EventSpec;
-use crate::metrics::PluginMetrics;
 use crate::object::{GroupKind, RawObject};
 use crate::sync::lock;
 use bindings::beehive::controller::types as wit;
-use clock::Ticker;
-use memory::Budget;
 use migrate::PluginMigrator;
 use sandbox::{STDERR_CAPACITY, Sandbox, Warm};
-use state::{ControllerClientHandle, PluginState};
-
-/// Component instances the pool has room for, across every plugin. Each
-/// plugin version holds at most its concurrency ceiling of them.
-const POOL_INSTANCES: u32 = 128;
+use state::ControllerClientHandle;
 
 /// An instance whose linear memory is above this after a pass is dropped
 /// rather than kept for the next one, so memory a pass touched once goes
 /// back to the host.
 const IDLE_MEMORY: usize = 32 << 20;
 
-/// Why a plugin could not be loaded. Each names the file.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PluginError {
-    /// The file could not be read.
-    #[error("{path}: cannot read: {source}")]
-    Read {
-        /// The plugin file.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file is not a WebAssembly component.
-    #[error("{path}: not a WebAssembly component: {message}")]
-    NotAComponent {
-        /// The plugin file.
-        path: PathBuf,
-        /// What wasmtime said.
-        message: String,
-    },
-    /// The component does not satisfy the contract (missing or mistyped
-    /// exports or imports), or its `describe` failed.
-    #[error("{path}: does not satisfy the beehive:controller contract: {message}")]
-    Contract {
-        /// The plugin file.
-        path: PathBuf,
-        /// What failed.
-        message: String,
-    },
-    /// Another plugin already reconciles the kind.
-    #[error("{path}: {kind} is already reconciled by {other}")]
-    KindClaimed {
-        /// The plugin file.
-        path: PathBuf,
-        /// The kind.
-        kind: String,
-        /// The plugin that has it.
-        other: String,
-    },
-    /// The directory cannot be watched for changes.
-    #[error("{path}: cannot watch: {message}")]
-    Watch {
-        /// The plugin directory.
-        path: PathBuf,
-        /// What the watcher said.
-        message: String,
-    },
-    /// The pool of instances was full when the plugin was loaded: other
-    /// plugins' passes held every slot. Transient; the load is retried.
-    #[error("{path}: cannot instantiate now: {message}")]
-    Busy {
-        /// The plugin file.
-        path: PathBuf,
-        /// What wasmtime said.
-        message: String,
-    },
-    /// The plugin's policy file (`NAME.toml`) cannot be read or is wrong;
-    /// the plugin is not loaded under a policy nobody meant.
-    #[error("{path}: {message}")]
-    Policy {
-        /// The policy file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
-    /// The plugin needs more linear memory at start than its cap allows.
-    #[error(
-        "{path}: needs {} of linear memory at start, more than its cap of {} \
-         (raise it with --plugin-memory or --plugin-memory-for NAME=SIZE)",
-        mib(*needs),
-        mib(*cap as u64)
-    )]
-    MemoryCap {
-        /// The plugin file.
-        path: PathBuf,
-        /// The bytes its memories start with.
-        needs: u64,
-        /// The cap that applies to it.
-        cap: usize,
-    },
-    /// The host refused the registration.
-    #[error("{path}: cannot register: {source}")]
-    Register {
-        /// The plugin file.
-        path: PathBuf,
-        /// The host's error.
-        #[source]
-        source: crate::Error,
-    },
-}
-
-impl PluginError {
-    /// Whether the same file may load if tried again later, unchanged.
-    pub fn is_transient(&self) -> bool {
-        matches!(self, PluginError::Busy { .. })
-    }
-}
-
-/// How a [`PluginRuntime`] is set up.
-#[derive(Clone, Debug)]
-pub struct RuntimeOptions {
-    limits: Limits,
-    plugin_limits: BTreeMap<String, PluginLimits>,
-    cache_dir: Option<PathBuf>,
-    memory_budget: usize,
-    metrics: Option<Arc<crate::metrics::Metrics>>,
-}
-
-impl Default for RuntimeOptions {
-    fn default() -> Self {
-        RuntimeOptions {
-            limits: Limits::default(),
-            plugin_limits: BTreeMap::new(),
-            cache_dir: None,
-            memory_budget: 192 << 20,
-            metrics: None,
-        }
-    }
-}
-
-impl RuntimeOptions {
-    /// Default limits, no per-plugin limits, no cache, a 192 MiB memory budget.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The ceilings of every plugin the operator did not single out.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Ceilings for the plugin in file `NAME.wasm`, over the host-wide ones.
-    pub fn plugin_limits(mut self, name: impl Into<String>, limits: PluginLimits) -> Self {
-        self.plugin_limits.insert(name.into(), limits);
-        self
-    }
-
-    /// The linear memory all plugin instances together may hold (default
-    /// 192 MiB). A pass whose growth would go over it fails as out of memory.
-    pub fn memory_budget(mut self, bytes: usize) -> Self {
-        self.memory_budget = bytes;
-        self
-    }
-
-    /// Records each plugin's instances, memory, traps and deadline hits in
-    /// `metrics` (usually the store's: `store.metrics().clone()`).
-    pub fn metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
-        self.metrics = Some(metrics);
-        self
-    }
-
-    /// Keeps compiled plugins in `dir`, so a restart with unchanged plugins
-    /// compiles nothing.
-    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.cache_dir = Some(dir.into());
-        self
-    }
-
-    /// The largest memory cap any plugin may get: the pool's slot size.
-    fn largest_memory(&self) -> usize {
-        self.plugin_limits
-            .values()
-            .filter_map(|l| l.memory)
-            .fold(self.limits.memory, usize::max)
-    }
-}
-
-/// Compiles and runs plugins: one wasmtime engine and linker per host.
-pub struct PluginRuntime {
-    engine: Engine,
-    linker: Linker<PluginState>,
-    ticker: Arc<Ticker>,
-    options: RuntimeOptions,
-    budget: Arc<Budget>,
-    cache: Option<cache::Cache>,
-    compiled: std::sync::atomic::AtomicUsize,
-}
-
-impl std::fmt::Debug for PluginRuntime {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PluginRuntime")
-            .field("options", &self.options)
-            .finish()
-    }
-}
-
-impl PluginRuntime {
-    /// A runtime set up as `options` say.
-    ///
-    /// # Errors
-    /// [`crate::Error::Internal`] when wasmtime cannot be set up.
-    pub fn new(options: RuntimeOptions) -> crate::Result<Arc<PluginRuntime>> {
-        let internal = |e: wasmtime::Error| crate::Error::Internal(format!("wasmtime: {e}"));
-        let mut config = Config::new();
-        config.epoch_interruption(true);
-        // Pooling keeps instance memories and async stacks between passes
-        // instead of mapping fresh ones for each. Slots bound how many
-        // instances exist at once; the idle pool holds at most one per worker.
-        let mut pool = PoolingAllocationConfig::new();
-        pool.total_component_instances(POOL_INSTANCES)
-            .total_core_instances(POOL_INSTANCES * 8)
-            .total_memories(POOL_INSTANCES * 2)
-            .total_tables(POOL_INSTANCES * 2)
-            .total_stacks(POOL_INSTANCES)
-            .max_memory_size(options.largest_memory());
-        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&config).map_err(internal)?;
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(internal)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(internal)?;
-        bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)
-            .map_err(internal)?;
-        let ticker = Ticker::start(engine.clone()).map_err(|e| {
-            crate::Error::Internal(format!("cannot start the plugin deadline ticker: {e}"))
-        })?;
-        let cache = options
-            .cache_dir
-            .clone()
-            .map(|dir| cache::Cache::new(dir, &engine));
-        Ok(Arc::new(PluginRuntime {
-            engine,
-            linker,
-            ticker,
-            budget: Budget::new(options.memory_budget),
-            options,
-            cache,
-            compiled: std::sync::atomic::AtomicUsize::new(0),
-        }))
-    }
-
-    /// Linear memory held by every live plugin instance of this runtime.
-    pub fn memory_in_use(&self) -> usize {
-        self.budget.used()
-    }
-
-    /// How many components this runtime has compiled (not taken from the cache).
-    pub fn compiled_count(&self) -> usize {
-        self.compiled.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// Compiles the plugin in `path` and asks it what it reconciles, under
-    /// `policy`'s grants ([`Policy::default`] grants nothing; a
-    /// [`PluginDirectory`] reads each plugin's policy file for it).
-    ///
-    /// # Errors
-    /// A [`PluginError`] naming the file.
-    pub async fn load(
-        self: &Arc<Self>,
-        path: &Path,
-        policy: Policy,
-    ) -> Result<Plugin, PluginError> {
-        let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let content_hash = hex(&Sha256::digest(&bytes));
-        self.load_bytes(path, bytes, content_hash, policy).await
-    }
-
-    /// [`PluginRuntime::load`] of bytes already read from `path`, whose
-    /// SHA-256 in hex is `content_hash`.
-    async fn load_bytes(
-        self: &Arc<Self>,
-        path: &Path,
-        bytes: Vec<u8>,
-        content_hash: String,
-        policy: Policy,
-    ) -> Result<Plugin, PluginError> {
-        let name = plugin_name(path);
-        let mut ceiling = self
-            .options
-            .plugin_limits
-            .get(&name)
-            .copied()
-            .unwrap_or_default()
-            .over(self.options.limits);
-        ceiling.http = policy.http.over(ceiling.http);
-        let needs = initial_memory(&bytes);
-        if needs > ceiling.memory as u64 {
-            return Err(PluginError::MemoryCap {
-                path: path.to_path_buf(),
-                needs,
-                cap: ceiling.memory,
-            });
-        }
-        let component = self.component(path, bytes, &content_hash).await?;
-        let contract = |message: String| PluginError::Contract {
-            path: path.to_path_buf(),
-            message,
-        };
-        let instance_pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| contract(format!("{e:#}")))?;
-        let pre = bindings::PluginPre::new(instance_pre).map_err(|e| contract(format!("{e:#}")))?;
-        let metrics = self
-            .options
-            .metrics
-            .as_ref()
-            .map_or_else(PluginMetrics::default, |m| m.plugin(&name));
-        let describing = Sandbox {
-            name: name.into(),
-            path: path.to_path_buf(),
-            limits: ceiling,
-            slots: Arc::new(tokio::sync::Semaphore::new(ceiling.concurrency.max(1))),
-            pre,
-            runtime: self.clone(),
-            http: http::HttpAccess::new(policy.http.allow.clone(), ceiling.http),
-            policy: Arc::new(policy),
-            metrics,
-        };
-        let mut registration = describe(&describing).await?;
-        if let Some(problem) = limits::registration_problem(&registration) {
-            return Err(contract(format!("describe named {problem}")));
-        }
-        let (applied, cuts) = limits::clamp(&mut registration, ceiling);
-        for cut in cuts {
-            tracing::warn!(plugin = %describing.name, "the plugin asked for {cut}");
-        }
-        let sandbox = Arc::new(Sandbox {
-            limits: applied,
-            ..describing
-        });
-        let migrator = PluginMigrator::for_plugin(&sandbox, &component, &registration)
-            .map_err(contract)?
-            .map(Arc::new);
-        Ok(Plugin {
-            sandbox,
-            content_hash,
-            registration,
-            idle: Mutex::new(Vec::new()),
-            migrator,
-        })
-    }
-}
-
-impl PluginRuntime {
-    /// The compiled component: from the cache, or compiled (off the async
-    /// workers: compiling is up to seconds of CPU) and then cached.
-    async fn component(
-        &self,
-        path: &Path,
-        bytes: Vec<u8>,
-        content_hash: &str,
-    ) -> Result<Component, PluginError> {
-        if let Some(component) = self
-            .cache
-            .as_ref()
-            .and_then(|c| c.load(&self.engine, content_hash))
-        {
-            return Ok(component);
-        }
-        let engine = self.engine.clone();
-        let not_a_component = |message: String| PluginError::NotAComponent {
-            path: path.to_path_buf(),
-            message,
-        };
-        let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
-            .await
-            .map_err(|e| not_a_component(e.to_string()))?
-            .map_err(|e| not_a_component(format!("{e:#}")))?;
-        self.compiled
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        if let Some(cache) = &self.cache {
-            cache.store(&component, content_hash);
-        }
-        Ok(component)
-    }
-}
-
 /// One loaded version of a plugin.
 pub struct Plugin {
-    sandbox: Arc<Sandbox>,
-    content_hash: String,
-    registration: wit::Registration,
+    pub(super) sandbox: Arc<Sandbox>,
+    pub(super) content_hash: String,
+    pub(super) registration: wit::Registration,
     /// Instances between passes, reused so a pass pays no instantiation and
     /// a plugin's globals (a kind client it keeps) live on. There are never
     /// more than the kind's workers; a trapped instance is never put back.
-    idle: Mutex<Vec<Warm>>,
+    pub(super) idle: Mutex<Vec<Warm>>,
     /// Converts the kind's older documents, when the plugin declares schema
     /// versions and exports the migrator.
-    migrator: Option<Arc<PluginMigrator>>,
+    pub(super) migrator: Option<Arc<PluginMigrator>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -651,23 +272,6 @@ async fn record_denials(client: &ControllerClient, denied: Vec<String>) {
     }
 }
 
-/// Asks a fresh instance what the plugin reconciles, under the same bounds
-/// as a pass.
-async fn describe(sandbox: &Sandbox) -> Result<wit::Registration, PluginError> {
-    let mut warm = sandbox.instantiate().await?;
-    let called = sandbox
-        .bounded(
-            warm.bindings
-                .beehive_controller_controller()
-                .call_describe(&mut warm.store),
-        )
-        .await;
-    called.map_err(|error| PluginError::Contract {
-        path: sandbox.path.clone(),
-        message: format!("describe failed: {}", sandbox.failure(&warm, &error, 0)),
-    })
-}
-
 /// The longest requeue delay a plugin may ask for; more is a malformed result.
 const MAX_REQUEUE: Duration = Duration::from_secs(366 * 24 * 60 * 60);
 
@@ -696,40 +300,7 @@ impl Controller for Plugin {
     }
 }
 
-/// `greeting` for `plugins/greeting.wasm`.
-fn plugin_name(path: &Path) -> String {
-    path.file_stem()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// The most bytes any memory of the component starts with (nested core
-/// modules included); 0 for bytes that do not parse, which compiling then
-/// reports.
-fn initial_memory(bytes: &[u8]) -> u64 {
-    let mut largest = 0;
-    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
-        let Ok(wasmparser::Payload::MemorySection(memories)) = payload else {
-            continue;
-        };
-        for memory in memories.into_iter().flatten() {
-            let page = 1u64 << memory.page_size_log2.unwrap_or(16);
-            largest = largest.max(memory.initial.saturating_mul(page));
-        }
-    }
-    largest
-}
-
 /// The first twelve hex digits of a content hash, as logs show versions.
 fn short_hash(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
-}
-
-/// `bytes` in MiB, one decimal.
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -1,14 +1,13 @@
 //! The untyped and typed clients through the public API, on a real file store.
 
+mod common;
+
 use beehive::{
     Client, CreateOptions, Error, GroupKind, Json, Loads, RawClient, RawObject, Store,
     generate_name,
 };
+use common::spec;
 use serde::{Deserialize, Serialize};
-
-fn spec(text: &str) -> Json {
-    Json::parse(text).unwrap()
-}
 
 fn clusters(store: &Store) -> RawClient {
     RawClient::new(store, GroupKind::new("acme.com", "Cluster"))

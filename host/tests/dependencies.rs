@@ -9,13 +9,9 @@ use std::time::Duration;
 
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, EventFilter, GroupKind, Host,
-    HostOptions, Json, Loads, RawObject, ReconcileFuture, ReconcileResult, Store,
+    HostOptions, Loads, RawObject, ReconcileFuture, ReconcileResult, Store,
 };
-use common::{PATIENCE, run_then_crash, wait_until};
-
-fn spec(text: &str) -> Json {
-    Json::parse(text).unwrap()
-}
+use common::{PATIENCE, run_then_crash, spec, wait_until};
 
 fn app() -> GroupKind {
     GroupKind::new("test.dev", "App")

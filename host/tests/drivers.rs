@@ -9,15 +9,11 @@ use std::time::Duration;
 
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
-    Host, HostOptions, Json, Loads, Object, RawObject, ReconcileFuture, ReconcileResult,
-    Reconciler, Store, Typed,
+    Host, HostOptions, Loads, Object, RawObject, ReconcileFuture, ReconcileResult, Reconciler,
+    Store, Typed,
 };
-use common::{PATIENCE, wait_until};
+use common::{PATIENCE, spec, wait_until};
 use serde::{Deserialize, Serialize};
-
-fn spec(text: &str) -> Json {
-    Json::parse(text).unwrap()
-}
 
 fn widget() -> GroupKind {
     GroupKind::new("test.dev", "Widget")

@@ -9,14 +9,10 @@ use std::time::{Duration, Instant};
 
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
-    Error, EventFilter, EventSpec, GroupKind, Host, HostOptions, Json, Loads, RawObject,
-    ReconcileFuture, ReconcileResult, Store,
+    Error, EventFilter, EventSpec, GroupKind, Host, HostOptions, Loads, RawObject, ReconcileFuture,
+    ReconcileResult, Store,
 };
-use common::{PATIENCE, run_then_crash, wait_until};
-
-fn spec(text: &str) -> Json {
-    Json::parse(text).unwrap()
-}
+use common::{PATIENCE, run_then_crash, spec, wait_until};
 
 fn widget() -> GroupKind {
     GroupKind::new("test.dev", "Widget")

@@ -8,14 +8,10 @@ use std::time::Duration;
 
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
-    Error, EventFilter, GroupKind, Host, HostOptions, Json, Loads, RawObject, ReconcileFuture,
+    Error, EventFilter, GroupKind, Host, HostOptions, Loads, RawObject, ReconcileFuture,
     ReconcileResult, Store,
 };
-use common::{PATIENCE, wait_until};
-
-fn spec(text: &str) -> Json {
-    Json::parse(text).unwrap()
-}
+use common::{PATIENCE, spec, wait_until};
 
 fn parent() -> GroupKind {
     GroupKind::new("test.dev", "Parent")

@@ -5,18 +5,14 @@ mod common;
 use std::time::Duration;
 
 use beehive::{
-    ChangeType, CreateOptions, Error, GroupKind, Host, HostOptions, Json, ObjectChange, RawClient,
-    Store, WatchOptions,
+    ChangeType, CreateOptions, Error, GroupKind, Host, HostOptions, ObjectChange, RawClient, Store,
+    WatchOptions,
 };
-use common::PATIENCE;
+use common::{PATIENCE, spec};
 use futures_util::{Stream, StreamExt};
 
 fn kind() -> GroupKind {
     GroupKind::new("acme.com", "Cluster")
-}
-
-fn spec(text: &str) -> Json {
-    Json::parse(text).unwrap()
 }
 
 /// A host with no controllers whose sweeper collects deleted objects at once.

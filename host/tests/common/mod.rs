@@ -18,6 +18,11 @@ pub async fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut()
     }
 }
 
+/// A JSON document from text the test knows is valid.
+pub fn spec(text: &str) -> beehive::Json {
+    beehive::Json::parse(text).unwrap()
+}
+
 /// The usual limit for a condition that needs a few passes.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
-    Json, RawObject, ReconcileFuture, ReconcileResult, Store,
+    Json, RawObject, ReconcileResult, Store,
 };
 
 const DEPENDENTS: usize = 1_000;
@@ -22,21 +22,15 @@ struct Dependent {
 }
 
 impl Controller for Dependent {
-    fn reconcile<'a>(
-        &'a self,
-        client: &'a ControllerClient,
-        object: &'a RawObject,
-    ) -> ReconcileFuture<'a> {
-        Box::pin(async move {
-            self.passes.fetch_add(1, Ordering::SeqCst);
-            let Some(target) = object.spec.to_value()["target"].as_i64() else {
-                return ReconcileResult::fail("no target");
-            };
-            match client.add_dependency(target).await {
-                Ok(()) => ReconcileResult::settled(),
-                Err(error) => ReconcileResult::fail(error),
-            }
-        })
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        self.passes.fetch_add(1, Ordering::SeqCst);
+        let Some(target) = object.spec.to_value()["target"].as_i64() else {
+            return ReconcileResult::fail("no target");
+        };
+        match client.add_dependency(target).await {
+            Ok(()) => ReconcileResult::settled(),
+            Err(error) => ReconcileResult::fail(error),
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
-    Json, RawClient, RawObject, ReconcileFuture, ReconcileResult, Store,
+    Json, RawClient, RawObject, ReconcileResult, Store,
 };
 
 const OBJECTS: usize = 10_000;
@@ -23,17 +23,11 @@ const WRITERS: usize = 8;
 struct WriteStatus;
 
 impl Controller for WriteStatus {
-    fn reconcile<'a>(
-        &'a self,
-        client: &'a ControllerClient,
-        object: &'a RawObject,
-    ) -> ReconcileFuture<'a> {
-        Box::pin(async move {
-            match client.update_status_json(object.spec.clone()).await {
-                Ok(()) => ReconcileResult::settled(),
-                Err(error) => ReconcileResult::fail(error),
-            }
-        })
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        match client.update_status_json(object.spec.clone()).await {
+            Ok(()) => ReconcileResult::settled(),
+            Err(error) => ReconcileResult::fail(error),
+        }
     }
 }
 

@@ -80,8 +80,7 @@ pub use client::{
 pub use directory_watch::{WatchHandle, watch_directory};
 pub use engine::{
     AdminClient, Controller, ControllerClient, ControllerOptions, Host, HostOptions,
-    ReconcileFuture, ReconcileResult, Reconciler, STATUS_GRACE, Schedule, ScheduleStream,
-    StopHandle, Typed,
+    ReconcileResult, Reconciler, STATUS_GRACE, Schedule, ScheduleStream, StopHandle, Typed,
 };
 pub use error::{Error, Result};
 pub use event::{Event, EventFilter, EventSpec, EventType};

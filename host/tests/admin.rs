@@ -1,21 +1,15 @@
 //! The admin client: pass-only writes from outside a pass.
 
+mod common;
+
 use beehive::{
-    AdminClient, Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions,
-    CreateOptions, Error, EventFilter, EventSpec, GroupKind, Host, HostOptions, Json, Loads,
-    RawClient, RawObject, ReconcileFuture, ReconcileResult, Store,
+    AdminClient, Condition, ConditionStatus, ControllerOptions, CreateOptions, Error, EventFilter,
+    EventSpec, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store,
 };
+use common::PassCounter;
 
 fn kind() -> GroupKind {
     GroupKind::new("acme.com", "Cluster")
-}
-
-struct Idle;
-
-impl Controller for Idle {
-    fn reconcile<'a>(&'a self, _: &'a ControllerClient, _: &'a RawObject) -> ReconcileFuture<'a> {
-        Box::pin(async { ReconcileResult::settled() })
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -109,7 +103,7 @@ async fn a_wedged_finalizer_can_be_cleared() {
     let host = Host::new(&store, HostOptions::new()).unwrap();
     host.register(
         kind(),
-        Idle,
+        PassCounter::default(),
         ControllerOptions::new().finalizers(["acme.com/wedge"]),
     )
     .await

@@ -637,19 +637,6 @@ async fn a_reopened_store_holds_everything_and_keeps_counting() {
     assert!(next.meta.resource_version > last_version);
 }
 
-/// A controller that settles every pass.
-struct Settles;
-
-impl beehive::Controller for Settles {
-    fn reconcile<'a>(
-        &'a self,
-        _client: &'a beehive::ControllerClient,
-        _object: &'a RawObject,
-    ) -> beehive::ReconcileFuture<'a> {
-        Box::pin(async { beehive::ReconcileResult::settled() })
-    }
-}
-
 #[tokio::test]
 async fn finalizers_are_stored_and_an_empty_one_is_refused() {
     let store = Store::temporary().unwrap();
@@ -667,7 +654,7 @@ async fn finalizers_are_stored_and_an_empty_one_is_refused() {
     let host = beehive::Host::new(&store, beehive::HostOptions::new()).unwrap();
     host.register(
         GroupKind::new("acme.com", "Cluster"),
-        Settles,
+        common::PassCounter::default(),
         beehive::ControllerOptions::new(),
     )
     .await

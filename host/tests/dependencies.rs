@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, EventFilter, GroupKind, Host,
-    HostOptions, Loads, RawObject, ReconcileFuture, ReconcileResult, Store,
+    HostOptions, Loads, RawObject, ReconcileResult, Store,
 };
 use common::{PATIENCE, run_then_crash, spec, wait_until};
 
@@ -79,12 +79,8 @@ impl Apps {
 }
 
 impl Controller for Apps {
-    fn reconcile<'a>(
-        &'a self,
-        client: &'a ControllerClient,
-        object: &'a RawObject,
-    ) -> ReconcileFuture<'a> {
-        Box::pin(self.pass(client, object))
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        self.pass(client, object).await
     }
 }
 
@@ -95,28 +91,22 @@ struct Dbs {
 }
 
 impl Controller for Dbs {
-    fn reconcile<'a>(
-        &'a self,
-        client: &'a ControllerClient,
-        object: &'a RawObject,
-    ) -> ReconcileFuture<'a> {
-        Box::pin(async move {
-            if object.meta.deletion_requested_at.is_some() {
-                return ReconcileResult::settled();
-            }
-            let passes = {
-                let mut passes = self.passes.lock().unwrap();
-                *passes += 1;
-                *passes
-            };
-            match client
-                .update_status(&serde_json::json!({ "passes": passes }))
-                .await
-            {
-                Ok(()) => ReconcileResult::settled(),
-                Err(error) => ReconcileResult::fail(error),
-            }
-        })
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        if object.meta.deletion_requested_at.is_some() {
+            return ReconcileResult::settled();
+        }
+        let passes = {
+            let mut passes = self.passes.lock().unwrap();
+            *passes += 1;
+            *passes
+        };
+        match client
+            .update_status(&serde_json::json!({ "passes": passes }))
+            .await
+        {
+            Ok(()) => ReconcileResult::settled(),
+            Err(error) => ReconcileResult::fail(error),
+        }
     }
 }
 
@@ -391,17 +381,11 @@ struct HangingApps {
 }
 
 impl Controller for HangingApps {
-    fn reconcile<'a>(
-        &'a self,
-        client: &'a ControllerClient,
-        object: &'a RawObject,
-    ) -> ReconcileFuture<'a> {
-        Box::pin(async move {
-            if self.inner.passes_of(object.meta.id) >= 2 {
-                std::future::pending::<()>().await;
-            }
-            self.inner.pass(client, object).await
-        })
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        if self.inner.passes_of(object.meta.id) >= 2 {
+            std::future::pending::<()>().await;
+        }
+        self.inner.pass(client, object).await
     }
 }
 

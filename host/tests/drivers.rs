@@ -3,43 +3,18 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
-    Host, HostOptions, Loads, Object, RawObject, ReconcileFuture, ReconcileResult, Reconciler,
-    Store, Typed,
+    Host, HostOptions, Loads, Object, RawObject, ReconcileResult, Reconciler, Store, Typed,
 };
-use common::{PATIENCE, spec, wait_until};
+use common::{PATIENCE, PassCounter, spec, wait_until};
 use serde::{Deserialize, Serialize};
 
 fn widget() -> GroupKind {
     GroupKind::new("test.dev", "Widget")
-}
-
-/// Counts passes per object and settles.
-#[derive(Clone, Default)]
-struct Counter {
-    passes: Arc<AtomicUsize>,
-}
-
-impl Controller for Counter {
-    fn reconcile<'a>(
-        &'a self,
-        _client: &'a ControllerClient,
-        _object: &'a RawObject,
-    ) -> ReconcileFuture<'a> {
-        self.passes.fetch_add(1, Ordering::SeqCst);
-        Box::pin(async { ReconcileResult::settled() })
-    }
-}
-
-impl Counter {
-    fn count(&self) -> usize {
-        self.passes.load(Ordering::SeqCst)
-    }
 }
 
 fn quiet() -> HostOptions {
@@ -63,7 +38,7 @@ async fn a_full_pass_revisits_settled_objects_on_its_interval() {
     let store = Store::temporary().unwrap();
     seed(&store, 3).await;
     let host = Host::new(&store, quiet()).unwrap();
-    let counter = Counter::default();
+    let counter = PassCounter::default();
     host.register(
         widget(),
         counter.clone(),
@@ -87,7 +62,7 @@ async fn a_startup_full_pass_reconciles_settled_objects_once_per_start() {
     seed(&store, 4).await;
     for round in 0..2 {
         let host = Host::new(&store, quiet()).unwrap();
-        let counter = Counter::default();
+        let counter = PassCounter::default();
         host.register(
             widget(),
             counter.clone(),
@@ -112,7 +87,7 @@ async fn an_individual_pass_interval_rearms_each_object_after_its_own_pass() {
     let store = Store::temporary().unwrap();
     seed(&store, 2).await;
     let host = Host::new(&store, quiet()).unwrap();
-    let counter = Counter::default();
+    let counter = PassCounter::default();
     host.register(
         widget(),
         counter.clone(),
@@ -144,7 +119,7 @@ async fn a_controller_registered_after_start_converges_its_kind_and_unregisterin
     seed(&store, 5).await;
     let host = Host::new(&store, quiet()).unwrap();
     let running = host.start().await.unwrap();
-    let counter = Counter::default();
+    let counter = PassCounter::default();
     host.register(widget(), counter.clone(), ControllerOptions::new())
         .await
         .unwrap();
@@ -190,16 +165,10 @@ async fn stop_reports_a_pass_that_outlives_its_deadline() {
     let started = Arc::new(tokio::sync::Notify::new());
     struct Stuck(Arc<tokio::sync::Notify>);
     impl Controller for Stuck {
-        fn reconcile<'a>(
-            &'a self,
-            _c: &'a ControllerClient,
-            _o: &'a RawObject,
-        ) -> ReconcileFuture<'a> {
+        async fn reconcile(&self, _: &ControllerClient, _: &RawObject) -> ReconcileResult {
             self.0.notify_one();
-            Box::pin(async {
-                tokio::time::sleep(Duration::from_secs(3600)).await;
-                ReconcileResult::settled()
-            })
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            ReconcileResult::settled()
         }
     }
     host.register(widget(), Stuck(started.clone()), ControllerOptions::new())
@@ -321,7 +290,7 @@ async fn an_idle_host_writes_nothing() {
         .owed_pass_interval(Duration::from_millis(100))
         .gc_interval(Duration::from_millis(100));
     let host = Host::new(&store, options).unwrap();
-    let counter = Counter::default();
+    let counter = PassCounter::default();
     host.register(widget(), counter.clone(), ControllerOptions::new())
         .await
         .unwrap();
@@ -361,22 +330,16 @@ async fn the_sweeper_applies_event_and_write_log_retention() {
     let counter = reasons.clone();
     struct Chatty(Arc<Mutex<usize>>);
     impl Controller for Chatty {
-        fn reconcile<'a>(
-            &'a self,
-            client: &'a ControllerClient,
-            _o: &'a RawObject,
-        ) -> ReconcileFuture<'a> {
-            Box::pin(async move {
-                for i in 0..5 {
-                    // Alternating reasons make five runs in one timeline.
-                    let reason = if i % 2 == 0 { "Up" } else { "Down" };
-                    if let Err(error) = client.add_event(EventSpec::normal(reason)).await {
-                        return ReconcileResult::fail(error);
-                    }
-                    *self.0.lock().unwrap() += 1;
+        async fn reconcile(&self, client: &ControllerClient, _o: &RawObject) -> ReconcileResult {
+            for i in 0..5 {
+                // Alternating reasons make five runs in one timeline.
+                let reason = if i % 2 == 0 { "Up" } else { "Down" };
+                if let Err(error) = client.add_event(EventSpec::normal(reason)).await {
+                    return ReconcileResult::fail(error);
                 }
-                ReconcileResult::settled()
-            })
+                *self.0.lock().unwrap() += 1;
+            }
+            ReconcileResult::settled()
         }
     }
     host.register(widget(), Chatty(counter), ControllerOptions::new())
@@ -413,7 +376,7 @@ async fn the_sweeper_applies_event_and_write_log_retention() {
 async fn a_collected_object_leaves_its_final_state_in_the_write_log() {
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, quiet()).unwrap();
-    host.register(widget(), Counter::default(), ControllerOptions::new())
+    host.register(widget(), PassCounter::default(), ControllerOptions::new())
         .await
         .unwrap();
     let running = host.start().await.unwrap();
@@ -455,11 +418,7 @@ impl Appointments {
 }
 
 impl Controller for Appointments {
-    fn reconcile<'a>(
-        &'a self,
-        _client: &'a ControllerClient,
-        object: &'a RawObject,
-    ) -> ReconcileFuture<'a> {
+    async fn reconcile(&self, _: &ControllerClient, object: &RawObject) -> ReconcileResult {
         let pass = {
             let mut passes = self.passes.lock().unwrap();
             let count = passes.entry(object.meta.name.clone()).or_default();
@@ -470,15 +429,11 @@ impl Controller for Appointments {
             .as_str()
             .unwrap_or("")
             .to_string();
-        Box::pin(async move {
-            match (act.as_str(), pass) {
-                ("later", 1) => {
-                    ReconcileResult::settled().requeue_after(Duration::from_millis(1500))
-                }
-                ("fail", 1) => ReconcileResult::fail("not yet"),
-                _ => ReconcileResult::settled(),
-            }
-        })
+        match (act.as_str(), pass) {
+            ("later", 1) => ReconcileResult::settled().requeue_after(Duration::from_millis(1500)),
+            ("fail", 1) => ReconcileResult::fail("not yet"),
+            _ => ReconcileResult::settled(),
+        }
     }
 }
 

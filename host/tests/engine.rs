@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
-    Error, EventFilter, EventSpec, GroupKind, Host, HostOptions, Loads, RawObject, ReconcileFuture,
-    ReconcileResult, Store,
+    Error, EventFilter, EventSpec, GroupKind, Host, HostOptions, Loads, RawObject, ReconcileResult,
+    Store,
 };
 use common::{PATIENCE, run_then_crash, spec, wait_until};
 
@@ -26,12 +26,8 @@ where
     F: Fn(ControllerClient, RawObject) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ReconcileResult> + Send + 'static,
 {
-    fn reconcile<'a>(
-        &'a self,
-        client: &'a ControllerClient,
-        object: &'a RawObject,
-    ) -> ReconcileFuture<'a> {
-        Box::pin((self.0)(client.clone(), object.clone()))
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        (self.0)(client.clone(), object.clone()).await
     }
 }
 

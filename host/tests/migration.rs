@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, GroupKind, Host,
-    HostOptions, Json, Loads, Migrator, RawClient, RawObject, ReconcileFuture, ReconcileResult,
-    Store,
+    HostOptions, Json, Loads, Migrator, RawClient, RawObject, ReconcileResult, Store,
 };
 use common::{PATIENCE, wait_until};
 
@@ -53,22 +52,16 @@ impl Migrator for ClusterMigrator {
 struct Reporter;
 
 impl Controller for Reporter {
-    fn reconcile<'a>(
-        &'a self,
-        client: &'a ControllerClient,
-        object: &'a RawObject,
-    ) -> ReconcileFuture<'a> {
-        Box::pin(async move {
-            let replicas = object.spec.to_value()["replicas"].clone();
-            if replicas.is_null() {
-                return ReconcileResult::fail("spec not upgraded");
-            }
-            let status = Json::from_value(&serde_json::json!({ "ready": replicas }));
-            match client.update_status_json(status).await {
-                Ok(()) => ReconcileResult::settled(),
-                Err(e) => ReconcileResult::fail(e),
-            }
-        })
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        let replicas = object.spec.to_value()["replicas"].clone();
+        if replicas.is_null() {
+            return ReconcileResult::fail("spec not upgraded");
+        }
+        let status = Json::from_value(&serde_json::json!({ "ready": replicas }));
+        match client.update_status_json(status).await {
+            Ok(()) => ReconcileResult::settled(),
+            Err(e) => ReconcileResult::fail(e),
+        }
     }
 }
 

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
-    Error, EventFilter, GroupKind, Host, HostOptions, Loads, RawObject, ReconcileFuture,
-    ReconcileResult, Store,
+    Error, EventFilter, GroupKind, Host, HostOptions, Loads, RawObject, ReconcileResult, Store,
 };
 use common::{PATIENCE, spec, wait_until};
 
@@ -175,12 +174,8 @@ async fn run(
 }
 
 impl Controller for Scenario {
-    fn reconcile<'a>(
-        &'a self,
-        client: &'a ControllerClient,
-        object: &'a RawObject,
-    ) -> ReconcileFuture<'a> {
-        Box::pin(run(client, object, &self.seen))
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        run(client, object, &self.seen).await
     }
 }
 
@@ -324,30 +319,28 @@ async fn writers_outside_a_transaction_wait_for_it_and_then_proceed() {
         release: Arc<tokio::sync::Notify>,
     }
     impl Controller for Holder {
-        fn reconcile<'a>(
-            &'a self,
-            client: &'a ControllerClient,
-            _object: &'a RawObject,
-        ) -> ReconcileFuture<'a> {
-            Box::pin(async move {
-                let signal = self.entered.lock().unwrap().take();
-                let Some(signal) = signal else {
-                    return ReconcileResult::settled();
-                };
-                let result = client
-                    .within(|tx| async move {
-                        tx.set_condition(Condition::new("Held", ConditionStatus::True))
-                            .await?;
-                        let _ = signal.send(());
-                        self.release.notified().await;
-                        Ok(())
-                    })
-                    .await;
-                match result {
-                    Ok(()) => ReconcileResult::settled(),
-                    Err(error) => ReconcileResult::fail(error),
-                }
-            })
+        async fn reconcile(
+            &self,
+            client: &ControllerClient,
+            _object: &RawObject,
+        ) -> ReconcileResult {
+            let signal = self.entered.lock().unwrap().take();
+            let Some(signal) = signal else {
+                return ReconcileResult::settled();
+            };
+            let result = client
+                .within(|tx| async move {
+                    tx.set_condition(Condition::new("Held", ConditionStatus::True))
+                        .await?;
+                    let _ = signal.send(());
+                    self.release.notified().await;
+                    Ok(())
+                })
+                .await;
+            match result {
+                Ok(()) => ReconcileResult::settled(),
+                Err(error) => ReconcileResult::fail(error),
+            }
         }
     }
     host.register(

@@ -2,24 +2,10 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use beehive::{
-    Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
-    Json, RawClient, RawObject, ReconcileFuture, ReconcileResult, Store,
+    ControllerOptions, CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store,
 };
-use common::{PATIENCE, wait_until};
-
-/// Counts passes and settles.
-struct Counter(Arc<AtomicUsize>);
-
-impl Controller for Counter {
-    fn reconcile<'a>(&'a self, _: &'a ControllerClient, _: &'a RawObject) -> ReconcileFuture<'a> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        Box::pin(async { ReconcileResult::settled() })
-    }
-}
+use common::{PATIENCE, PassCounter, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_and_names_from_a_channel_requeue_their_objects() {
@@ -32,13 +18,13 @@ async fn ids_and_names_from_a_channel_requeue_their_objects() {
         .unwrap();
 
     let host = Host::new(&store, HostOptions::new()).unwrap();
-    let passes = Arc::new(AtomicUsize::new(0));
+    let counter = PassCounter::default();
     let (ids, id_feed) = tokio::sync::mpsc::channel(8);
     let (names, name_feed) = tokio::sync::mpsc::channel(8);
     let options = ControllerOptions::new()
         .trigger_by_id(id_feed)
         .trigger_by_name(name_feed);
-    host.register(probe.clone(), Counter(passes.clone()), options)
+    host.register(probe.clone(), counter.clone(), options)
         .await
         .unwrap();
     // Created before the start: the startup owed pass is its only wake, so
@@ -49,7 +35,7 @@ async fn ids_and_names_from_a_channel_requeue_their_objects() {
         .await
         .unwrap();
     let running = host.start().await.unwrap();
-    let count = || passes.load(Ordering::SeqCst);
+    let count = || counter.count();
     wait_until("the first pass", PATIENCE, || count() == 1).await;
 
     ids.send(object.meta.id).await.unwrap();

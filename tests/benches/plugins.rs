@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, Policy, RuntimeOptions};
 use beehive::{
-    Client, Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host,
+    Client, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host,
     HostOptions, Json, Object, RawClient, ReconcileResult, Reconciler, Store, Typed,
 };
 use beehive_e2e::{TestServer, plugin_wasm, shared_plugin_cache};
@@ -152,10 +152,13 @@ async fn wasm() -> f64 {
 async fn native() -> f64 {
     let store = Store::temporary().expect("store");
     let host = Host::new(&store, HostOptions::new()).expect("host");
-    let controller: Arc<dyn Controller> = Arc::new(Typed::new(NativeGreeter));
-    host.register_shared(greeting(), controller, ControllerOptions::new())
-        .await
-        .expect("register");
+    host.register(
+        greeting(),
+        Typed::new(NativeGreeter),
+        ControllerOptions::new(),
+    )
+    .await
+    .expect("register");
     converge(store, host).await
 }
 

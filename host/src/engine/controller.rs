@@ -15,9 +15,6 @@ use crate::engine::trigger::{Feed, FeedSlot};
 use crate::migration::Migrator;
 use crate::object::{ObjectId, RawObject};
 
-/// The future a [`Controller`] returns.
-pub type ReconcileFuture<'a> = Pin<Box<dyn Future<Output = ReconcileResult> + Send + 'a>>;
-
 /// Reconcile logic for one kind, over the untyped object.
 ///
 /// A controller has no lifecycle of its own: the host calls `reconcile` for an
@@ -27,13 +24,63 @@ pub type ReconcileFuture<'a> = Pin<Box<dyn Future<Output = ReconcileResult> + Se
 ///
 /// Most Rust code implements [`Reconciler`] instead and registers it wrapped
 /// in [`Typed`]; a WebAssembly plugin is another implementation of this trait.
+///
+/// Implement it with an `async fn`:
+///
+/// ```
+/// use beehive::{Controller, ControllerClient, RawObject, ReconcileResult};
+///
+/// struct Noop;
+///
+/// impl Controller for Noop {
+///     async fn reconcile(&self, _: &ControllerClient, _: &RawObject) -> ReconcileResult {
+///         ReconcileResult::settled()
+///     }
+/// }
+/// ```
 pub trait Controller: Send + Sync + 'static {
     /// Drives `object` toward its spec and reports what was observed.
-    fn reconcile<'a>(
+    fn reconcile(
+        &self,
+        client: &ControllerClient,
+        object: &RawObject,
+    ) -> impl Future<Output = ReconcileResult> + Send;
+}
+
+/// A controller shared with other owners serves as itself.
+impl<C: Controller> Controller for Arc<C> {
+    fn reconcile(
+        &self,
+        client: &ControllerClient,
+        object: &RawObject,
+    ) -> impl Future<Output = ReconcileResult> + Send {
+        C::reconcile(self, client, object)
+    }
+}
+
+/// The future the engine holds for one pass.
+pub(crate) type PassFuture<'a> = Pin<Box<dyn Future<Output = ReconcileResult> + Send + 'a>>;
+
+/// [`Controller`] in the form the engine can store behind one pointer type:
+/// an `async fn` in a trait cannot be called through `dyn`, so every
+/// controller is boxed into this on registration.
+pub(crate) trait StoredController: Send + Sync + 'static {
+    /// Starts a pass; see [`Controller::reconcile`].
+    fn start_pass<'a>(
         &'a self,
         client: &'a ControllerClient,
         object: &'a RawObject,
-    ) -> ReconcileFuture<'a>;
+    ) -> PassFuture<'a>;
+}
+
+impl<C: Controller> StoredController for C {
+    fn start_pass<'a>(
+        &'a self,
+        client: &'a ControllerClient,
+        object: &'a RawObject,
+    ) -> PassFuture<'a> {
+        Box::pin(self.reconcile(client, object))
+    }
 }
 
 /// Reconcile logic over decoded spec and status types.
@@ -73,25 +120,18 @@ where
     Spec: Serialize + DeserializeOwned + Send + Sync + 'static,
     Status: Serialize + DeserializeOwned + Send + Sync + 'static,
 {
-    fn reconcile<'a>(
-        &'a self,
-        client: &'a ControllerClient,
-        object: &'a RawObject,
-    ) -> ReconcileFuture<'a> {
-        Box::pin(async move {
-            match Object::<Spec, Status>::from_raw(object.clone()) {
-                Ok(typed) => self.reconciler.reconcile(client, &typed).await,
-                Err(error) => {
-                    tracing::warn!(object = %object.meta.label(), %error, "quarantined: the object does not decode");
-                    let event =
-                        crate::EventSpec::warning("DecodeFailed").message(error.to_string());
-                    if let Err(failed) = client.add_event(event).await {
-                        tracing::warn!(object = %object.meta.label(), %failed, "cannot record DecodeFailed");
-                    }
-                    ReconcileResult::unsettled()
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        match Object::<Spec, Status>::from_raw(object.clone()) {
+            Ok(typed) => self.reconciler.reconcile(client, &typed).await,
+            Err(error) => {
+                tracing::warn!(object = %object.meta.label(), %error, "quarantined: the object does not decode");
+                let event = crate::EventSpec::warning("DecodeFailed").message(error.to_string());
+                if let Err(failed) = client.add_event(event).await {
+                    tracing::warn!(object = %object.meta.label(), %failed, "cannot record DecodeFailed");
                 }
+                ReconcileResult::unsettled()
             }
-        })
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::client::{Client, RawClient};
+use crate::engine::controller::StoredController;
 use crate::engine::kind::Kind;
 use crate::engine::options::HostOptions;
 use crate::engine::queue::Wake;
@@ -141,20 +142,7 @@ impl Host {
         controller: impl Controller,
         options: ControllerOptions,
     ) -> Result<()> {
-        self.register_shared(group_kind, Arc::new(controller), options)
-            .await
-    }
-
-    /// [`Host::register`] for a controller already shared.
-    ///
-    /// # Errors
-    /// As [`Host::register`].
-    pub async fn register_shared(
-        &self,
-        group_kind: GroupKind,
-        controller: Arc<dyn Controller>,
-        options: ControllerOptions,
-    ) -> Result<()> {
+        let controller: Arc<dyn StoredController> = Arc::new(controller);
         if let Some(problem) = crate::policy::kind_problem(&group_kind.group, &group_kind.kind) {
             return Err(Error::InvalidName(problem));
         }

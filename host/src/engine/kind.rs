@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::engine::Controller;
+use crate::engine::controller::StoredController;
 use crate::engine::options::KindSettings;
 use crate::engine::pass::{self, Finish};
 use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
@@ -23,7 +23,7 @@ use crate::sync::{lock, read, write};
 /// A registered kind.
 pub(crate) struct Kind {
     pub(crate) group_kind: GroupKind,
-    controller: RwLock<Arc<dyn Controller>>,
+    controller: RwLock<Arc<dyn StoredController>>,
     settings: RwLock<KindSettings>,
     pub(crate) queue: WorkQueue,
     /// Ends this kind's workers and drivers (unregister, stop).
@@ -40,7 +40,7 @@ pub(crate) struct Kind {
 impl Kind {
     pub(crate) fn new(
         group_kind: GroupKind,
-        controller: Arc<dyn Controller>,
+        controller: Arc<dyn StoredController>,
         settings: KindSettings,
         floor: Duration,
         metrics: KindMetrics,
@@ -67,7 +67,7 @@ impl Kind {
     }
 
     /// The controller new passes run; passes in flight keep the one they took.
-    pub(crate) fn controller(&self) -> Arc<dyn Controller> {
+    pub(crate) fn controller(&self) -> Arc<dyn StoredController> {
         read(&self.controller).clone()
     }
 
@@ -76,7 +76,7 @@ impl Kind {
     }
 
     /// Swaps in a new controller and settings, keeping the queue and backoff.
-    pub(crate) fn replace(&self, controller: Arc<dyn Controller>, settings: KindSettings) {
+    pub(crate) fn replace(&self, controller: Arc<dyn StoredController>, settings: KindSettings) {
         *write(&self.controller) = controller;
         *write(&self.settings) = settings;
         self.queue.set_max_backoff(settings.max_retry_interval);

@@ -14,9 +14,7 @@ mod trigger;
 mod waker;
 
 pub use admin::AdminClient;
-pub use controller::{
-    Controller, ControllerOptions, ReconcileFuture, ReconcileResult, Reconciler, Typed,
-};
+pub use controller::{Controller, ControllerOptions, ReconcileResult, Reconciler, Typed};
 pub use controller_client::{ControllerClient, STATUS_GRACE};
 pub use host::{Host, StopHandle};
 pub use options::HostOptions;

@@ -155,7 +155,7 @@ async fn reconcile(store: &Store, kind: &Kind, loaded: Loaded) -> Result<Finish>
         version = tracing::field::Empty,
     );
     let started = std::time::Instant::now();
-    let called = AssertUnwindSafe(controller.reconcile(&client, &object))
+    let called = AssertUnwindSafe(controller.start_pass(&client, &object))
         .catch_unwind()
         .instrument(span)
         .await;

@@ -453,7 +453,7 @@ impl PluginDirectory {
         }
         let options = plugin.controller_options().concurrency(workers);
         self.host
-            .register_shared(served.group_kind.clone(), Arc::new(plugin), options)
+            .register(served.group_kind.clone(), plugin, options)
             .await
             .map_err(|source| PluginError::Register {
                 path: served.path.clone(),

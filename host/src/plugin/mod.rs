@@ -39,9 +39,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::engine::{
-    Controller, ControllerClient, ControllerOptions, ReconcileFuture, ReconcileResult,
-};
+use crate::engine::{Controller, ControllerClient, ControllerOptions, ReconcileResult};
 use crate::event::EventSpec;
 use crate::object::{GroupKind, RawObject};
 use crate::sync::lock;
@@ -291,12 +289,8 @@ fn reconcile_result(name: &str, result: wit::ReconcileResult) -> ReconcileResult
 }
 
 impl Controller for Plugin {
-    fn reconcile<'a>(
-        &'a self,
-        client: &'a ControllerClient,
-        object: &'a RawObject,
-    ) -> ReconcileFuture<'a> {
-        Box::pin(self.run(client, object))
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        self.run(client, object).await
     }
 }
 

@@ -38,3 +38,29 @@ pub fn run_then_crash(body: impl std::future::Future<Output = ()>) {
     runtime.block_on(body);
     runtime.shutdown_background();
 }
+
+/// A controller that counts its passes and settles each one; clones share
+/// the count.
+#[derive(Clone, Default)]
+pub struct PassCounter {
+    passes: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl PassCounter {
+    /// How many passes have started so far.
+    pub fn count(&self) -> usize {
+        self.passes.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl beehive::Controller for PassCounter {
+    async fn reconcile(
+        &self,
+        _: &beehive::ControllerClient,
+        _: &beehive::RawObject,
+    ) -> beehive::ReconcileResult {
+        self.passes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        beehive::ReconcileResult::settled()
+    }
+}

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, Policy, RuntimeOptions};
 use beehive::{
-    Client, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host,
-    HostOptions, Json, Object, RawClient, ReconcileResult, Reconciler, Store, Typed,
+    Client, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions, Json,
+    Object, RawClient, ReconcileResult, Reconciler, Store, Typed,
 };
 use beehive_e2e::{TestServer, plugin_wasm, shared_plugin_cache};
 use serde::{Deserialize, Serialize};

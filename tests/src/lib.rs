@@ -1,4 +1,4 @@
-//! Helpers for the end-to-end tests in `tests/tests/`: each test gets its own
+//! Helpers for the end-to-end tests in `tests/tests/e2e/`: each test gets its own
 //! directory and runs the real `beehive` binary in it.
 
 mod http_server;

@@ -1,14 +1,12 @@
 //! Watches: a snapshot, then every change above it.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{PATIENCE, spec};
 use beehive::{
     ChangeType, CreateOptions, Error, GroupKind, Host, HostOptions, ObjectChange, RawClient, Store,
     WatchOptions,
 };
-use common::{PATIENCE, spec};
 use futures_util::{Stream, StreamExt};
 
 fn kind() -> GroupKind {

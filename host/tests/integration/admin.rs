@@ -1,12 +1,10 @@
 //! The admin client: pass-only writes from outside a pass.
 
-mod common;
-
+use crate::common::PassCounter;
 use beehive::{
     AdminClient, Condition, ConditionStatus, ControllerOptions, CreateOptions, Error, EventFilter,
     EventSpec, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store,
 };
-use common::PassCounter;
 
 fn kind() -> GroupKind {
     GroupKind::new("acme.com", "Cluster")

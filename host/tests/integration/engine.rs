@@ -1,18 +1,16 @@
 //! The reconcile engine through the public API: real hosts over file stores.
 
-mod common;
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::{PATIENCE, run_then_crash, spec, wait_until};
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
     Error, EventFilter, EventSpec, GroupKind, Host, HostOptions, Loads, RawObject, ReconcileResult,
     Store,
 };
-use common::{PATIENCE, run_then_crash, spec, wait_until};
 
 fn widget() -> GroupKind {
     GroupKind::new("test.dev", "Widget")

@@ -1,7 +1,5 @@
 //! Helpers shared by the integration tests.
 
-#![allow(dead_code)] // Each test binary uses its own subset.
-
 use std::time::{Duration, Instant};
 
 /// Polls `condition` every few milliseconds until it holds, failing the test

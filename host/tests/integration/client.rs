@@ -1,12 +1,10 @@
 //! The untyped and typed clients through the public API, on a real file store.
 
-mod common;
-
+use crate::common::spec;
 use beehive::{
     Client, CreateOptions, Error, GroupKind, Json, Loads, RawClient, RawObject, Store,
     generate_name,
 };
-use common::spec;
 use serde::{Deserialize, Serialize};
 
 fn clusters(store: &Store) -> RawClient {
@@ -654,7 +652,7 @@ async fn finalizers_are_stored_and_an_empty_one_is_refused() {
     let host = beehive::Host::new(&store, beehive::HostOptions::new()).unwrap();
     host.register(
         GroupKind::new("acme.com", "Cluster"),
-        common::PassCounter::default(),
+        crate::common::PassCounter::default(),
         beehive::ControllerOptions::new(),
     )
     .await

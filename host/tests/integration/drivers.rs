@@ -1,16 +1,14 @@
 //! The drivers and the lifecycle: full, individual and startup passes,
 //! registering after start, unregistering, stopping, retention, idleness.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::{PATIENCE, PassCounter, spec, wait_until};
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
     Host, HostOptions, Loads, Object, RawObject, ReconcileResult, Reconciler, Store, Typed,
 };
-use common::{PATIENCE, PassCounter, spec, wait_until};
 use serde::{Deserialize, Serialize};
 
 fn widget() -> GroupKind {

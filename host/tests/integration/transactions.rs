@@ -1,16 +1,14 @@
 //! Transactions a pass opens: `within`, nested frames, the hold limit, and a
 //! pass that returns with a frame open.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::{PATIENCE, spec, wait_until};
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
     Error, EventFilter, GroupKind, Host, HostOptions, Loads, RawObject, ReconcileResult, Store,
 };
-use common::{PATIENCE, spec, wait_until};
 
 fn parent() -> GroupKind {
     GroupKind::new("test.dev", "Parent")

@@ -1,16 +1,14 @@
 //! Schema-version migration through the public API: documents upgraded on
 //! read, re-stamped on write, newer ones refused.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::common::{PATIENCE, wait_until};
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, GroupKind, Host,
     HostOptions, Json, Loads, Migrator, RawClient, RawObject, ReconcileResult, Store,
 };
-use common::{PATIENCE, wait_until};
 
 fn cluster() -> GroupKind {
     GroupKind::new("acme.com", "Cluster")

@@ -1,11 +1,9 @@
 //! Trigger channels: addresses from outside the store requeue objects.
 
-mod common;
-
+use crate::common::{PATIENCE, PassCounter, wait_until};
 use beehive::{
     ControllerOptions, CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store,
 };
-use common::{PATIENCE, PassCounter, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_and_names_from_a_channel_requeue_their_objects() {

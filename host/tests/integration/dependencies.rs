@@ -1,17 +1,15 @@
 //! Dependencies: declared edges, the owed pass an edge records, the waker,
 //! the stale-dependents backstop, collection rules and cycles.
 
-mod common;
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::{PATIENCE, run_then_crash, spec, wait_until};
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, EventFilter, GroupKind, Host,
     HostOptions, Loads, RawObject, ReconcileResult, Store,
 };
-use common::{PATIENCE, run_then_crash, spec, wait_until};
 
 fn app() -> GroupKind {
     GroupKind::new("test.dev", "App")

@@ -1,0 +1,12 @@
+//! End-to-end tests: the real `beehive` binary and the real example plugins.
+//!
+//! One test binary for the crate: each separate binary would link the whole
+//! host library (wasmtime included) again.
+
+mod cli;
+mod contain;
+mod grants;
+mod hostile;
+mod observe;
+mod plugins;
+mod python;

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use beehive::{Client, CreateOptions, GroupKind, Loads, Store};
+use beehive::{Client, CreateOptions, GroupKind, Store};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -96,11 +96,11 @@ async fn get_by_id(objects: u32, reads: u32) -> f64 {
         ids.push(created.id());
     }
     // Warm the reader pool and statement cache.
-    client.get(ids[0], Loads::none()).expect("get");
+    client.get(ids[0]).expect("get");
     let start = Instant::now();
     for i in 0..reads {
         let id = ids[(i as usize * 7919) % ids.len()];
-        let object = client.get(id, Loads::none()).expect("get");
+        let object = client.get(id).expect("get");
         std::hint::black_box(object);
     }
     start.elapsed().as_secs_f64() * 1e6 / f64::from(reads)

@@ -65,9 +65,9 @@ async fn main() -> beehive::Result<()> {
         store.resource_version() - before
     );
 
-    let loaded = projects.get(project.meta.id, Loads::none().owned())?;
+    let loaded = projects.get_with(project.meta.id, Loads::none().owned())?;
     println!("project web owns {} objects", loaded.owned()?.len());
-    for cluster in clusters.list_owned_objects(project.meta.id, Loads::none().owner())? {
+    for cluster in clusters.list_owned_objects_with(project.meta.id, Loads::none().owner())? {
         let owner = cluster.owner()?.map(|o| o.id);
         println!(
             "  {} in {} (owner {owner:?})",
@@ -77,7 +77,7 @@ async fn main() -> beehive::Result<()> {
     }
 
     clusters.delete_by_name("web-us").await?;
-    let deleting = clusters.get_by_name("web-us", Loads::none())?;
+    let deleting = clusters.get_by_name("web-us")?;
     println!(
         "web-us deletion requested at {:?}; the row stays until garbage collection",
         deleting.meta.deletion_requested_at

@@ -22,7 +22,7 @@
 //! let again = clusters.update(created.meta.id, Json::parse(r#"{ "replicas":3 }"#)?).await?;
 //! assert_eq!(again.meta.resource_version, created.meta.resource_version);
 //!
-//! let read = clusters.get_by_name("prod", Loads::none())?;
+//! let read = clusters.get_by_name("prod")?;
 //! assert_eq!(read.spec.as_str(), r#"{"replicas":3}"#);
 //! # Ok(()) }
 //! ```
@@ -87,8 +87,8 @@ pub use event::{Event, EventFilter, EventSpec, EventType};
 pub use json::Json;
 pub use migration::Migrator;
 pub use object::{
-    Condition, ConditionStatus, GroupKind, Loads, Meta, ObjectId, ObjectRef, RawObject, Timestamp,
-    generate_name, to_json,
+    Condition, ConditionStatus, GroupKind, Loads, Meta, ObjectDocument, ObjectId, ObjectRef,
+    RawObject, Timestamp, generate_name,
 };
 pub use store::Store;
 pub use store::registrations::Registration;

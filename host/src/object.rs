@@ -385,82 +385,104 @@ impl RawObject {
     }
 }
 
-/// An object as one JSON document: what the CLI prints and what the write log
-/// keeps as a collected object's final state.
-pub fn to_json(object: &RawObject) -> serde_json::Value {
-    let meta = &object.meta;
-    serde_json::json!({
-        "id": meta.id,
-        "group": meta.group_kind.group,
-        "kind": meta.group_kind.kind,
-        "name": meta.name,
-        "generation": meta.generation,
-        "observedGeneration": meta.observed_generation,
-        "observedAt": meta.observed_at,
-        "resourceVersion": meta.resource_version,
-        "deletionRequestedAt": meta.deletion_requested_at,
-        "finalizers": meta.finalizers,
-        "conditions": meta.conditions,
-        "createdAt": meta.created_at,
-        "updatedAt": meta.updated_at,
-        "spec": object.spec.to_value(),
-        "status": object.status.as_ref().map(Json::to_value),
-        "specVersion": meta.spec_version,
-        "statusVersion": meta.status_version,
-    })
+/// An object as one JSON document (camelCase keys): what the CLI prints and
+/// sends over its socket, and what the write log keeps as a collected
+/// object's final state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectDocument {
+    /// [`Meta::id`].
+    pub id: ObjectId,
+    /// The group of [`Meta::group_kind`].
+    pub group: String,
+    /// The kind of [`Meta::group_kind`].
+    pub kind: String,
+    /// [`Meta::name`].
+    pub name: String,
+    /// [`Meta::generation`].
+    pub generation: i64,
+    /// [`Meta::observed_generation`].
+    pub observed_generation: Option<i64>,
+    /// [`Meta::observed_at`].
+    pub observed_at: Option<Timestamp>,
+    /// [`Meta::resource_version`].
+    pub resource_version: i64,
+    /// [`Meta::deletion_requested_at`].
+    pub deletion_requested_at: Option<Timestamp>,
+    /// [`Meta::finalizers`].
+    pub finalizers: Vec<String>,
+    /// [`Meta::conditions`].
+    pub conditions: Vec<Condition>,
+    /// [`Meta::created_at`].
+    pub created_at: Timestamp,
+    /// [`Meta::updated_at`].
+    pub updated_at: Timestamp,
+    /// The spec.
+    pub spec: serde_json::Value,
+    /// The status, if any was written.
+    pub status: Option<serde_json::Value>,
+    /// [`Meta::spec_version`]; documents logged before versions were
+    /// recorded hold none.
+    #[serde(default)]
+    pub spec_version: i64,
+    /// [`Meta::status_version`], as `spec_version`.
+    #[serde(default)]
+    pub status_version: i64,
 }
 
-/// The image [`to_json`] wrote, read back: the object as it was when its
-/// row was removed. `None` for text that is not such an image.
-pub(crate) fn from_image(text: &str) -> Option<RawObject> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Image {
-        id: ObjectId,
-        group: String,
-        kind: String,
-        name: String,
-        generation: i64,
-        observed_generation: Option<i64>,
-        observed_at: Option<Timestamp>,
-        resource_version: i64,
-        deletion_requested_at: Option<Timestamp>,
-        finalizers: Vec<String>,
-        conditions: Vec<Condition>,
-        created_at: Timestamp,
-        updated_at: Timestamp,
-        spec: serde_json::Value,
-        status: Option<serde_json::Value>,
-        // Images logged before versions were recorded hold none.
-        #[serde(default)]
-        spec_version: i64,
-        #[serde(default)]
-        status_version: i64,
+impl From<&RawObject> for ObjectDocument {
+    fn from(object: &RawObject) -> Self {
+        let meta = &object.meta;
+        ObjectDocument {
+            id: meta.id,
+            group: meta.group_kind.group.clone(),
+            kind: meta.group_kind.kind.clone(),
+            name: meta.name.clone(),
+            generation: meta.generation,
+            observed_generation: meta.observed_generation,
+            observed_at: meta.observed_at,
+            resource_version: meta.resource_version,
+            deletion_requested_at: meta.deletion_requested_at,
+            finalizers: meta.finalizers.clone(),
+            conditions: meta.conditions.clone(),
+            created_at: meta.created_at,
+            updated_at: meta.updated_at,
+            spec: object.spec.to_value(),
+            status: object.status.as_ref().map(Json::to_value),
+            spec_version: meta.spec_version,
+            status_version: meta.status_version,
+        }
     }
-    let image: Image = serde_json::from_str(text).ok()?;
-    Some(RawObject {
-        meta: Meta {
-            id: image.id,
-            group_kind: GroupKind::new(image.group, image.kind),
-            name: image.name,
-            generation: image.generation,
-            observed_generation: image.observed_generation,
-            observed_at: image.observed_at,
-            resource_version: image.resource_version,
-            deletion_requested_at: image.deletion_requested_at,
-            finalizers: image.finalizers,
-            conditions: image.conditions,
-            created_at: image.created_at,
-            updated_at: image.updated_at,
-            spec_version: image.spec_version,
-            status_version: image.status_version,
-            reconcile_owed: 0,
-            requeue_at: None,
-        },
-        spec: Json::from_value(&image.spec),
-        status: image.status.as_ref().map(Json::from_value),
-        relations: Relations::default(),
-    })
+}
+
+impl ObjectDocument {
+    /// The object the document describes, with no relations loaded and
+    /// nothing owed.
+    pub(crate) fn into_raw(self) -> RawObject {
+        RawObject {
+            meta: Meta {
+                id: self.id,
+                group_kind: GroupKind::new(self.group, self.kind),
+                name: self.name,
+                generation: self.generation,
+                observed_generation: self.observed_generation,
+                observed_at: self.observed_at,
+                resource_version: self.resource_version,
+                deletion_requested_at: self.deletion_requested_at,
+                finalizers: self.finalizers,
+                conditions: self.conditions,
+                created_at: self.created_at,
+                updated_at: self.updated_at,
+                spec_version: self.spec_version,
+                status_version: self.status_version,
+                reconcile_owed: 0,
+                requeue_at: None,
+            },
+            spec: Json::from_value(&self.spec),
+            status: self.status.as_ref().map(Json::from_value),
+            relations: Relations::default(),
+        }
+    }
 }
 
 /// Returns `prefix` joined to a fresh UUIDv7, so generated names sharing a
@@ -490,5 +512,47 @@ mod tests {
     fn kinds_print_as_kind_dot_group() {
         assert_eq!(GroupKind::core("Cluster").to_string(), "Cluster");
         assert_eq!(GroupKind::new("acme.com", "Db").to_string(), "Db.acme.com");
+    }
+
+    #[test]
+    fn a_document_reads_back_as_the_object_it_was_made_from() {
+        let document = ObjectDocument {
+            id: 7,
+            group: "acme.com".into(),
+            kind: "Db".into(),
+            name: "orders".into(),
+            generation: 3,
+            observed_generation: Some(2),
+            observed_at: Some(Timestamp::from_millis(5)),
+            resource_version: 11,
+            deletion_requested_at: None,
+            finalizers: vec!["acme.com/backup".into()],
+            conditions: vec![Condition::new("Ready", ConditionStatus::True).reason("Up")],
+            created_at: Timestamp::from_millis(1),
+            updated_at: Timestamp::from_millis(4),
+            spec: serde_json::json!({"size": 2}),
+            status: Some(serde_json::json!({"ready": true})),
+            spec_version: 1,
+            status_version: 0,
+        };
+        let text = serde_json::to_string(&document).unwrap();
+        assert!(text.contains("\"observedGeneration\":2"), "{text}");
+        let object = serde_json::from_str::<ObjectDocument>(&text)
+            .unwrap()
+            .into_raw();
+        assert_eq!(object.meta.group_kind, GroupKind::new("acme.com", "Db"));
+        assert_eq!(ObjectDocument::from(&object), document);
+    }
+
+    #[test]
+    fn a_document_written_before_versions_existed_still_reads() {
+        let text = r#"{"id":1,"group":"","kind":"K","name":"n","generation":1,
+            "observedGeneration":null,"observedAt":null,"resourceVersion":1,
+            "deletionRequestedAt":null,"finalizers":[],"conditions":[],
+            "createdAt":0,"updatedAt":0,"spec":{},"status":null}"#;
+        let object = serde_json::from_str::<ObjectDocument>(text)
+            .unwrap()
+            .into_raw();
+        assert_eq!(object.meta.spec_version, 0);
     }
 }

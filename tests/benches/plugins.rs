@@ -207,7 +207,7 @@ async fn cold_start() -> f64 {
     let running = host.start().await.expect("start");
     wait_for(|| {
         typed
-            .get(created.id(), beehive::Loads::none())
+            .get(created.id())
             .map(|o| o.meta.is_observed())
             .unwrap_or(false)
     })
@@ -234,7 +234,7 @@ async fn hot_swap() -> f64 {
         .expect("create");
     let message = || {
         client
-            .get(object.meta.id, beehive::Loads::none())
+            .get(object.meta.id)
             .ok()
             .and_then(|o| o.status)
             .map(|s| s.to_value()["message"].to_string())
@@ -385,7 +385,7 @@ async fn http_gets(server: &TestServer) -> (Vec<f64>, Vec<f64>) {
         }
     }
     let plugin = hostile
-        .list(beehive::Loads::none())
+        .list()
         .expect("list")
         .into_iter()
         .flat_map(|o| {

@@ -7,15 +7,15 @@ use std::time::Duration;
 
 use beehive::plugin::PluginDirectory;
 use beehive::{
-    CreateOptions, EventFilter, EventType, GroupKind, Host, Json, Loads, ObjectRef, RawClient,
-    RawObject, Store,
+    CreateOptions, EventFilter, EventType, GroupKind, Host, Json, ObjectDocument, ObjectRef,
+    RawClient, RawObject, Store,
 };
 
 use crate::cli::failure::Failure;
 use crate::cli::manifest::Manifest;
 use crate::cli::protocol::{
-    Applied, Description, EventView, HttpLimitsView, LimitsView, NextPass, ObjectView, Outcome,
-    PluginFailure, PluginRow, PluginsView, Related, Reply, Request, Until,
+    Applied, Description, EventView, HttpLimitsView, LimitsView, NextPass, Outcome, PluginFailure,
+    PluginRow, PluginsView, Related, Reply, Request, Until,
 };
 
 /// How long `apply` may hold the writer for one batch of manifests.
@@ -65,10 +65,10 @@ pub enum Watching {
 
 impl Watching {
     /// What it started from.
-    pub fn snapshot(&self) -> Vec<ObjectView> {
+    pub fn snapshot(&self) -> Vec<ObjectDocument> {
         match self {
-            Watching::Kind(stream) => stream.objects.iter().map(view).collect(),
-            Watching::Object(stream) => stream.object.iter().map(view).collect(),
+            Watching::Kind(stream) => stream.objects.iter().map(ObjectDocument::from).collect(),
+            Watching::Object(stream) => stream.object.iter().map(ObjectDocument::from).collect(),
         }
     }
 
@@ -180,7 +180,7 @@ fn kind_as_written(store: &Store, text: &str) -> GroupKind {
 fn find(store: &Store, kind: &str, name: &str) -> Result<(RawClient, RawObject), Failure> {
     let group_kind = resolve_kind(store, kind)?;
     let client = RawClient::new(store, group_kind);
-    let object = client.get_by_name(name, Loads::none()).map_err(error)?;
+    let object = client.get_by_name(name).map_err(error)?;
     Ok((client, object))
 }
 
@@ -199,13 +199,13 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>) -> Outcome {
     for (manifest, group_kind) in manifests.iter().zip(kinds) {
         let client = tx.client(group_kind.clone());
         let label = format!("{group_kind}/{}", manifest.name);
-        let before = client.get_by_name(&manifest.name, Loads::none()).ok();
+        let before = client.get_by_name(&manifest.name).ok();
         let mut options = CreateOptions::new().finalizers(manifest.finalizers.clone());
         if let Some((owner_kind, owner_name)) = manifest.owner_parts() {
             let owner_kind = kind_as_written(&ctx.store, owner_kind);
             let owner = tx
                 .client(owner_kind)
-                .get_by_name(owner_name, Loads::none())
+                .get_by_name(owner_name)
                 .map_err(|e| format!("{label}: owner: {e}"))?;
             options = options.owner(owner.meta.id);
         }
@@ -235,34 +235,13 @@ fn get(ctx: &Context, kind: &str, name: Option<&str>) -> Outcome {
         None => {
             let group_kind = resolve_kind(&ctx.store, kind)?;
             RawClient::new(&ctx.store, group_kind)
-                .list(Loads::none())
+                .list()
                 .map_err(error)?
         }
     };
     Ok(Reply::Objects {
-        objects: objects.iter().map(view).collect(),
+        objects: objects.iter().map(ObjectDocument::from).collect(),
     })
-}
-
-/// An object as the CLI shows it.
-pub fn view(object: &RawObject) -> ObjectView {
-    let meta = &object.meta;
-    ObjectView {
-        id: meta.id,
-        kind: meta.group_kind.kind.clone(),
-        group: meta.group_kind.group.clone(),
-        name: meta.name.clone(),
-        generation: meta.generation,
-        observed_generation: meta.observed_generation,
-        resource_version: meta.resource_version,
-        deletion_requested_at: meta.deletion_requested_at,
-        finalizers: meta.finalizers.clone(),
-        conditions: meta.conditions.clone(),
-        created_at: meta.created_at,
-        updated_at: meta.updated_at,
-        spec: object.spec.to_value(),
-        status: object.status.as_ref().map(Json::to_value),
-    }
 }
 
 fn describe(ctx: &Context, kind: &str, name: &str) -> Outcome {
@@ -295,14 +274,14 @@ fn describe(ctx: &Context, kind: &str, name: &str) -> Outcome {
         dependents: related(client.list_dependents(id).map_err(error)?),
         next_pass,
         events,
-        object: view(&object),
+        object: ObjectDocument::from(&object),
     })))
 }
 
 /// Names a related object; one removed meanwhile shows its id.
 fn related(store: &Store, r: ObjectRef) -> Related {
     let name = RawClient::new(store, r.group_kind.clone())
-        .get(r.id, Loads::none())
+        .get(r.id)
         .map(|o| o.meta.name)
         .unwrap_or_else(|_| format!("#{}", r.id));
     Related {
@@ -360,7 +339,7 @@ fn events(ctx: &Context, kind: &str, name: &str, category: Option<String>) -> Ou
 /// Whether `until` holds for `name` of the client's kind; an error for an
 /// object that cannot be waited on.
 pub fn holds(client: &RawClient, name: &str, until: &Until) -> Result<bool, Failure> {
-    match client.get_by_name(name, Loads::none()) {
+    match client.get_by_name(name) {
         Ok(object) => Ok(holds_for(Some(&object), until)),
         Err(beehive::Error::NotFound { .. }) if *until == Until::Deleted => Ok(true),
         Err(e) => Err(error(e)),
@@ -392,7 +371,7 @@ async fn wait(ctx: &Context, kind: &str, name: &str, until: &Until, timeout: Dur
         })
     };
     let client = watching_client(ctx, resolve_kind(&ctx.store, kind)?);
-    let id = match client.get_by_name(name, Loads::none()) {
+    let id = match client.get_by_name(name) {
         Ok(object) => object.meta.id,
         Err(beehive::Error::NotFound { .. }) if *until == Until::Deleted => return done(),
         Err(e) => return Err(error(e)),

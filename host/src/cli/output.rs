@@ -9,7 +9,8 @@ use clap::ValueEnum;
 
 use beehive::policy::escape;
 
-use crate::cli::protocol::{Description, EventView, LimitsView, ObjectView, PluginsView, Related};
+use crate::cli::protocol::{Description, EventView, LimitsView, PluginsView, Related};
+use beehive::ObjectDocument;
 
 /// `-o` for `get`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -27,7 +28,7 @@ pub enum Format {
 }
 
 /// Objects as `format` says; `single` when one was asked for by name.
-pub fn objects(objects: &[ObjectView], format: Format, single: bool) -> String {
+pub fn objects(objects: &[ObjectDocument], format: Format, single: bool) -> String {
     match format {
         Format::Json if single => json(&objects[0]),
         Format::Json => json(&objects),
@@ -84,7 +85,7 @@ fn rfc3339_times(value: &mut serde_json::Value) {
     }
 }
 
-fn kind_of(object: &ObjectView) -> String {
+fn kind_of(object: &ObjectDocument) -> String {
     if object.group.is_empty() {
         object.kind.clone()
     } else {
@@ -92,7 +93,7 @@ fn kind_of(object: &ObjectView) -> String {
     }
 }
 
-fn table(objects: &[ObjectView], wide: bool) -> String {
+fn table(objects: &[ObjectDocument], wide: bool) -> String {
     if objects.is_empty() {
         return "No objects found.\n".into();
     }
@@ -110,7 +111,7 @@ fn table_header(wide: bool) -> Vec<&'static str> {
     header
 }
 
-fn table_row(o: &ObjectView, wide: bool) -> Vec<String> {
+fn table_row(o: &ObjectDocument, wide: bool) -> Vec<String> {
     let mut row = vec![
         o.name.clone(),
         o.generation.to_string(),
@@ -140,7 +141,7 @@ fn table_row(o: &ObjectView, wide: bool) -> Vec<String> {
 pub struct WatchPrinter {
     format: Format,
     /// The last state of each object seen, to show what a deletion removed.
-    seen: std::collections::HashMap<i64, ObjectView>,
+    seen: std::collections::HashMap<i64, ObjectDocument>,
     widths: Vec<usize>,
 }
 
@@ -153,7 +154,7 @@ impl WatchPrinter {
         }
     }
 
-    pub fn snapshot(&mut self, objects: &[ObjectView]) {
+    pub fn snapshot(&mut self, objects: &[ObjectDocument]) {
         if !matches!(self.format, Format::Table | Format::Wide) {
             for o in objects {
                 self.change("ADDED", o.id, Some(o), None);
@@ -192,7 +193,7 @@ impl WatchPrinter {
         format!("{}\n", line.trim_end())
     }
 
-    fn row(&self, event: &str, o: &ObjectView) -> Vec<String> {
+    fn row(&self, event: &str, o: &ObjectDocument) -> Vec<String> {
         let mut row = vec![event.to_string()];
         row.extend(table_row(o, self.format == Format::Wide));
         row
@@ -204,7 +205,7 @@ impl WatchPrinter {
         &mut self,
         event: &str,
         id: i64,
-        object: Option<&ObjectView>,
+        object: Option<&ObjectDocument>,
         position: Option<i64>,
     ) {
         // A deletion without its final state shows the last one seen.
@@ -244,7 +245,7 @@ pub fn print_now(text: &str) {
 
 /// The READY column: the `Ready` condition if there is one, otherwise how
 /// many conditions are True, otherwise `-`.
-fn ready(object: &ObjectView) -> String {
+fn ready(object: &ObjectDocument) -> String {
     if let Some(ready) = object.conditions.iter().find(|c| c.type_ == "Ready") {
         return ready.status.as_str().into();
     }
@@ -435,7 +436,7 @@ fn next_pass(d: &Description) -> String {
     }
 }
 
-fn conditions(o: &ObjectView) -> String {
+fn conditions(o: &ObjectDocument) -> String {
     if o.conditions.is_empty() {
         return "  <none>\n".into();
     }

@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, Write};
 
-use beehive::{Condition, Timestamp};
+use beehive::{ObjectDocument, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::manifest::Manifest;
@@ -84,7 +84,7 @@ pub type Outcome = Result<Reply, crate::cli::failure::Failure>;
 #[serde(tag = "reply", rename_all = "kebab-case")]
 pub enum Reply {
     Applied { results: Vec<Applied> },
-    Objects { objects: Vec<ObjectView> },
+    Objects { objects: Vec<ObjectDocument> },
     Described(Box<Description>),
     Events { events: Vec<EventView> },
     Plugins(PluginsView),
@@ -100,7 +100,7 @@ pub struct Change {
     pub change: String,
     pub id: i64,
     /// The current state; on `DELETED`, the state it was collected in.
-    pub object: Option<ObjectView>,
+    pub object: Option<ObjectDocument>,
     /// Where a reader may resume after this change.
     #[serde(default)]
     pub resource_version: Option<i64>,
@@ -115,26 +115,6 @@ pub struct Applied {
     pub action: String,
 }
 
-/// An object as the CLI prints it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectView {
-    pub id: i64,
-    pub kind: String,
-    pub group: String,
-    pub name: String,
-    pub generation: i64,
-    pub observed_generation: Option<i64>,
-    pub resource_version: i64,
-    pub deletion_requested_at: Option<Timestamp>,
-    pub finalizers: Vec<String>,
-    pub conditions: Vec<Condition>,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-    pub spec: serde_json::Value,
-    pub status: Option<serde_json::Value>,
-}
-
 /// Another object, named.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Related {
@@ -146,7 +126,7 @@ pub struct Related {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Description {
-    pub object: ObjectView,
+    pub object: ObjectDocument,
     pub owner: Option<Related>,
     pub children: Vec<Related>,
     pub dependencies: Vec<Related>,

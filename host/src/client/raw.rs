@@ -311,11 +311,19 @@ impl RawClient {
         .await
     }
 
-    /// Reads object `id` with the relations `loads` asks for.
+    /// Reads object `id`, with its conditions and no relations.
     ///
     /// # Errors
     /// [`Error::NotFound`] when `id` holds nothing of this kind.
-    pub fn get(&self, id: ObjectId, loads: Loads) -> Result<RawObject> {
+    pub fn get(&self, id: ObjectId) -> Result<RawObject> {
+        self.get_with(id, Loads::none())
+    }
+
+    /// [`RawClient::get`], with the relations `loads` asks for.
+    ///
+    /// # Errors
+    /// As [`RawClient::get`].
+    pub fn get_with(&self, id: ObjectId, loads: Loads) -> Result<RawObject> {
         self.read_one(
             loads,
             |conn| rows::select_by_id(conn, id),
@@ -323,12 +331,20 @@ impl RawClient {
         )
     }
 
-    /// Reads whatever holds `name`, with the relations `loads` asks for.
+    /// Reads whatever holds `name`, with its conditions and no relations.
     ///
     /// # Errors
     /// [`Error::InvalidName`] for `""`; [`Error::NotFound`] when nothing of
     /// this kind holds the name.
-    pub fn get_by_name(&self, name: &str, loads: Loads) -> Result<RawObject> {
+    pub fn get_by_name(&self, name: &str) -> Result<RawObject> {
+        self.get_by_name_with(name, Loads::none())
+    }
+
+    /// [`RawClient::get_by_name`], with the relations `loads` asks for.
+    ///
+    /// # Errors
+    /// As [`RawClient::get_by_name`].
+    pub fn get_by_name_with(&self, name: &str, loads: Loads) -> Result<RawObject> {
         check_name(name)?;
         self.read_one(
             loads,
@@ -358,9 +374,14 @@ impl RawClient {
         .and_then(|object| self.upgraded(object))
     }
 
-    /// Every object of this kind, by id, with the relations `loads` asks for
-    /// (one query per relation, however many objects).
-    pub fn list(&self, loads: Loads) -> Result<Vec<RawObject>> {
+    /// Every object of this kind, by id, with conditions and no relations.
+    pub fn list(&self) -> Result<Vec<RawObject>> {
+        self.list_with(Loads::none())
+    }
+
+    /// [`RawClient::list`], with the relations `loads` asks for (one query
+    /// per relation, however many objects).
+    pub fn list_with(&self, loads: Loads) -> Result<Vec<RawObject>> {
         self.read_many(loads, |conn| rows::select_kind(conn, &self.group_kind))
     }
 
@@ -382,7 +403,12 @@ impl RawClient {
 
     /// The objects of this kind owned by `owner`, by id, deletion-pending ones
     /// included. A missing owner reads as no children.
-    pub fn list_owned_objects(&self, owner: ObjectId, loads: Loads) -> Result<Vec<RawObject>> {
+    pub fn list_owned_objects(&self, owner: ObjectId) -> Result<Vec<RawObject>> {
+        self.list_owned_objects_with(owner, Loads::none())
+    }
+
+    /// [`RawClient::list_owned_objects`], with the relations `loads` asks for.
+    pub fn list_owned_objects_with(&self, owner: ObjectId, loads: Loads) -> Result<Vec<RawObject>> {
         self.read_many(loads, |conn| {
             rows::select_owned(conn, &self.group_kind, owner)
         })

@@ -325,32 +325,60 @@ where
     /// # Errors
     /// As [`RawClient::get`], plus [`Error::Decode`] for a stored row that
     /// does not fit the types.
-    pub fn get(&self, id: ObjectId, loads: Loads) -> Result<Object<Spec, Status>> {
-        Object::from_raw(self.raw.get(id, loads)?)
+    pub fn get(&self, id: ObjectId) -> Result<Object<Spec, Status>> {
+        self.get_with(id, Loads::none())
+    }
+
+    /// See [`RawClient::get_with`].
+    ///
+    /// # Errors
+    /// As [`Client::get`].
+    pub fn get_with(&self, id: ObjectId, loads: Loads) -> Result<Object<Spec, Status>> {
+        Object::from_raw(self.raw.get_with(id, loads)?)
     }
 
     /// See [`RawClient::get_by_name`].
     ///
     /// # Errors
     /// As [`RawClient::get_by_name`], plus [`Error::Decode`].
-    pub fn get_by_name(&self, name: &str, loads: Loads) -> Result<Object<Spec, Status>> {
-        Object::from_raw(self.raw.get_by_name(name, loads)?)
+    pub fn get_by_name(&self, name: &str) -> Result<Object<Spec, Status>> {
+        self.get_by_name_with(name, Loads::none())
+    }
+
+    /// See [`RawClient::get_by_name_with`].
+    ///
+    /// # Errors
+    /// As [`Client::get_by_name`].
+    pub fn get_by_name_with(&self, name: &str, loads: Loads) -> Result<Object<Spec, Status>> {
+        Object::from_raw(self.raw.get_by_name_with(name, loads)?)
     }
 
     /// See [`RawClient::list`]. A row that does not decode is skipped and
     /// logged, so one bad row cannot hide the rest of the kind.
-    pub fn list(&self, loads: Loads) -> Result<Vec<Object<Spec, Status>>> {
-        Ok(decode_all(self.raw.list(loads)?))
+    pub fn list(&self) -> Result<Vec<Object<Spec, Status>>> {
+        self.list_with(Loads::none())
+    }
+
+    /// See [`RawClient::list_with`]; undecodable rows are skipped and logged,
+    /// as in [`Client::list`].
+    pub fn list_with(&self, loads: Loads) -> Result<Vec<Object<Spec, Status>>> {
+        Ok(decode_all(self.raw.list_with(loads)?))
     }
 
     /// See [`RawClient::list_owned_objects`]; undecodable rows are skipped
     /// and logged, as in [`Client::list`].
-    pub fn list_owned_objects(
+    pub fn list_owned_objects(&self, owner: ObjectId) -> Result<Vec<Object<Spec, Status>>> {
+        self.list_owned_objects_with(owner, Loads::none())
+    }
+
+    /// See [`RawClient::list_owned_objects_with`]; undecodable rows are
+    /// skipped and logged, as in [`Client::list`].
+    pub fn list_owned_objects_with(
         &self,
         owner: ObjectId,
         loads: Loads,
     ) -> Result<Vec<Object<Spec, Status>>> {
-        Ok(decode_all(self.raw.list_owned_objects(owner, loads)?))
+        Ok(decode_all(self.raw.list_owned_objects_with(owner, loads)?))
     }
 
     /// See [`RawClient::list_events`].

@@ -683,7 +683,8 @@ fn collected_image(conn: &Connection, id: ObjectId) -> Result<Option<RawObject>>
         .optional()?;
     Ok(image
         .flatten()
-        .and_then(|text| crate::object::from_image(&text)))
+        .and_then(|text| serde_json::from_str::<crate::object::ObjectDocument>(&text).ok())
+        .map(crate::object::ObjectDocument::into_raw))
 }
 
 /// The task behind one stream.

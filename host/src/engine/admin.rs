@@ -42,7 +42,7 @@ const HOLD_LIMIT: Duration = Duration::from_secs(5);
 /// AdminClient::new(&store, kind.clone())
 ///     .update_status(prod.meta.id, &serde_json::json!({"ready": 3}))
 ///     .await?;
-/// let read = RawClient::new(&store, kind).get(prod.meta.id, Loads::none())?;
+/// let read = RawClient::new(&store, kind).get(prod.meta.id)?;
 /// assert_eq!(read.status.unwrap().as_str(), r#"{"ready":3}"#);
 /// # Ok(()) }
 /// ```

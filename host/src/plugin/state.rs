@@ -11,7 +11,7 @@ use crate::client::{CreateOptions, RawClient};
 use crate::engine::ControllerClient;
 use crate::event::EventFilter;
 use crate::json::Json;
-use crate::object::{GroupKind, Loads, ObjectId};
+use crate::object::{GroupKind, ObjectId};
 use crate::plugin::Policy;
 use crate::plugin::bindings::beehive::controller::config;
 use crate::plugin::bindings::beehive::controller::host::{self, Level};
@@ -251,7 +251,7 @@ impl host::HostKindClient for PluginState {
         id: ObjectId,
     ) -> HostResult<wit::Object> {
         with_kind!(self, handle, |client| reply(
-            client.get(id, Loads::none()).map(|o| convert::object(&o))
+            client.get(id).map(|o| convert::object(&o))
         ))
     }
 
@@ -261,9 +261,7 @@ impl host::HostKindClient for PluginState {
         name: String,
     ) -> HostResult<wit::Object> {
         with_kind!(self, handle, |client| reply(
-            client
-                .get_by_name(&name, Loads::none())
-                .map(|o| convert::object(&o))
+            client.get_by_name(&name).map(|o| convert::object(&o))
         ))
     }
 
@@ -389,7 +387,7 @@ impl host::HostKindClient for PluginState {
     ) -> HostResult<Vec<wit::Object>> {
         with_kind!(self, handle, |client| reply(
             client
-                .list_owned_objects(owner, Loads::none())
+                .list_owned_objects(owner)
                 .map(|o| o.iter().map(convert::object).collect())
         ))
     }

@@ -45,7 +45,9 @@ pub(crate) fn collect(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<Collected> {
     let mut objects = [object];
     rows::load_conditions(tx.conn(), tx.session(), &mut objects)?;
     let [object] = objects;
-    let image = crate::object::to_json(&object).to_string();
+    let image = serde_json::to_string(&crate::object::ObjectDocument::from(&object))
+        // Plain fields and string-keyed JSON: nothing here can fail to print.
+        .expect("an object document serializes");
     tx.conn()
         .prepare_cached("DELETE FROM objects WHERE id = ?1")?
         .execute([id])?;

@@ -45,7 +45,7 @@ async fn admin_writes_land_without_a_pass_or_a_running_host() {
         .unwrap();
     admin.add_dependency(a.meta.id, b.meta.id).await.unwrap();
 
-    let read = clusters.get(a.meta.id, Loads::none()).unwrap();
+    let read = clusters.get(a.meta.id).unwrap();
     assert_eq!(read.status.unwrap().as_str(), r#"{"ready":3}"#);
     assert_eq!(read.meta.conditions[0].reason, "Fixture");
     assert!(!read.meta.is_observed(), "the handshake stays the host's");
@@ -53,13 +53,15 @@ async fn admin_writes_land_without_a_pass_or_a_running_host() {
         .list_events(a.meta.id, &EventFilter::all())
         .unwrap();
     assert_eq!(events[0].reason, "Seeded");
-    let loaded = clusters.get(a.meta.id, Loads::none().events()).unwrap();
+    let loaded = clusters
+        .get_with(a.meta.id, Loads::none().events())
+        .unwrap();
     assert_eq!(
         loaded.events().unwrap()[0].reason,
         "Seeded",
         "loaded eagerly"
     );
-    let bare = clusters.get(a.meta.id, Loads::none()).unwrap();
+    let bare = clusters.get(a.meta.id).unwrap();
     assert!(matches!(bare.events(), Err(Error::NotLoaded("events"))));
     assert_eq!(
         clusters.list_dependencies(a.meta.id).unwrap()[0].id,
@@ -69,14 +71,7 @@ async fn admin_writes_land_without_a_pass_or_a_running_host() {
     admin.delete_dependency(a.meta.id, b.meta.id).await.unwrap();
     admin.delete_condition(a.meta.id, "Ready").await.unwrap();
     assert!(clusters.list_dependencies(a.meta.id).unwrap().is_empty());
-    assert!(
-        clusters
-            .get(a.meta.id, Loads::none())
-            .unwrap()
-            .meta
-            .conditions
-            .is_empty()
-    );
+    assert!(clusters.get(a.meta.id).unwrap().meta.conditions.is_empty());
 
     let other = RawClient::new(&store, GroupKind::new("acme.com", "Other"))
         .create("x", empty(), CreateOptions::new())
@@ -120,7 +115,7 @@ async fn a_wedged_finalizer_can_be_cleared() {
         .delete_finalizer(wedged.meta.id, "acme.com/wedge")
         .await
         .unwrap();
-    let read = clusters.get(wedged.meta.id, Loads::none()).unwrap();
+    let read = clusters.get(wedged.meta.id).unwrap();
     assert!(read.meta.finalizers.is_empty());
     assert!(
         read.meta.deletion_requested_at.is_some(),
@@ -142,7 +137,7 @@ async fn an_identical_status_writes_nothing() {
     let written = store.resource_version();
     admin.update_status(a.meta.id, &status).await.unwrap();
     assert_eq!(store.resource_version(), written, "no version moved");
-    let read = clusters.get(a.meta.id, Loads::none()).unwrap();
+    let read = clusters.get(a.meta.id).unwrap();
     assert_eq!(read.meta.resource_version, written);
 }
 

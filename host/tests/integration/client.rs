@@ -31,7 +31,7 @@ async fn store_with_live_and_pending() -> (Store, RawClient, RawObject, RawObjec
         .await
         .unwrap();
     client.delete(pending.meta.id).await.unwrap();
-    let pending = client.get(pending.meta.id, Loads::none()).unwrap();
+    let pending = client.get(pending.meta.id).unwrap();
     assert!(pending.meta.deletion_requested_at.is_some());
     (store, client, live, pending)
 }
@@ -137,7 +137,7 @@ async fn create_or_update_upserts_but_refuses_a_deleting_row() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::DeletionPending { .. }), "{err}");
-    let still = client.get(pending.meta.id, Loads::none()).unwrap();
+    let still = client.get(pending.meta.id).unwrap();
     assert_eq!(still.spec, pending.spec);
 }
 
@@ -153,11 +153,11 @@ async fn delete_by_name_is_idempotent_and_only_marks() {
         version,
         "no write for either no-op"
     );
-    let still = client.get(pending.meta.id, Loads::none()).unwrap();
+    let still = client.get(pending.meta.id).unwrap();
     assert_eq!(still, pending);
 
     client.delete_by_name("live").await.unwrap();
-    let marked = client.get(live.meta.id, Loads::none()).unwrap();
+    let marked = client.get(live.meta.id).unwrap();
     assert!(
         marked.meta.deletion_requested_at.is_some(),
         "still readable, marked"
@@ -180,12 +180,12 @@ async fn id_keyed_calls_act_on_one_incarnation_of_one_kind() {
     assert!(matches!(err, Error::WrongKind { .. }), "{err}");
     let err = other.delete(live.meta.id).await.unwrap_err();
     assert!(matches!(err, Error::WrongKind { .. }), "{err}");
-    let err = other.get(live.meta.id, Loads::none()).unwrap_err();
+    let err = other.get(live.meta.id).unwrap_err();
     assert!(
         matches!(err, Error::NotFound { .. }),
         "reads are kind-scoped: {err}"
     );
-    let err = other.get_by_name("live", Loads::none()).unwrap_err();
+    let err = other.get_by_name("live").unwrap_err();
     assert!(matches!(err, Error::NotFound { .. }), "{err}");
 
     let err = client
@@ -195,8 +195,8 @@ async fn id_keyed_calls_act_on_one_incarnation_of_one_kind() {
     assert!(matches!(err, Error::DeletionPending { .. }), "{err}");
     client.delete(pending.meta.id).await.unwrap();
 
-    assert_eq!(client.list(Loads::none()).unwrap().len(), 2);
-    assert!(other.list(Loads::none()).unwrap().is_empty());
+    assert_eq!(client.list().unwrap().len(), 2);
+    assert!(other.list().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -217,7 +217,7 @@ async fn the_empty_name_is_refused_by_every_call() {
             .await
             .map(drop),
         client.update_by_name("", spec("{}")).await.map(drop),
-        client.get_by_name("", Loads::none()).map(drop),
+        client.get_by_name("").map(drop),
         client.delete_by_name("").await,
     ];
     for (call, result) in results.into_iter().enumerate() {
@@ -267,7 +267,7 @@ async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is
         matches!(result, Err(Error::DocumentTooLarge(_))),
         "{result:?}"
     );
-    let fits = client.get(object.meta.id, Loads::none()).unwrap();
+    let fits = client.get(object.meta.id).unwrap();
     assert!(fits.status.is_none(), "nothing was written");
 }
 
@@ -351,10 +351,7 @@ async fn a_typed_write_that_does_not_round_trip_commits_nothing() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Decode { .. }), "{err}");
-    assert!(
-        good.raw().get_by_name("new", Loads::none()).is_err(),
-        "no row"
-    );
+    assert!(good.raw().get_by_name("new").is_err(), "no row");
 
     let created = good
         .create("a", &GoodSpec { replicas: 1 }, CreateOptions::new())
@@ -371,7 +368,7 @@ async fn a_typed_write_that_does_not_round_trip_commits_nothing() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Decode { .. }), "{err}");
-    let read = good.get(created.id(), Loads::none()).unwrap();
+    let read = good.get(created.id()).unwrap();
     assert_eq!(
         read.spec,
         GoodSpec { replicas: 1 },
@@ -392,7 +389,7 @@ async fn typed_clients_round_trip_spec_and_status_types() {
     assert!(was_created);
     assert_eq!(created.spec, GoodSpec { replicas: 3 });
     assert_eq!(created.status, None);
-    let listed = client.list(Loads::none()).unwrap();
+    let listed = client.list().unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].name(), "a");
 }
@@ -424,7 +421,7 @@ async fn racing_get_or_create_calls_share_one_row() {
         assert_eq!(ids[0], ids[1], "both callers get the same row");
         assert_eq!(creations, 1, "exactly one inserted");
     }
-    assert_eq!(clusters(&store).list(Loads::none()).unwrap().len(), 50);
+    assert_eq!(clusters(&store).list().unwrap().len(), 50);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -464,7 +461,7 @@ async fn concurrent_writers_each_get_their_own_answer() {
         "one caller wins \"shared\", the other seven are refused"
     );
     assert_eq!(created, 8 * 49 + 1);
-    assert_eq!(clusters(&store).list(Loads::none()).unwrap().len(), created);
+    assert_eq!(clusters(&store).list().unwrap().len(), created);
 }
 
 #[tokio::test]
@@ -505,14 +502,12 @@ async fn owner_edges_are_written_with_the_create_and_read_both_ways() {
         .map(|r| r.id)
         .collect();
     assert_eq!(owned, child_ids);
-    let owned_objects = children
-        .list_owned_objects(project.meta.id, Loads::none())
-        .unwrap();
+    let owned_objects = children.list_owned_objects(project.meta.id).unwrap();
     assert_eq!(owned_objects.len(), 2);
     assert_eq!(owned_objects[0].meta.name, "c1");
     assert!(
         owners
-            .list_owned_objects(project.meta.id, Loads::none())
+            .list_owned_objects(project.meta.id)
             .unwrap()
             .is_empty()
     );
@@ -522,7 +517,7 @@ async fn owner_edges_are_written_with_the_create_and_read_both_ways() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidOption(_)), "{err}");
-    assert!(children.get_by_name("orphan", Loads::none()).is_err());
+    assert!(children.get_by_name("orphan").is_err());
 }
 
 #[tokio::test]
@@ -539,13 +534,13 @@ async fn relations_are_loaded_only_when_asked_for() {
         .await
         .unwrap();
 
-    let bare = children.get_by_name("c", Loads::none()).unwrap();
+    let bare = children.get_by_name("c").unwrap();
     assert!(matches!(bare.owner(), Err(Error::NotLoaded("owner"))));
     assert!(matches!(bare.dependencies(), Err(Error::NotLoaded(_))));
     assert!(matches!(bare.dependents(), Err(Error::NotLoaded(_))));
     assert!(matches!(bare.owned(), Err(Error::NotLoaded(_))));
 
-    let loaded = children.get_by_name("c", Loads::all()).unwrap();
+    let loaded = children.get_by_name_with("c", Loads::all()).unwrap();
     assert_eq!(loaded.owner().unwrap().unwrap().id, project.meta.id);
     assert!(
         loaded.dependencies().unwrap().is_empty(),
@@ -553,13 +548,15 @@ async fn relations_are_loaded_only_when_asked_for() {
     );
     assert!(loaded.owned().unwrap().is_empty());
 
-    let listed = owners.list(Loads::none().owned()).unwrap();
+    let listed = owners.list_with(Loads::none().owned()).unwrap();
     assert_eq!(listed[0].owned().unwrap().len(), 1);
     assert!(matches!(listed[0].owner(), Err(Error::NotLoaded(_))));
 
     let typed: Client<serde_json::Value, serde_json::Value> =
         Client::new(&store, GroupKind::core("Project"));
-    let object = typed.get(project.meta.id, Loads::none().owned()).unwrap();
+    let object = typed
+        .get_with(project.meta.id, Loads::none().owned())
+        .unwrap();
     assert_eq!(object.owned().unwrap().len(), 1);
     assert!(matches!(object.owner(), Err(Error::NotLoaded(_))));
 }
@@ -624,7 +621,7 @@ async fn a_reopened_store_holds_everything_and_keeps_counting() {
     let store = Store::open(&path).unwrap();
     assert_eq!(store.resource_version(), last_version);
     let client = clusters(&store);
-    let all = client.list(Loads::none()).unwrap();
+    let all = client.list().unwrap();
     assert_eq!(all.len(), 10);
     assert!(all[9].meta.deletion_requested_at.is_some());
     let next = client
@@ -666,7 +663,7 @@ async fn finalizers_are_stored_and_an_empty_one_is_refused() {
         .await
         .unwrap();
     assert_eq!(created.meta.finalizers, ["x/y", "z"]);
-    let read = client.get(created.meta.id, Loads::none()).unwrap();
+    let read = client.get(created.meta.id).unwrap();
     assert_eq!(read.meta.finalizers, ["x/y", "z"]);
     let err = client
         .create("b", spec("{}"), CreateOptions::new().finalizers([""]))

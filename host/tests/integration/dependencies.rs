@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::common::{PATIENCE, run_then_crash, spec, wait_until};
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, EventFilter, GroupKind, Host,
-    HostOptions, Loads, RawObject, ReconcileResult, Store,
+    HostOptions, RawObject, ReconcileResult, Store,
 };
 
 fn app() -> GroupKind {
@@ -53,7 +53,7 @@ impl Apps {
                     Some("App") => app(),
                     _ => config(),
                 };
-                if let Ok(found) = client.kind_client(kind).get(target, Loads::none()) {
+                if let Ok(found) = client.kind_client(kind).get(target) {
                     seen = found.spec.to_value();
                 }
             }
@@ -129,7 +129,7 @@ async fn host_with(store: &Store, apps: &Apps, dbs: &Dbs) -> (Host, beehive::Sto
 
 fn settled(host: &Host, gk: GroupKind) -> bool {
     host.client(gk)
-        .list(Loads::none())
+        .list()
         .unwrap()
         .iter()
         .all(|o| o.meta.is_observed())
@@ -188,16 +188,12 @@ async fn a_client_only_target_wakes_each_dependent_once_per_change() {
         .await
         .unwrap();
     wait_until("every app saw the new spec", PATIENCE, || {
-        host.client(app())
-            .list(Loads::none())
-            .unwrap()
-            .iter()
-            .all(|o| {
-                o.status
-                    .as_ref()
-                    .map(|s| s.to_value()["seen"]["color"] == "blue")
-                    == Some(true)
-            })
+        host.client(app()).list().unwrap().iter().all(|o| {
+            o.status
+                .as_ref()
+                .map(|s| s.to_value()["seen"]["color"] == "blue")
+                == Some(true)
+        })
     })
     .await;
     wait_until("the host is idle", PATIENCE, || host.is_idle()).await;
@@ -280,8 +276,8 @@ async fn a_deleting_target_waits_for_live_dependents() {
     dbs_client.delete(second.meta.id).await.unwrap();
     // Several GC sweeps pass; both are held by live dependents.
     tokio::time::sleep(Duration::from_millis(400)).await;
-    assert!(dbs_client.get(first.meta.id, Loads::none()).is_ok());
-    assert!(dbs_client.get(second.meta.id, Loads::none()).is_ok());
+    assert!(dbs_client.get(first.meta.id).is_ok());
+    assert!(dbs_client.get(second.meta.id).is_ok());
 
     // Dropping the edge releases the first; deleting the dependent, the second.
     apps_client
@@ -290,8 +286,7 @@ async fn a_deleting_target_waits_for_live_dependents() {
         .unwrap();
     apps_client.delete(doomed.meta.id).await.unwrap();
     wait_until("both targets are collected", PATIENCE, || {
-        dbs_client.get(first.meta.id, Loads::none()).is_err()
-            && dbs_client.get(second.meta.id, Loads::none()).is_err()
+        dbs_client.get(first.meta.id).is_err() && dbs_client.get(second.meta.id).is_err()
     })
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
@@ -357,7 +352,7 @@ async fn an_edge_that_would_close_a_cycle_is_refused_and_reported() {
     // b saw a's new spec once (a is its target); after that nothing spins:
     // a retries on its backoff ladder, and its failures move nothing b reads.
     wait_until("b saw a's new spec", PATIENCE, || {
-        let b_now = client.get(b.meta.id, Loads::none()).unwrap();
+        let b_now = client.get(b.meta.id).unwrap();
         b_now
             .status
             .map(|s| s.to_value()["seen"]["target"] == b.meta.id)
@@ -436,7 +431,7 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
         let (_target, dependent) = *ids.lock().unwrap();
         let store = Store::open(&path).unwrap();
         let stale = beehive::RawClient::new(&store, app())
-            .get(dependent, Loads::none())
+            .get(dependent)
             .unwrap();
         assert_eq!(
             stale.status.unwrap().to_value()["seen"]["v"],
@@ -453,7 +448,7 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
             "the stale-dependents pass brings the app up to date",
             PATIENCE,
             || {
-                let object = host.client(app()).get(dependent, Loads::none()).unwrap();
+                let object = host.client(app()).get(dependent).unwrap();
                 object.status.map(|s| s.to_value()["seen"]["v"] == 2) == Some(true)
             },
         )

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::common::{PATIENCE, PassCounter, spec, wait_until};
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
-    Host, HostOptions, Loads, Object, RawObject, ReconcileResult, Reconciler, Store, Typed,
+    Host, HostOptions, Object, RawObject, ReconcileResult, Reconciler, Store, Typed,
 };
 use serde::{Deserialize, Serialize};
 
@@ -98,12 +98,7 @@ async fn an_individual_pass_interval_rearms_each_object_after_its_own_pass() {
         counter.count() >= 8
     })
     .await;
-    let id = host
-        .client(widget())
-        .get_by_name("w0", Loads::none())
-        .unwrap()
-        .meta
-        .id;
+    let id = host.client(widget()).get_by_name("w0").unwrap().meta.id;
     assert!(
         host.schedule(&widget(), id).next_requeue_at.is_some(),
         "armed"
@@ -123,11 +118,7 @@ async fn a_controller_registered_after_start_converges_its_kind_and_unregisterin
         .unwrap();
     let client = host.client(widget());
     wait_until("the kind converged", PATIENCE, || {
-        client
-            .list(Loads::none())
-            .unwrap()
-            .iter()
-            .all(|o| o.meta.is_observed())
+        client.list().unwrap().iter().all(|o| o.meta.is_observed())
     })
     .await;
     host.unregister(&widget()).await.unwrap();
@@ -141,16 +132,12 @@ async fn a_controller_registered_after_start_converges_its_kind_and_unregisterin
         .create("after", spec("{}"), CreateOptions::new())
         .await
         .unwrap();
-    let later = client.get_by_name("after", Loads::none()).unwrap();
+    let later = client.get_by_name("after").unwrap();
     assert!(
         !later.meta.is_observed(),
         "nothing reconciles an unregistered kind"
     );
-    assert_eq!(
-        client.list(Loads::none()).unwrap().len(),
-        6,
-        "its objects stay"
-    );
+    assert_eq!(client.list().unwrap().len(), 6, "its objects stay");
     assert_eq!(counter.count(), passes);
     running.stop(Duration::from_secs(10)).await.unwrap();
 }
@@ -240,19 +227,12 @@ async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
         .await
         .unwrap();
     wait_until("the greeting is written", PATIENCE, || {
-        client
-            .get(created.id(), Loads::none())
-            .unwrap()
-            .meta
-            .is_observed()
+        client.get(created.id()).unwrap().meta.is_observed()
     })
     .await;
-    let greeted = client.get(created.id(), Loads::none()).unwrap();
+    let greeted = client.get(created.id()).unwrap();
     assert_eq!(greeted.status.unwrap().message, "Hello, Ada!");
-    let quarantined = host
-        .client(widget())
-        .get(bad.meta.id, Loads::none())
-        .unwrap();
+    let quarantined = host.client(widget()).get(bad.meta.id).unwrap();
     assert!(
         !quarantined.meta.is_observed(),
         "an undecodable object never settles"
@@ -295,11 +275,7 @@ async fn an_idle_host_writes_nothing() {
     let running = host.start().await.unwrap();
     let client = host.client(widget());
     wait_until("the kind converged", PATIENCE, || {
-        client
-            .list(Loads::none())
-            .unwrap()
-            .iter()
-            .all(|o| o.meta.is_observed())
+        client.list().unwrap().iter().all(|o| o.meta.is_observed())
     })
     .await;
     // data_version moves when another connection commits to the file.
@@ -385,7 +361,7 @@ async fn a_collected_object_leaves_its_final_state_in_the_write_log() {
         .unwrap();
     client.delete(created.meta.id).await.unwrap();
     wait_until("the row is gone", PATIENCE, || {
-        client.get(created.meta.id, Loads::none()).is_err()
+        client.get(created.meta.id).is_err()
     })
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
@@ -475,7 +451,7 @@ async fn a_requeue_and_a_backoff_alarm_survive_a_restart() {
     )
     .await;
     assert_eq!(controller.passes_of("plain"), 1, "nothing was owed to it");
-    let kept = client.get_by_name("later", Loads::none()).unwrap();
+    let kept = client.get_by_name("later").unwrap();
     assert!(kept.meta.is_observed());
     running.stop(PATIENCE).await.unwrap();
 }

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use crate::common::{PATIENCE, run_then_crash, spec, wait_until};
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
-    Error, EventFilter, EventSpec, GroupKind, Host, HostOptions, Loads, RawObject, ReconcileResult,
-    Store,
+    Error, EventFilter, EventSpec, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store,
 };
 
 fn widget() -> GroupKind {
@@ -70,7 +69,7 @@ impl Recorder {
 
 fn all_observed(host: &Host, gk: &GroupKind) -> bool {
     host.client(gk.clone())
-        .list(Loads::none())
+        .list()
         .unwrap()
         .iter()
         .all(|o| o.meta.is_observed())
@@ -128,7 +127,7 @@ async fn each_generation_of_each_object_is_reconciled_exactly_once() {
     let counts = recorder.counts();
     assert_eq!(counts.len(), 40, "20 first generations and 20 second ones");
     assert!(counts.values().all(|&n| n == 1), "{counts:?}");
-    for object in client.list(Loads::none()).unwrap() {
+    for object in client.list().unwrap() {
         assert_eq!(object.status.as_ref(), Some(&object.spec));
         assert!(object.meta.observed_at.is_some());
     }
@@ -267,12 +266,8 @@ async fn deleting_an_owner_cascades_to_a_hundred_children_and_removes_every_row(
         .await
         .unwrap();
     wait_until("every row is gone", PATIENCE, || {
-        children.list(Loads::none()).unwrap().is_empty()
-            && host
-                .client(parent.clone())
-                .list(Loads::none())
-                .unwrap()
-                .is_empty()
+        children.list().unwrap().is_empty()
+            && host.client(parent.clone()).list().unwrap().is_empty()
     })
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
@@ -332,7 +327,7 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
     .await;
     client.delete(created.meta.id).await.unwrap();
     wait_until("the row is gone", PATIENCE, || {
-        client.get(created.meta.id, Loads::none()).is_err()
+        client.get(created.meta.id).is_err()
     })
     .await;
     assert_eq!(cleaned.load(Ordering::SeqCst), 1);
@@ -376,17 +371,12 @@ async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
         .await
         .unwrap();
     wait_until("the widget carries the finalizer", PATIENCE, || {
-        client
-            .get(created.meta.id, Loads::none())
-            .unwrap()
-            .meta
-            .finalizers
-            == ["test.dev/cleanup"]
+        client.get(created.meta.id).unwrap().meta.finalizers == ["test.dev/cleanup"]
     })
     .await;
     client.delete(created.meta.id).await.unwrap();
     wait_until("the row is gone", PATIENCE, || {
-        client.get(created.meta.id, Loads::none()).is_err()
+        client.get(created.meta.id).is_err()
     })
     .await;
     let refusals = std::mem::take(&mut *refusals.lock().unwrap());
@@ -417,7 +407,7 @@ async fn a_client_only_kind_is_collected_by_the_sweeper() {
         .unwrap();
     notes.delete(owner.meta.id).await.unwrap();
     wait_until("both notes are collected", PATIENCE, || {
-        notes.list(Loads::none()).unwrap().is_empty()
+        notes.list().unwrap().is_empty()
     })
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
@@ -482,7 +472,7 @@ async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
 
-    let object = client.get(created.meta.id, Loads::none()).unwrap();
+    let object = client.get(created.meta.id).unwrap();
     assert_eq!(object.status, Some(spec(r#"{"seen":true}"#)));
     // The log holds the create, one status write (the second was a no-op),
     // one write for both conditions, and the stamp; events move no object.
@@ -516,7 +506,7 @@ async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
     // Another process (a reopened store) cannot vouch for a liveness condition.
     let reopened = Store::open(store.path()).unwrap();
     let object = beehive::RawClient::new(&reopened, widget())
-        .get(created.meta.id, Loads::none())
+        .get(created.meta.id)
         .unwrap();
     let live = object
         .meta
@@ -684,7 +674,7 @@ async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
     gate.notify_one();
     wait_until("generation 2 is observed", PATIENCE, || {
         client
-            .get(created.meta.id, Loads::none())
+            .get(created.meta.id)
             .unwrap()
             .meta
             .observed_generation
@@ -754,7 +744,7 @@ async fn replacing_a_controller_under_load_loses_no_pass() {
         "every widget is observed by the last version",
         PATIENCE,
         || {
-            let objects = client.list(Loads::none()).unwrap();
+            let objects = client.list().unwrap();
             objects.len() == 150
                 && objects
                     .iter()
@@ -763,7 +753,7 @@ async fn replacing_a_controller_under_load_loses_no_pass() {
     )
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
-    for object in client.list(Loads::none()).unwrap() {
+    for object in client.list().unwrap() {
         let failures = client
             .list_events(object.meta.id, &EventFilter::all().category("reconcile"))
             .unwrap();
@@ -816,11 +806,7 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
             counter.fetch_add(1, Ordering::SeqCst);
         }
         wait_until("some widgets are observed", PATIENCE, || {
-            client
-                .list(Loads::none())
-                .unwrap()
-                .iter()
-                .any(|o| o.meta.is_observed())
+            client.list().unwrap().iter().any(|o| o.meta.is_observed())
         })
         .await;
         // Dropping the handle releases this process's claim on the file, as the
@@ -835,9 +821,7 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
         .unwrap();
     runtime.block_on(async {
         let store = Store::open(&path).unwrap();
-        let before = beehive::RawClient::new(&store, widget())
-            .list(Loads::none())
-            .unwrap();
+        let before = beehive::RawClient::new(&store, widget()).list().unwrap();
         assert_eq!(
             before.len(),
             created.load(Ordering::SeqCst),
@@ -860,7 +844,7 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
             all_observed(&host, &widget())
         })
         .await;
-        for object in host.client(widget()).list(Loads::none()).unwrap() {
+        for object in host.client(widget()).list().unwrap() {
             assert_eq!(object.status.as_ref(), Some(&object.spec));
         }
         running.stop(Duration::from_secs(10)).await.unwrap();

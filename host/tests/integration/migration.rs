@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::common::{PATIENCE, wait_until};
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, GroupKind, Host,
-    HostOptions, Json, Loads, Migrator, RawClient, RawObject, ReconcileResult, Store,
+    HostOptions, Json, Migrator, RawClient, RawObject, ReconcileResult, Store,
 };
 
 fn cluster() -> GroupKind {
@@ -97,7 +97,7 @@ async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
     host.register(cluster(), Reporter, options(1, &fail))
         .await
         .unwrap();
-    let read = clusters.get_by_name("prod", Loads::none()).unwrap();
+    let read = clusters.get_by_name("prod").unwrap();
     assert_eq!(read.spec.as_str(), r#"{"replicas":3}"#, "upgraded on read");
     assert_eq!(
         stored_versions(&store, "prod"),
@@ -108,7 +108,7 @@ async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
     let running = host.start().await.unwrap();
     wait_until("the pass sees the new shape and settles", PATIENCE, || {
         clusters
-            .get_by_name("prod", Loads::none())
+            .get_by_name("prod")
             .is_ok_and(|o| o.meta.is_observed())
     })
     .await;
@@ -153,7 +153,7 @@ async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
     host.register(cluster(), Reporter, options(1, &fail))
         .await
         .unwrap();
-    let error = clusters.get_by_name("new", Loads::none()).unwrap_err();
+    let error = clusters.get_by_name("new").unwrap_err();
     assert!(matches!(error, Error::Migration { .. }), "{error}");
     assert!(error.to_string().contains("newer build"), "{error}");
     clusters
@@ -161,7 +161,7 @@ async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
         .await
         .unwrap();
     let listed: Vec<String> = clusters
-        .list(Loads::none())
+        .list()
         .unwrap()
         .into_iter()
         .map(|o| o.meta.name)
@@ -179,9 +179,7 @@ async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
         .await
         .unwrap();
     fail.store(true, Ordering::SeqCst);
-    let error = clusters
-        .get_by_name("unversioned", Loads::none())
-        .unwrap_err();
+    let error = clusters.get_by_name("unversioned").unwrap_err();
     assert!(
         error.to_string().contains("the converter gave up"),
         "{error}"

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::common::{PATIENCE, spec, wait_until};
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
-    Error, EventFilter, GroupKind, Host, HostOptions, Loads, RawObject, ReconcileResult, Store,
+    Error, EventFilter, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store,
 };
 
 fn parent() -> GroupKind {
@@ -51,7 +51,7 @@ async fn run(
                         children
                             .create("kept", spec("{}"), CreateOptions::new())
                             .await?;
-                        let read = children.get_by_name("kept", Loads::none())?;
+                        let read = children.get_by_name("kept")?;
                         note(seen, format!("read own write: {}", read.meta.name));
                         Ok(())
                     }
@@ -208,7 +208,7 @@ async fn run_scenario(scenario: &str) -> (Store, Host, Vec<String>, RawObject) {
     let parents = host.client(parent());
     let events = host.client(parent());
     wait_until("the pass has run", PATIENCE, || {
-        let object = parents.get(id, Loads::none()).unwrap();
+        let object = parents.get(id).unwrap();
         let failed = !events
             .list_events(id, &EventFilter::all().category("reconcile"))
             .unwrap()
@@ -218,13 +218,13 @@ async fn run_scenario(scenario: &str) -> (Store, Host, Vec<String>, RawObject) {
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
     let seen = seen.lock().unwrap().clone();
-    let object = host.client(parent()).get(id, Loads::none()).unwrap();
+    let object = host.client(parent()).get(id).unwrap();
     (store, host, seen, object)
 }
 
 fn names(host: &Host) -> Vec<String> {
     host.client(child())
-        .list(Loads::none())
+        .list()
         .unwrap()
         .into_iter()
         .map(|o| o.meta.name)

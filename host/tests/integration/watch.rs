@@ -404,7 +404,7 @@ async fn resuming_from_any_delivered_position_loses_nothing() {
             .await
             .unwrap();
         let mut expected = std::collections::BTreeMap::new();
-        for object in clusters.list(beehive::Loads::none()).unwrap() {
+        for object in clusters.list().unwrap() {
             let deleting = object.meta.deletion_requested_at.is_some();
             expected.insert(object.meta.id, (object.spec.as_str().to_string(), deleting));
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use beehive::plugin::{Change, PluginDirectory, PluginError, PluginRuntime, RuntimeOptions};
-use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store};
+use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
 use beehive_e2e::{TestServer, eventually, plugin_dir};
 
 fn hostile_kind() -> GroupKind {
@@ -33,7 +33,7 @@ async fn act(client: &RawClient, name: &str, spec: &str) {
 /// The status outcome once the object settled, or the failure once one is
 /// recorded.
 fn outcome(client: &RawClient, name: &str) -> Option<Result<String, String>> {
-    let object = client.get_by_name(name, Loads::none()).ok()?;
+    let object = client.get_by_name(name).ok()?;
     if let Some(failure) = client
         .get_latest_event(object.meta.id, "reconcile")
         .unwrap()
@@ -284,7 +284,7 @@ async fn outbound_http_reaches_granted_hosts_only_and_within_the_limits() {
     let denied = fetch(&hostile, "denied", &other).await.unwrap_err();
     assert!(denied.contains("does not grant"), "{denied}");
     assert_eq!(server.hits("/denied"), 0, "no connection was made");
-    let object = hostile.get_by_name("denied", Loads::none()).unwrap();
+    let object = hostile.get_by_name("denied").unwrap();
     let events = hostile
         .list_events(object.meta.id, &beehive::EventFilter::all())
         .unwrap();

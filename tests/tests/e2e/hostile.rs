@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, RuntimeOptions};
-use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store};
+use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
 use beehive_e2e::{eventually, plugin_dir};
 
 fn hostile_kind() -> GroupKind {
@@ -43,7 +43,7 @@ async fn act(client: &RawClient, name: &str, act: &str) {
 
 /// The message of the object's latest `reconcile` event, once there is one.
 fn failure(client: &RawClient, name: &str) -> Option<String> {
-    let object = client.get_by_name(name, Loads::none()).ok()?;
+    let object = client.get_by_name(name).ok()?;
     client
         .get_latest_event(object.meta.id, "reconcile")
         .unwrap()
@@ -102,7 +102,7 @@ async fn spinning_passes_on_every_worker_leave_the_host_responsive() {
     while Instant::now() < until {
         let asked = Instant::now();
         tokio::time::sleep(Duration::from_millis(5)).await;
-        let read = hostile.list(Loads::none()).unwrap();
+        let read = hostile.list().unwrap();
         assert_eq!(read.len(), 4);
         worst = worst.max(asked.elapsed());
     }
@@ -164,22 +164,15 @@ async fn every_attack_fails_its_own_pass_with_a_clear_event() {
     for (attack, expected) in attacks {
         let message = failure(&hostile, attack).unwrap();
         assert!(message.contains(expected), "{attack}: {message}");
-        let object = hostile.get_by_name(attack, Loads::none()).unwrap();
+        let object = hostile.get_by_name(attack).unwrap();
         assert!(!object.meta.is_observed(), "{attack} settled nothing");
         assert!(object.status.is_none(), "{attack} wrote no status");
     }
     eventually("the honest passes settle", || {
-        ["touch-memory", "forge-log"].iter().all(|name| {
-            hostile
-                .get_by_name(name, Loads::none())
-                .unwrap()
-                .meta
-                .is_observed()
-        }) && greetings
-            .get_by_name("ada", Loads::none())
-            .unwrap()
-            .meta
-            .is_observed()
+        ["touch-memory", "forge-log"]
+            .iter()
+            .all(|name| hostile.get_by_name(name).unwrap().meta.is_observed())
+            && greetings.get_by_name("ada").unwrap().meta.is_observed()
     })
     .await;
     // The instance that touched 48 MiB was dropped after its pass, giving
@@ -247,13 +240,13 @@ async fn a_converter_that_never_returns_fails_the_read_not_the_host() {
     let _directory = load(&host, plugins.path(), RuntimeOptions::new().limits(tight())).await;
     let hostile = host.client(hostile_kind());
     let started = Instant::now();
-    let error = hostile.get_by_name("old-spin", Loads::none()).unwrap_err();
+    let error = hostile.get_by_name("old-spin").unwrap_err();
     assert!(matches!(error, beehive::Error::Migration { .. }), "{error}");
     assert!(
         error.to_string().contains("CPU deadline of 500ms"),
         "{error}"
     );
     assert!(started.elapsed() < Duration::from_secs(10));
-    let calm = hostile.get_by_name("old-calm", Loads::none()).unwrap();
+    let calm = hostile.get_by_name("old-calm").unwrap();
     assert_eq!(calm.spec.as_str(), r#"{"act":"calm"}"#, "converted");
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use beehive::plugin::{
     Change, Limits, PluginDirectory, PluginLimits, PluginRuntime, Policy, RuntimeOptions,
 };
-use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store};
+use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
 use beehive_e2e::{TestServer, eventually, plugin_dir, plugin_wasm};
 
 /// Replaces `to` with `from`'s bytes the way an operator should: written
@@ -109,17 +109,13 @@ async fn the_greeting_plugin_converges_its_objects() {
             .unwrap();
     }
     eventually("both greetings are observed", || all_observed(&client)).await;
-    let ada = client.get_by_name("ada", Loads::none()).unwrap();
+    let ada = client.get_by_name("ada").unwrap();
     assert_eq!(ada.status.unwrap().to_value()["message"], "Hello, ada!");
     running.stop(Duration::from_secs(10)).await.unwrap();
 }
 
 fn all_observed(client: &RawClient) -> bool {
-    client
-        .list(Loads::none())
-        .unwrap()
-        .iter()
-        .all(|o| o.meta.is_observed())
+    client.list().unwrap().iter().all(|o| o.meta.is_observed())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -166,7 +162,7 @@ async fn a_misbehaving_plugin_fails_only_its_own_passes() {
         .unwrap();
 
     let failure = |name: &str| {
-        let object = misbehave.get_by_name(name, Loads::none()).unwrap();
+        let object = misbehave.get_by_name(name).unwrap();
         misbehave
             .get_latest_event(object.meta.id, "reconcile")
             .unwrap()
@@ -179,25 +175,17 @@ async fn a_misbehaving_plugin_fails_only_its_own_passes() {
     for (act, expected) in acts {
         let message = failure(act).unwrap();
         assert!(message.contains(expected), "{act}: {message}");
-        let object = misbehave.get_by_name(act, Loads::none()).unwrap();
+        let object = misbehave.get_by_name(act).unwrap();
         assert!(!object.meta.is_observed(), "{act} settled nothing");
     }
     eventually("the well-behaved objects converge", || {
-        greetings
-            .get_by_name("ada", Loads::none())
-            .unwrap()
-            .meta
-            .is_observed()
-            && ["calm", "sleepy"].iter().all(|name| {
-                misbehave
-                    .get_by_name(name, Loads::none())
-                    .unwrap()
-                    .meta
-                    .is_observed()
-            })
+        greetings.get_by_name("ada").unwrap().meta.is_observed()
+            && ["calm", "sleepy"]
+                .iter()
+                .all(|name| misbehave.get_by_name(name).unwrap().meta.is_observed())
     })
     .await;
-    let sleepy = misbehave.get_by_name("sleepy", Loads::none()).unwrap();
+    let sleepy = misbehave.get_by_name("sleepy").unwrap();
     assert_eq!(
         sleepy.status.unwrap().to_value()["outcome"],
         "slept in a host call"
@@ -298,7 +286,7 @@ async fn a_hot_swap_under_load_fails_no_pass() {
     writer.await.unwrap();
 
     eventually("every object shows the new version's status", || {
-        client.list(Loads::none()).unwrap().iter().all(|o| {
+        client.list().unwrap().iter().all(|o| {
             o.meta.is_observed()
                 && o.status
                     .as_ref()
@@ -306,7 +294,7 @@ async fn a_hot_swap_under_load_fails_no_pass() {
         })
     })
     .await;
-    for object in client.list(Loads::none()).unwrap() {
+    for object in client.list().unwrap() {
         let failed = client
             .get_latest_event(object.meta.id, "reconcile")
             .unwrap();
@@ -347,7 +335,7 @@ async fn a_broken_replacement_leaves_the_old_version_serving() {
         all_observed(&client)
     })
     .await;
-    let ada = client.get_by_name("ada", Loads::none()).unwrap();
+    let ada = client.get_by_name("ada").unwrap();
     assert_eq!(ada.status.unwrap().to_value()["message"], "Hello, Ada!");
 
     // A good file afterwards clears the failure.
@@ -380,10 +368,7 @@ async fn removing_a_file_unregisters_its_kind_and_a_new_kind_swaps_registrations
         "{changes:?}"
     );
     assert_eq!(host.kinds(), vec![GroupKind::new("test.dev", "Misbehave")]);
-    assert!(
-        client.get_by_name("ada", Loads::none()).is_ok(),
-        "objects stay"
-    );
+    assert!(client.get_by_name("ada").is_ok(), "objects stay");
 
     // misbehave.wasm now holds the greeting plugin: Misbehave goes, Greeting comes.
     swap_in(
@@ -407,7 +392,7 @@ async fn removing_a_file_unregisters_its_kind_and_a_new_kind_swaps_registrations
 }
 
 fn condition(client: &RawClient, name: &str, type_: &str) -> Option<(String, String)> {
-    let object = client.get_by_name(name, Loads::none()).ok()?;
+    let object = client.get_by_name(name).ok()?;
     let found = object
         .meta
         .conditions
@@ -469,9 +454,9 @@ async fn the_example_plugins_converge_together() {
         condition(&sets, "team", "Ready") == Some(("True".into(), "AllGreeted".into()))
     })
     .await;
-    let ada = greetings.get_by_name("team-ada", Loads::none()).unwrap();
+    let ada = greetings.get_by_name("team-ada").unwrap();
     assert_eq!(ada.status.unwrap().to_value()["message"], "Hello, ada!");
-    let team = sets.get_by_name("team", Loads::none()).unwrap();
+    let team = sets.get_by_name("team").unwrap();
     assert_eq!(team.status.unwrap().to_value()["ready"], 2);
     assert_eq!(sets.list_dependencies(team.meta.id).unwrap().len(), 2);
 
@@ -505,8 +490,7 @@ async fn the_example_plugins_converge_together() {
     // Deleting the set takes its children down before the set goes.
     sets.delete_by_name("team").await.unwrap();
     eventually("the set and its children are gone", || {
-        sets.list(Loads::none()).unwrap().is_empty()
-            && greetings.list(Loads::none()).unwrap().is_empty()
+        sets.list().unwrap().is_empty() && greetings.list().unwrap().is_empty()
     })
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
@@ -586,7 +570,7 @@ async fn a_plugin_replaced_while_the_host_was_stopped_reconciles_every_object_at
     let client = host.client(greeting_kind());
     eventually("the new version has seen ada", || {
         client
-            .get_by_name("ada", Loads::none())
+            .get_by_name("ada")
             .unwrap()
             .status
             .is_some_and(|s| s.to_value()["release"] == 2)
@@ -620,17 +604,17 @@ async fn a_release_that_reshapes_its_spec_migrates_what_earlier_releases_stored(
         (1, 0)
     );
     // The stored spec is still the old shape; reads see it converted.
-    let ada = client.get_by_name("ada", Loads::none()).unwrap();
+    let ada = client.get_by_name("ada").unwrap();
     assert_eq!(ada.spec.as_str(), r#"{"who":"ada"}"#);
     eventually("the new release greets ada from the converted spec", || {
         client
-            .get_by_name("ada", Loads::none())
+            .get_by_name("ada")
             .unwrap()
             .status
             .is_some_and(|s| s.to_value()["release"] == 3)
     })
     .await;
-    let ada = client.get_by_name("ada", Loads::none()).unwrap();
+    let ada = client.get_by_name("ada").unwrap();
     assert_eq!(ada.status.unwrap().to_value()["message"], "Hello, ada!");
     let failures = client.get_latest_event(ada.meta.id, "reconcile").unwrap();
     assert!(failures.is_none(), "{failures:?}");
@@ -654,7 +638,7 @@ async fn a_spec_written_by_a_migrating_release_needs_no_conversion() {
         r#"{"who":"grace"}"#,
         "written at version 1"
     );
-    let read = client.get_by_name("grace", Loads::none()).unwrap();
+    let read = client.get_by_name("grace").unwrap();
     assert_eq!(
         read.spec.as_str(),
         r#"{"who":"grace"}"#,

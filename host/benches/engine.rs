@@ -83,7 +83,7 @@ where
     }
 }
 
-async fn started_host(workers: usize) -> (Store, Host, beehive::StopHandle) {
+async fn started_host(workers: usize) -> (Store, Host, beehive::engine::StopHandle) {
     let store = Store::temporary().expect("store");
     let host = Host::new(&store, HostOptions::new()).expect("host");
     host.register(
@@ -98,7 +98,7 @@ async fn started_host(workers: usize) -> (Store, Host, beehive::StopHandle) {
 }
 
 /// Creates OBJECTS objects and returns (seconds to converge, the store and host).
-async fn converge(workers: usize) -> (f64, Store, Host, beehive::StopHandle) {
+async fn converge(workers: usize) -> (f64, Store, Host, beehive::engine::StopHandle) {
     let (store, host, running) = started_host(workers).await;
     let conn = rusqlite::Connection::open(store.path()).expect("observer");
     let client = host.client(kind());

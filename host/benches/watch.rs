@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use beehive::{CreateOptions, GroupKind, Json, RawClient, Store, WatchOptions};
+use beehive::{CreateOptions, GroupKind, Json, RawClient, Store, client::WatchOptions};
 use futures_util::StreamExt;
 
 const UPDATES: i64 = 1_000;

@@ -5,7 +5,7 @@
 //! for deletion. With a DB path the database is kept, so `beehive get` can
 //! read it afterwards.
 
-use beehive::{Client, CreateOptions, GroupKind, Loads, RawClient, Store};
+use beehive::{Client, CreateOptions, GroupKind, RawClient, Store, client::Loads};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize, Debug)]

@@ -9,7 +9,7 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> beehive::Result<()> {
-//! use beehive::{CreateOptions, GroupKind, Json, Loads, RawClient, Store};
+//! use beehive::{CreateOptions, GroupKind, Json, RawClient, Store};
 //!
 //! let store = Store::temporary()?;
 //! let clusters = RawClient::new(&store, GroupKind::new("acme.com", "Cluster"));
@@ -27,6 +27,14 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Where things are
+//! The root re-exports the types most programs name. The rest is scoped by
+//! module: [`client`] (read options, transactions, watches), [`engine`]
+//! (the host's parts: admin writes, schedules, stop handles), [`object`]
+//! (metadata, references, timestamps), [`event`] (timelines and filters),
+//! [`migration`], [`store`], [`plugin`], [`metrics`], [`policy`] and
+//! [`directory_watch`].
+//!
 //! # Concepts
 //! - [`Store`]: one database file, opened once per process (cheap to clone,
 //!   lives as long as its last clone). One writer, shared by group commit:
@@ -38,7 +46,7 @@
 //!   freely); watches are streams that end when the host stops.
 //! - [`Host`]: the control plane over one store. Controllers are registered
 //!   per kind ([`Host::register`]), run between [`Host::start`] and
-//!   [`StopHandle::stop`], and are replaced or unregistered while it runs.
+//!   [`engine::StopHandle::stop`], and are replaced or unregistered while it runs.
 //!   Each kind has its own work queue, workers and cadences; a host costs a
 //!   few tasks when idle and nothing per settled object.
 //! - A controller implements [`Controller`] (raw objects) or [`Reconciler`]
@@ -59,39 +67,32 @@
 
 #![deny(missing_docs)]
 
-mod client;
-mod directory_watch;
-mod engine;
+pub mod client;
+pub mod directory_watch;
+pub mod engine;
 mod error;
-mod event;
+pub mod event;
 mod json;
 pub mod metrics;
-mod migration;
-mod object;
+pub mod migration;
+pub mod object;
 pub mod plugin;
 pub mod policy;
-mod store;
+pub mod store;
 mod sync;
 
-pub use client::{
-    ChangeType, Client, CreateOptions, EventStream, Object, ObjectChange, ObjectListStream,
-    ObjectStream, RawClient, Transaction, TypedChange, TypedListStream, WatchOptions,
-};
-pub use directory_watch::{WatchHandle, watch_directory};
+// The root holds what a newcomer needs to store objects and run controllers;
+// everything else is reached through its module.
+pub use client::{Client, CreateOptions, Object, RawClient};
 pub use engine::{
-    AdminClient, Controller, ControllerClient, ControllerOptions, Host, HostOptions,
-    ReconcileResult, Reconciler, STATUS_GRACE, Schedule, ScheduleStream, StopHandle, Typed,
+    Controller, ControllerClient, ControllerOptions, Host, HostOptions, ReconcileResult,
+    Reconciler, Typed,
 };
 pub use error::{Error, Result};
-pub use event::{Event, EventFilter, EventSpec, EventType};
+pub use event::EventSpec;
 pub use json::Json;
-pub use migration::Migrator;
-pub use object::{
-    Condition, ConditionStatus, GroupKind, Loads, Meta, ObjectDocument, ObjectId, ObjectRef,
-    RawObject, Timestamp, generate_name,
-};
+pub use object::{Condition, ConditionStatus, GroupKind, ObjectId, RawObject};
 pub use store::Store;
-pub use store::registrations::Registration;
 
 // Compiles the README's Rust examples as doctests, so the README stays true.
 #[doc = include_str!("../../README.md")]

@@ -25,7 +25,8 @@ use crate::sync::{read, write};
 ///
 /// # Example
 /// ```
-/// use beehive::{Json, Migrator};
+/// use beehive::Json;
+/// use beehive::migration::Migrator;
 ///
 /// /// Version 1 renamed `size` to `replicas`.
 /// struct ClusterMigrator;

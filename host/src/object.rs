@@ -421,11 +421,11 @@ pub struct ObjectDocument {
     pub spec: serde_json::Value,
     /// The status, if any was written.
     pub status: Option<serde_json::Value>,
-    /// [`Meta::spec_version`]; documents logged before versions were
+    /// The version the spec was written at; documents logged before versions were
     /// recorded hold none.
     #[serde(default)]
     pub spec_version: i64,
-    /// [`Meta::status_version`], as `spec_version`.
+    /// The version the status was written at, as `spec_version`.
     #[serde(default)]
     pub status_version: i64,
 }

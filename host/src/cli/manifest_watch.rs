@@ -15,11 +15,11 @@ pub(super) async fn watch_manifests(
     ctx: &Context,
     dir: &Path,
     rescan: Duration,
-) -> Result<beehive::WatchHandle, String> {
+) -> Result<beehive::directory_watch::WatchHandle, String> {
     let applied: Arc<Mutex<BTreeMap<PathBuf, String>>> = Arc::default();
     apply_changed(ctx, dir, &applied).await;
     let (ctx, dir_owned) = (ctx.clone(), dir.to_path_buf());
-    beehive::watch_directory(dir, rescan, move || {
+    beehive::directory_watch::watch_directory(dir, rescan, move || {
         let (ctx, dir, applied) = (ctx.clone(), dir_owned.clone(), applied.clone());
         async move { apply_changed(&ctx, &dir, &applied).await }
     })

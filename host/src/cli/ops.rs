@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use beehive::plugin::PluginDirectory;
 use beehive::{
-    CreateOptions, EventFilter, EventType, GroupKind, Host, Json, ObjectDocument, ObjectRef,
-    RawClient, RawObject, Store,
+    CreateOptions, GroupKind, Host, Json, RawClient, RawObject, Store,
+    event::{EventFilter, EventType},
+    object::{ObjectDocument, ObjectRef},
 };
 
 use crate::cli::failure::Failure;
@@ -59,8 +60,8 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
 
 /// A watch on a kind or on one object.
 pub enum Watching {
-    Kind(beehive::ObjectListStream),
-    Object(Box<beehive::ObjectStream>),
+    Kind(beehive::client::ObjectListStream),
+    Object(Box<beehive::client::ObjectStream>),
 }
 
 impl Watching {
@@ -73,7 +74,7 @@ impl Watching {
     }
 
     /// The next change, or why the stream ended; `None` after that.
-    pub async fn next(&mut self) -> Option<Result<beehive::ObjectChange, Failure>> {
+    pub async fn next(&mut self) -> Option<Result<beehive::client::ObjectChange, Failure>> {
         use futures_util::StreamExt;
         let next = match self {
             Watching::Kind(stream) => stream.next().await,
@@ -89,16 +90,20 @@ pub fn watch_events(
     kind: &str,
     name: &str,
     category: Option<&str>,
-) -> Result<beehive::EventStream, Failure> {
+) -> Result<beehive::client::EventStream, Failure> {
     let (_, object) = find(&ctx.store, kind, name)?;
     watching_client(ctx, object.meta.group_kind.clone())
-        .watch_events(object.meta.id, category, beehive::WatchOptions::new())
+        .watch_events(
+            object.meta.id,
+            category,
+            beehive::client::WatchOptions::new(),
+        )
         .map_err(error)
 }
 
 /// Starts watching a kind, or one object of it.
 pub fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Watching, Failure> {
-    let options = beehive::WatchOptions::new();
+    let options = beehive::client::WatchOptions::new();
     match name {
         Some(name) => {
             let (_, object) = find(&ctx.store, kind, name)?;
@@ -262,7 +267,7 @@ fn describe(ctx: &Context, kind: &str, name: &str) -> Outcome {
         at: host
             .schedule(client.group_kind(), id)
             .next_requeue_at
-            .map(beehive::Timestamp::from),
+            .map(beehive::object::Timestamp::from),
     });
     Ok(Reply::Described(Box::new(Description {
         owner: client
@@ -291,7 +296,7 @@ fn related(store: &Store, r: ObjectRef) -> Related {
 }
 
 /// An event run as the CLI shows it.
-pub fn event_view(event: beehive::Event) -> EventView {
+pub fn event_view(event: beehive::event::Event) -> EventView {
     EventView {
         category: event.category,
         warning: event.type_ == EventType::Warning,
@@ -377,7 +382,7 @@ async fn wait(ctx: &Context, kind: &str, name: &str, until: &Until, timeout: Dur
         Err(e) => return Err(error(e)),
     };
     let mut stream = client
-        .watch(id, beehive::WatchOptions::new())
+        .watch(id, beehive::client::WatchOptions::new())
         .map_err(error)?;
     if holds_for(stream.object.as_ref(), until) {
         return done();
@@ -397,7 +402,7 @@ async fn wait(ctx: &Context, kind: &str, name: &str, until: &Until, timeout: Dur
             }
         };
         let now = match change.change {
-            beehive::ChangeType::Deleted => None,
+            beehive::client::ChangeType::Deleted => None,
             _ => change.object.as_ref(),
         };
         if holds_for(now, until) {

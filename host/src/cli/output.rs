@@ -4,13 +4,13 @@
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use beehive::{ConditionStatus, Timestamp};
+use beehive::{ConditionStatus, object::Timestamp};
 use clap::ValueEnum;
 
 use beehive::policy::escape;
 
 use crate::cli::protocol::{Description, EventView, LimitsView, PluginsView, Related};
-use beehive::ObjectDocument;
+use beehive::object::ObjectDocument;
 
 /// `-o` for `get`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

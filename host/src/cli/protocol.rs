@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, Write};
 
-use beehive::{ObjectDocument, Timestamp};
+use beehive::object::{ObjectDocument, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::manifest::Manifest;

@@ -165,7 +165,10 @@ async fn stream_changes(
         let change = Reply::Change(Box::new(protocol::Change {
             change: format!("{:?}", change.change).to_uppercase(),
             id: change.id,
-            object: change.object.as_ref().map(beehive::ObjectDocument::from),
+            object: change
+                .object
+                .as_ref()
+                .map(beehive::object::ObjectDocument::from),
             resource_version: Some(change.resource_version),
         }));
         if send(&mut write, &Ok(change)).await.is_err() {

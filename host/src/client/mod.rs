@@ -7,6 +7,7 @@ mod typed;
 mod typed_watch;
 mod watch;
 
+pub use crate::object::Loads;
 pub use options::CreateOptions;
 pub use raw::RawClient;
 pub(crate) use raw::TransactionSource;

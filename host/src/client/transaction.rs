@@ -19,7 +19,7 @@ use crate::store::session::Session;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> beehive::Result<()> {
 /// use std::time::Duration;
-/// use beehive::{CreateOptions, GroupKind, Json, Loads, Store};
+/// use beehive::{CreateOptions, GroupKind, Json, Store};
 ///
 /// let store = Store::temporary()?;
 /// let tx = store.transaction(Duration::from_secs(5)).await?;

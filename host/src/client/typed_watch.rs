@@ -25,7 +25,7 @@ pub struct TypedChange<Spec, Status> {
     /// and it decodes.
     pub object: Option<Object<Spec, Status>>,
     /// Where to resume after handling this change; see
-    /// [`crate::ObjectChange::resource_version`].
+    /// [`crate::client::ObjectChange::resource_version`].
     pub resource_version: i64,
 }
 

@@ -32,7 +32,8 @@ const HOLD_LIMIT: Duration = Duration::from_secs(5);
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> beehive::Result<()> {
-/// use beehive::{AdminClient, CreateOptions, GroupKind, Json, Loads, RawClient, Store};
+/// use beehive::engine::AdminClient;
+/// use beehive::{CreateOptions, GroupKind, Json, RawClient, Store};
 ///
 /// let store = Store::temporary()?;
 /// let kind = GroupKind::new("acme.com", "Cluster");

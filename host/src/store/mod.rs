@@ -27,6 +27,7 @@ use crate::error::Result;
 use crate::object::GroupKind;
 use crate::sync::{lock, read, write};
 
+pub use registrations::Registration;
 pub(crate) use writer::{CommitListener, Committed, Push, WriteTx};
 use writer::{Sequences, Writer, WriterConn};
 

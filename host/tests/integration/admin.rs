@@ -2,8 +2,9 @@
 
 use crate::common::PassCounter;
 use beehive::{
-    AdminClient, Condition, ConditionStatus, ControllerOptions, CreateOptions, Error, EventFilter,
-    EventSpec, GroupKind, Host, HostOptions, Json, Loads, RawClient, Store,
+    Condition, ConditionStatus, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
+    Host, HostOptions, Json, RawClient, Store, client::Loads, engine::AdminClient,
+    event::EventFilter,
 };
 
 fn kind() -> GroupKind {

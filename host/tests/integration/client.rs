@@ -2,8 +2,8 @@
 
 use crate::common::spec;
 use beehive::{
-    Client, CreateOptions, Error, GroupKind, Json, Loads, RawClient, RawObject, Store,
-    generate_name,
+    Client, CreateOptions, Error, GroupKind, Json, RawClient, RawObject, Store, client::Loads,
+    object::generate_name,
 };
 use serde::{Deserialize, Serialize};
 
@@ -260,7 +260,7 @@ async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is
         .create("fits", spec("{}"), CreateOptions::new())
         .await
         .unwrap();
-    let admin = beehive::AdminClient::new(&store, GroupKind::new("acme.com", "Cluster"));
+    let admin = beehive::engine::AdminClient::new(&store, GroupKind::new("acme.com", "Cluster"));
     let status = serde_json::json!({ "blob": "x".repeat(MAX_DOCUMENT_BYTES) });
     let result = admin.update_status(object.meta.id, &status).await;
     assert!(

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::common::{PATIENCE, run_then_crash, spec, wait_until};
 use beehive::{
-    Controller, ControllerClient, ControllerOptions, CreateOptions, EventFilter, GroupKind, Host,
-    HostOptions, RawObject, ReconcileResult, Store,
+    Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
+    RawObject, ReconcileResult, Store, event::EventFilter,
 };
 
 fn app() -> GroupKind {
@@ -115,7 +115,7 @@ fn options() -> HostOptions {
         .requeue_floor(Duration::from_millis(20))
 }
 
-async fn host_with(store: &Store, apps: &Apps, dbs: &Dbs) -> (Host, beehive::StopHandle) {
+async fn host_with(store: &Store, apps: &Apps, dbs: &Dbs) -> (Host, beehive::engine::StopHandle) {
     let host = Host::new(store, options()).unwrap();
     host.register(app(), apps.clone(), ControllerOptions::new())
         .await

@@ -239,7 +239,7 @@ async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
     );
     let events = || {
         host.client(widget())
-            .list_events(bad.meta.id, &beehive::EventFilter::all())
+            .list_events(bad.meta.id, &beehive::event::EventFilter::all())
             .unwrap()
     };
     wait_until("the quarantine is recorded", PATIENCE, || {
@@ -334,7 +334,7 @@ async fn the_sweeper_applies_event_and_write_log_retention() {
     let observer = rusqlite::Connection::open(store.path()).unwrap();
     wait_until("retention trimmed both logs", PATIENCE, || {
         let runs = client
-            .list_events(created.meta.id, &beehive::EventFilter::all())
+            .list_events(created.meta.id, &beehive::event::EventFilter::all())
             .unwrap();
         let log: i64 = observer
             .query_row("SELECT COUNT(*) FROM object_writes", [], |r| r.get(0))

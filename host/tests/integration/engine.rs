@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use crate::common::{PATIENCE, run_then_crash, spec, wait_until};
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
-    Error, EventFilter, EventSpec, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store,
+    Error, EventSpec, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store,
+    event::EventFilter,
 };
 
 fn widget() -> GroupKind {

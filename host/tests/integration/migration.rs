@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::common::{PATIENCE, wait_until};
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, GroupKind, Host,
-    HostOptions, Json, Migrator, RawClient, RawObject, ReconcileResult, Store,
+    HostOptions, Json, RawClient, RawObject, ReconcileResult, Store, migration::Migrator,
 };
 
 fn cluster() -> GroupKind {
@@ -199,7 +199,7 @@ async fn a_writer_without_the_migrator_never_lowers_a_stored_version() {
         .create("prod", spec.clone(), CreateOptions::new())
         .await
         .unwrap();
-    beehive::AdminClient::new(&store, cluster())
+    beehive::engine::AdminClient::new(&store, cluster())
         .update_status(created.meta.id, &serde_json::json!({"ready": 1}))
         .await
         .unwrap();
@@ -225,7 +225,7 @@ async fn a_writer_without_the_migrator_never_lowers_a_stored_version() {
         ),
         "{error}"
     );
-    let admin = beehive::AdminClient::new(&other, cluster());
+    let admin = beehive::engine::AdminClient::new(&other, cluster());
     admin
         .update_status(created.meta.id, &serde_json::json!({"ready": 1}))
         .await

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::common::{PATIENCE, spec, wait_until};
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
-    Error, EventFilter, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store,
+    Error, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store, event::EventFilter,
 };
 
 fn parent() -> GroupKind {

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use crate::common::{PATIENCE, spec};
 use beehive::{
-    ChangeType, CreateOptions, Error, GroupKind, Host, HostOptions, ObjectChange, RawClient, Store,
-    WatchOptions,
+    CreateOptions, Error, GroupKind, Host, HostOptions, RawClient, Store,
+    client::{ChangeType, ObjectChange, WatchOptions},
 };
 use futures_util::{Stream, StreamExt};
 
@@ -14,7 +14,7 @@ fn kind() -> GroupKind {
 }
 
 /// A host with no controllers whose sweeper collects deleted objects at once.
-async fn start_collecting(store: &Store) -> beehive::StopHandle {
+async fn start_collecting(store: &Store) -> beehive::engine::StopHandle {
     let options = HostOptions::new().gc_interval(Duration::from_millis(20));
     Host::new(store, options).unwrap().start().await.unwrap()
 }
@@ -193,7 +193,7 @@ async fn a_resume_from_elsewhere_or_below_retention_ends_the_stream_with_why() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
-    use beehive::{AdminClient, EventSpec};
+    use beehive::{EventSpec, engine::AdminClient};
 
     let store = Store::temporary().unwrap();
     let clusters = RawClient::new(&store, kind());
@@ -442,7 +442,7 @@ async fn resuming_from_any_delivered_position_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
-    use beehive::{AdminClient, EventSpec};
+    use beehive::{EventSpec, engine::AdminClient};
 
     let store = Store::temporary().unwrap();
     let clusters = RawClient::new(&store, kind());
@@ -478,7 +478,7 @@ async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
     let running = Host::new(&store, options).unwrap().start().await.unwrap();
     let deadline = tokio::time::Instant::now() + PATIENCE;
     while clusters
-        .list_events(prod.meta.id, &beehive::EventFilter::all())
+        .list_events(prod.meta.id, &beehive::event::EventFilter::all())
         .unwrap()
         .len()
         > 2

@@ -286,7 +286,7 @@ async fn outbound_http_reaches_granted_hosts_only_and_within_the_limits() {
     assert_eq!(server.hits("/denied"), 0, "no connection was made");
     let object = hostile.get_by_name("denied").unwrap();
     let events = hostile
-        .list_events(object.meta.id, &beehive::EventFilter::all())
+        .list_events(object.meta.id, &beehive::event::EventFilter::all())
         .unwrap();
     let warning = events
         .iter()

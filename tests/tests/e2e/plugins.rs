@@ -38,7 +38,7 @@ async fn serving(
     Store,
     Host,
     Arc<PluginDirectory>,
-    beehive::StopHandle,
+    beehive::engine::StopHandle,
 ) {
     let plugins = plugin_dir(names);
     let store = Store::temporary().unwrap();
@@ -480,7 +480,7 @@ async fn the_example_plugins_converge_together() {
         let runs = connections
             .list_events(
                 db.meta.id,
-                &beehive::EventFilter::all().category("connection"),
+                &beehive::event::EventFilter::all().category("connection"),
             )
             .unwrap();
         runs.len() == 2 && runs[0].reason == "ProbeFailed" && runs[1].reason == "Connected"

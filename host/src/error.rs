@@ -196,25 +196,42 @@ pub enum Error {
     #[error("internal error: {0}")]
     Internal(String),
 
-    /// SQLite reported an error. Its text is in this error's own message,
-    /// not repeated as a source, so an error chain prints it once.
-    #[error("sqlite: {0}")]
-    Sqlite(rusqlite::Error),
+    /// The database reported an error. Its text is in this error's own
+    /// message, not repeated as a source, so an error chain prints it once;
+    /// the database library's own error type stays out of this API.
+    #[error("{backend}: {message}")]
+    Database {
+        /// Which database: `sqlite`.
+        backend: &'static str,
+        /// What it said.
+        message: String,
+    },
 
     /// A file-system operation failed (its text in the message, as above).
-    #[error("io: {0}")]
-    Io(std::io::Error),
+    #[error("io: {message}")]
+    Io {
+        /// The kind of failure, to match on.
+        kind: std::io::ErrorKind,
+        /// What the operating system said.
+        message: String,
+    },
 }
 
 impl From<rusqlite::Error> for Error {
     fn from(error: rusqlite::Error) -> Self {
-        Error::Sqlite(error)
+        Error::Database {
+            backend: "sqlite",
+            message: error.to_string(),
+        }
     }
 }
 
 impl From<std::io::Error> for Error {
     fn from(error: std::io::Error) -> Self {
-        Error::Io(error)
+        Error::Io {
+            kind: error.kind(),
+            message: error.to_string(),
+        }
     }
 }
 

@@ -183,6 +183,9 @@ impl Plugin {
     /// # Errors
     /// [`PluginError::Contract`] when an instance cannot be made (the plugin
     /// traps while starting), [`PluginError::Busy`] when the pool is full.
+    // Hidden: the benchmarks measure an instance's memory through it; a host
+    // fills its pool by running passes and has no use for it.
+    #[doc(hidden)]
     pub async fn prewarm(&self, count: usize) -> Result<(), PluginError> {
         for _ in 0..count.min(self.sandbox.slots.available_permits()) {
             let warm = self.sandbox.instantiate().await?;

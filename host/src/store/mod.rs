@@ -82,7 +82,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::SchemaTooNew`](crate::Error::SchemaTooNew) for a database written by a newer build;
-    /// [`Error::Sqlite`](crate::Error::Sqlite) when the file cannot be opened.
+    /// [`Error::Database`](crate::Error::Database) when the file cannot be opened.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         Self::open_in(path.as_ref().to_path_buf(), None)
     }
@@ -196,7 +196,7 @@ impl Store {
     /// Every kind registration recorded in the database, by any process.
     ///
     /// # Errors
-    /// [`crate::Error::Sqlite`] when the read fails.
+    /// [`crate::Error::Database`] when the read fails.
     pub fn registrations(&self) -> Result<Vec<registrations::Registration>> {
         self.read(registrations::list)
     }
@@ -204,7 +204,7 @@ impl Store {
     /// The kinds that exist: those with objects or a recorded registration.
     ///
     /// # Errors
-    /// [`crate::Error::Sqlite`] when the read fails.
+    /// [`crate::Error::Database`] when the read fails.
     pub fn kinds(&self) -> Result<Vec<GroupKind>> {
         self.read(scan::kinds)
     }

@@ -467,7 +467,8 @@ impl Registration {
         self
     }
 
-    /// The longest wait between retries of a failing object.
+    /// The longest wait between retries of a failing object (must be
+    /// positive: the host refuses a plugin asking for zero).
     pub fn max_retry_interval(mut self, interval: Duration) -> Self {
         self.max_retry_interval = Some(interval);
         self

@@ -29,11 +29,15 @@ class Registration:
     finalizers: List[str] = dataclasses.field(default_factory=list)
     #: Passes at once (the host's default is 1).
     concurrency: Optional[int] = None
+    #: The backstop scan for owed passes (must be positive).
     owed_pass_interval: Optional[Duration] = None
+    #: A pass of every object on this cadence (zero turns it off).
     full_pass_interval: Optional[Duration] = None
+    #: A pass of each object this long after its last (zero turns it off).
     individual_pass_interval: Optional[Duration] = None
     #: A pass of every object each time the host starts.
     startup_full_pass: Optional[bool] = None
+    #: The cap of the backoff ladder (must be positive).
     max_retry_interval: Optional[Duration] = None
     #: The CPU time one pass may use (the operator's ceiling still applies).
     pass_deadline: Optional[Duration] = None

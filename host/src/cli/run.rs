@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use beehive::engine::Cadence;
 use beehive::plugin::{
     Change, HttpLimits, Limits, PluginDirectory, PluginLimits, PluginRuntime, RuntimeOptions,
 };
@@ -126,7 +127,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME=N", value_parser = parse_named_count)]
     plugin_concurrency_for: Vec<(String, usize)>,
 
-    /// How often each kind lists the objects that owe a pass (default 30s).
+    /// How often each kind lists the objects that owe a pass (default 30s;
+    /// must be positive).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     owed_pass_interval: Option<Duration>,
 
@@ -138,7 +140,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     individual_pass_interval: Option<Duration>,
 
-    /// The longest wait between retries of a failing object (default 30s).
+    /// The longest wait between retries of a failing object (default 30s;
+    /// must be positive).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     max_retry_interval: Option<Duration>,
 
@@ -240,21 +243,15 @@ fn parse_named_size(text: &str) -> Result<(String, usize), String> {
 
 impl RunArgs {
     fn host_options(&self) -> HostOptions {
-        let mut options = HostOptions::new().startup_full_pass(self.startup_full_pass);
+        let mut options = HostOptions::new().cadence(Cadence {
+            owed_pass_interval: self.owed_pass_interval,
+            full_pass_interval: self.full_pass_interval,
+            individual_pass_interval: self.individual_pass_interval,
+            startup_full_pass: self.startup_full_pass.then_some(true),
+            max_retry_interval: self.max_retry_interval,
+        });
         if let Some(workers) = self.concurrency {
             options = options.concurrency(workers);
-        }
-        if let Some(d) = self.owed_pass_interval {
-            options = options.owed_pass_interval(d);
-        }
-        if let Some(d) = self.full_pass_interval {
-            options = options.full_pass_interval(d);
-        }
-        if let Some(d) = self.individual_pass_interval {
-            options = options.individual_pass_interval(d);
-        }
-        if let Some(d) = self.max_retry_interval {
-            options = options.max_retry_interval(d);
         }
         if let Some(d) = self.gc_interval {
             options = options.gc_interval(d);

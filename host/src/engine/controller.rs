@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 
 use crate::client::Object;
 use crate::engine::ControllerClient;
+use crate::engine::cadence::Cadence;
 use crate::engine::trigger::{Feed, FeedSlot};
 use crate::migration::Migrator;
 use crate::object::{ObjectId, RawObject};
@@ -212,11 +213,7 @@ impl ReconcileResult {
 #[derive(Clone, Default)]
 pub struct ControllerOptions {
     pub(crate) concurrency: Option<usize>,
-    pub(crate) owed_pass_interval: Option<Duration>,
-    pub(crate) full_pass_interval: Option<Duration>,
-    pub(crate) individual_pass_interval: Option<Duration>,
-    pub(crate) startup_full_pass: Option<bool>,
-    pub(crate) max_retry_interval: Option<Duration>,
+    pub(crate) cadence: Cadence,
     pub(crate) finalizers: Vec<String>,
     pub(crate) source: Option<(String, Option<String>)>,
     pub(crate) migrator: Option<Arc<dyn Migrator>>,
@@ -227,6 +224,7 @@ impl std::fmt::Debug for ControllerOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ControllerOptions")
             .field("concurrency", &self.concurrency)
+            .field("cadence", &self.cadence)
             .field("finalizers", &self.finalizers)
             .field("source", &self.source)
             .field("migrator", &self.migrator.is_some())
@@ -247,39 +245,36 @@ impl ControllerOptions {
         self
     }
 
-    /// How often to drain the work the store records as owed (default 30 s;
-    /// must be positive).
-    pub fn owed_pass_interval(mut self, interval: Duration) -> Self {
-        self.owed_pass_interval = Some(interval);
+    /// This kind's cadence; what it leaves unset comes from the host's. The
+    /// values set here replace those set before.
+    pub fn cadence(mut self, cadence: Cadence) -> Self {
+        self.cadence = cadence.over(self.cadence);
         self
     }
 
-    /// How often to pass over every object of the kind (default off; zero
-    /// turns it off).
-    pub fn full_pass_interval(mut self, interval: Duration) -> Self {
-        self.full_pass_interval = Some(interval);
-        self
+    /// Sets [`Cadence::owed_pass_interval`] for this kind.
+    pub fn owed_pass_interval(self, interval: Duration) -> Self {
+        self.cadence(Cadence::new().owed_pass_interval(interval))
     }
 
-    /// Gives each object a pass roughly every `interval` from the end of its
-    /// own last pass (default off; zero turns it off).
-    pub fn individual_pass_interval(mut self, interval: Duration) -> Self {
-        self.individual_pass_interval = Some(interval);
-        self
+    /// Sets [`Cadence::full_pass_interval`] for this kind.
+    pub fn full_pass_interval(self, interval: Duration) -> Self {
+        self.cadence(Cadence::new().full_pass_interval(interval))
     }
 
-    /// Passes over every object once when the host starts (default off): for
-    /// kinds whose reconcile builds state that lives in this process.
-    pub fn startup_full_pass(mut self, enabled: bool) -> Self {
-        self.startup_full_pass = Some(enabled);
-        self
+    /// Sets [`Cadence::individual_pass_interval`] for this kind.
+    pub fn individual_pass_interval(self, interval: Duration) -> Self {
+        self.cadence(Cadence::new().individual_pass_interval(interval))
     }
 
-    /// Caps the backoff after failed passes (default 30 s; zero keeps the
-    /// default).
-    pub fn max_retry_interval(mut self, interval: Duration) -> Self {
-        self.max_retry_interval = Some(interval);
-        self
+    /// Sets [`Cadence::startup_full_pass`] for this kind.
+    pub fn startup_full_pass(self, enabled: bool) -> Self {
+        self.cadence(Cadence::new().startup_full_pass(enabled))
+    }
+
+    /// Sets [`Cadence::max_retry_interval`] for this kind.
+    pub fn max_retry_interval(self, interval: Duration) -> Self {
+        self.cadence(Cadence::new().max_retry_interval(interval))
     }
 
     /// Finalizers this controller owns, recorded with the registration.

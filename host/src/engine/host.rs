@@ -369,17 +369,18 @@ impl Host {
         tracker.spawn(async move { sweeper::stale_loop(&shared, &stale_cancel).await });
         for kind in read(&self.shared.kinds).values() {
             kind.spawn(&self.shared.store, &tracker);
+            let owed = kind.settings().cadence.owed_pass_interval;
+            if owed > Duration::from_secs(3600) {
+                tracing::info!(
+                    kind = %kind.group_kind,
+                    ?owed,
+                    "the owed pass runs rarely: lost pushes wait that long"
+                );
+            }
         }
         let shared = self.shared.clone();
         let sweeper_cancel = cancel.clone();
         tracker.spawn(async move { sweeper::sweep_loop(&shared, &sweeper_cancel).await });
-        let owed = self.shared.options.owed_pass_interval;
-        if owed > Duration::from_secs(3600) {
-            tracing::info!(
-                ?owed,
-                "the owed pass runs rarely: lost pushes wait that long"
-            );
-        }
         *lifecycle = Lifecycle::Running(Running {
             cancel,
             tracker,

@@ -52,7 +52,7 @@ impl Kind {
                 QueueConfig {
                     floor,
                     base_backoff: Duration::from_secs(1),
-                    max_backoff: settings.max_retry_interval,
+                    max_backoff: settings.cadence.max_retry_interval,
                 },
                 metrics.queue.clone(),
             ),
@@ -79,7 +79,8 @@ impl Kind {
     pub(crate) fn replace(&self, controller: Arc<dyn StoredController>, settings: KindSettings) {
         *write(&self.controller) = controller;
         *write(&self.settings) = settings;
-        self.queue.set_max_backoff(settings.max_retry_interval);
+        self.queue
+            .set_max_backoff(settings.cadence.max_retry_interval);
         self.settings_changed.notify_waiters();
     }
 
@@ -156,31 +157,32 @@ impl Kind {
         self.startup(store);
         let start = Instant::now();
         let mut next_owed = start;
-        let mut next_full = start + self.settings().full_pass_interval;
+        let mut next_full = self
+            .settings()
+            .cadence
+            .full_pass_interval
+            .map(|i| start + i);
         loop {
-            let settings = self.settings();
+            let cadence = self.settings().cadence;
             let now = Instant::now();
             if now >= next_owed {
                 self.enqueue_scan(store, scan::owed);
                 self.queue.prune();
-                next_owed = now + settings.owed_pass_interval;
+                next_owed = now + cadence.owed_pass_interval;
             }
-            let full_on = !settings.full_pass_interval.is_zero();
-            if full_on && now >= next_full {
+            if let (Some(interval), Some(due)) = (cadence.full_pass_interval, next_full)
+                && now >= due
+            {
                 self.enqueue_scan(store, scan::all_of_kind);
-                next_full = now + settings.full_pass_interval;
+                next_full = Some(now + interval);
             }
-            let wake_at = if full_on {
-                next_owed.min(next_full)
-            } else {
-                next_owed
-            };
+            let wake_at = next_full.map_or(next_owed, |full| next_owed.min(full));
             tokio::select! {
                 _ = self.cancel.cancelled() => break,
                 _ = self.settings_changed.notified() => {
-                    let settings = self.settings();
-                    next_owed = next_owed.min(Instant::now() + settings.owed_pass_interval);
-                    next_full = Instant::now() + settings.full_pass_interval;
+                    let cadence = self.settings().cadence;
+                    next_owed = next_owed.min(Instant::now() + cadence.owed_pass_interval);
+                    next_full = cadence.full_pass_interval.map(|i| Instant::now() + i);
                 }
                 _ = tokio::time::sleep_until(wake_at) => {}
             }
@@ -192,12 +194,11 @@ impl Kind {
     /// individual cadence, spread across its interval.
     fn startup(&self, store: &Store) {
         let settings = self.settings();
-        if settings.startup_full_pass {
+        if settings.cadence.startup_full_pass {
             self.enqueue_scan(store, scan::all_of_kind);
         }
         self.rearm_requeues(store);
-        let interval = settings.individual_pass_interval;
-        if !interval.is_zero() {
+        if let Some(interval) = settings.cadence.individual_pass_interval {
             match store.read(|conn| scan::all_of_kind(conn, &self.group_kind)) {
                 Ok(ids) => {
                     let now = Instant::now();

@@ -1,6 +1,7 @@
 //! The reconcile engine: controllers, the work queue, passes and drivers.
 
 mod admin;
+mod cadence;
 mod controller;
 mod controller_client;
 mod host;
@@ -14,6 +15,7 @@ mod trigger;
 mod waker;
 
 pub use admin::AdminClient;
+pub use cadence::Cadence;
 pub use controller::{Controller, ControllerOptions, ReconcileResult, Reconciler, Typed};
 pub use controller_client::{ControllerClient, STATUS_GRACE};
 pub use host::{Host, StopHandle};

@@ -3,10 +3,11 @@
 use std::time::Duration;
 
 use crate::engine::ControllerOptions;
+use crate::engine::cadence::{Cadence, Resolved};
 use crate::error::{Error, Result};
 
-/// Settings for a whole host. Per-kind values given at registration override
-/// the first six.
+/// Settings for a whole host. A kind's [`ControllerOptions`] override its
+/// concurrency and its [`Cadence`].
 ///
 /// ```
 /// use std::time::Duration;
@@ -17,11 +18,7 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug)]
 pub struct HostOptions {
     pub(crate) concurrency: usize,
-    pub(crate) owed_pass_interval: Duration,
-    pub(crate) full_pass_interval: Duration,
-    pub(crate) individual_pass_interval: Duration,
-    pub(crate) startup_full_pass: bool,
-    pub(crate) max_retry_interval: Duration,
+    pub(crate) cadence: Cadence,
     pub(crate) gc_interval: Duration,
     pub(crate) requeue_floor: Duration,
     pub(crate) write_log_max_age: Duration,
@@ -36,11 +33,7 @@ impl Default for HostOptions {
     fn default() -> Self {
         HostOptions {
             concurrency: 1,
-            owed_pass_interval: Duration::from_secs(30),
-            full_pass_interval: Duration::ZERO,
-            individual_pass_interval: Duration::ZERO,
-            startup_full_pass: false,
-            max_retry_interval: Duration::from_secs(30),
+            cadence: Cadence::new(),
             gc_interval: Duration::from_secs(30),
             requeue_floor: Duration::from_secs(1),
             write_log_max_age: Duration::from_secs(24 * 60 * 60),
@@ -65,35 +58,36 @@ impl HostOptions {
         self
     }
 
-    /// How often each kind drains the work the store records as owed
-    /// (default 30 s). Cannot be disabled: non-positive is refused.
-    pub fn owed_pass_interval(mut self, interval: Duration) -> Self {
-        self.owed_pass_interval = interval;
+    /// Every kind's cadence, unless a kind sets its own; the values set here
+    /// replace those set before.
+    pub fn cadence(mut self, cadence: Cadence) -> Self {
+        self.cadence = cadence.over(self.cadence);
         self
     }
 
-    /// How often each kind passes over all its objects (default off).
-    pub fn full_pass_interval(mut self, interval: Duration) -> Self {
-        self.full_pass_interval = interval;
-        self
+    /// Sets [`Cadence::owed_pass_interval`] for every kind.
+    pub fn owed_pass_interval(self, interval: Duration) -> Self {
+        self.cadence(Cadence::new().owed_pass_interval(interval))
     }
 
-    /// A per-object cadence measured from each object's last pass (default off).
-    pub fn individual_pass_interval(mut self, interval: Duration) -> Self {
-        self.individual_pass_interval = interval;
-        self
+    /// Sets [`Cadence::full_pass_interval`] for every kind.
+    pub fn full_pass_interval(self, interval: Duration) -> Self {
+        self.cadence(Cadence::new().full_pass_interval(interval))
     }
 
-    /// Whether each kind passes over all its objects once at start (default off).
-    pub fn startup_full_pass(mut self, enabled: bool) -> Self {
-        self.startup_full_pass = enabled;
-        self
+    /// Sets [`Cadence::individual_pass_interval`] for every kind.
+    pub fn individual_pass_interval(self, interval: Duration) -> Self {
+        self.cadence(Cadence::new().individual_pass_interval(interval))
     }
 
-    /// The cap of the backoff ladder (default 30 s).
-    pub fn max_retry_interval(mut self, interval: Duration) -> Self {
-        self.max_retry_interval = interval;
-        self
+    /// Sets [`Cadence::startup_full_pass`] for every kind.
+    pub fn startup_full_pass(self, enabled: bool) -> Self {
+        self.cadence(Cadence::new().startup_full_pass(enabled))
+    }
+
+    /// Sets [`Cadence::max_retry_interval`] for every kind.
+    pub fn max_retry_interval(self, interval: Duration) -> Self {
+        self.cadence(Cadence::new().max_retry_interval(interval))
     }
 
     /// How often the garbage-collection sweeper runs (default 30 s). Cannot be
@@ -144,34 +138,20 @@ impl HostOptions {
 
     pub(crate) fn validate(&self) -> Result<()> {
         require_positive("stale-dependents interval", self.stale_dependents_interval)?;
-        require_positive("owed pass interval", self.owed_pass_interval)?;
+        self.cadence.resolve()?;
         require_positive("GC interval", self.gc_interval)?;
         require_positive("transaction hold limit", self.transaction_hold_limit)?;
         Ok(())
     }
 
     /// The settings of one kind: its own options over these.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for a cadence that cannot be used.
     pub(crate) fn resolve(&self, options: &ControllerOptions) -> Result<KindSettings> {
-        if let Some(interval) = options.owed_pass_interval {
-            require_positive("owed pass interval", interval)?;
-        }
-        let max_retry = options
-            .max_retry_interval
-            .filter(|d| !d.is_zero())
-            .unwrap_or(self.max_retry_interval);
         Ok(KindSettings {
             concurrency: options.concurrency.unwrap_or(self.concurrency).max(1),
-            owed_pass_interval: options
-                .owed_pass_interval
-                .unwrap_or(self.owed_pass_interval),
-            full_pass_interval: options
-                .full_pass_interval
-                .unwrap_or(self.full_pass_interval),
-            individual_pass_interval: options
-                .individual_pass_interval
-                .unwrap_or(self.individual_pass_interval),
-            startup_full_pass: options.startup_full_pass.unwrap_or(self.startup_full_pass),
-            max_retry_interval: max_retry,
+            cadence: options.cadence.over(self.cadence).resolve()?,
             transaction_hold_limit: self.transaction_hold_limit,
         })
     }
@@ -191,11 +171,7 @@ fn require_positive(what: &str, interval: Duration) -> Result<()> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KindSettings {
     pub(crate) concurrency: usize,
-    pub(crate) owed_pass_interval: Duration,
-    pub(crate) full_pass_interval: Duration,
-    pub(crate) individual_pass_interval: Duration,
-    pub(crate) startup_full_pass: bool,
-    pub(crate) max_retry_interval: Duration,
+    pub(crate) cadence: Resolved,
     pub(crate) transaction_hold_limit: Duration,
 }
 
@@ -240,15 +216,16 @@ mod tests {
 
     #[test]
     fn kind_options_override_host_options() {
-        let host = HostOptions::new().concurrency(2);
-        let settings = host
-            .resolve(&ControllerOptions::new().max_retry_interval(Duration::ZERO))
-            .unwrap();
+        let host = HostOptions::new()
+            .concurrency(2)
+            .max_retry_interval(Duration::from_secs(5));
+        let settings = host.resolve(&ControllerOptions::new()).unwrap();
         assert_eq!(settings.concurrency, 2);
-        assert_eq!(
-            settings.max_retry_interval,
-            Duration::from_secs(30),
-            "zero keeps the default"
+        assert_eq!(settings.cadence.max_retry_interval, Duration::from_secs(5));
+        let zero = ControllerOptions::new().max_retry_interval(Duration::ZERO);
+        assert!(
+            matches!(host.resolve(&zero), Err(Error::InvalidOption(_))),
+            "a zero backoff cap is refused, as everywhere"
         );
         let settings = host
             .resolve(&ControllerOptions::new().concurrency(4))

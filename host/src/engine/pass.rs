@@ -229,8 +229,7 @@ fn handshake(
     let requeue = result.requeue_after;
     let (outcome, job): (Outcome, Option<Job>) = match result.verdict {
         Verdict::Settled => {
-            let cadence = (!settings.individual_pass_interval.is_zero())
-                .then(|| jittered(settings.individual_pass_interval));
+            let cadence = settings.cadence.individual_pass_interval.map(jittered);
             let outcome = Outcome::Succeeded {
                 requeue: requeue.or(cadence),
             };
@@ -248,7 +247,7 @@ fn handshake(
         }
         Verdict::Unsettled => {
             let outcome = Outcome::Succeeded {
-                requeue: Some(requeue.unwrap_or(settings.owed_pass_interval)),
+                requeue: Some(requeue.unwrap_or(settings.cadence.owed_pass_interval)),
             };
             let job: Option<Job> = (held_status.is_some() || owed > 0).then(|| {
                 Box::new(move |tx: &mut WriteTx<'_>| {

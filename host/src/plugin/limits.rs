@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use crate::engine::Cadence;
 use crate::plugin::bindings::beehive::controller::types as wit;
 use crate::plugin::http::HttpLimits;
 use crate::policy;
@@ -85,10 +86,13 @@ impl PluginLimits {
 }
 
 /// What makes `registration` unusable, if anything: a kind or finalizer
-/// outside the naming policy.
+/// outside the naming policy, or a cadence no kind may have.
 pub(crate) fn registration_problem(registration: &wit::Registration) -> Option<String> {
     if let Some(problem) = policy::kind_problem(&registration.group, &registration.kind) {
         return Some(format!("an invalid kind: {problem}"));
+    }
+    if let Err(error) = cadence(registration).resolve() {
+        return Some(error.to_string());
     }
     registration
         .finalizers
@@ -128,7 +132,8 @@ pub(crate) fn clamp(
         applied.concurrency = registration.concurrency.map_or(asked, |n| n as usize);
     }
     let floor = ceiling.min_interval;
-    // Zero turns the full and individual cadences off, which costs nothing.
+    // Zero turns the full and individual cadences off, which costs nothing;
+    // a zero owed interval or backoff cap was refused before this.
     let cadences: [(&str, &mut Option<u64>, bool); 4] = [
         (
             "owed-pass interval",
@@ -159,6 +164,18 @@ pub(crate) fn clamp(
         }
     }
     (applied, cuts)
+}
+
+/// The cadence a plugin's registration asks for, before any cut.
+pub(crate) fn cadence(registration: &wit::Registration) -> Cadence {
+    let ms = |set: Option<u64>| set.map(Duration::from_millis);
+    Cadence {
+        owed_pass_interval: ms(registration.owed_pass_interval_ms),
+        full_pass_interval: ms(registration.full_pass_interval_ms),
+        individual_pass_interval: ms(registration.individual_pass_interval_ms),
+        startup_full_pass: registration.startup_full_pass,
+        max_retry_interval: ms(registration.max_retry_interval_ms),
+    }
 }
 
 fn millis(d: Duration) -> u64 {
@@ -216,15 +233,29 @@ mod tests {
     #[test]
     fn zero_turns_a_cadence_off_and_zero_workers_is_one() {
         let mut registration = asking(0, 300, 0);
+        registration.owed_pass_interval_ms = None;
+        registration.max_retry_interval_ms = None;
+        assert_eq!(registration_problem(&registration), None);
         let (_, cuts) = clamp(&mut registration, Limits::default());
         assert_eq!(registration.full_pass_interval_ms, Some(0));
+        assert_eq!(registration.individual_pass_interval_ms, Some(0));
         assert_eq!(registration.concurrency, Some(1));
-        assert_eq!(
-            registration.owed_pass_interval_ms,
-            Some(1000),
-            "the owed pass cannot be turned off"
+        assert_eq!(cuts.len(), 1, "{cuts:?}");
+    }
+
+    #[test]
+    fn a_zero_owed_interval_or_backoff_cap_is_refused() {
+        let mut registration = asking(1, 300, 5000);
+        registration.owed_pass_interval_ms = Some(0);
+        let problem = registration_problem(&registration).unwrap();
+        assert!(
+            problem.contains("owed pass interval must be positive"),
+            "{problem}"
         );
-        assert_eq!(cuts.len(), 2, "{cuts:?}");
+        let mut registration = asking(1, 300, 5000);
+        registration.max_retry_interval_ms = Some(0);
+        let problem = registration_problem(&registration).unwrap();
+        assert!(problem.contains("backoff cap"), "{problem}");
     }
 
     #[test]

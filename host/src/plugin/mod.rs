@@ -101,30 +101,15 @@ impl Plugin {
     /// one.
     pub fn controller_options(&self) -> ControllerOptions {
         let r = &self.registration;
-        let ms = Duration::from_millis;
         let mut options = ControllerOptions::new()
             .finalizers(r.finalizers.clone())
             .source(
                 self.sandbox.path.display().to_string(),
                 Some(self.content_hash.clone()),
-            );
+            )
+            .cadence(limits::cadence(r));
         if let Some(n) = r.concurrency {
             options = options.concurrency(n as usize);
-        }
-        if let Some(d) = r.owed_pass_interval_ms {
-            options = options.owed_pass_interval(ms(d));
-        }
-        if let Some(d) = r.full_pass_interval_ms {
-            options = options.full_pass_interval(ms(d));
-        }
-        if let Some(d) = r.individual_pass_interval_ms {
-            options = options.individual_pass_interval(ms(d));
-        }
-        if let Some(on) = r.startup_full_pass {
-            options = options.startup_full_pass(on);
-        }
-        if let Some(d) = r.max_retry_interval_ms {
-            options = options.max_retry_interval(ms(d));
         }
         if let Some(migrator) = &self.migrator {
             options = options.shared_migrator(migrator.clone());

@@ -692,11 +692,15 @@ mod tests {
         let holder = {
             let store = store.clone();
             std::thread::spawn(move || {
-                store.write_blocking(move |_tx| {
+                let job = store.write(move |_tx| {
                     held_tx.send(()).unwrap();
                     release_rx.recv().unwrap();
                     Ok(())
-                })
+                });
+                tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap()
+                    .block_on(job)
             })
         };
         held_rx.recv().unwrap();

@@ -15,6 +15,8 @@ pub(crate) mod rows;
 pub(crate) mod scan;
 mod schema;
 pub(crate) mod session;
+mod slot;
+mod write_tx;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -28,8 +30,9 @@ use crate::object::GroupKind;
 use crate::sync::{lock, read, write};
 
 pub use registrations::Registration;
-pub(crate) use writer::{CommitListener, Committed, Push, WriteTx};
-use writer::{Sequences, Writer, WriterConn};
+pub(crate) use write_tx::{CommitListener, Committed, Push, WriteTx};
+use write_tx::{Sequences, WriterConn};
+use writer::Writer;
 
 /// How long a connection waits on SQLite's own lock before giving up. Only the
 /// writer takes it, so this covers a checkpoint racing a read, nothing more.
@@ -257,16 +260,6 @@ impl Store {
         session::Session::begin(&self.inner.writer, hold_limit).await
     }
 
-    /// [`Store::write`] for a caller on a plain thread.
-    #[allow(dead_code)] // The plugin host's passes write this way.
-    pub(crate) fn write_blocking<F, R>(&self, work: F) -> Result<R>
-    where
-        F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
-        R: Send + 'static,
-    {
-        self.inner.writer.write_blocking(work)
-    }
-
     /// Runs `work` on a pooled read-only connection, on the calling thread.
     pub(crate) fn read<R>(&self, work: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
         let conn = match lock(&self.inner.readers).pop() {
@@ -319,6 +312,18 @@ mod tests {
     use super::*;
     use crate::error::Error;
 
+    /// Runs `write` to its answer on the calling thread, as a plain thread
+    /// outside any runtime would.
+    fn write_from_thread<R: Send + 'static>(
+        store: &Store,
+        work: impl FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
+    ) -> Result<R> {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(store.write(work))
+    }
+
     /// Writes a kv row named `key` and reports the transaction it ran in.
     fn put(key: &'static str) -> impl FnOnce(&mut WriteTx<'_>) -> Result<u64> + Send + 'static {
         move |tx| {
@@ -352,7 +357,7 @@ mod tests {
         let (release_tx, release_rx) = mpsc::channel::<()>();
         let holder = store.clone();
         let handle = thread::spawn(move || {
-            holder.write_blocking(move |tx| {
+            write_from_thread(&holder, move |tx| {
                 started_tx.send(()).unwrap();
                 release_rx.recv().unwrap();
                 put("holder")(tx)
@@ -370,7 +375,7 @@ mod tests {
         type Job = Box<dyn FnOnce(&mut WriteTx<'_>) -> Result<u64> + Send>;
         let spawn = |job: Job| {
             let store = store.clone();
-            thread::spawn(move || store.write_blocking(job))
+            thread::spawn(move || write_from_thread(&store, job))
         };
         let first = spawn(Box::new(put("first")));
         wait_for_queue(&store, 1);
@@ -420,7 +425,7 @@ mod tests {
 
         let waiting = {
             let store = store.clone();
-            thread::spawn(move || store.write_blocking(put("after")))
+            thread::spawn(move || write_from_thread(&store, put("after")))
         };
         wait_for_queue(&store, 1);
         release.send(()).unwrap();
@@ -452,22 +457,21 @@ mod tests {
         };
         let (removed_id, removed_version) = {
             let store = Store::open(&path).unwrap();
-            store.write_blocking(insert).unwrap();
-            let (newest, version) = store.write_blocking(insert).unwrap();
-            store
-                .write_blocking(move |tx| {
-                    tx.conn()
-                        .execute("DELETE FROM objects WHERE id = ?1", [newest])?;
-                    tx.conn().execute("DELETE FROM object_writes", [])?;
-                    tx.save_sequences();
-                    Ok(())
-                })
-                .unwrap();
+            write_from_thread(&store, insert).unwrap();
+            let (newest, version) = write_from_thread(&store, insert).unwrap();
+            write_from_thread(&store, move |tx| {
+                tx.conn()
+                    .execute("DELETE FROM objects WHERE id = ?1", [newest])?;
+                tx.conn().execute("DELETE FROM object_writes", [])?;
+                tx.save_sequences();
+                Ok(())
+            })
+            .unwrap();
             (newest, version)
         };
         let store = Store::open(&path).unwrap();
         assert_eq!(store.resource_version(), removed_version);
-        let (id, version) = store.write_blocking(insert).unwrap();
+        let (id, version) = write_from_thread(&store, insert).unwrap();
         assert!(id > removed_id, "ids are never reused");
         assert!(version > removed_version);
     }
@@ -475,9 +479,9 @@ mod tests {
     #[test]
     fn a_panicking_job_fails_alone() {
         let store = Store::temporary().unwrap();
-        let result = store.write_blocking(|_tx| -> Result<()> { panic!("job bug") });
+        let result = write_from_thread(&store, |_tx| -> Result<()> { panic!("job bug") });
         assert!(matches!(result, Err(Error::Internal(_))));
-        store.write_blocking(put("fine")).unwrap();
+        write_from_thread(&store, put("fine")).unwrap();
         assert!(has_key(&store, "fine"));
     }
 }

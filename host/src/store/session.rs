@@ -17,9 +17,8 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::object::Timestamp;
-use crate::store::writer::{
-    Committed, Hook, Push, Sequences, WriteTx, Writer, announce, exec, run_hooks,
-};
+use crate::store::write_tx::{Committed, Hook, Push, Sequences, WriteTx, announce};
+use crate::store::writer::{Writer, exec, run_hooks};
 use crate::sync::lock;
 
 /// A transaction held across calls. See the module docs.
@@ -135,6 +134,7 @@ impl Session {
             hooks: std::mem::take(&mut inner.hooks),
             pushes: std::mem::take(&mut inner.pushes),
             save_sequences: inner.save_sequences,
+            #[cfg(test)]
             batch: 0,
             migrations: &writer_conn.migrations,
         };

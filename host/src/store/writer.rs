@@ -14,197 +14,20 @@
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::Connection;
-use tokio::sync::Notify;
 
 use crate::error::{Error, Result};
-use crate::migration::{Migrations, SchemaVersions};
-use crate::object::{GroupKind, ObjectId, Timestamp};
-use crate::sync::{lock, read, write};
+use crate::object::Timestamp;
+use crate::store::slot::{Slot, SlotState, Wake};
+use crate::store::write_tx::{
+    CommitListener, Committed, Hook, Sequences, WriteTx, WriterConn, announce,
+};
+use crate::sync::{lock, write};
 
 /// The most jobs one transaction carries; bounds how long any one caller leads.
 const MAX_BATCH: usize = 64;
-
-/// Work to run once the transaction that carried a job has committed.
-pub(crate) type Hook = Box<dyn FnOnce() + Send>;
-
-/// An object that owes a pass because of a committed write.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Push {
-    pub(crate) id: ObjectId,
-    pub(crate) group_kind: GroupKind,
-}
-
-/// What a commit tells the host: the objects it left owing a pass, and
-/// whether it moved the store-wide version (so the write log grew).
-pub(crate) struct Committed {
-    pub(crate) pushes: Vec<Push>,
-    pub(crate) log_grew: bool,
-}
-
-/// Hears about each commit that pushed or logged something, on the
-/// committing thread, after the COMMIT.
-pub(crate) type CommitListener = Arc<dyn Fn(Committed) + Send + Sync>;
-
-/// Hands `listener` what a commit did, if it did anything worth hearing.
-pub(super) fn announce(
-    listener: &RwLock<Option<CommitListener>>,
-    committed: Committed,
-) -> Option<Hook> {
-    if committed.pushes.is_empty() && !committed.log_grew {
-        return None;
-    }
-    let listener = read(listener).clone()?;
-    Some(Box::new(move || listener(committed)))
-}
-
-/// What a job sees: the write connection inside an open transaction.
-pub(crate) struct WriteTx<'c> {
-    pub(super) conn: &'c Connection,
-    pub(super) sequences: Sequences,
-    pub(super) now: Timestamp,
-    pub(super) session: i64,
-    pub(super) hooks: Vec<Hook>,
-    pub(super) pushes: Vec<Push>,
-    pub(super) save_sequences: bool,
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(super) batch: u64,
-    pub(super) migrations: &'c Migrations,
-}
-
-impl<'c> WriteTx<'c> {
-    /// The schema versions writes of `group_kind` are stamped with.
-    pub(crate) fn schema_versions(&self, group_kind: &GroupKind) -> SchemaVersions {
-        self.migrations.versions(group_kind)
-    }
-
-    /// Which transaction this is, counted per writer: lets tests see sharing.
-    #[cfg(test)]
-    pub(crate) fn batch(&self) -> u64 {
-        self.batch
-    }
-
-    /// The connection, inside the job's savepoint.
-    pub(crate) fn conn(&self) -> &'c Connection {
-        self.conn
-    }
-
-    /// Takes the next value of the store-wide `resource_version` sequence.
-    /// Values taken by a job that rolls back are given back: nothing carrying
-    /// them was committed.
-    pub(crate) fn next_resource_version(&mut self) -> i64 {
-        self.sequences.resource_version += 1;
-        self.sequences.resource_version
-    }
-
-    /// The last `resource_version` taken: every write at or below it is
-    /// committed or inside this transaction.
-    pub(crate) fn current_resource_version(&self) -> i64 {
-        self.sequences.resource_version
-    }
-
-    /// Returns `resource_version`, the last value taken, unused: the write
-    /// that took it turned out to have nothing to write.
-    pub(crate) fn give_back_resource_version(&mut self, resource_version: i64) {
-        if self.sequences.resource_version == resource_version {
-            self.sequences.resource_version -= 1;
-        }
-    }
-
-    /// Takes the next object id. Ids come from a counter of our own rather than
-    /// AUTOINCREMENT, which would write `sqlite_sequence` on every insert; like
-    /// resource versions, ids taken by a job that rolls back are given back.
-    pub(crate) fn next_object_id(&mut self) -> i64 {
-        self.sequences.object_id += 1;
-        self.sequences.object_id
-    }
-
-    /// The transaction's clock: one reading per batch.
-    pub(crate) fn now(&self) -> Timestamp {
-        self.now
-    }
-
-    /// This store session's id, stamped on what only this session may vouch for.
-    pub(crate) fn session(&self) -> i64 {
-        self.session
-    }
-
-    /// Persists the counters in `kv` with this transaction.
-    ///
-    /// # Caveat
-    /// Every job that removes rows from `objects`, `object_writes` or `events` must call
-    /// this: the counters are otherwise re-derived at open from the highest id
-    /// and log position still stored, and removing the newest row would let
-    /// its id or version be handed out again.
-    pub(crate) fn save_sequences(&mut self) {
-        self.save_sequences = true;
-    }
-
-    /// Announces, once this transaction commits, that `object` owes a pass.
-    /// Dropped if the job rolls back.
-    pub(crate) fn push(&mut self, object: Push) {
-        self.pushes.push(object);
-    }
-
-    /// Runs `hook` after the outermost commit, and never if the job rolls back.
-    pub(crate) fn after_commit(&mut self, hook: Hook) {
-        self.hooks.push(hook);
-    }
-}
-
-/// The store-wide counters the writer owns.
-///
-/// They are not written on every commit: every write that takes a version
-/// appends it to the write log or the event log, and every create stores its
-/// id, so at open the highest stored id and versions recover them. `kv` holds a floor under
-/// both, written by the transactions that remove rows (see
-/// [`WriteTx::save_sequences`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Sequences {
-    /// The last `resource_version` handed out.
-    pub(crate) resource_version: i64,
-    /// The last object id handed out.
-    pub(crate) object_id: i64,
-}
-
-impl Sequences {
-    pub(crate) fn load(conn: &Connection) -> rusqlite::Result<Sequences> {
-        let read = |sql: &str| conn.query_row(sql, [], |row| row.get::<_, Option<i64>>(0));
-        let floor = |key: &str| {
-            conn.query_row("SELECT value FROM kv WHERE key = ?1", [key], |row| {
-                row.get::<_, i64>(0)
-            })
-        };
-        // Every maximum here is an index lookup, so opening stays O(1).
-        let logged = read("SELECT MAX(resource_version) FROM object_writes")?.unwrap_or(0);
-        let evented = read("SELECT MAX(resource_version) FROM events")?.unwrap_or(0);
-        let stored = read("SELECT MAX(id) FROM objects")?.unwrap_or(0);
-        Ok(Sequences {
-            resource_version: floor("resource_version")?.max(logged).max(evented),
-            object_id: floor("object_id")?.max(stored),
-        })
-    }
-
-    pub(super) fn save(self, conn: &Connection) -> rusqlite::Result<()> {
-        let mut update = conn.prepare_cached("UPDATE kv SET value = ?2 WHERE key = ?1")?;
-        update.execute(rusqlite::params!["resource_version", self.resource_version])?;
-        update.execute(rusqlite::params!["object_id", self.object_id])?;
-        Ok(())
-    }
-}
-
-/// The connection the leader writes through, and the counters it owns.
-pub(crate) struct WriterConn {
-    pub(crate) conn: Connection,
-    pub(crate) sequences: Sequences,
-    pub(crate) session: i64,
-    pub(crate) batches: u64,
-    /// The kinds' schema versions, which writes are stamped with.
-    pub(crate) migrations: Arc<Migrations>,
-    pub(crate) metrics: crate::metrics::StoreMetrics,
-}
 
 /// A queued write, with its answer slot erased to a common shape.
 trait Job: Send {
@@ -221,112 +44,6 @@ trait Job: Send {
     /// session (a transaction held across calls) when it reaches the front.
     fn is_lease(&self) -> bool {
         false
-    }
-}
-
-enum SlotState<R> {
-    Queued,
-    Lead,
-    Done(Result<R>),
-    Taken,
-}
-
-/// Where a caller waits for its answer: on a condvar if it blocks, on a
-/// `Notify` if it awaits. Only the one it waits on is signalled, since waking
-/// a condvar costs a system call even when nobody waits on it.
-struct Slot<R> {
-    state: Mutex<SlotState<R>>,
-    waiter: Waiter,
-}
-
-enum Waiter {
-    Blocking(Condvar),
-    Async(Notify),
-}
-
-enum Wake<R> {
-    Done(Result<R>),
-    Lead,
-}
-
-impl<R> Slot<R> {
-    fn new(waiter: Waiter) -> Self {
-        Slot {
-            state: Mutex::new(SlotState::Queued),
-            waiter,
-        }
-    }
-
-    fn set(&self, state: SlotState<R>) {
-        *lock(&self.state) = state;
-        match &self.waiter {
-            Waiter::Blocking(condvar) => condvar.notify_one(),
-            // notify_one stores a permit when nobody waits yet, so a waiter
-            // that checks the state and then awaits cannot miss this.
-            Waiter::Async(notify) => notify.notify_one(),
-        }
-    }
-
-    /// Takes a wake if one is there, leaving `Queued` untouched.
-    fn take_wake(state: &mut SlotState<R>) -> Option<Wake<R>> {
-        match std::mem::replace(state, SlotState::Taken) {
-            SlotState::Done(result) => Some(Wake::Done(result)),
-            SlotState::Lead => Some(Wake::Lead),
-            other => {
-                *state = other;
-                None
-            }
-        }
-    }
-
-    fn wait_blocking(&self) -> Wake<R> {
-        let mut state = lock(&self.state);
-        loop {
-            if let Some(wake) = Self::take_wake(&mut state) {
-                return wake;
-            }
-            state = match &self.waiter {
-                Waiter::Blocking(condvar) => condvar
-                    .wait(state)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
-                // A leader takes its own answer this way, which is there by then.
-                Waiter::Async(_) => {
-                    return Wake::Done(Err(Error::Internal(
-                        "an async write was waited on by blocking".into(),
-                    )));
-                }
-            };
-        }
-    }
-
-    async fn wait_async(&self) -> Wake<R> {
-        loop {
-            if let Some(wake) = Self::take_wake(&mut lock(&self.state)) {
-                return wake;
-            }
-            match &self.waiter {
-                Waiter::Async(notify) => notify.notified().await,
-                Waiter::Blocking(_) => {
-                    return Wake::Done(Err(Error::Internal("a blocking write was awaited".into())));
-                }
-            }
-        }
-    }
-
-    /// Back to waiting, after a lead that found a lease ahead of its job.
-    fn requeue(&self) {
-        let mut state = lock(&self.state);
-        if matches!(*state, SlotState::Taken) {
-            *state = SlotState::Queued;
-        }
-    }
-
-    fn addr(self: &Arc<Self>) -> usize {
-        Arc::as_ptr(self) as *const () as usize
-    }
-
-    fn is_done_or_taken(&self) -> bool {
-        matches!(*lock(&self.state), SlotState::Done(_) | SlotState::Taken)
     }
 }
 
@@ -471,31 +188,6 @@ impl Writer {
         lock(&self.queue).jobs.len()
     }
 
-    /// Queues `work` and returns its outcome once its transaction committed,
-    /// blocking the calling thread.
-    pub(crate) fn write_blocking<F, R>(&self, work: F) -> Result<R>
-    where
-        F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
-        R: Send + 'static,
-    {
-        let (slot, mut must_lead) = self.enqueue(work, Waiter::Blocking(Condvar::new()));
-        loop {
-            if !must_lead {
-                match slot.wait_blocking() {
-                    Wake::Done(result) => return result,
-                    Wake::Lead => {}
-                }
-            }
-            match self.lead_until_done(&slot) {
-                Some(result) => return result,
-                None => {
-                    slot.requeue();
-                    must_lead = false;
-                }
-            }
-        }
-    }
-
     /// Queues `work` and resolves to its outcome once its transaction committed.
     ///
     /// # Cancel safety
@@ -517,7 +209,7 @@ impl Writer {
         F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        let (slot, must_lead) = self.enqueue(work, Waiter::Async(Notify::new()));
+        let (slot, must_lead) = self.enqueue(work);
         Submitted { slot, must_lead }
     }
 
@@ -535,7 +227,7 @@ impl Writer {
                     slot: &slot,
                     armed: true,
                 };
-                let wake = slot.wait_async().await;
+                let wake = slot.wait().await;
                 guard.armed = false;
                 match wake {
                     Wake::Done(result) => return result,
@@ -559,7 +251,7 @@ impl Writer {
     /// Dropping the future withdraws the request, passing the writer on if it
     /// had already been granted.
     pub(super) async fn lease(&self) {
-        let slot = Arc::new(Slot::<()>::new(Waiter::Async(Notify::new())));
+        let slot = Arc::new(Slot::<()>::new());
         let must_lead = {
             let mut queue = lock(&self.queue);
             queue
@@ -575,7 +267,7 @@ impl Writer {
                 slot: &slot,
                 armed: true,
             };
-            slot.wait_async().await;
+            slot.wait().await;
             guard.armed = false;
         }
         // The lease is at the front: leave the queue and hold the writer.
@@ -585,12 +277,12 @@ impl Writer {
         }
     }
 
-    fn enqueue<F, R>(&self, work: F, waiter: Waiter) -> (Arc<Slot<R>>, bool)
+    fn enqueue<F, R>(&self, work: F) -> (Arc<Slot<R>>, bool)
     where
         F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        let slot = Arc::new(Slot::new(waiter));
+        let slot = Arc::new(Slot::new());
         let job = Box::new(TypedJob {
             work: Some(work),
             outcome: None,
@@ -619,10 +311,7 @@ impl Writer {
             if slot.is_done_or_taken() {
                 self.hand_off();
                 run_hooks(hooks);
-                return Some(match slot.wait_blocking() {
-                    Wake::Done(result) => result,
-                    Wake::Lead => Err(Error::Internal("leadership granted twice".into())),
-                });
+                return Some(slot.take_answer());
             }
             run_hooks(hooks);
         }
@@ -657,6 +346,7 @@ impl Writer {
         let writer = &mut *writer;
         writer.batches += 1;
         let mut tx = WriteTx {
+            #[cfg(test)]
             batch: writer.batches,
             conn: &writer.conn,
             sequences: writer.sequences,
@@ -703,7 +393,7 @@ impl Writer {
     fn withdraw<R>(&self, slot: &Arc<Slot<R>>) {
         let mut queue = lock(&self.queue);
         // Read under the queue lock: leadership is only ever granted under it.
-        let was_lead = matches!(*lock(&slot.state), SlotState::Lead);
+        let was_lead = slot.is_lead();
         let slot_addr = Arc::as_ptr(slot) as *const () as usize;
         if let Some(position) = queue.jobs.iter().position(|j| j.slot_addr() == slot_addr) {
             queue.jobs.remove(position);

@@ -1,0 +1,190 @@
+//! What a write job sees while it runs (the open transaction, the store's
+//! counters, the clock) and what a commit leaves behind: the objects it
+//! pushed and the hooks it scheduled.
+
+use std::sync::{Arc, RwLock};
+
+use rusqlite::Connection;
+
+use crate::migration::{Migrations, SchemaVersions};
+use crate::object::{GroupKind, ObjectId, Timestamp};
+use crate::sync::read;
+
+/// Work to run once the transaction that carried a job has committed.
+pub(crate) type Hook = Box<dyn FnOnce() + Send>;
+
+/// An object that owes a pass because of a committed write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Push {
+    pub(crate) id: ObjectId,
+    pub(crate) group_kind: GroupKind,
+}
+
+/// What a commit tells the host: the objects it left owing a pass, and
+/// whether it moved the store-wide version (so the write log grew).
+pub(crate) struct Committed {
+    pub(crate) pushes: Vec<Push>,
+    pub(crate) log_grew: bool,
+}
+
+/// Hears about each commit that pushed or logged something, on the
+/// committing thread, after the COMMIT.
+pub(crate) type CommitListener = Arc<dyn Fn(Committed) + Send + Sync>;
+
+/// Hands `listener` what a commit did, if it did anything worth hearing.
+pub(super) fn announce(
+    listener: &RwLock<Option<CommitListener>>,
+    committed: Committed,
+) -> Option<Hook> {
+    if committed.pushes.is_empty() && !committed.log_grew {
+        return None;
+    }
+    let listener = read(listener).clone()?;
+    Some(Box::new(move || listener(committed)))
+}
+
+/// What a job sees: the write connection inside an open transaction.
+pub(crate) struct WriteTx<'c> {
+    pub(super) conn: &'c Connection,
+    pub(super) sequences: Sequences,
+    pub(super) now: Timestamp,
+    pub(super) session: i64,
+    pub(super) hooks: Vec<Hook>,
+    pub(super) pushes: Vec<Push>,
+    pub(super) save_sequences: bool,
+    #[cfg(test)]
+    pub(super) batch: u64,
+    pub(super) migrations: &'c Migrations,
+}
+
+impl<'c> WriteTx<'c> {
+    /// The schema versions writes of `group_kind` are stamped with.
+    pub(crate) fn schema_versions(&self, group_kind: &GroupKind) -> SchemaVersions {
+        self.migrations.versions(group_kind)
+    }
+
+    /// Which transaction this is, counted per writer: lets tests see sharing.
+    #[cfg(test)]
+    pub(crate) fn batch(&self) -> u64 {
+        self.batch
+    }
+
+    /// The connection, inside the job's savepoint.
+    pub(crate) fn conn(&self) -> &'c Connection {
+        self.conn
+    }
+
+    /// Takes the next value of the store-wide `resource_version` sequence.
+    /// Values taken by a job that rolls back are given back: nothing carrying
+    /// them was committed.
+    pub(crate) fn next_resource_version(&mut self) -> i64 {
+        self.sequences.resource_version += 1;
+        self.sequences.resource_version
+    }
+
+    /// The last `resource_version` taken: every write at or below it is
+    /// committed or inside this transaction.
+    pub(crate) fn current_resource_version(&self) -> i64 {
+        self.sequences.resource_version
+    }
+
+    /// Returns `resource_version`, the last value taken, unused: the write
+    /// that took it turned out to have nothing to write.
+    pub(crate) fn give_back_resource_version(&mut self, resource_version: i64) {
+        if self.sequences.resource_version == resource_version {
+            self.sequences.resource_version -= 1;
+        }
+    }
+
+    /// Takes the next object id. Ids come from a counter of our own rather than
+    /// AUTOINCREMENT, which would write `sqlite_sequence` on every insert; like
+    /// resource versions, ids taken by a job that rolls back are given back.
+    pub(crate) fn next_object_id(&mut self) -> i64 {
+        self.sequences.object_id += 1;
+        self.sequences.object_id
+    }
+
+    /// The transaction's clock: one reading per batch.
+    pub(crate) fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// This store session's id, stamped on what only this session may vouch for.
+    pub(crate) fn session(&self) -> i64 {
+        self.session
+    }
+
+    /// Persists the counters in `kv` with this transaction.
+    ///
+    /// # Caveat
+    /// Every job that removes rows from `objects`, `object_writes` or `events` must call
+    /// this: the counters are otherwise re-derived at open from the highest id
+    /// and log position still stored, and removing the newest row would let
+    /// its id or version be handed out again.
+    pub(crate) fn save_sequences(&mut self) {
+        self.save_sequences = true;
+    }
+
+    /// Announces, once this transaction commits, that `object` owes a pass.
+    /// Dropped if the job rolls back.
+    pub(crate) fn push(&mut self, object: Push) {
+        self.pushes.push(object);
+    }
+
+    /// Runs `hook` after the outermost commit, and never if the job rolls back.
+    pub(crate) fn after_commit(&mut self, hook: Hook) {
+        self.hooks.push(hook);
+    }
+}
+
+/// The store-wide counters the writer owns.
+///
+/// They are not written on every commit: every write that takes a version
+/// appends it to the write log or the event log, and every create stores its
+/// id, so at open the highest stored id and versions recover them. `kv` holds a floor under
+/// both, written by the transactions that remove rows (see
+/// [`WriteTx::save_sequences`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Sequences {
+    /// The last `resource_version` handed out.
+    pub(crate) resource_version: i64,
+    /// The last object id handed out.
+    pub(crate) object_id: i64,
+}
+
+impl Sequences {
+    pub(crate) fn load(conn: &Connection) -> rusqlite::Result<Sequences> {
+        let read = |sql: &str| conn.query_row(sql, [], |row| row.get::<_, Option<i64>>(0));
+        let floor = |key: &str| {
+            conn.query_row("SELECT value FROM kv WHERE key = ?1", [key], |row| {
+                row.get::<_, i64>(0)
+            })
+        };
+        // Every maximum here is an index lookup, so opening stays O(1).
+        let logged = read("SELECT MAX(resource_version) FROM object_writes")?.unwrap_or(0);
+        let evented = read("SELECT MAX(resource_version) FROM events")?.unwrap_or(0);
+        let stored = read("SELECT MAX(id) FROM objects")?.unwrap_or(0);
+        Ok(Sequences {
+            resource_version: floor("resource_version")?.max(logged).max(evented),
+            object_id: floor("object_id")?.max(stored),
+        })
+    }
+
+    pub(super) fn save(self, conn: &Connection) -> rusqlite::Result<()> {
+        let mut update = conn.prepare_cached("UPDATE kv SET value = ?2 WHERE key = ?1")?;
+        update.execute(rusqlite::params!["resource_version", self.resource_version])?;
+        update.execute(rusqlite::params!["object_id", self.object_id])?;
+        Ok(())
+    }
+}
+
+/// The connection the leader writes through, and the counters it owns.
+pub(crate) struct WriterConn {
+    pub(crate) conn: Connection,
+    pub(crate) sequences: Sequences,
+    pub(crate) session: i64,
+    pub(crate) batches: u64,
+    /// The kinds' schema versions, which writes are stamped with.
+    pub(crate) migrations: Arc<Migrations>,
+    pub(crate) metrics: crate::metrics::StoreMetrics,
+}

@@ -16,6 +16,7 @@ pub(crate) mod scan;
 mod schema;
 pub(crate) mod session;
 mod slot;
+pub(crate) mod write_log;
 mod write_tx;
 mod writer;
 

@@ -1,0 +1,188 @@
+//! Event watches: one object's timeline, then every run written to it.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_util::Stream;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{End, Ended, Feed, PAGE, WatchOptions, next_wake};
+use crate::client::RawClient;
+use crate::error::{Error, Result};
+use crate::event::{Event, EventFilter};
+use crate::object::ObjectId;
+use crate::store::{Store, events, rows, write_log};
+
+/// An object's event log as of `resource_version`, then, as a [`Stream`],
+/// every run written above it, oldest first: a new run, or a run an
+/// occurrence extended (same id, higher `resource_version`, bigger `count`:
+/// update it in place). Its last item is the error that ended it:
+/// [`Error::NotFound`] once the object was collected (its log goes with it),
+/// [`Error::WatchTooOld`] when retention trimmed runs it had not delivered,
+/// or [`Error::Stopped`].
+pub struct EventStream {
+    /// The runs as of the snapshot, newest first (empty when resuming).
+    pub runs: Vec<Event>,
+    /// The log position the snapshot is complete as of.
+    pub resource_version: i64,
+    feed: Feed<Event>,
+}
+
+impl Stream for EventStream {
+    type Item = Result<Event>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().feed.poll(cx)
+    }
+}
+
+impl std::fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStream")
+            .field("runs", &self.runs.len())
+            .field("resource_version", &self.resource_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RawClient {
+    /// Object `id`'s event log (one `category`'s timeline, if given), and
+    /// every run written to it from here on. Reads by id, whatever kind
+    /// holds it. Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when `id` holds nothing; [`Error::WatchTooNew`]
+    /// for a resume position above the log's head; a store error when the
+    /// snapshot cannot be read. A resume position below what retention
+    /// trimmed from this object's log ends the stream with
+    /// [`Error::WatchTooOld`].
+    pub fn watch_events(
+        &self,
+        id: ObjectId,
+        category: Option<&str>,
+        options: WatchOptions,
+    ) -> Result<EventStream> {
+        let host_stopped = self.watch_lifetime()?;
+        let store = self.store().clone();
+        let category = category.map(str::to_string);
+        let (runs, head) = store.read(|conn| {
+            let tx = conn.unchecked_transaction()?;
+            if rows::select_kind_and_deletion(&tx, id)?.is_none() {
+                return Err(Error::not_found(format!("object {id}")));
+            }
+            let head = write_log::store_head(&tx)?;
+            let runs = match options.resume_from {
+                Some(_) => Vec::new(),
+                None => {
+                    let filter = match &category {
+                        Some(c) => EventFilter::all().category(c.clone()),
+                        None => EventFilter::all(),
+                    };
+                    events::list_events(&tx, id, &filter)?
+                }
+            };
+            tx.commit()?;
+            Ok((runs, head))
+        })?;
+        let ended = Ended::default();
+        let (sender, receiver) = mpsc::channel(PAGE);
+        let cursor = options.resume_from.unwrap_or(head);
+        if cursor > head {
+            return Err(Error::WatchTooNew {
+                kind: self.group_kind().to_string(),
+            });
+        }
+        let tail = EventTail {
+            store,
+            id,
+            category,
+            cursor,
+            sender,
+            ended: ended.clone(),
+            floor: options.floor_interval,
+            host_stopped,
+        };
+        tokio::spawn(tail.run());
+        Ok(EventStream {
+            runs,
+            resource_version: cursor,
+            feed: Feed::new(receiver, self.group_kind().clone(), ended, self.store()),
+        })
+    }
+}
+
+/// The task behind one event stream.
+struct EventTail {
+    store: Store,
+    id: ObjectId,
+    category: Option<String>,
+    cursor: i64,
+    sender: mpsc::Sender<Event>,
+    ended: Ended,
+    floor: Duration,
+    host_stopped: CancellationToken,
+}
+
+impl EventTail {
+    async fn run(mut self) {
+        let mut commits = self.store.commits();
+        loop {
+            let page = self.store.read(|conn| {
+                let tx = conn.unchecked_transaction()?;
+                let exists = rows::select_kind_and_deletion(&tx, self.id)?.is_some();
+                let horizon = write_log::event_horizon(&tx, self.id)?;
+                if horizon > self.cursor {
+                    tx.commit()?;
+                    return Ok(None);
+                }
+                let runs = events::events_above(
+                    &tx,
+                    self.id,
+                    self.category.as_deref(),
+                    self.cursor,
+                    PAGE,
+                )?;
+                tx.commit()?;
+                Ok(Some((exists, runs)))
+            });
+            match page {
+                Ok(None) => {
+                    self.ended.set(End::TooOld);
+                    return;
+                }
+                Ok(Some((false, _))) => {
+                    self.ended.set(End::Gone(self.id));
+                    return;
+                }
+                Ok(Some((true, runs))) => {
+                    let full = runs.len() == PAGE;
+                    for run in runs {
+                        self.cursor = self.cursor.max(run.resource_version);
+                        if self.sender.send(run).await.is_err() {
+                            return;
+                        }
+                    }
+                    if full {
+                        continue;
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(object = self.id, %error, "an event watch could not read; retrying at the next wake");
+                }
+            }
+            if !next_wake(
+                &mut commits,
+                self.floor,
+                &self.sender,
+                &self.host_stopped,
+                &self.ended,
+            )
+            .await
+            {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! Watching objects: a snapshot, then every change above it.
+//!
+//! A watch reads the kind's write log above a cursor. A commit in this
+//! process wakes it at once; a floor tick covers writes another process
+//! made and reads that failed. Changes collapse: each delivery carries the
+//! object's current state, so several writes may arrive as one change.
+//! Each change also carries its resume position: every log entry at or
+//! below it has been delivered (or folded into a change delivered no later),
+//! so a reader that resumes from the last position it handled loses
+//! nothing. Positions rise along the stream. Nothing is dropped: a slow
+//! subscriber only stalls its own stream.
+//!
+//! A stream lives until its receiver is dropped or it ends with an error.
+//! One opened through a host's client ([`crate::Host::client`]) also ends
+//! when that host stops, with [`Error::Stopped`]; one opened on the store
+//! ([`RawClient::new`]) lives as long as the store.
+
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::RawClient;
+use crate::error::{Error, Result};
+use crate::metrics::Held;
+use crate::object::{GroupKind, Loads, ObjectId, RawObject};
+use crate::store::Store;
+use crate::sync::lock;
+
+mod events;
+mod objects;
+
+pub use events::EventStream;
+pub use objects::{ObjectListStream, ObjectStream};
+
+/// Log entries read per step, and changes buffered per stream.
+const PAGE: usize = 256;
+
+/// What happened to an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeType {
+    /// Here is this object: not in the snapshot, or not yet seen by the
+    /// stream. May repeat for an object the snapshot held.
+    Added,
+    /// Its current state, after one or more writes. A deletion request is
+    /// a `Modified` with `deletion_requested_at` set.
+    Modified,
+    /// Collected: the row is gone. Evict it from a cache.
+    Deleted,
+}
+
+/// One change on a stream.
+#[derive(Clone, Debug)]
+pub struct ObjectChange {
+    /// What happened.
+    pub change: ChangeType,
+    /// The object's id.
+    pub id: ObjectId,
+    /// Its current state; on `Deleted`, its state when it was collected
+    /// (`None` only for a collection logged before final states were kept).
+    pub object: Option<RawObject>,
+    /// Where to resume after handling this change
+    /// ([`WatchOptions::resume_from`]): the stream is complete up to here.
+    /// Use this, not the object's own `resource_version`, which may already
+    /// be ahead of changes to other objects still to come.
+    pub resource_version: i64,
+}
+
+/// How a watch starts and how often it looks without a wake.
+#[derive(Clone, Copy, Debug)]
+pub struct WatchOptions {
+    resume_from: Option<i64>,
+    loads: Loads,
+    floor_interval: Duration,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        WatchOptions {
+            resume_from: None,
+            loads: Loads::none(),
+            floor_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+impl WatchOptions {
+    /// A snapshot, no relations, a 30 s floor.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Streams the changes above `resource_version` instead of taking a
+    /// snapshot: for a reader reconnecting from the last position it
+    /// handled. A position retention has trimmed ends the stream with
+    /// [`Error::WatchTooOld`]; one above everything the log has held fails
+    /// the call with [`Error::WatchTooNew`].
+    pub fn resume_from(mut self, resource_version: i64) -> Self {
+        self.resume_from = Some(resource_version);
+        self
+    }
+
+    /// The relations each delivered object carries.
+    pub fn loads(mut self, loads: Loads) -> Self {
+        self.loads = loads;
+        self
+    }
+
+    /// How often the watch reads without being woken by a commit in this
+    /// process (writes by another process arrive at this pace).
+    pub fn floor_interval(mut self, interval: Duration) -> Self {
+        self.floor_interval = interval;
+        self
+    }
+}
+
+/// Why a stream ended, when it was not the subscriber's doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    TooOld,
+    /// The host the stream was opened through stopped.
+    Stopped,
+    /// The watched object was collected (an event watch).
+    Gone(ObjectId),
+}
+
+/// The reason a stream's `changes` closed, shared with its tailer.
+#[derive(Clone, Default)]
+struct Ended(Arc<Mutex<Option<End>>>);
+
+impl Ended {
+    fn set(&self, end: End) {
+        *lock(&self.0) = Some(end);
+    }
+
+    fn error(&self, group_kind: &GroupKind) -> Option<Error> {
+        let end = *lock(&self.0);
+        end.map(|end| match end {
+            End::TooOld => Error::WatchTooOld {
+                kind: group_kind.to_string(),
+            },
+            End::Stopped => Error::Stopped,
+            End::Gone(id) => Error::NotFound {
+                what: format!("object {id} (collected)"),
+            },
+        })
+    }
+}
+
+/// What a tail sends, read as a stream whose last item says why it ended.
+struct Feed<T> {
+    receiver: mpsc::Receiver<T>,
+    group_kind: GroupKind,
+    ended: Ended,
+    finished: bool,
+    /// Counted in `beehive_watches_open` while the stream lives.
+    _open: Held,
+}
+
+impl<T> Feed<T> {
+    fn new(
+        receiver: mpsc::Receiver<T>,
+        group_kind: GroupKind,
+        ended: Ended,
+        store: &Store,
+    ) -> Self {
+        Feed {
+            receiver,
+            group_kind,
+            ended,
+            finished: false,
+            _open: Held::new(store.metrics().watches_open()),
+        }
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T>>> {
+        if self.finished {
+            return Poll::Ready(None);
+        }
+        match self.receiver.poll_recv(cx) {
+            Poll::Ready(Some(item)) => Poll::Ready(Some(Ok(item))),
+            Poll::Ready(None) => {
+                self.finished = true;
+                Poll::Ready(self.ended.error(&self.group_kind).map(Err))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl RawClient {
+    /// What ends this client's watches besides their reader: its host's
+    /// stop, already past if the host has stopped.
+    fn watch_lifetime(&self) -> Result<CancellationToken> {
+        match self.host_stopped() {
+            Some(stopped) if stopped.is_cancelled() => Err(Error::Stopped),
+            Some(stopped) => Ok(stopped.clone()),
+            // Never cancelled: the stream lives as long as the store.
+            None => Ok(CancellationToken::new()),
+        }
+    }
+}
+
+/// Waits for the next reason to read again: a commit in this process or the
+/// floor tick. `false` when the stream should end instead: its reader hung
+/// up, or the host it was opened through stopped (recorded in `ended`).
+async fn next_wake<T>(
+    commits: &mut tokio::sync::watch::Receiver<i64>,
+    floor: Duration,
+    sender: &mpsc::Sender<T>,
+    host_stopped: &CancellationToken,
+    ended: &Ended,
+) -> bool {
+    tokio::select! {
+        _ = commits.changed() => true,
+        _ = tokio::time::sleep(floor) => true,
+        _ = sender.closed() => false,
+        _ = host_stopped.cancelled() => {
+            ended.set(End::Stopped);
+            false
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! Object watches: a kind, one object, or one owner's children.
+
+use std::collections::HashSet;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_util::Stream;
+use rusqlite::Connection;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{ChangeType, End, Ended, Feed, ObjectChange, PAGE, WatchOptions, next_wake};
+use crate::client::RawClient;
+use crate::error::{Error, Result};
+use crate::object::{GroupKind, Loads, ObjectId, RawObject};
+use crate::store::{Store, rows, write_log};
+
+/// A kind's objects as of `resource_version`, then, as a [`Stream`], every
+/// change above it. The stream's last item is the error that ended it, if
+/// something other than dropping it did: [`Error::WatchTooOld`] (watch
+/// again for a fresh snapshot) or [`Error::Stopped`].
+///
+/// # Cancel safety
+/// Reading with `next()` in a `select!` loses nothing: a change is taken
+/// from the stream only when it is returned.
+pub struct ObjectListStream {
+    /// The snapshot (empty when resuming).
+    pub objects: Vec<RawObject>,
+    /// The log position the snapshot is complete as of; the stream carries
+    /// what lies strictly above it.
+    pub resource_version: i64,
+    feed: Feed<ObjectChange>,
+}
+
+impl Stream for ObjectListStream {
+    type Item = Result<ObjectChange>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().feed.poll(cx)
+    }
+}
+
+impl std::fmt::Debug for ObjectListStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectListStream")
+            .field("objects", &self.objects.len())
+            .field("resource_version", &self.resource_version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One object as of `resource_version`, then, as a [`Stream`], every change
+/// to it above that; it ends as [`ObjectListStream`] does.
+pub struct ObjectStream {
+    /// The object, or `None` when the id holds nothing of the kind yet.
+    pub object: Option<RawObject>,
+    /// The log position the snapshot is complete as of.
+    pub resource_version: i64,
+    feed: Feed<ObjectChange>,
+}
+
+impl Stream for ObjectStream {
+    type Item = Result<ObjectChange>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().feed.poll(cx)
+    }
+}
+
+impl std::fmt::Debug for ObjectStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectStream")
+            .field("object", &self.object.as_ref().map(|o| o.meta.id))
+            .field("resource_version", &self.resource_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RawClient {
+    /// Every object of this kind, and every change to them from here on.
+    /// The snapshot is read before this returns, so a write made after it is
+    /// always on the stream. Needs a tokio runtime; needs no controller.
+    ///
+    /// # Errors
+    /// A store error when the snapshot cannot be read.
+    pub fn watch_list(&self, options: WatchOptions) -> Result<ObjectListStream> {
+        self.start_watch(Scope::Kind, options)
+    }
+
+    /// Object `id` of this kind, and every change to it from here on. The id
+    /// need not hold anything yet: its creation arrives as `Added`.
+    ///
+    /// # Errors
+    /// As [`RawClient::watch_list`].
+    pub fn watch(&self, id: ObjectId, options: WatchOptions) -> Result<ObjectStream> {
+        let list = self.start_watch(Scope::Object(id), options)?;
+        Ok(ObjectStream {
+            object: list.objects.into_iter().next(),
+            resource_version: list.resource_version,
+            feed: list.feed,
+        })
+    }
+
+    /// [`RawClient::watch_list`] narrowed to the objects `owner` owns: a
+    /// child created later arrives as `Added`, a child collected as
+    /// `Deleted`.
+    ///
+    /// # Errors
+    /// As [`RawClient::watch_list`].
+    pub fn watch_owned_objects(
+        &self,
+        owner: ObjectId,
+        options: WatchOptions,
+    ) -> Result<ObjectListStream> {
+        self.start_watch(Scope::OwnedBy(owner), options)
+    }
+
+    /// Reads the snapshot (or checks the resume position) and starts the tail.
+    fn start_watch(&self, scope: Scope, options: WatchOptions) -> Result<ObjectListStream> {
+        let host_stopped = self.watch_lifetime()?;
+        let store = self.store().clone();
+        let group_kind = self.group_kind().clone();
+        let ended = Ended::default();
+        let (sender, changes) = mpsc::channel(PAGE);
+        let (objects, position) = match options.resume_from {
+            Some(position) => {
+                let head = store.read(|conn| write_log::kind_head(conn, &group_kind))?;
+                if position > head {
+                    // Nothing can be streamed truthfully.
+                    return Err(Error::WatchTooNew {
+                        kind: group_kind.to_string(),
+                    });
+                }
+                (Vec::new(), position)
+            }
+            None => {
+                let loads = options.loads;
+                let (objects, head) = store.read(|conn| {
+                    // One read transaction, so the snapshot is exactly as of `head`.
+                    let tx = conn.unchecked_transaction()?;
+                    let head = write_log::kind_head(&tx, &group_kind)?;
+                    let objects = current(&tx, &store, &group_kind, scope, loads)?;
+                    tx.commit()?;
+                    Ok((objects, head))
+                })?;
+                (store.migrations().upgrade_all(objects), head)
+            }
+        };
+        let tail = Tail {
+            known: objects.iter().map(|o| o.meta.id).collect(),
+            store,
+            group_kind: group_kind.clone(),
+            scope,
+            loads: options.loads,
+            cursor: position,
+            sender,
+            ended: ended.clone(),
+            floor: options.floor_interval,
+            host_stopped,
+        };
+        tokio::spawn(tail.run());
+        Ok(ObjectListStream {
+            objects,
+            resource_version: position,
+            feed: Feed::new(changes, group_kind, ended, self.store()),
+        })
+    }
+}
+
+/// Which objects of the kind a stream follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    Kind,
+    Object(ObjectId),
+    OwnedBy(ObjectId),
+}
+
+/// The objects in `scope` now, with conditions and `loads`.
+fn current(
+    conn: &Connection,
+    store: &Store,
+    group_kind: &GroupKind,
+    scope: Scope,
+    loads: Loads,
+) -> Result<Vec<RawObject>> {
+    let mut objects = match scope {
+        Scope::Object(id) => rows::select_by_id(conn, id)?
+            .filter(|o| o.meta.group_kind == *group_kind)
+            .into_iter()
+            .collect(),
+        Scope::Kind => rows::select_kind(conn, group_kind)?,
+        Scope::OwnedBy(owner) => rows::select_owned(conn, group_kind, owner)?,
+    };
+    rows::load_conditions(conn, store.session(), &mut objects)?;
+    rows::load_relations(conn, loads, &mut objects)?;
+    Ok(objects)
+}
+
+/// One object that moved in a page of the log.
+struct Moved {
+    id: ObjectId,
+    /// Its last entry in the page: the change's resume position.
+    position: i64,
+    /// Its current state; `None` once its row is gone.
+    current: Option<RawObject>,
+    /// Its state when collected, if the row is gone and the log kept it.
+    last_image: Option<RawObject>,
+}
+
+/// One step of a tail: the objects that moved and how far the log was read.
+struct Page {
+    /// In the order of their last entry in the page.
+    moved: Vec<Moved>,
+    last: i64,
+    full: bool,
+    horizon: i64,
+}
+
+fn read_page(
+    conn: &Connection,
+    store: &Store,
+    group_kind: &GroupKind,
+    scope: Scope,
+    cursor: i64,
+    loads: Loads,
+) -> Result<Page> {
+    let only = match scope {
+        Scope::Object(id) => Some(id),
+        Scope::Kind | Scope::OwnedBy(_) => None,
+    };
+    let tx = conn.unchecked_transaction()?;
+    let horizon = write_log::kind_horizon(&tx, group_kind)?;
+    let entries = write_log::entries_above(&tx, group_kind, cursor, only, PAGE)?;
+    let last = entries.last().map_or(cursor, |(rv, _)| *rv);
+    let mut latest: Vec<(ObjectId, i64)> = Vec::new();
+    for (rv, id) in entries.iter().rev() {
+        if !latest.iter().any(|(seen, _)| seen == id) {
+            latest.push((*id, *rv));
+        }
+    }
+    latest.reverse();
+    let mut moved = Vec::with_capacity(latest.len());
+    for (id, position) in latest {
+        let current = current(&tx, store, group_kind, Scope::Object(id), loads)?.pop();
+        if let (Scope::OwnedBy(owner), Some(_)) = (scope, &current)
+            && !rows::is_owned_by(&tx, id, owner)?
+        {
+            continue;
+        }
+        let last_image = match current {
+            Some(_) => None,
+            None => write_log::collected_image(&tx, id)?,
+        };
+        moved.push(Moved {
+            id,
+            position,
+            current,
+            last_image,
+        });
+    }
+    tx.commit()?;
+    Ok(Page {
+        moved,
+        last,
+        full: entries.len() == PAGE,
+        horizon,
+    })
+}
+
+/// The task behind one stream.
+struct Tail {
+    store: Store,
+    group_kind: GroupKind,
+    scope: Scope,
+    loads: Loads,
+    cursor: i64,
+    known: HashSet<ObjectId>,
+    sender: mpsc::Sender<ObjectChange>,
+    ended: Ended,
+    floor: Duration,
+    host_stopped: CancellationToken,
+}
+
+impl Tail {
+    async fn run(mut self) {
+        let mut commits = self.store.commits();
+        loop {
+            match self.drain().await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(end) => {
+                    // Set before the sender drops, so a reader that sees the
+                    // close also sees why.
+                    self.ended.set(end);
+                    return;
+                }
+            }
+            if !next_wake(
+                &mut commits,
+                self.floor,
+                &self.sender,
+                &self.host_stopped,
+                &self.ended,
+            )
+            .await
+            {
+                return;
+            }
+        }
+    }
+
+    /// Delivers everything above the cursor. `Ok(false)` once the subscriber
+    /// has gone.
+    async fn drain(&mut self) -> std::result::Result<bool, End> {
+        loop {
+            let (group_kind, scope, cursor, loads) =
+                (&self.group_kind, self.scope, self.cursor, self.loads);
+            let store = &self.store;
+            let page = match store
+                .read(|conn| read_page(conn, store, group_kind, scope, cursor, loads))
+            {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::warn!(kind = %self.group_kind, %error, "a watch could not read; retrying at the next wake");
+                    return Ok(true);
+                }
+            };
+            if page.horizon > self.cursor {
+                return Err(End::TooOld);
+            }
+            for moved in page.moved {
+                let Some(change) = self.change(moved) else {
+                    continue;
+                };
+                if self.sender.send(change).await.is_err() {
+                    return Ok(false);
+                }
+            }
+            self.cursor = page.last;
+            if !page.full {
+                return Ok(true);
+            }
+        }
+    }
+
+    fn change(&mut self, moved: Moved) -> Option<ObjectChange> {
+        let Moved {
+            id,
+            position,
+            current,
+            last_image,
+        } = moved;
+        let Some(object) = current else {
+            // The row is gone, and with it whom it belonged to: an owner's
+            // stream reports only the children it knew.
+            if !self.known.remove(&id) && matches!(self.scope, Scope::OwnedBy(_)) {
+                return None;
+            }
+            // A final state this build cannot read is left out; the deletion
+            // itself is still news.
+            let object = last_image.and_then(|o| self.store.migrations().upgrade(o).ok());
+            return Some(ObjectChange {
+                change: ChangeType::Deleted,
+                id,
+                object,
+                resource_version: position,
+            });
+        };
+        let object = match self.store.migrations().upgrade(object) {
+            Ok(object) => object,
+            Err(error) => {
+                tracing::warn!(%error, "a watch skips an object it cannot read");
+                return None;
+            }
+        };
+        let change = if self.known.insert(id) {
+            ChangeType::Added
+        } else {
+            ChangeType::Modified
+        };
+        Some(ObjectChange {
+            change,
+            id,
+            object: Some(object),
+            resource_version: position,
+        })
+    }
+}

@@ -252,31 +252,6 @@ impl ControllerOptions {
         self
     }
 
-    /// Sets [`Cadence::owed_pass_interval`] for this kind.
-    pub fn owed_pass_interval(self, interval: Duration) -> Self {
-        self.cadence(Cadence::new().owed_pass_interval(interval))
-    }
-
-    /// Sets [`Cadence::full_pass_interval`] for this kind.
-    pub fn full_pass_interval(self, interval: Duration) -> Self {
-        self.cadence(Cadence::new().full_pass_interval(interval))
-    }
-
-    /// Sets [`Cadence::individual_pass_interval`] for this kind.
-    pub fn individual_pass_interval(self, interval: Duration) -> Self {
-        self.cadence(Cadence::new().individual_pass_interval(interval))
-    }
-
-    /// Sets [`Cadence::startup_full_pass`] for this kind.
-    pub fn startup_full_pass(self, enabled: bool) -> Self {
-        self.cadence(Cadence::new().startup_full_pass(enabled))
-    }
-
-    /// Sets [`Cadence::max_retry_interval`] for this kind.
-    pub fn max_retry_interval(self, interval: Duration) -> Self {
-        self.cadence(Cadence::new().max_retry_interval(interval))
-    }
-
     /// Finalizers this controller owns, recorded with the registration.
     pub fn finalizers<I, S>(mut self, finalizers: I) -> Self
     where

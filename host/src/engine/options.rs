@@ -11,8 +11,10 @@ use crate::error::{Error, Result};
 ///
 /// ```
 /// use std::time::Duration;
+/// use beehive::engine::Cadence;
+///
 /// let options = beehive::HostOptions::new()
-///     .owed_pass_interval(Duration::from_secs(10))
+///     .cadence(Cadence::new().owed_pass_interval(Duration::from_secs(10)))
 ///     .gc_interval(Duration::from_secs(5));
 /// ```
 #[derive(Clone, Debug)]
@@ -63,31 +65,6 @@ impl HostOptions {
     pub fn cadence(mut self, cadence: Cadence) -> Self {
         self.cadence = cadence.over(self.cadence);
         self
-    }
-
-    /// Sets [`Cadence::owed_pass_interval`] for every kind.
-    pub fn owed_pass_interval(self, interval: Duration) -> Self {
-        self.cadence(Cadence::new().owed_pass_interval(interval))
-    }
-
-    /// Sets [`Cadence::full_pass_interval`] for every kind.
-    pub fn full_pass_interval(self, interval: Duration) -> Self {
-        self.cadence(Cadence::new().full_pass_interval(interval))
-    }
-
-    /// Sets [`Cadence::individual_pass_interval`] for every kind.
-    pub fn individual_pass_interval(self, interval: Duration) -> Self {
-        self.cadence(Cadence::new().individual_pass_interval(interval))
-    }
-
-    /// Sets [`Cadence::startup_full_pass`] for every kind.
-    pub fn startup_full_pass(self, enabled: bool) -> Self {
-        self.cadence(Cadence::new().startup_full_pass(enabled))
-    }
-
-    /// Sets [`Cadence::max_retry_interval`] for every kind.
-    pub fn max_retry_interval(self, interval: Duration) -> Self {
-        self.cadence(Cadence::new().max_retry_interval(interval))
     }
 
     /// How often the garbage-collection sweeper runs (default 30 s). Cannot be
@@ -184,7 +161,7 @@ mod tests {
         let zero = Duration::ZERO;
         assert!(
             HostOptions::new()
-                .owed_pass_interval(zero)
+                .cadence(Cadence::new().owed_pass_interval(zero))
                 .validate()
                 .is_err()
         );
@@ -203,11 +180,11 @@ mod tests {
         );
         assert!(
             HostOptions::new()
-                .full_pass_interval(zero)
+                .cadence(Cadence::new().full_pass_interval(zero))
                 .validate()
                 .is_ok()
         );
-        let per_kind = ControllerOptions::new().owed_pass_interval(zero);
+        let per_kind = ControllerOptions::new().cadence(Cadence::new().owed_pass_interval(zero));
         assert!(matches!(
             HostOptions::new().resolve(&per_kind),
             Err(Error::InvalidOption(_))
@@ -218,11 +195,12 @@ mod tests {
     fn kind_options_override_host_options() {
         let host = HostOptions::new()
             .concurrency(2)
-            .max_retry_interval(Duration::from_secs(5));
+            .cadence(Cadence::new().max_retry_interval(Duration::from_secs(5)));
         let settings = host.resolve(&ControllerOptions::new()).unwrap();
         assert_eq!(settings.concurrency, 2);
         assert_eq!(settings.cadence.max_retry_interval, Duration::from_secs(5));
-        let zero = ControllerOptions::new().max_retry_interval(Duration::ZERO);
+        let zero =
+            ControllerOptions::new().cadence(Cadence::new().max_retry_interval(Duration::ZERO));
         assert!(
             matches!(host.resolve(&zero), Err(Error::InvalidOption(_))),
             "a zero backoff cap is refused, as everywhere"

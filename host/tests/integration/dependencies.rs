@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{PATIENCE, run_then_crash, spec, wait_until};
+use beehive::engine::Cadence;
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
     RawObject, ReconcileResult, Store, event::EventFilter,
@@ -110,7 +111,7 @@ impl Controller for Dbs {
 
 fn options() -> HostOptions {
     HostOptions::new()
-        .owed_pass_interval(Duration::from_secs(60))
+        .cadence(Cadence::new().owed_pass_interval(Duration::from_secs(60)))
         .gc_interval(Duration::from_millis(100))
         .requeue_floor(Duration::from_millis(20))
 }

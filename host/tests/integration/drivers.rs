@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{PATIENCE, PassCounter, spec, wait_until};
+use beehive::engine::Cadence;
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
     Host, HostOptions, Object, RawObject, ReconcileResult, Reconciler, Store, Typed,
@@ -17,7 +18,7 @@ fn widget() -> GroupKind {
 
 fn quiet() -> HostOptions {
     HostOptions::new()
-        .owed_pass_interval(Duration::from_secs(60))
+        .cadence(Cadence::new().owed_pass_interval(Duration::from_secs(60)))
         .gc_interval(Duration::from_secs(60))
 }
 
@@ -40,7 +41,8 @@ async fn a_full_pass_revisits_settled_objects_on_its_interval() {
     host.register(
         widget(),
         counter.clone(),
-        ControllerOptions::new().full_pass_interval(Duration::from_millis(300)),
+        ControllerOptions::new()
+            .cadence(Cadence::new().full_pass_interval(Duration::from_millis(300))),
     )
     .await
     .unwrap();
@@ -64,7 +66,7 @@ async fn a_startup_full_pass_reconciles_settled_objects_once_per_start() {
         host.register(
             widget(),
             counter.clone(),
-            ControllerOptions::new().startup_full_pass(true),
+            ControllerOptions::new().cadence(Cadence::new().startup_full_pass(true)),
         )
         .await
         .unwrap();
@@ -89,7 +91,8 @@ async fn an_individual_pass_interval_rearms_each_object_after_its_own_pass() {
     host.register(
         widget(),
         counter.clone(),
-        ControllerOptions::new().individual_pass_interval(Duration::from_millis(250)),
+        ControllerOptions::new()
+            .cadence(Cadence::new().individual_pass_interval(Duration::from_millis(250))),
     )
     .await
     .unwrap();
@@ -265,7 +268,7 @@ async fn an_idle_host_writes_nothing() {
     let store = Store::temporary().unwrap();
     seed(&store, 3).await;
     let options = HostOptions::new()
-        .owed_pass_interval(Duration::from_millis(100))
+        .cadence(Cadence::new().owed_pass_interval(Duration::from_millis(100)))
         .gc_interval(Duration::from_millis(100));
     let host = Host::new(&store, options).unwrap();
     let counter = PassCounter::default();
@@ -294,7 +297,7 @@ async fn the_sweeper_applies_event_and_write_log_retention() {
     let host = Host::new(
         &store,
         HostOptions::new()
-            .owed_pass_interval(Duration::from_secs(60))
+            .cadence(Cadence::new().owed_pass_interval(Duration::from_secs(60)))
             .gc_interval(Duration::from_millis(100))
             .event_retention(2, Duration::ZERO)
             .write_log_retention(3, Duration::ZERO),

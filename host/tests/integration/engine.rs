@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::{PATIENCE, run_then_crash, spec, wait_until};
+use beehive::engine::Cadence;
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
     Error, EventSpec, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store,
@@ -78,7 +79,7 @@ fn all_observed(host: &Host, gk: &GroupKind) -> bool {
 
 fn fast_options() -> HostOptions {
     HostOptions::new()
-        .owed_pass_interval(Duration::from_secs(60))
+        .cadence(Cadence::new().owed_pass_interval(Duration::from_secs(60)))
         .gc_interval(Duration::from_millis(200))
 }
 
@@ -154,7 +155,7 @@ async fn a_failing_controller_backs_off_and_recovers() {
                 }
             }
         }),
-        ControllerOptions::new().max_retry_interval(Duration::from_secs(2)),
+        ControllerOptions::new().cadence(Cadence::new().max_retry_interval(Duration::from_secs(2))),
     )
     .await
     .unwrap();

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{PATIENCE, spec, wait_until};
+use beehive::engine::Cadence;
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
     Error, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store, event::EventFilter,
@@ -180,7 +181,7 @@ impl Controller for Scenario {
 async fn run_scenario(scenario: &str) -> (Store, Host, Vec<String>, RawObject) {
     let store = Store::temporary().unwrap();
     let options = HostOptions::new()
-        .owed_pass_interval(Duration::from_secs(60))
+        .cadence(Cadence::new().owed_pass_interval(Duration::from_secs(60)))
         .transaction_hold_limit(Duration::from_millis(200));
     let host = Host::new(&store, options).unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));

@@ -1,10 +1,7 @@
 //! Event watches: one object's timeline, then every run written to it.
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_util::Stream;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -15,7 +12,7 @@ use crate::event::{Event, EventFilter};
 use crate::object::ObjectId;
 use crate::store::{Store, events, rows, write_log};
 
-/// An object's event log as of `resource_version`, then, as a [`Stream`],
+/// An object's event log as of `resource_version`, then, as a [`Stream`](futures_util::Stream),
 /// every run written above it, oldest first: a new run, or a run an
 /// occurrence extended (same id, higher `resource_version`, bigger `count`:
 /// update it in place). Its last item is the error that ended it:
@@ -30,13 +27,7 @@ pub struct EventStream {
     feed: Feed<Event>,
 }
 
-impl Stream for EventStream {
-    type Item = Result<Event>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.get_mut().feed.poll(cx)
-    }
-}
+stream_from_feed!(EventStream, Event);
 
 impl std::fmt::Debug for EventStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

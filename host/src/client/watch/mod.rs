@@ -29,6 +29,22 @@ use crate::object::{GroupKind, Loads, ObjectId, RawObject};
 use crate::store::Store;
 use crate::sync::lock;
 
+/// Implements `Stream` for a watch type by reading its `feed` field.
+macro_rules! stream_from_feed {
+    ($stream:ty, $item:ty) => {
+        impl futures_util::Stream for $stream {
+            type Item = crate::error::Result<$item>;
+
+            fn poll_next(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<Option<Self::Item>> {
+                self.get_mut().feed.poll(cx)
+            }
+        }
+    };
+}
+
 mod events;
 mod objects;
 

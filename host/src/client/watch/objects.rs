@@ -1,11 +1,8 @@
 //! Object watches: a kind, one object, or one owner's children.
 
 use std::collections::HashSet;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_util::Stream;
 use rusqlite::Connection;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -16,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::object::{GroupKind, Loads, ObjectId, RawObject};
 use crate::store::{Store, rows, write_log};
 
-/// A kind's objects as of `resource_version`, then, as a [`Stream`], every
+/// A kind's objects as of `resource_version`, then, as a [`Stream`](futures_util::Stream), every
 /// change above it. The stream's last item is the error that ended it, if
 /// something other than dropping it did: [`Error::WatchTooOld`] (watch
 /// again for a fresh snapshot) or [`Error::Stopped`].
@@ -33,13 +30,7 @@ pub struct ObjectListStream {
     feed: Feed<ObjectChange>,
 }
 
-impl Stream for ObjectListStream {
-    type Item = Result<ObjectChange>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.get_mut().feed.poll(cx)
-    }
-}
+stream_from_feed!(ObjectListStream, ObjectChange);
 
 impl std::fmt::Debug for ObjectListStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -50,7 +41,7 @@ impl std::fmt::Debug for ObjectListStream {
     }
 }
 
-/// One object as of `resource_version`, then, as a [`Stream`], every change
+/// One object as of `resource_version`, then, as a [`Stream`](futures_util::Stream), every change
 /// to it above that; it ends as [`ObjectListStream`] does.
 pub struct ObjectStream {
     /// The object, or `None` when the id holds nothing of the kind yet.
@@ -60,13 +51,7 @@ pub struct ObjectStream {
     feed: Feed<ObjectChange>,
 }
 
-impl Stream for ObjectStream {
-    type Item = Result<ObjectChange>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.get_mut().feed.poll(cx)
-    }
-}
+stream_from_feed!(ObjectStream, ObjectChange);
 
 impl std::fmt::Debug for ObjectStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

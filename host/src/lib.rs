@@ -83,7 +83,7 @@ mod sync;
 
 // The root holds what a newcomer needs to store objects and run controllers;
 // everything else is reached through its module.
-pub use client::{Client, CreateOptions, Object, RawClient};
+pub use client::{Client, CreateOptions, RawClient};
 pub use engine::{
     Controller, ControllerClient, ControllerOptions, Host, HostOptions, ReconcileResult,
     Reconciler, Typed,
@@ -91,7 +91,7 @@ pub use engine::{
 pub use error::{Error, Result};
 pub use event::EventSpec;
 pub use json::Json;
-pub use object::{Condition, ConditionStatus, GroupKind, ObjectId, RawObject};
+pub use object::{Condition, ConditionStatus, GroupKind, Object, ObjectId, RawObject};
 pub use store::Store;
 
 // Compiles the README's Rust examples as doctests, so the README stays true.

@@ -330,20 +330,35 @@ impl Meta {
     }
 }
 
-/// An object with its spec and status as canonical JSON: what the untyped
-/// client, the CLI and plugins work with.
+/// An object: its metadata, its desired state (`spec`) and what a controller
+/// last reported (`status`). The type parameters are serde types for the
+/// typed [`Client`](crate::Client) and canonical [`Json`] by default.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RawObject {
+pub struct Object<Spec = Json, Status = Json> {
     /// Identity and metadata.
     pub meta: Meta,
-    /// The desired state, always a JSON object.
-    pub spec: Json,
+    /// The desired state.
+    pub spec: Spec,
     /// The observed state, once a controller has reported one.
-    pub status: Option<Json>,
+    pub status: Option<Status>,
     pub(crate) relations: Relations,
 }
 
-impl RawObject {
+/// An object with its spec and status as canonical JSON: what the untyped
+/// client, the CLI and plugins work with.
+pub type RawObject = Object;
+
+impl<Spec, Status> Object<Spec, Status> {
+    /// The object's id.
+    pub fn id(&self) -> ObjectId {
+        self.meta.id
+    }
+
+    /// The object's name.
+    pub fn name(&self) -> &str {
+        &self.meta.name
+    }
+
     /// The owner, if it has one.
     ///
     /// # Errors

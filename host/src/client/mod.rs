@@ -12,7 +12,7 @@ pub use options::CreateOptions;
 pub use raw::RawClient;
 pub(crate) use raw::TransactionSource;
 pub use transaction::Transaction;
-pub use typed::{Client, Object};
+pub use typed::Client;
 pub use typed_watch::{TypedChange, TypedListStream};
 pub use watch::{
     ChangeType, EventStream, ObjectChange, ObjectListStream, ObjectStream, WatchOptions,

@@ -10,20 +10,8 @@ use crate::client::raw::RawClient;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventFilter};
 use crate::json::Json;
-use crate::object::{GroupKind, Loads, Meta, ObjectId, ObjectRef, RawObject, Relations};
+use crate::object::{GroupKind, Loads, Object, ObjectId, ObjectRef, RawObject};
 use crate::store::Store;
-
-/// An object with a decoded spec and status.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Object<Spec, Status> {
-    /// Identity and metadata.
-    pub meta: Meta,
-    /// The desired state.
-    pub spec: Spec,
-    /// The observed state, once a controller has reported one.
-    pub status: Option<Status>,
-    relations: Relations,
-}
 
 impl<Spec: DeserializeOwned, Status: DeserializeOwned> Object<Spec, Status> {
     /// Decodes an untyped object.
@@ -66,58 +54,6 @@ fn decode_status<Status: DeserializeOwned>(raw: &RawObject) -> Result<Option<Sta
             source,
         })?)),
         None => Ok(None),
-    }
-}
-
-impl<Spec, Status> Object<Spec, Status> {
-    /// The object's id.
-    pub fn id(&self) -> ObjectId {
-        self.meta.id
-    }
-
-    /// The object's name.
-    pub fn name(&self) -> &str {
-        &self.meta.name
-    }
-
-    /// The owner, if it has one.
-    ///
-    /// # Errors
-    /// [`Error::NotLoaded`] unless the read asked for [`Loads::owner`].
-    pub fn owner(&self) -> Result<Option<&ObjectRef>> {
-        self.relations.owner()
-    }
-
-    /// The objects this one depends on.
-    ///
-    /// # Errors
-    /// [`Error::NotLoaded`] unless the read asked for [`Loads::dependencies`].
-    pub fn dependencies(&self) -> Result<&[ObjectRef]> {
-        Relations::refs(&self.relations.dependencies, "dependencies")
-    }
-
-    /// The objects that depend on this one.
-    ///
-    /// # Errors
-    /// [`Error::NotLoaded`] unless the read asked for [`Loads::dependents`].
-    pub fn dependents(&self) -> Result<&[ObjectRef]> {
-        Relations::refs(&self.relations.dependents, "dependents")
-    }
-
-    /// Its event log, newest first.
-    ///
-    /// # Errors
-    /// [`Error::NotLoaded`] unless the read asked for [`Loads::events`].
-    pub fn events(&self) -> Result<&[crate::event::Event]> {
-        self.relations.events()
-    }
-
-    /// The objects this one owns.
-    ///
-    /// # Errors
-    /// [`Error::NotLoaded`] unless the read asked for [`Loads::owned`].
-    pub fn owned(&self) -> Result<&[ObjectRef]> {
-        Relations::refs(&self.relations.owned, "owned")
     }
 }
 

@@ -9,9 +9,10 @@ use futures_util::Stream;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::client::typed::{Client, Object};
+use crate::client::typed::Client;
 use crate::client::watch::{ChangeType, ObjectListStream, WatchOptions};
 use crate::error::Result;
+use crate::object::Object;
 use crate::object::ObjectId;
 
 /// One change on a typed stream.

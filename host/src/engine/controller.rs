@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::client::Object;
 use crate::engine::ControllerClient;
 use crate::engine::cadence::Cadence;
 use crate::engine::trigger::{Feed, FeedSlot};
 use crate::migration::Migrator;
+use crate::object::Object;
 use crate::object::{ObjectId, RawObject};
 
 /// Reconcile logic for one kind, over the untyped object.

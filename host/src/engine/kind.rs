@@ -98,8 +98,13 @@ impl Kind {
         }
     }
 
-    /// Starts (or tops up) the workers and starts the drivers.
+    /// Queues the startup passes, then starts the workers and the drivers.
+    ///
+    /// The startup passes are queued before this returns, so a write made
+    /// after the host has started cannot race the first owed scan into a
+    /// second pass of the same generation.
     pub(crate) fn spawn(self: &Arc<Self>, store: &Store, host: &TaskTracker) {
+        self.startup(store);
         self.spawn_workers(store, host);
         self.spawn_feeds(store, host);
         let kind = self.clone();
@@ -151,12 +156,11 @@ impl Kind {
         self.workers.fetch_sub(1, Ordering::SeqCst);
     }
 
-    /// The per-kind drivers in one loop: the startup passes, then the owed
-    /// pass and the full pass, each on its own cadence.
+    /// The per-kind drivers in one loop: the owed pass and the full pass,
+    /// each on its own cadence, after the startup passes.
     async fn drive(&self, store: &Store) {
-        self.startup(store);
         let start = Instant::now();
-        let mut next_owed = start;
+        let mut next_owed = start + self.settings().cadence.owed_pass_interval;
         let mut next_full = self
             .settings()
             .cadence
@@ -189,11 +193,13 @@ impl Kind {
         }
     }
 
-    /// The once-per-start passes: every object if the kind asks for it, the
-    /// requeues recorded before the restart, and the first arming of the
-    /// individual cadence, spread across its interval.
+    /// The once-per-start passes: what the store records as owed, every
+    /// object if the kind asks for it, the requeues recorded before the
+    /// restart, and the first arming of the individual cadence, spread across
+    /// its interval.
     fn startup(&self, store: &Store) {
         let settings = self.settings();
+        self.enqueue_scan(store, scan::owed);
         if settings.cadence.startup_full_pass {
             self.enqueue_scan(store, scan::all_of_kind);
         }

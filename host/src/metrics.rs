@@ -56,6 +56,7 @@ pub struct Metrics {
     work_duration: HistogramFamily,
     pub(crate) store: StoreMetrics,
     watches_open: Gauge,
+    gc_sweeps: Counter,
     plugin_info: Family<Labels, Gauge>,
     plugin_load_failures: Family<Labels, Counter>,
     plugin_traps: Family<Labels, Counter>,
@@ -255,6 +256,12 @@ impl Metrics {
             "Watches of objects and events open now",
             watches_open.clone(),
         );
+        let gc_sweeps = Counter::default();
+        registry.register(
+            "beehive_gc_sweeps",
+            "Garbage-collection sweeps completed",
+            gc_sweeps.clone(),
+        );
         let plugin_info = Family::default();
         registry.register(
             "beehive_plugin_info",
@@ -322,6 +329,7 @@ impl Metrics {
             work_duration,
             store,
             watches_open,
+            gc_sweeps,
             plugin_info,
             plugin_load_failures,
             plugin_traps,
@@ -413,6 +421,11 @@ impl Metrics {
     }
 
     /// The gauge of open watches.
+    /// Counts a completed garbage-collection sweep.
+    pub(crate) fn gc_swept(&self) {
+        self.gc_sweeps.inc();
+    }
+
     pub(crate) fn watches_open(&self) -> &Gauge {
         &self.watches_open
     }

@@ -36,8 +36,9 @@ pub(super) async fn stale_loop(shared: &Shared, cancel: &CancellationToken) {
 /// with no controller are collected here. Then retention and free pages.
 pub(super) async fn sweep_loop(shared: &Shared, cancel: &CancellationToken) {
     loop {
-        if let Err(error) = sweep(shared).await {
-            tracing::warn!(%error, "garbage-collection sweep failed");
+        match sweep(shared).await {
+            Ok(()) => shared.store.metrics().gc_swept(),
+            Err(error) => tracing::warn!(%error, "garbage-collection sweep failed"),
         }
         tokio::select! {
             _ = cancel.cancelled() => break,

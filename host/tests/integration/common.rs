@@ -62,3 +62,12 @@ impl beehive::Controller for PassCounter {
         beehive::ReconcileResult::settled()
     }
 }
+
+/// The value of the unlabelled series `name` in the store's metrics export.
+pub fn metric(store: &beehive::Store, name: &str) -> f64 {
+    let text = store.metrics().encode();
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no series {name} in\n{text}"))
+}

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{PATIENCE, run_then_crash, spec, wait_until};
+use crate::common::{PATIENCE, metric, run_then_crash, spec, wait_until};
 use beehive::engine::Cadence;
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
@@ -275,8 +275,13 @@ async fn a_deleting_target_waits_for_live_dependents() {
 
     dbs_client.delete(first.meta.id).await.unwrap();
     dbs_client.delete(second.meta.id).await.unwrap();
-    // Several GC sweeps pass; both are held by live dependents.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Three GC sweeps complete after the deletes; both are held by live
+    // dependents.
+    let sweeps = metric(&store, "beehive_gc_sweeps_total");
+    wait_until("three more sweeps", PATIENCE, || {
+        metric(&store, "beehive_gc_sweeps_total") >= sweeps + 3.0
+    })
+    .await;
     assert!(dbs_client.get(first.meta.id).is_ok());
     assert!(dbs_client.get(second.meta.id).is_ok());
 

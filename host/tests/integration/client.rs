@@ -1,6 +1,6 @@
 //! The untyped and typed clients through the public API, on a real file store.
 
-use crate::common::spec;
+use crate::common::{create, spec};
 use beehive::{
     Client, CreateOptions, Error, GroupKind, Json, RawClient, RawObject, Store, client::Loads,
     object::generate_name,
@@ -22,14 +22,8 @@ fn log_entries(store: &Store) -> i64 {
 async fn store_with_live_and_pending() -> (Store, RawClient, RawObject, RawObject) {
     let store = Store::temporary().unwrap();
     let client = clusters(&store);
-    let live = client
-        .create("live", spec(r#"{"v":1}"#), CreateOptions::new())
-        .await
-        .unwrap();
-    let pending = client
-        .create("pending", spec(r#"{"v":1}"#), CreateOptions::new())
-        .await
-        .unwrap();
+    let live = create(&client, "live", r#"{"v":1}"#).await;
+    let pending = create(&client, "pending", r#"{"v":1}"#).await;
     client.delete(pending.meta.id).await.unwrap();
     let pending = client.get(pending.meta.id).unwrap();
     assert!(pending.meta.deletion_requested_at.is_some());
@@ -39,10 +33,7 @@ async fn store_with_live_and_pending() -> (Store, RawClient, RawObject, RawObjec
 #[tokio::test]
 async fn create_fills_an_empty_name_and_refuses_a_held_one() {
     let (_store, client, _live, _pending) = store_with_live_and_pending().await;
-    let created = client
-        .create("fresh", spec(r#"{"v":1}"#), CreateOptions::new())
-        .await
-        .unwrap();
+    let created = create(&client, "fresh", r#"{"v":1}"#).await;
     assert_eq!(created.meta.generation, 1);
     assert_eq!(created.meta.observed_generation, None);
     for held in ["live", "pending"] {
@@ -256,10 +247,7 @@ async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is
         Json::parse(&way_too_huge),
         Err(Error::DocumentTooLarge(_))
     ));
-    let object = client
-        .create("fits", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let object = create(&client, "fits", "{}").await;
     let admin = beehive::engine::AdminClient::new(&store, GroupKind::new("acme.com", "Cluster"));
     let status = serde_json::json!({ "blob": "x".repeat(MAX_DOCUMENT_BYTES) });
     let result = admin.update_status(object.meta.id, &status).await;
@@ -280,10 +268,7 @@ async fn a_spec_must_be_a_json_object() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidDocument(_)), "{err}");
-    let created = client
-        .create("a", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let created = create(&client, "a", "{}").await;
     let err = client.update(created.meta.id, spec("3")).await.unwrap_err();
     assert!(matches!(err, Error::InvalidDocument(_)), "{err}");
 }
@@ -292,14 +277,7 @@ async fn a_spec_must_be_a_json_object() {
 async fn a_write_of_the_same_content_moves_nothing() {
     let store = Store::temporary().unwrap();
     let client = clusters(&store);
-    let created = client
-        .create(
-            "a",
-            spec(r#"{"b":[1,2],"a":{"y":1,"x":2}}"#),
-            CreateOptions::new(),
-        )
-        .await
-        .unwrap();
+    let created = create(&client, "a", r#"{"b":[1,2],"a":{"y":1,"x":2}}"#).await;
     let version = store.resource_version();
     let entries = log_entries(&store);
 
@@ -469,10 +447,7 @@ async fn owner_edges_are_written_with_the_create_and_read_both_ways() {
     let store = Store::temporary().unwrap();
     let owners = RawClient::new(&store, GroupKind::core("Project"));
     let children = clusters(&store);
-    let project = owners
-        .create("p", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let project = create(&owners, "p", "{}").await;
     let mut child_ids = Vec::new();
     for name in ["c1", "c2"] {
         let child = children
@@ -485,10 +460,7 @@ async fn owner_edges_are_written_with_the_create_and_read_both_ways() {
             .unwrap();
         child_ids.push(child.meta.id);
     }
-    let stray = children
-        .create("stray", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let stray = create(&children, "stray", "{}").await;
 
     let owner = children.get_owner(child_ids[0]).unwrap().unwrap();
     assert_eq!(owner.id, project.meta.id);
@@ -525,10 +497,7 @@ async fn relations_are_loaded_only_when_asked_for() {
     let store = Store::temporary().unwrap();
     let owners = RawClient::new(&store, GroupKind::core("Project"));
     let children = clusters(&store);
-    let project = owners
-        .create("p", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let project = create(&owners, "p", "{}").await;
     children
         .create("c", spec("{}"), CreateOptions::new().owner(project.meta.id))
         .await
@@ -606,12 +575,7 @@ async fn a_reopened_store_holds_everything_and_keeps_counting() {
         let client = clusters(&store);
         let mut last = None;
         for i in 0..10 {
-            last = Some(
-                client
-                    .create(&format!("o{i}"), spec(r#"{"i":1}"#), CreateOptions::new())
-                    .await
-                    .unwrap(),
-            );
+            last = Some(create(&client, &format!("o{i}"), r#"{"i":1}"#).await);
         }
         let last = last.unwrap();
         client.delete(last.meta.id).await.unwrap();

@@ -71,3 +71,16 @@ pub fn metric(store: &beehive::Store, name: &str) -> f64 {
         .and_then(|value| value.trim().parse().ok())
         .unwrap_or_else(|| panic!("no series {name} in\n{text}"))
 }
+
+/// Creates `name` with the spec `spec_text` through `client`, with no
+/// options, failing the test if the store refuses.
+pub async fn create(
+    client: &beehive::RawClient,
+    name: &str,
+    spec_text: &str,
+) -> beehive::RawObject {
+    client
+        .create(name, spec(spec_text), beehive::CreateOptions::new())
+        .await
+        .unwrap()
+}

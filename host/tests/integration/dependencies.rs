@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{PATIENCE, metric, run_then_crash, spec, wait_until};
+use crate::common::{PATIENCE, create, metric, run_then_crash, spec, wait_until};
 use beehive::engine::Cadence;
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
@@ -243,31 +243,21 @@ async fn a_deleting_target_waits_for_live_dependents() {
     let (apps, dbs) = (Apps::default(), Dbs::default());
     let (host, running) = host_with(&store, &apps, &dbs).await;
     let dbs_client = host.client(db());
-    let first = dbs_client
-        .create("first", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
-    let second = dbs_client
-        .create("second", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let first = create(&dbs_client, "first", "{}").await;
+    let second = create(&dbs_client, "second", "{}").await;
     let apps_client = host.client(app());
-    let holder = apps_client
-        .create(
-            "holder",
-            spec(&format!(r#"{{"target":{},"kind":"Db"}}"#, first.meta.id)),
-            CreateOptions::new(),
-        )
-        .await
-        .unwrap();
-    let doomed = apps_client
-        .create(
-            "doomed",
-            spec(&format!(r#"{{"target":{},"kind":"Db"}}"#, second.meta.id)),
-            CreateOptions::new(),
-        )
-        .await
-        .unwrap();
+    let holder = create(
+        &apps_client,
+        "holder",
+        &format!(r#"{{"target":{},"kind":"Db"}}"#, first.meta.id),
+    )
+    .await;
+    let doomed = create(
+        &apps_client,
+        "doomed",
+        &format!(r#"{{"target":{},"kind":"Db"}}"#, second.meta.id),
+    )
+    .await;
     wait_until("everything settles", PATIENCE, || {
         settled(&host, app()) && owed_total(&store) == 0
     })
@@ -304,18 +294,13 @@ async fn an_edge_that_would_close_a_cycle_is_refused_and_reported() {
     let (apps, dbs) = (Apps::default(), Dbs::default());
     let (host, running) = host_with(&store, &apps, &dbs).await;
     let client = host.client(app());
-    let a = client
-        .create("a", spec(r#"{"target":null}"#), CreateOptions::new())
-        .await
-        .unwrap();
-    let b = client
-        .create(
-            "b",
-            spec(&format!(r#"{{"target":{},"kind":"App"}}"#, a.meta.id)),
-            CreateOptions::new(),
-        )
-        .await
-        .unwrap();
+    let a = create(&client, "a", r#"{"target":null}"#).await;
+    let b = create(
+        &client,
+        "b",
+        &format!(r#"{{"target":{},"kind":"App"}}"#, a.meta.id),
+    )
+    .await;
     wait_until("b depends on a", PATIENCE, || {
         settled(&host, app()) && owed_total(&store) == 0
     })

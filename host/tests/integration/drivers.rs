@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{PATIENCE, PassCounter, spec, wait_until};
+use crate::common::{PATIENCE, PassCounter, create, spec, wait_until};
 use beehive::engine::Cadence;
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
@@ -25,10 +25,7 @@ fn quiet() -> HostOptions {
 async fn seed(store: &Store, count: usize) {
     let client = beehive::RawClient::new(store, widget());
     for i in 0..count {
-        client
-            .create(&format!("w{i}"), spec("{}"), CreateOptions::new())
-            .await
-            .unwrap();
+        create(&client, &format!("w{i}"), "{}").await;
     }
 }
 
@@ -131,10 +128,7 @@ async fn a_controller_registered_after_start_converges_its_kind_and_unregisterin
         Err(Error::NoController(_))
     ));
     let passes = counter.count();
-    client
-        .create("after", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    create(&client, "after", "{}").await;
     let later = client.get_by_name("after").unwrap();
     assert!(
         !later.meta.is_observed(),
@@ -324,10 +318,7 @@ async fn the_sweeper_applies_event_and_write_log_retention() {
         .unwrap();
     let running = host.start().await.unwrap();
     let client = host.client(widget());
-    let created = client
-        .create("w", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let created = create(&client, "w", "{}").await;
     for round in 0..5 {
         client
             .update(created.meta.id, spec(&format!(r#"{{"round":{round}}}"#)))
@@ -358,10 +349,7 @@ async fn a_collected_object_leaves_its_final_state_in_the_write_log() {
         .unwrap();
     let running = host.start().await.unwrap();
     let client = host.client(widget());
-    let created = client
-        .create("w", spec(r#"{"keep":"me"}"#), CreateOptions::new())
-        .await
-        .unwrap();
+    let created = create(&client, "w", r#"{"keep":"me"}"#).await;
     client.delete(created.meta.id).await.unwrap();
     wait_until("the row is gone", PATIENCE, || {
         client.get(created.meta.id).is_err()
@@ -420,14 +408,7 @@ async fn a_requeue_and_a_backoff_alarm_survive_a_restart() {
     let controller = Appointments::default();
     let client = beehive::RawClient::new(&store, widget());
     for (name, act) in [("later", "later"), ("fail", "fail"), ("plain", "none")] {
-        client
-            .create(
-                name,
-                spec(&format!(r#"{{"act":"{act}"}}"#)),
-                CreateOptions::new(),
-            )
-            .await
-            .unwrap();
+        create(&client, name, &format!(r#"{{"act":"{act}"}}"#)).await;
     }
     let start = || async {
         let host = Host::new(&store, quiet()).unwrap();

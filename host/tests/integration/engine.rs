@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{PATIENCE, run_then_crash, spec, wait_until};
+use crate::common::{PATIENCE, create, run_then_crash, spec, wait_until};
 use beehive::engine::Cadence;
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
@@ -95,14 +95,7 @@ async fn each_generation_of_each_object_is_reconciled_exactly_once() {
     let client = host.client(widget());
     let mut ids = Vec::new();
     for i in 0..20 {
-        let created = client
-            .create(
-                &format!("w{i}"),
-                spec(&format!(r#"{{"v":{i}}}"#)),
-                CreateOptions::new(),
-            )
-            .await
-            .unwrap();
+        let created = create(&client, &format!("w{i}"), &format!(r#"{{"v":{i}}}"#)).await;
         ids.push(created.meta.id);
     }
     wait_until("every widget is observed", PATIENCE, || {
@@ -368,10 +361,7 @@ async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
     .unwrap();
     let running = host.start().await.unwrap();
     let client = host.client(widget());
-    let created = client
-        .create("w", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let created = create(&client, "w", "{}").await;
     wait_until("the widget carries the finalizer", PATIENCE, || {
         client.get(created.meta.id).unwrap().meta.finalizers == ["test.dev/cleanup"]
     })
@@ -395,10 +385,7 @@ async fn a_client_only_kind_is_collected_by_the_sweeper() {
     let host = Host::new(&store, fast_options()).unwrap();
     let running = host.start().await.unwrap();
     let notes = host.client(GroupKind::core("Note"));
-    let owner = notes
-        .create("owner", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let owner = create(&notes, "owner", "{}").await;
     notes
         .create(
             "child",
@@ -464,10 +451,7 @@ async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
     .unwrap();
     let running = host.start().await.unwrap();
     let client = host.client(widget());
-    let created = client
-        .create("w", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let created = create(&client, "w", "{}").await;
     wait_until("the widget is observed", PATIENCE, || {
         all_observed(&host, &widget())
     })
@@ -664,10 +648,7 @@ async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
     .unwrap();
     let running = host.start().await.unwrap();
     let client = host.client(widget());
-    let created = client
-        .create("w", spec(r#"{"v":1}"#), CreateOptions::new())
-        .await
-        .unwrap();
+    let created = create(&client, "w", r#"{"v":1}"#).await;
     first_pass_rx.await.unwrap();
     client
         .update(created.meta.id, spec(r#"{"v":2}"#))
@@ -797,14 +778,7 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
         let running = host.start().await.unwrap();
         let client = host.client(widget());
         for i in 0..200 {
-            client
-                .create(
-                    &format!("w{i}"),
-                    spec(&format!(r#"{{"i":{i}}}"#)),
-                    CreateOptions::new(),
-                )
-                .await
-                .unwrap();
+            create(&client, &format!("w{i}"), &format!(r#"{{"i":{i}}}"#)).await;
             counter.fetch_add(1, Ordering::SeqCst);
         }
         wait_until("some widgets are observed", PATIENCE, || {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::{PATIENCE, spec};
+use crate::common::{PATIENCE, create, spec};
 use beehive::{
     CreateOptions, Error, GroupKind, Host, HostOptions, RawClient, Store,
     client::{ChangeType, ObjectChange, WatchOptions},
@@ -54,10 +54,7 @@ async fn next(
 async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
     let store = Store::temporary().unwrap();
     let clusters = RawClient::new(&store, kind());
-    let old = clusters
-        .create("old", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let old = create(&clusters, "old", "{}").await;
     let mut stream = clusters.watch_list(WatchOptions::new()).unwrap();
     assert_eq!(stream.objects.len(), 1);
     assert!(stream.resource_version >= old.meta.resource_version);
@@ -67,10 +64,7 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
         .create("noise", spec("{}"), CreateOptions::new())
         .await
         .unwrap();
-    let new = clusters
-        .create("new", spec(r#"{"n":1}"#), CreateOptions::new())
-        .await
-        .unwrap();
+    let new = create(&clusters, "new", r#"{"n":1}"#).await;
     let change = next(&mut stream).await;
     assert_eq!((change.change, change.id), (ChangeType::Added, new.meta.id));
 
@@ -114,14 +108,8 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
 async fn an_object_watch_sees_only_its_object_and_a_resume_picks_up_the_gap() {
     let store = Store::temporary().unwrap();
     let clusters = RawClient::new(&store, kind());
-    let a = clusters
-        .create("a", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
-    let b = clusters
-        .create("b", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let a = create(&clusters, "a", "{}").await;
+    let b = create(&clusters, "b", "{}").await;
     let mut one = clusters.watch(a.meta.id, WatchOptions::new()).unwrap();
     assert_eq!(one.object.as_ref().map(|o| o.meta.id), Some(a.meta.id));
     let position = one.resource_version;
@@ -158,10 +146,7 @@ async fn a_resume_from_elsewhere_or_below_retention_ends_the_stream_with_why() {
     let store = Store::temporary().unwrap();
     let clusters = RawClient::new(&store, kind());
     for name in ["a", "b", "c"] {
-        clusters
-            .create(name, spec("{}"), CreateOptions::new())
-            .await
-            .unwrap();
+        create(&clusters, name, "{}").await;
     }
     let too_new = clusters.watch_list(WatchOptions::new().resume_from(1_000_000));
     assert!(matches!(too_new, Err(Error::WatchTooNew { .. })));
@@ -198,10 +183,7 @@ async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
     let store = Store::temporary().unwrap();
     let clusters = RawClient::new(&store, kind());
     let admin = AdminClient::new(&store, kind());
-    let prod = clusters
-        .create("prod", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let prod = create(&clusters, "prod", "{}").await;
     let probe = |reason: &str| EventSpec::warning(reason).category("connection");
     admin
         .add_event(prod.meta.id, probe("ProbeFailed"))
@@ -254,16 +236,10 @@ async fn an_owner_watch_sees_only_its_children_including_later_ones() {
     let store = Store::temporary().unwrap();
     let clusters = RawClient::new(&store, kind());
     let nodes = RawClient::new(&store, GroupKind::new("acme.com", "Node"));
-    let owner = clusters
-        .create("prod", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let owner = create(&clusters, "prod", "{}").await;
     let owned = || CreateOptions::new().owner(owner.meta.id);
     let first = nodes.create("n1", spec("{}"), owned()).await.unwrap();
-    nodes
-        .create("stray", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    create(&nodes, "stray", "{}").await;
 
     let mut stream = nodes
         .watch_owned_objects(owner.meta.id, WatchOptions::new())
@@ -271,10 +247,7 @@ async fn an_owner_watch_sees_only_its_children_including_later_ones() {
     assert_eq!(stream.objects.len(), 1);
     assert_eq!(stream.objects[0].meta.id, first.meta.id);
 
-    nodes
-        .create("stray-2", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    create(&nodes, "stray-2", "{}").await;
     let second = nodes.create("n2", spec("{}"), owned()).await.unwrap();
     let change = next(&mut stream).await;
     assert_eq!(
@@ -399,10 +372,7 @@ async fn resuming_from_any_delivered_position_loses_nothing() {
                 }
             }
         }
-        clusters
-            .create("zz-marker", spec("{}"), CreateOptions::new())
-            .await
-            .unwrap();
+        create(&clusters, "zz-marker", "{}").await;
         let mut expected = std::collections::BTreeMap::new();
         for object in clusters.list().unwrap() {
             let deleting = object.meta.deletion_requested_at.is_some();
@@ -447,10 +417,7 @@ async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
     let store = Store::temporary().unwrap();
     let clusters = RawClient::new(&store, kind());
     let admin = AdminClient::new(&store, kind());
-    let prod = clusters
-        .create("prod", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let prod = create(&clusters, "prod", "{}").await;
     let too_new = clusters.watch_events(
         prod.meta.id,
         None,
@@ -503,10 +470,7 @@ async fn watches_opened_through_a_host_end_when_it_stops() {
     let host = Host::new(&store, HostOptions::new()).unwrap();
     let running = host.start().await.unwrap();
     let clusters = host.client(kind());
-    let prod = clusters
-        .create("prod", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let prod = create(&clusters, "prod", "{}").await;
     let mut list = clusters.watch_list(WatchOptions::new()).unwrap();
     let mut events = clusters
         .watch_events(prod.meta.id, None, WatchOptions::new())

@@ -217,15 +217,6 @@ pub enum Error {
     },
 }
 
-impl From<rusqlite::Error> for Error {
-    fn from(error: rusqlite::Error) -> Self {
-        Error::Database {
-            backend: "sqlite",
-            message: error.to_string(),
-        }
-    }
-}
-
 impl From<std::io::Error> for Error {
     fn from(error: std::io::Error) -> Self {
         Error::Io {
@@ -250,9 +241,6 @@ mod chain_tests {
 
     #[test]
     fn a_store_error_says_its_cause_once_in_a_chain() {
-        let error = Error::from(rusqlite::Error::QueryReturnedNoRows);
-        assert_eq!(error.to_string(), "sqlite: Query returned no rows");
-        assert!(std::error::Error::source(&error).is_none());
         let io = Error::from(std::io::Error::other("disk full"));
         assert_eq!(io.to_string(), "io: disk full");
         assert!(std::error::Error::source(&io).is_none());

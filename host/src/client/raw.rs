@@ -10,11 +10,11 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventFilter};
 use crate::json::Json;
 use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
-use crate::store::Store;
 use crate::store::dependencies;
 use crate::store::rows::{self, Direction, LogEntry, NewObject, WriteOp};
 use crate::store::session::Session;
 use crate::store::{Push, WriteTx};
+use crate::store::{Reader, Store};
 
 /// The untyped client for one (group, kind).
 ///
@@ -111,7 +111,7 @@ impl RawClient {
 
     /// Reads through the open transaction (seeing its writes), or on a
     /// pooled reader.
-    fn read<R>(&self, work: impl FnOnce(&rusqlite::Connection) -> Result<R>) -> Result<R> {
+    fn read<R>(&self, work: impl FnOnce(&Reader<'_>) -> Result<R>) -> Result<R> {
         match self.open_transaction() {
             Some(session) => session.read(work),
             None => self.store.read(work),
@@ -293,7 +293,7 @@ impl RawClient {
         check_name(name)?;
         let probe = self
             .store
-            .read(|conn| rows::select_by_name(conn, &self.group_kind, name))?;
+            .read(|r| r.object_row_by_name(&self.group_kind, name))?;
         match probe {
             None => return Ok(()),
             Some(found) if found.meta.deletion_requested_at.is_some() => return Ok(()),
@@ -324,11 +324,9 @@ impl RawClient {
     /// # Errors
     /// As [`RawClient::get`].
     pub fn get_with(&self, id: ObjectId, loads: Loads) -> Result<RawObject> {
-        self.read_one(
-            loads,
-            |conn| rows::select_by_id(conn, id),
-            || format!("{} {id}", self.group_kind),
-        )
+        let found = self.read(|r| r.object(&self.group_kind, id, loads))?;
+        let object = found.ok_or_else(|| Error::not_found(format!("{} {id}", self.group_kind)))?;
+        self.upgraded(object)
     }
 
     /// Reads whatever holds `name`, with its conditions and no relations.
@@ -346,32 +344,10 @@ impl RawClient {
     /// As [`RawClient::get_by_name`].
     pub fn get_by_name_with(&self, name: &str, loads: Loads) -> Result<RawObject> {
         check_name(name)?;
-        self.read_one(
-            loads,
-            |conn| rows::select_by_name(conn, &self.group_kind, name),
-            || format!("{}/{name}", self.group_kind),
-        )
-    }
-
-    fn read_one(
-        &self,
-        loads: Loads,
-        select: impl FnOnce(&rusqlite::Connection) -> Result<Option<RawObject>>,
-        label: impl FnOnce() -> String,
-    ) -> Result<RawObject> {
-        let session = self.store.session();
-        self.read(|conn| {
-            let found = select(conn)?.filter(|o| o.meta.group_kind == self.group_kind);
-            let Some(object) = found else {
-                return Err(Error::not_found(label()));
-            };
-            let mut objects = [object];
-            rows::load_conditions(conn, session, &mut objects)?;
-            rows::load_relations(conn, loads, &mut objects)?;
-            let [object] = objects;
-            Ok(object)
-        })
-        .and_then(|object| self.upgraded(object))
+        let found = self.read(|r| r.object_by_name(&self.group_kind, name, loads))?;
+        let object =
+            found.ok_or_else(|| Error::not_found(format!("{}/{name}", self.group_kind)))?;
+        self.upgraded(object)
     }
 
     /// Every object of this kind, by id, with conditions and no relations.
@@ -382,7 +358,7 @@ impl RawClient {
     /// [`RawClient::list`], with the relations `loads` asks for (one query
     /// per relation, however many objects).
     pub fn list_with(&self, loads: Loads) -> Result<Vec<RawObject>> {
-        self.read_many(loads, |conn| rows::select_kind(conn, &self.group_kind))
+        self.read_many(|r| r.objects(&self.group_kind, loads))
     }
 
     /// Up to `limit` objects of this kind with ids above `after`, by id, and
@@ -392,9 +368,8 @@ impl RawClient {
         after: Option<ObjectId>,
         limit: usize,
     ) -> Result<(Vec<RawObject>, Option<ObjectId>)> {
-        let objects = self.read_many(Loads::none(), |conn| {
-            rows::select_kind_page(conn, &self.group_kind, after.unwrap_or(0), limit)
-        })?;
+        let objects =
+            self.read_many(|r| r.objects_page(&self.group_kind, after.unwrap_or(0), limit))?;
         let next = (objects.len() == limit)
             .then(|| objects.last().map(|o| o.meta.id))
             .flatten();
@@ -409,24 +384,15 @@ impl RawClient {
 
     /// [`RawClient::list_owned_objects`], with the relations `loads` asks for.
     pub fn list_owned_objects_with(&self, owner: ObjectId, loads: Loads) -> Result<Vec<RawObject>> {
-        self.read_many(loads, |conn| {
-            rows::select_owned(conn, &self.group_kind, owner)
-        })
+        self.read_many(|r| r.owned_objects(&self.group_kind, owner, loads))
     }
 
     fn read_many(
         &self,
-        loads: Loads,
-        select: impl FnOnce(&rusqlite::Connection) -> Result<Vec<RawObject>>,
+        select: impl FnOnce(&Reader<'_>) -> Result<Vec<RawObject>>,
     ) -> Result<Vec<RawObject>> {
-        let session = self.store.session();
-        self.read(|conn| {
-            let mut objects = select(conn)?;
-            rows::load_conditions(conn, session, &mut objects)?;
-            rows::load_relations(conn, loads, &mut objects)?;
-            Ok(objects)
-        })
-        .map(|objects| self.store.migrations().upgrade_all(objects))
+        self.read(select)
+            .map(|objects| self.store.migrations().upgrade_all(objects))
     }
 
     /// `object` as this build reads it: spec and status upgraded by the
@@ -464,7 +430,7 @@ impl RawClient {
     /// Object `id`'s event runs matching `filter`, newest first. Reads by id
     /// whatever the object's kind, since an event carries no kind of its own.
     pub fn list_events(&self, id: ObjectId, filter: &EventFilter) -> Result<Vec<Event>> {
-        self.read(|conn| crate::store::events::list_events(conn, id, filter))
+        self.read(|r| r.events(id, filter))
     }
 
     /// The current run of object `id`'s `category` timeline, if it has one.
@@ -474,7 +440,7 @@ impl RawClient {
     }
 
     fn refs(&self, id: ObjectId, direction: Direction) -> Result<Vec<ObjectRef>> {
-        self.read(|conn| rows::select_refs(conn, id, direction))
+        self.read(|r| r.refs(id, direction))
     }
 
     fn plan_create(

@@ -12,9 +12,9 @@ use crate::error::{Error, Result};
 use crate::event::EventSpec;
 use crate::json::Json;
 use crate::object::{Condition, GroupKind, ObjectId, ObjectRef};
-use crate::store::rows::{self, Direction};
+use crate::store::rows::Direction;
 use crate::store::session::Session;
-use crate::store::{Store, WriteTx, collect, dependencies, events, observed};
+use crate::store::{Store, WriteTx, dependencies, events, observed};
 use crate::sync::lock;
 
 /// The write surface of one pass, bound to the object the pass was handed.
@@ -542,8 +542,8 @@ impl ControllerClient {
         let pass = self.live()?;
         let id = pass.object_id;
         match pass.open_transaction() {
-            Some(session) => session.read(|conn| collect::has_live_claims(conn, id)),
-            None => pass.store.read(|conn| collect::has_live_claims(conn, id)),
+            Some(session) => session.read(|r| r.has_live_claims(id)),
+            None => pass.store.read(|r| r.has_live_claims(id)),
         }
     }
 
@@ -571,10 +571,8 @@ impl ControllerClient {
         let pass = self.live()?;
         let id = pass.object_id;
         match pass.open_transaction() {
-            Some(session) => session.read(|conn| rows::select_refs(conn, id, direction)),
-            None => pass
-                .store
-                .read(|conn| rows::select_refs(conn, id, direction)),
+            Some(session) => session.read(|r| r.refs(id, direction)),
+            None => pass.store.read(|r| r.refs(id, direction)),
         }
     }
 }

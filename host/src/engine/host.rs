@@ -22,7 +22,7 @@ use crate::engine::{sweeper, waker};
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, ObjectId, Timestamp};
 use crate::store::registrations::{self, Registration};
-use crate::store::{CommitListener, Committed, Store, rows, scan};
+use crate::store::{CommitListener, Committed, Store};
 use crate::sync::{lock, read, write};
 
 /// The control plane: controllers registered per kind over one [`Store`],
@@ -156,10 +156,7 @@ impl Host {
         });
         // A version other than the one recorded (a plugin replaced while
         // the host was stopped) has not seen the objects yet.
-        let recorded_hash = self
-            .shared
-            .store
-            .read(|conn| registrations::recorded_hash(conn, &group_kind))?;
+        let recorded_hash = self.shared.store.read(|r| r.recorded_hash(&group_kind))?;
         let new_version = recorded_hash.is_some() && recorded_hash != content_hash;
         let registration = Registration {
             group_kind: group_kind.clone(),
@@ -193,10 +190,7 @@ impl Host {
                     kind.spawn_feeds(&self.shared.store, &tracker);
                 }
                 // The new version should see every object once.
-                let ids = self
-                    .shared
-                    .store
-                    .read(|conn| scan::all_of_kind(conn, &group_kind))?;
+                let ids = self.shared.store.read(|r| r.all_ids(&group_kind))?;
                 kind.queue.wake_all(ids, Wake::Ordinary);
             }
             None => {
@@ -210,10 +204,7 @@ impl Host {
                 ));
                 kind.add_feeds(feeds);
                 if new_version {
-                    let ids = self
-                        .shared
-                        .store
-                        .read(|conn| scan::all_of_kind(conn, &group_kind))?;
+                    let ids = self.shared.store.read(|r| r.all_ids(&group_kind))?;
                     kind.queue.wake_all(ids, Wake::Ordinary);
                 }
                 write(&self.shared.kinds).insert(group_kind.clone(), kind.clone());
@@ -280,10 +271,7 @@ impl Host {
     /// [`Error::NotFound`] for a missing id or one of another kind;
     /// [`Error::NoController`] for a kind with no controller.
     pub fn requeue(&self, group_kind: &GroupKind, id: ObjectId, reset_backoff: bool) -> Result<()> {
-        let found = self
-            .shared
-            .store
-            .read(|conn| rows::select_kind_and_deletion(conn, id))?;
+        let found = self.shared.store.read(|r| r.kind_and_deletion(id))?;
         if found.map(|(gk, _)| gk).as_ref() != Some(group_kind) {
             return Err(Error::not_found(format!("{group_kind} {id}")));
         }

@@ -16,8 +16,8 @@ use crate::engine::pass::{self, Finish};
 use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
 use crate::engine::trigger::{self, Feed};
 use crate::metrics::KindMetrics;
-use crate::object::{GroupKind, Timestamp};
-use crate::store::{Store, scan};
+use crate::object::{GroupKind, ObjectId, Timestamp};
+use crate::store::{Reader, Store};
 use crate::sync::{lock, read, write};
 
 /// A registered kind.
@@ -170,14 +170,14 @@ impl Kind {
             let cadence = self.settings().cadence;
             let now = Instant::now();
             if now >= next_owed {
-                self.enqueue_scan(store, scan::owed);
+                self.enqueue_scan(store, |r, gk| r.owed(gk));
                 self.queue.prune();
                 next_owed = now + cadence.owed_pass_interval;
             }
             if let (Some(interval), Some(due)) = (cadence.full_pass_interval, next_full)
                 && now >= due
             {
-                self.enqueue_scan(store, scan::all_of_kind);
+                self.enqueue_scan(store, |r, gk| r.all_ids(gk));
                 next_full = Some(now + interval);
             }
             let wake_at = next_full.map_or(next_owed, |full| next_owed.min(full));
@@ -199,13 +199,13 @@ impl Kind {
     /// its interval.
     fn startup(&self, store: &Store) {
         let settings = self.settings();
-        self.enqueue_scan(store, scan::owed);
+        self.enqueue_scan(store, |r, gk| r.owed(gk));
         if settings.cadence.startup_full_pass {
-            self.enqueue_scan(store, scan::all_of_kind);
+            self.enqueue_scan(store, |r, gk| r.all_ids(gk));
         }
         self.rearm_requeues(store);
         if let Some(interval) = settings.cadence.individual_pass_interval {
-            match store.read(|conn| scan::all_of_kind(conn, &self.group_kind)) {
+            match store.read(|r| r.all_ids(&self.group_kind)) {
                 Ok(ids) => {
                     let now = Instant::now();
                     for id in ids {
@@ -225,7 +225,7 @@ impl Kind {
     /// which may be after this process's first passes: an object the queue
     /// already tracks keeps what they decided.
     fn rearm_requeues(&self, store: &Store) {
-        match store.read(|conn| scan::requeues(conn, &self.group_kind)) {
+        match store.read(|r| r.requeues(&self.group_kind)) {
             Ok(requeues) => {
                 let (now, now_ms) = (Instant::now(), Timestamp::now().as_millis());
                 for (id, due_ms) in requeues {
@@ -243,9 +243,9 @@ impl Kind {
     fn enqueue_scan(
         &self,
         store: &Store,
-        scan: fn(&rusqlite::Connection, &GroupKind) -> crate::Result<Vec<i64>>,
+        scan: fn(&Reader<'_>, &GroupKind) -> crate::Result<Vec<ObjectId>>,
     ) {
-        match store.read(|conn| scan(conn, &self.group_kind)) {
+        match store.read(|r| scan(r, &self.group_kind)) {
             Ok(ids) => self.queue.wake_all(ids, Wake::Ordinary),
             Err(error) => tracing::warn!(kind = %self.group_kind, %error, "scan failed"),
         }

@@ -18,7 +18,7 @@ use crate::event::EventSpec;
 use crate::json::Json;
 use crate::object::{RawObject, Timestamp};
 use crate::store::collect::{self, Collected};
-use crate::store::{Store, WriteTx, dependencies, events, observed, rows};
+use crate::store::{Store, WriteTx, dependencies, events, observed};
 
 /// How a pass ends: decided, or with the handshake still to commit.
 pub(crate) enum Finish {
@@ -100,10 +100,9 @@ struct Loaded {
 
 /// The object, if it still exists and is of this kind.
 fn load(store: &Store, kind: &Kind, id: i64) -> Result<Option<Loaded>> {
-    let session = store.session();
     let cursor = store.resource_version();
-    store.read(|conn| {
-        let Some(object) = rows::select_by_id(conn, id)? else {
+    store.read(|r| {
+        let Some(object) = r.object_row(id)? else {
             return Ok(None);
         };
         if object.meta.group_kind != kind.group_kind {
@@ -117,11 +116,8 @@ fn load(store: &Store, kind: &Kind, id: i64) -> Result<Option<Loaded>> {
                 has_dependencies: false,
             }));
         }
-        let has_dependencies = dependencies::has_dependencies(conn, id)?;
-        let mut objects = [object];
-        rows::load_conditions(conn, session, &mut objects)?;
-        let [object] = objects;
-        let object = store.migrations().upgrade(object)?;
+        let has_dependencies = r.has_dependencies(id)?;
+        let object = store.migrations().upgrade(r.with_conditions(object)?)?;
         Ok(Some(Loaded {
             object,
             cursor,

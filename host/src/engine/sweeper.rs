@@ -14,7 +14,6 @@ use crate::error::Result;
 use crate::object::GroupKind;
 use crate::store::collect;
 use crate::store::retention::{self, Retention};
-use crate::store::scan;
 use crate::sync::read;
 
 /// The stale-dependents pass: at start, then every interval.
@@ -48,7 +47,7 @@ pub(super) async fn sweep_loop(shared: &Shared, cancel: &CancellationToken) {
 }
 
 async fn sweep(shared: &Shared) -> Result<()> {
-    let deleting = shared.store.read(scan::deleting)?;
+    let deleting = shared.store.read(|r| r.deleting())?;
     let mut client_only = Vec::new();
     {
         let kinds = read(&shared.kinds);
@@ -86,7 +85,7 @@ async fn sweep(shared: &Shared) -> Result<()> {
 /// Brings the object gauges up to date: one grouped count for the store,
 /// the failing ones from each kind's queue.
 pub(super) fn count_objects(shared: &Shared, metrics: &crate::metrics::Metrics) {
-    let counts = match shared.store.read(scan::counts_by_kind) {
+    let counts = match shared.store.read(|r| r.counts_by_kind()) {
         Ok(counts) => counts,
         Err(error) => {
             tracing::warn!(%error, "cannot count objects for the metrics");

@@ -10,7 +10,7 @@ use tokio::sync::mpsc::Receiver;
 
 use crate::engine::kind::Kind;
 use crate::object::ObjectId;
-use crate::store::{Store, rows};
+use crate::store::Store;
 use crate::sync::lock;
 
 /// One feed of addresses.
@@ -58,13 +58,13 @@ async fn next(kind: &Kind, store: &Store, feed: &mut Feed) -> Option<Option<Obje
         Feed::ById(ids) => {
             let id = ids.recv().await?;
             store
-                .read(|conn| rows::select_kind_and_deletion(conn, id))
+                .read(|r| r.kind_and_deletion(id))
                 .map(|found| found.filter(|(gk, _)| *gk == kind.group_kind).map(|_| id))
         }
         Feed::ByName(names) => {
             let name = names.recv().await?;
             store
-                .read(|conn| rows::select_by_name(conn, &kind.group_kind, &name))
+                .read(|r| r.object_row_by_name(&kind.group_kind, &name))
                 .map(|found| found.map(|o| o.meta.id))
         }
     };

@@ -35,7 +35,7 @@ const SAVE_EVERY: Duration = Duration::from_secs(1);
 /// the head, which a restored backup could otherwise leave it.
 pub(crate) fn seed(store: &Store) -> Result<i64> {
     let head = store.resource_version();
-    let saved = store.read(dependencies::load_waker_cursor)?;
+    let saved = store.read(|r| r.waker_cursor())?;
     Ok(saved.unwrap_or(head).min(head))
 }
 
@@ -88,7 +88,7 @@ fn drain(
         return Ok(());
     }
     loop {
-        let entries = store.read(|conn| dependencies::log_above(conn, *cursor, PAGE))?;
+        let entries = store.read(|r| r.log_above(*cursor, PAGE))?;
         let Some(&(last, _)) = entries.last() else {
             return Ok(());
         };
@@ -100,7 +100,7 @@ fn drain(
             .collect::<BTreeMap<_, _>>()
             .into_iter()
             .collect();
-        let dependents = store.read(|conn| dependencies::dependents_of(conn, &moved))?;
+        let dependents = store.read(|r| r.dependents_of(&moved))?;
         if !dependents.is_empty() {
             wake(dependents, Wake::Ordinary);
         }
@@ -122,7 +122,7 @@ pub(crate) fn stale_dependents(
     store: &Store,
     wake: impl Fn(Vec<(ObjectId, GroupKind)>, Wake),
 ) -> Result<()> {
-    let stale = store.read(dependencies::stale_dependents)?;
+    let stale = store.read(|r| r.stale_dependents())?;
     if !stale.is_empty() {
         wake(stale, Wake::Ordinary);
     }

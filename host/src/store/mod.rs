@@ -9,6 +9,7 @@ pub(crate) mod collect;
 pub(crate) mod dependencies;
 pub(crate) mod events;
 pub(crate) mod observed;
+mod reader;
 pub(crate) mod registrations;
 pub(crate) mod retention;
 pub(crate) mod rows;
@@ -30,6 +31,7 @@ use crate::error::Result;
 use crate::object::GroupKind;
 use crate::sync::{lock, read, write};
 
+pub(crate) use reader::Reader;
 pub use registrations::Registration;
 pub(crate) use write_tx::{CommitListener, Committed, Push, WriteTx};
 use write_tx::{Sequences, WriterConn};
@@ -202,7 +204,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::Database`] when the read fails.
     pub fn registrations(&self) -> Result<Vec<registrations::Registration>> {
-        self.read(registrations::list)
+        self.read(|r| r.registrations())
     }
 
     /// The kinds that exist: those with objects or a recorded registration.
@@ -210,7 +212,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::Database`] when the read fails.
     pub fn kinds(&self) -> Result<Vec<GroupKind>> {
-        self.read(scan::kinds)
+        self.read(|r| r.kinds())
     }
 
     /// Sees each committed `resource_version` of this process's writer.
@@ -261,8 +263,16 @@ impl Store {
         session::Session::begin(&self.inner.writer, hold_limit).await
     }
 
-    /// Runs `work` on a pooled read-only connection, on the calling thread.
-    pub(crate) fn read<R>(&self, work: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+    /// Answers `work`'s questions on a pooled read-only connection, on the
+    /// calling thread.
+    pub(crate) fn read<R>(&self, work: impl FnOnce(&Reader<'_>) -> Result<R>) -> Result<R> {
+        let session = self.session();
+        self.read_conn(|conn| work(&Reader::new(conn, session)))
+    }
+
+    /// Runs `work` on a pooled read-only connection: for the store's own
+    /// modules.
+    pub(super) fn read_conn<R>(&self, work: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
         let conn = match lock(&self.inner.readers).pop() {
             Some(conn) => conn,
             None => self.open_reader()?,
@@ -304,6 +314,17 @@ fn create_owner_only(path: &Path) -> Result<()> {
     }
 }
 
+/// SQLite's errors become [`Error::Database`](crate::Error::Database): the
+/// database library stays out of the public error type.
+impl From<rusqlite::Error> for crate::Error {
+    fn from(error: rusqlite::Error) -> Self {
+        crate::Error::Database {
+            backend: "sqlite",
+            message: error.to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::mpsc;
@@ -336,7 +357,7 @@ mod tests {
 
     fn has_key(store: &Store, key: &str) -> bool {
         store
-            .read(|conn| {
+            .read_conn(|conn| {
                 Ok(conn
                     .prepare("SELECT 1 FROM kv WHERE key = ?1")?
                     .exists([key])?)
@@ -484,5 +505,12 @@ mod tests {
         assert!(matches!(result, Err(Error::Internal(_))));
         write_from_thread(&store, put("fine")).unwrap();
         assert!(has_key(&store, "fine"));
+    }
+
+    #[test]
+    fn a_database_error_says_its_cause_once_in_a_chain() {
+        let error = Error::from(rusqlite::Error::QueryReturnedNoRows);
+        assert_eq!(error.to_string(), "sqlite: Query returned no rows");
+        assert!(std::error::Error::source(&error).is_none());
     }
 }

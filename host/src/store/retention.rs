@@ -23,7 +23,7 @@ pub(crate) async fn sweep(store: &Store, retention: Retention) -> Result<()> {
     let log_cutoff =
         (retention.write_log_max_age_ms > 0).then(|| now - retention.write_log_max_age_ms);
     let event_cutoff = (retention.event_max_age_ms > 0).then(|| now - retention.event_max_age_ms);
-    let work = store.read(|conn| {
+    let work = store.read_conn(|conn| {
         // The log is appended in time order, so its oldest entry (first by
         // key) says whether anything is old enough: one row read, where a
         // search by `written_at` would scan the whole log on every sweep of
@@ -49,7 +49,7 @@ pub(crate) async fn sweep(store: &Store, retention: Retention) -> Result<()> {
             .await?;
     }
     let free_pages: i64 = store
-        .read(|conn| Ok(conn.pragma_query_value(None, "freelist_count", |row| row.get(0))?))?;
+        .read_conn(|conn| Ok(conn.pragma_query_value(None, "freelist_count", |row| row.get(0))?))?;
     if free_pages > 0 {
         store
             .write(|tx| {

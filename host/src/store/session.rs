@@ -17,6 +17,7 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::object::Timestamp;
+use crate::store::Reader;
 use crate::store::write_tx::{Committed, Hook, Push, Sequences, WriteTx, announce};
 use crate::store::writer::{Writer, exec, run_hooks};
 use crate::sync::lock;
@@ -156,11 +157,11 @@ impl Session {
     }
 
     /// Reads through the transaction, seeing its own uncommitted writes.
-    pub(crate) fn read<R>(&self, work: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+    pub(crate) fn read<R>(&self, work: impl FnOnce(&Reader<'_>) -> Result<R>) -> Result<R> {
         let inner = lock(&self.inner);
         inner.check_open()?;
         let writer_conn = lock(&self.writer.conn);
-        work(&writer_conn.conn)
+        work(&Reader::new(&writer_conn.conn, writer_conn.session))
     }
 
     /// Opens a nested frame.

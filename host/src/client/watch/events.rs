@@ -10,7 +10,7 @@ use crate::client::RawClient;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventFilter};
 use crate::object::ObjectId;
-use crate::store::{Store, events, rows, write_log};
+use crate::store::Store;
 
 /// An object's event log as of `resource_version`, then, as a [`Stream`](futures_util::Stream),
 /// every run written above it, oldest first: a new run, or a run an
@@ -58,24 +58,24 @@ impl RawClient {
         let host_stopped = self.watch_lifetime()?;
         let store = self.store().clone();
         let category = category.map(str::to_string);
-        let (runs, head) = store.read(|conn| {
-            let tx = conn.unchecked_transaction()?;
-            if rows::select_kind_and_deletion(&tx, id)?.is_none() {
-                return Err(Error::not_found(format!("object {id}")));
-            }
-            let head = write_log::store_head(&tx)?;
-            let runs = match options.resume_from {
-                Some(_) => Vec::new(),
-                None => {
-                    let filter = match &category {
-                        Some(c) => EventFilter::all().category(c.clone()),
-                        None => EventFilter::all(),
-                    };
-                    events::list_events(&tx, id, &filter)?
+        let (runs, head) = store.read(|r| {
+            r.consistent(|r| {
+                if r.kind_and_deletion(id)?.is_none() {
+                    return Err(Error::not_found(format!("object {id}")));
                 }
-            };
-            tx.commit()?;
-            Ok((runs, head))
+                let head = r.store_head()?;
+                let runs = match options.resume_from {
+                    Some(_) => Vec::new(),
+                    None => {
+                        let filter = match &category {
+                            Some(c) => EventFilter::all().category(c.clone()),
+                            None => EventFilter::all(),
+                        };
+                        r.events(id, &filter)?
+                    }
+                };
+                Ok((runs, head))
+            })
         })?;
         let ended = Ended::default();
         let (sender, receiver) = mpsc::channel(PAGE);
@@ -120,23 +120,16 @@ impl EventTail {
     async fn run(mut self) {
         let mut commits = self.store.commits();
         loop {
-            let page = self.store.read(|conn| {
-                let tx = conn.unchecked_transaction()?;
-                let exists = rows::select_kind_and_deletion(&tx, self.id)?.is_some();
-                let horizon = write_log::event_horizon(&tx, self.id)?;
-                if horizon > self.cursor {
-                    tx.commit()?;
-                    return Ok(None);
-                }
-                let runs = events::events_above(
-                    &tx,
-                    self.id,
-                    self.category.as_deref(),
-                    self.cursor,
-                    PAGE,
-                )?;
-                tx.commit()?;
-                Ok(Some((exists, runs)))
+            let page = self.store.read(|r| {
+                r.consistent(|r| {
+                    let exists = r.kind_and_deletion(self.id)?.is_some();
+                    if r.event_horizon(self.id)? > self.cursor {
+                        return Ok(None);
+                    }
+                    let runs =
+                        r.events_above(self.id, self.category.as_deref(), self.cursor, PAGE)?;
+                    Ok(Some((exists, runs)))
+                })
             });
             match page {
                 Ok(None) => {

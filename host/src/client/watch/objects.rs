@@ -3,7 +3,6 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use rusqlite::Connection;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -11,7 +10,7 @@ use super::{ChangeType, End, Ended, Feed, ObjectChange, PAGE, WatchOptions, next
 use crate::client::RawClient;
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, Loads, ObjectId, RawObject};
-use crate::store::{Store, rows, write_log};
+use crate::store::{Reader, Store};
 
 /// A kind's objects as of `resource_version`, then, as a [`Stream`](futures_util::Stream), every
 /// change above it. The stream's last item is the error that ended it, if
@@ -110,7 +109,7 @@ impl RawClient {
         let (sender, changes) = mpsc::channel(PAGE);
         let (objects, position) = match options.resume_from {
             Some(position) => {
-                let head = store.read(|conn| write_log::kind_head(conn, &group_kind))?;
+                let head = store.read(|r| r.kind_head(&group_kind))?;
                 if position > head {
                     // Nothing can be streamed truthfully.
                     return Err(Error::WatchTooNew {
@@ -121,13 +120,12 @@ impl RawClient {
             }
             None => {
                 let loads = options.loads;
-                let (objects, head) = store.read(|conn| {
-                    // One read transaction, so the snapshot is exactly as of `head`.
-                    let tx = conn.unchecked_transaction()?;
-                    let head = write_log::kind_head(&tx, &group_kind)?;
-                    let objects = current(&tx, &store, &group_kind, scope, loads)?;
-                    tx.commit()?;
-                    Ok((objects, head))
+                // One read transaction, so the snapshot is exactly as of `head`.
+                let (objects, head) = store.read(|r| {
+                    r.consistent(|r| {
+                        let head = r.kind_head(&group_kind)?;
+                        Ok((current(r, &group_kind, scope, loads)?, head))
+                    })
                 })?;
                 (store.migrations().upgrade_all(objects), head)
             }
@@ -163,23 +161,16 @@ enum Scope {
 
 /// The objects in `scope` now, with conditions and `loads`.
 fn current(
-    conn: &Connection,
-    store: &Store,
+    r: &Reader<'_>,
     group_kind: &GroupKind,
     scope: Scope,
     loads: Loads,
 ) -> Result<Vec<RawObject>> {
-    let mut objects = match scope {
-        Scope::Object(id) => rows::select_by_id(conn, id)?
-            .filter(|o| o.meta.group_kind == *group_kind)
-            .into_iter()
-            .collect(),
-        Scope::Kind => rows::select_kind(conn, group_kind)?,
-        Scope::OwnedBy(owner) => rows::select_owned(conn, group_kind, owner)?,
-    };
-    rows::load_conditions(conn, store.session(), &mut objects)?;
-    rows::load_relations(conn, loads, &mut objects)?;
-    Ok(objects)
+    match scope {
+        Scope::Object(id) => Ok(r.object(group_kind, id, loads)?.into_iter().collect()),
+        Scope::Kind => r.objects(group_kind, loads),
+        Scope::OwnedBy(owner) => r.owned_objects(group_kind, owner, loads),
+    }
 }
 
 /// One object that moved in a page of the log.
@@ -203,8 +194,7 @@ struct Page {
 }
 
 fn read_page(
-    conn: &Connection,
-    store: &Store,
+    r: &Reader<'_>,
     group_kind: &GroupKind,
     scope: Scope,
     cursor: i64,
@@ -214,9 +204,8 @@ fn read_page(
         Scope::Object(id) => Some(id),
         Scope::Kind | Scope::OwnedBy(_) => None,
     };
-    let tx = conn.unchecked_transaction()?;
-    let horizon = write_log::kind_horizon(&tx, group_kind)?;
-    let entries = write_log::entries_above(&tx, group_kind, cursor, only, PAGE)?;
+    let horizon = r.kind_horizon(group_kind)?;
+    let entries = r.entries_above(group_kind, cursor, only, PAGE)?;
     let last = entries.last().map_or(cursor, |(rv, _)| *rv);
     let mut latest: Vec<(ObjectId, i64)> = Vec::new();
     for (rv, id) in entries.iter().rev() {
@@ -227,15 +216,15 @@ fn read_page(
     latest.reverse();
     let mut moved = Vec::with_capacity(latest.len());
     for (id, position) in latest {
-        let current = current(&tx, store, group_kind, Scope::Object(id), loads)?.pop();
+        let current = r.object(group_kind, id, loads)?;
         if let (Scope::OwnedBy(owner), Some(_)) = (scope, &current)
-            && !rows::is_owned_by(&tx, id, owner)?
+            && !r.is_owned_by(id, owner)?
         {
             continue;
         }
         let last_image = match current {
             Some(_) => None,
-            None => write_log::collected_image(&tx, id)?,
+            None => r.collected_image(id)?,
         };
         moved.push(Moved {
             id,
@@ -244,7 +233,6 @@ fn read_page(
             last_image,
         });
     }
-    tx.commit()?;
     Ok(Page {
         moved,
         last,
@@ -301,9 +289,9 @@ impl Tail {
         loop {
             let (group_kind, scope, cursor, loads) =
                 (&self.group_kind, self.scope, self.cursor, self.loads);
-            let store = &self.store;
-            let page = match store
-                .read(|conn| read_page(conn, store, group_kind, scope, cursor, loads))
+            let page = match self
+                .store
+                .read(|r| r.consistent(|r| read_page(r, group_kind, scope, cursor, loads)))
             {
                 Ok(page) => page,
                 Err(error) => {

@@ -5,15 +5,15 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::client::options::{CreateOptions, OnCreate};
+use crate::client::options::CreateOptions;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventFilter};
 use crate::json::Json;
 use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
-use crate::store::dependencies;
-use crate::store::rows::{self, Direction, LogEntry, NewObject, WriteOp};
+use crate::store::WriteTx;
+use crate::store::objects;
+use crate::store::rows::Direction;
 use crate::store::session::Session;
-use crate::store::{Push, WriteTx};
 use crate::store::{Reader, Store};
 
 /// The untyped client for one (group, kind).
@@ -146,7 +146,7 @@ impl RawClient {
         options: CreateOptions,
     ) -> Result<RawObject> {
         let plan = self.plan_create(name, spec, options)?;
-        self.write(move |tx| plan.insert(tx)).await
+        self.write(move |tx| objects::create(tx, plan)).await
     }
 
     /// Returns the object holding `name`, creating it from `spec` if nothing
@@ -169,12 +169,7 @@ impl RawClient {
     ) -> Result<(RawObject, bool)> {
         let plan = self.plan_create(name, spec, options)?;
         let (object, created) = self
-            .write(
-                move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
-                    Some(found) => Ok((with_conditions(tx, found)?, false)),
-                    None => Ok((plan.insert(tx)?, true)),
-                },
-            )
+            .write(move |tx| objects::get_or_create(tx, plan))
             .await?;
         Ok((self.upgraded(object)?, created))
     }
@@ -197,15 +192,7 @@ impl RawClient {
     ) -> Result<(RawObject, bool)> {
         let plan = self.plan_create(name, spec, options)?;
         let (object, created) = self
-            .write(
-                move |tx| match rows::select_by_name(tx.conn(), &plan.group_kind, &plan.name)? {
-                    None => Ok((plan.insert(tx)?, true)),
-                    Some(found) => {
-                        let updated = apply_spec(tx, found, plan.spec, plan.spec_version)?;
-                        Ok((updated, false))
-                    }
-                },
-            )
+            .write(move |tx| objects::create_or_update(tx, plan))
             .await?;
         Ok((self.upgraded(object)?, created))
     }
@@ -226,10 +213,7 @@ impl RawClient {
         spec.require_object()?;
         let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
         let updated = self
-            .write(move |tx| {
-                let found = select_own_for_write(tx, &group_kind, id)?;
-                apply_spec(tx, found, spec, spec_version)
-            })
+            .write(move |tx| objects::update(tx, &group_kind, id, spec, spec_version))
             .await?;
         self.upgraded(updated)
     }
@@ -251,11 +235,7 @@ impl RawClient {
         let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
         let name = name.to_string();
         let updated = self
-            .write(move |tx| {
-                let found = rows::select_by_name(tx.conn(), &group_kind, &name)?
-                    .ok_or_else(|| Error::not_found(format!("{group_kind}/{name}")))?;
-                apply_spec(tx, found, spec, spec_version)
-            })
+            .write(move |tx| objects::update_by_name(tx, &group_kind, &name, spec, spec_version))
             .await?;
         self.upgraded(updated)
     }
@@ -273,11 +253,8 @@ impl RawClient {
     /// handed to the writer may still commit. Read back to know.
     pub async fn delete(&self, id: ObjectId) -> Result<()> {
         let group_kind = self.group_kind.clone();
-        self.write(move |tx| {
-            let found = select_own_for_write(tx, &group_kind, id)?;
-            mark_for_deletion(tx, found)
-        })
-        .await
+        self.write(move |tx| objects::delete(tx, &group_kind, id))
+            .await
     }
 
     /// Requests deletion of whatever holds `name`. Absent or already deleting
@@ -302,13 +279,8 @@ impl RawClient {
         // The probe is advisory: resolve again under the writer.
         let group_kind = self.group_kind.clone();
         let name = name.to_string();
-        self.write(
-            move |tx| match rows::select_by_name(tx.conn(), &group_kind, &name)? {
-                Some(found) => mark_for_deletion(tx, found),
-                None => Ok(()),
-            },
-        )
-        .await
+        self.write(move |tx| objects::delete_by_name(tx, &group_kind, &name))
+            .await
     }
 
     /// Reads object `id`, with its conditions and no relations.
@@ -448,7 +420,7 @@ impl RawClient {
         name: &str,
         spec: Json,
         mut options: CreateOptions,
-    ) -> Result<CreatePlan> {
+    ) -> Result<objects::Create> {
         check_name(name)?;
         if let Some(problem) =
             crate::policy::kind_problem(&self.group_kind.group, &self.group_kind.kind)
@@ -464,7 +436,7 @@ impl RawClient {
                 self.group_kind
             )));
         }
-        Ok(CreatePlan {
+        Ok(objects::Create {
             group_kind: self.group_kind.clone(),
             name: name.to_string(),
             spec,
@@ -476,156 +448,10 @@ impl RawClient {
     }
 }
 
-/// Everything a create needs once it holds the writer.
-struct CreatePlan {
-    group_kind: GroupKind,
-    name: String,
-    spec: Json,
-    spec_version: i64,
-    owner: Option<ObjectId>,
-    finalizers: Vec<String>,
-    on_create: Option<OnCreate>,
-}
-
-impl CreatePlan {
-    fn insert(self, tx: &mut WriteTx<'_>) -> Result<RawObject> {
-        let owner = match self.owner {
-            Some(owner) => match rows::select_kind_and_deletion(tx.conn(), owner)? {
-                Some((group_kind, deleting)) => Some((owner, group_kind, deleting)),
-                None => {
-                    return Err(Error::InvalidOption(format!(
-                        "owner {owner} does not exist"
-                    )));
-                }
-            },
-            None => None,
-        };
-        let id = tx.next_object_id();
-        let resource_version = tx.next_resource_version();
-        let object = rows::insert_object(
-            tx.conn(),
-            NewObject {
-                group_kind: &self.group_kind,
-                name: &self.name,
-                spec: &self.spec,
-                spec_version: self.spec_version,
-                finalizers: &self.finalizers,
-                id,
-                resource_version,
-                now: tx.now(),
-            },
-        )?;
-        rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Create))?;
-        tx.push(push_for(&object));
-        if let Some((owner, group_kind, deleting)) = owner {
-            rows::insert_owner_edge(tx.conn(), object.meta.id, owner)?;
-            if deleting {
-                // The owner waits for its children to go; it must see this one.
-                tx.push(Push {
-                    id: owner,
-                    group_kind,
-                });
-            }
-        }
-        if let Some(hook) = self.on_create {
-            tx.after_commit(hook);
-        }
-        Ok(object)
-    }
-}
-
 fn check_name(name: &str) -> Result<()> {
     match crate::policy::name_problem(name) {
         Some(problem) => Err(Error::InvalidName(problem)),
         None => Ok(()),
-    }
-}
-
-fn with_conditions(tx: &WriteTx<'_>, object: RawObject) -> Result<RawObject> {
-    let mut objects = [object];
-    rows::load_conditions(tx.conn(), tx.session(), &mut objects)?;
-    let [object] = objects;
-    Ok(object)
-}
-
-/// Reads `id` for an id-keyed write: it must exist and be of this kind.
-fn select_own_for_write(
-    tx: &WriteTx<'_>,
-    group_kind: &GroupKind,
-    id: ObjectId,
-) -> Result<RawObject> {
-    let found = rows::select_by_id(tx.conn(), id)?
-        .ok_or_else(|| Error::not_found(format!("{group_kind} {id}")))?;
-    if &found.meta.group_kind != group_kind {
-        return Err(Error::WrongKind {
-            id,
-            expected: group_kind.to_string(),
-            actual: found.meta.group_kind.to_string(),
-        });
-    }
-    Ok(found)
-}
-
-/// Writes `spec` at schema version `spec_version` onto a found row. Equal
-/// bytes at the same version write nothing; a row stored at an older
-/// version is re-stamped even when the bytes match.
-fn apply_spec(
-    tx: &mut WriteTx<'_>,
-    object: RawObject,
-    spec: Json,
-    spec_version: i64,
-) -> Result<RawObject> {
-    if object.meta.deletion_requested_at.is_some() {
-        return Err(Error::DeletionPending {
-            what: object.meta.label(),
-        });
-    }
-    let mut object = with_conditions(tx, object)?;
-    // Identical bytes write nothing, whichever build wrote them; different
-    // bytes must not be tagged below what a newer build stored.
-    if object.spec == spec {
-        return Ok(object);
-    }
-    if spec_version < object.meta.spec_version {
-        return Err(Error::SchemaVersionDowngrade {
-            what: object.meta.label(),
-            document: "spec",
-            stored: object.meta.spec_version,
-            writer: spec_version,
-        });
-    }
-    let resource_version = tx.next_resource_version();
-    rows::update_spec(
-        tx.conn(),
-        &mut object,
-        spec,
-        spec_version,
-        resource_version,
-        tx.now(),
-    )?;
-    rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Update))?;
-    tx.push(push_for(&object));
-    Ok(object)
-}
-
-/// Sets the deletion mark on a found row; a row already marked is left alone.
-fn mark_for_deletion(tx: &mut WriteTx<'_>, mut object: RawObject) -> Result<()> {
-    if object.meta.deletion_requested_at.is_some() {
-        return Ok(());
-    }
-    let resource_version = tx.next_resource_version();
-    rows::mark_deleted(tx.conn(), &mut object, resource_version, tx.now())?;
-    rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Update))?;
-    tx.push(push_for(&object));
-    // A dependent being deleted holds no claim: its deleting targets may go.
-    dependencies::push_unblocked_targets(tx, object.meta.id)
-}
-
-/// The push announcing that `object` owes a pass.
-fn push_for(object: &RawObject) -> Push {
-    Push {
-        id: object.meta.id,
-        group_kind: object.meta.group_kind.clone(),
     }
 }
 

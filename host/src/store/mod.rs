@@ -8,6 +8,7 @@
 pub(crate) mod collect;
 pub(crate) mod dependencies;
 pub(crate) mod events;
+pub(crate) mod objects;
 pub(crate) mod observed;
 mod reader;
 pub(crate) mod registrations;

@@ -429,9 +429,11 @@ impl RawClient {
         }
         spec.require_object()?;
         options.validate()?;
-        if !options.finalizers.is_empty() && !self.store.has_controller(&self.group_kind) {
+        if !options.finalizers.is_empty()
+            && !self.store.read(|r| r.is_registered(&self.group_kind))?
+        {
             return Err(Error::InvalidOption(format!(
-                "finalizers need a controller for {} registered in this process, \
+                "finalizers need a controller registered for {}, \
                  since only a controller can clear them",
                 self.group_kind
             )));

@@ -208,7 +208,6 @@ impl Host {
                     kind.queue.wake_all(ids, Wake::Ordinary);
                 }
                 write(&self.shared.kinds).insert(group_kind.clone(), kind.clone());
-                self.shared.store.set_has_controller(&group_kind, true);
                 if let Some(tracker) = self.running_tracker() {
                     kind.spawn(&self.shared.store, &tracker);
                 }
@@ -226,7 +225,6 @@ impl Host {
         let kind = write(&self.shared.kinds)
             .remove(group_kind)
             .ok_or_else(|| Error::NoController(group_kind.to_string()))?;
-        self.shared.store.set_has_controller(group_kind, false);
         self.shared.store.migrations().set(group_kind, None);
         kind.shut_down();
         kind.tracker.wait().await;

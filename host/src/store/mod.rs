@@ -30,7 +30,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::Result;
 use crate::object::GroupKind;
-use crate::sync::{lock, read, write};
+use crate::sync::lock;
 
 pub(crate) use reader::Reader;
 pub use registrations::Registration;
@@ -58,9 +58,6 @@ struct Inner {
     path: PathBuf,
     writer: Arc<Writer>,
     readers: Mutex<Vec<Connection>>,
-    /// Kinds with a controller registered in this process: only they may
-    /// create objects with finalizers, since only a controller clears one.
-    controllers: std::sync::RwLock<std::collections::HashSet<GroupKind>>,
     /// Whether any `depends_on` edge may exist: false only while none has
     /// ever been created in this file, which lets the dependency waker skip
     /// the log. Set (conservatively, before commit) by every edge creation.
@@ -139,7 +136,6 @@ impl Store {
                 path,
                 writer,
                 readers: Mutex::new(Vec::new()),
-                controllers: Default::default(),
                 dependency_edges: std::sync::atomic::AtomicBool::new(dependency_edges),
                 migrations,
                 session,
@@ -169,21 +165,6 @@ impl Store {
     /// objects the committed writes left owing a pass.
     pub(crate) fn set_commit_listener(&self, listener: Option<CommitListener>) {
         self.inner.writer.set_listener(listener);
-    }
-
-    /// Notes whether `gk` has a controller registered in this process.
-    pub(crate) fn set_has_controller(&self, gk: &GroupKind, registered: bool) {
-        let mut controllers = write(&self.inner.controllers);
-        if registered {
-            controllers.insert(gk.clone());
-        } else {
-            controllers.remove(gk);
-        }
-    }
-
-    /// Whether `gk` has a controller registered in this process.
-    pub(crate) fn has_controller(&self, gk: &GroupKind) -> bool {
-        read(&self.inner.controllers).contains(gk)
     }
 
     /// Whether any dependency edge may exist in this store.

@@ -191,6 +191,12 @@ impl<'c> Reader<'c> {
         registrations::recorded_hash(self.conn, group_kind)
     }
 
+    /// Whether a host has a controller registered for `group_kind`: its
+    /// registration is recorded until it is unregistered.
+    pub(crate) fn is_registered(&self, group_kind: &GroupKind) -> Result<bool> {
+        registrations::is_registered(self.conn, group_kind)
+    }
+
     /// Every recorded registration.
     pub(crate) fn registrations(&self) -> Result<Vec<Registration>> {
         registrations::list(self.conn)

@@ -57,7 +57,6 @@ pub(crate) fn remove(tx: &mut WriteTx<'_>, gk: &GroupKind) -> Result<()> {
     Ok(())
 }
 
-/// Every recorded registration, by kind.
 /// The content hash recorded with `gk`'s registration, if there is one.
 pub(crate) fn recorded_hash(conn: &Connection, gk: &GroupKind) -> Result<Option<String>> {
     Ok(conn
@@ -67,6 +66,14 @@ pub(crate) fn recorded_hash(conn: &Connection, gk: &GroupKind) -> Result<Option<
         .flatten())
 }
 
+/// Whether `gk` has a recorded registration.
+pub(crate) fn is_registered(conn: &Connection, gk: &GroupKind) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM registrations WHERE grp = ?1 AND kind = ?2)")?
+        .query_row([&gk.group, &gk.kind], |row| row.get(0))?)
+}
+
+/// Every recorded registration, by kind.
 pub(crate) fn list(conn: &Connection) -> Result<Vec<Registration>> {
     let mut stmt = conn.prepare_cached(
         "SELECT grp, kind, finalizers, spec_version, status_version, source, content_hash, \

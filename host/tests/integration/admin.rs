@@ -93,7 +93,7 @@ async fn admin_writes_land_without_a_pass_or_a_running_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wedged_finalizer_can_be_cleared() {
     let store = Store::temporary().unwrap();
-    // Finalizers need a kind registered in this process; the host never starts.
+    // Finalizers need a registered controller; the host never starts.
     let host = Host::new(&store, HostOptions::new()).unwrap();
     host.register(
         kind(),

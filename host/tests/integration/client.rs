@@ -635,3 +635,32 @@ async fn finalizers_are_stored_and_an_empty_one_is_refused() {
         .unwrap_err();
     assert!(matches!(err, Error::InvalidOption(_)), "{err}");
 }
+
+#[tokio::test]
+async fn a_recorded_registration_allows_finalizers_from_another_process_until_unregistered() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let host_store = Store::open(&path).unwrap();
+    let host = beehive::Host::new(&host_store, beehive::HostOptions::new()).unwrap();
+    let kind = GroupKind::new("acme.com", "Cluster");
+    host.register(
+        kind.clone(),
+        crate::common::PassCounter::default(),
+        beehive::ControllerOptions::new(),
+    )
+    .await
+    .unwrap();
+    // Another open of the file, as the CLI on a stopped host would be.
+    let elsewhere = clusters(&Store::open(&path).unwrap());
+    let with_finalizer = || CreateOptions::new().finalizers(["acme.com/cleanup"]);
+    elsewhere
+        .create("a", spec("{}"), with_finalizer())
+        .await
+        .unwrap();
+    host.unregister(&kind).await.unwrap();
+    let refused = elsewhere
+        .create("b", spec("{}"), with_finalizer())
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, Error::InvalidOption(_)), "{refused}");
+}

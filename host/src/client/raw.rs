@@ -12,7 +12,7 @@ use crate::json::Json;
 use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
 use crate::store::WriteTx;
 use crate::store::objects;
-use crate::store::rows::Direction;
+use crate::store::Direction;
 use crate::store::session::Session;
 use crate::store::{Reader, Store};
 

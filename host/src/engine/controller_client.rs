@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::event::EventSpec;
 use crate::json::Json;
 use crate::object::{Condition, GroupKind, ObjectId, ObjectRef};
-use crate::store::rows::Direction;
+use crate::store::Direction;
 use crate::store::session::Session;
 use crate::store::{Store, WriteTx, dependencies, events, observed};
 use crate::sync::lock;

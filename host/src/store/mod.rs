@@ -13,12 +13,12 @@ pub(crate) mod observed;
 mod reader;
 pub(crate) mod registrations;
 pub(crate) mod retention;
-pub(crate) mod rows;
-pub(crate) mod scan;
+mod rows;
+mod scan;
 mod schema;
 pub(crate) mod session;
 mod slot;
-pub(crate) mod write_log;
+mod write_log;
 mod write_tx;
 mod writer;
 
@@ -33,6 +33,7 @@ use crate::object::GroupKind;
 use crate::sync::lock;
 
 pub(crate) use reader::Reader;
+pub(crate) use rows::Direction;
 pub use registrations::Registration;
 pub(crate) use write_tx::{CommitListener, Committed, Push, WriteTx};
 use write_tx::{Sequences, WriterConn};

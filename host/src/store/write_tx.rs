@@ -70,7 +70,7 @@ impl<'c> WriteTx<'c> {
     }
 
     /// The connection, inside the job's savepoint.
-    pub(crate) fn conn(&self) -> &'c Connection {
+    pub(super) fn conn(&self) -> &'c Connection {
         self.conn
     }
 

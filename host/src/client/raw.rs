@@ -10,9 +10,9 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventFilter};
 use crate::json::Json;
 use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
+use crate::store::Direction;
 use crate::store::WriteTx;
 use crate::store::objects;
-use crate::store::Direction;
 use crate::store::session::Session;
 use crate::store::{Reader, Store};
 

@@ -33,8 +33,8 @@ use crate::object::GroupKind;
 use crate::sync::lock;
 
 pub(crate) use reader::Reader;
-pub(crate) use rows::Direction;
 pub use registrations::Registration;
+pub(crate) use rows::Direction;
 pub(crate) use write_tx::{CommitListener, Committed, Push, WriteTx};
 use write_tx::{Sequences, WriterConn};
 use writer::Writer;

@@ -351,10 +351,32 @@ async fn an_edge_that_would_close_a_cycle_is_refused_and_reported() {
     })
     .await;
     let b_passes = apps.passes_of(b.meta.id);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(apps.passes_of(a.meta.id) <= 3, "a backs off");
-    assert_eq!(apps.passes_of(b.meta.id), b_passes);
+    let a_passes = apps.passes_of(a.meta.id);
+    wait_until("a retries on its ladder", PATIENCE, || {
+        apps.passes_of(a.meta.id) > a_passes
+    })
+    .await;
+    assert_eq!(
+        apps.passes_of(a.meta.id),
+        a_passes + 1,
+        "a backs off: one retry per step"
+    );
+    assert_eq!(
+        apps.passes_of(b.meta.id),
+        b_passes,
+        "a's failure moved nothing b reads"
+    );
     running.stop(Duration::from_secs(10)).await.unwrap();
+}
+
+/// The dependency waker's cursor as saved in the database (0 if never).
+fn saved_waker_cursor(conn: &rusqlite::Connection) -> i64 {
+    conn.query_row(
+        "SELECT COALESCE((SELECT value FROM kv WHERE key = 'waker_cursor'), 0)",
+        [],
+        |row| row.get(0),
+    )
+    .unwrap()
 }
 
 /// Apps that hang on every pass after their first two, standing for a crash
@@ -399,7 +421,8 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
             owed_total(&store) == 0 && settled(&host, app())
         })
         .await;
-        host.client(config())
+        let updated = host
+            .client(config())
             .update(target.meta.id, spec(r#"{"v":2}"#))
             .await
             .unwrap();
@@ -409,7 +432,13 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
             apps.inner.passes_of(dependent) >= 2
         })
         .await;
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let observer = rusqlite::Connection::open(store.path()).unwrap();
+        wait_until(
+            "the waker saved its cursor past the update",
+            PATIENCE,
+            || saved_waker_cursor(&observer) >= updated.meta.resource_version,
+        )
+        .await;
         drop(running);
     });
 

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{PATIENCE, PassCounter, create, spec, wait_until};
+use crate::common::{PATIENCE, PassCounter, create, metric, spec, wait_until};
 use beehive::engine::Cadence;
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
@@ -279,7 +279,12 @@ async fn an_idle_host_writes_nothing() {
     let observer = rusqlite::Connection::open(store.path()).unwrap();
     let before = data_version(&observer);
     let passes = counter.count();
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Three GC sweeps complete, and owed scans run beside them.
+    let sweeps = metric(&store, "beehive_gc_sweeps_total");
+    wait_until("three sweeps", PATIENCE, || {
+        metric(&store, "beehive_gc_sweeps_total") >= sweeps + 3.0
+    })
+    .await;
     assert_eq!(data_version(&observer), before, "no commit while idle");
     assert_eq!(counter.count(), passes, "and no pass");
     running.stop(Duration::from_secs(10)).await.unwrap();

@@ -13,6 +13,16 @@ const SPINNERS: &str = r#"
 - {kind: Hostile.test.dev, name: spin-c, spec: {act: spin}}
 "#;
 
+/// Live instances of the `hostile` plugin, from the host's metrics.
+fn hostile_instances(workspace: &Workspace) -> u64 {
+    let metrics = workspace.ok(&["metrics"]);
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("beehive_plugin_instances{plugin=\"hostile\"} "))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 fn spinning_host(workspace: &Workspace) -> beehive_e2e::HostProcess {
     workspace.install_plugin("hostile", "hostile.wasm");
     workspace.install_plugin("greeting", "greeting.wasm");
@@ -34,8 +44,9 @@ fn spinning_host(workspace: &Workspace) -> beehive_e2e::HostProcess {
 fn a_spinning_plugin_leaves_commands_responsive_and_cannot_hold_the_stop() {
     let workspace = Workspace::new();
     let mut host = spinning_host(&workspace);
-    // Give the spinning passes time to occupy both workers.
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until("spinning passes occupy both workers", || {
+        hostile_instances(&workspace) >= 2
+    });
     let mut slowest = Duration::ZERO;
     for _ in 0..10 {
         let asked = Instant::now();
@@ -77,7 +88,7 @@ fn a_second_signal_exits_at_once() {
     let mut host = workspace.start_host(&["--plugin-deadline", "60s", "--stop-timeout", "60s"]);
     workspace.write("spin.yaml", SPINNERS);
     workspace.ok(&["apply", "-f", "spin.yaml"]);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until("a pass spins", || hostile_instances(&workspace) >= 1);
     host.signal("TERM");
     wait_until("the host begins to stop", || {
         host.log().contains("stopping")

@@ -44,7 +44,9 @@ impl<'c> Reader<'c> {
         loads: Loads,
     ) -> Result<Option<RawObject>> {
         let found = rows::select_by_id(self.conn, id)?.filter(|o| o.meta.group_kind == *group_kind);
-        Ok(self.complete(found.into_iter().collect(), loads)?.pop())
+        found
+            .map(|object| self.complete_one(object, loads))
+            .transpose()
     }
 
     /// Object `id`, whatever its kind, as stored: no conditions, no relations.
@@ -60,7 +62,9 @@ impl<'c> Reader<'c> {
         loads: Loads,
     ) -> Result<Option<RawObject>> {
         let found = rows::select_by_name(self.conn, group_kind, name)?;
-        Ok(self.complete(found.into_iter().collect(), loads)?.pop())
+        found
+            .map(|object| self.complete_one(object, loads))
+            .transpose()
     }
 
     /// What of `group_kind` holds `name`, as stored.
@@ -104,6 +108,15 @@ impl<'c> Reader<'c> {
     pub(crate) fn with_conditions(&self, object: RawObject) -> Result<RawObject> {
         let mut objects = [object];
         rows::load_conditions(self.conn, self.session, &mut objects)?;
+        let [object] = objects;
+        Ok(object)
+    }
+
+    /// `complete` for one object, without a vector: `get` is the hottest read.
+    fn complete_one(&self, object: RawObject, loads: Loads) -> Result<RawObject> {
+        let mut objects = [object];
+        rows::load_conditions(self.conn, self.session, &mut objects)?;
+        rows::load_relations(self.conn, loads, &mut objects)?;
         let [object] = objects;
         Ok(object)
     }

@@ -11,9 +11,9 @@ use crate::event::{Event, EventFilter};
 use crate::json::Json;
 use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
 use crate::store::Direction;
+use crate::store::Session;
 use crate::store::WriteTx;
-use crate::store::objects;
-use crate::store::session::Session;
+use crate::store::{Create, ops};
 use crate::store::{Reader, Store};
 
 /// The untyped client for one (group, kind).
@@ -146,7 +146,7 @@ impl RawClient {
         options: CreateOptions,
     ) -> Result<RawObject> {
         let plan = self.plan_create(name, spec, options)?;
-        self.write(move |tx| objects::create(tx, plan)).await
+        self.write(move |tx| ops::create(tx, plan)).await
     }
 
     /// Returns the object holding `name`, creating it from `spec` if nothing
@@ -168,9 +168,7 @@ impl RawClient {
         options: CreateOptions,
     ) -> Result<(RawObject, bool)> {
         let plan = self.plan_create(name, spec, options)?;
-        let (object, created) = self
-            .write(move |tx| objects::get_or_create(tx, plan))
-            .await?;
+        let (object, created) = self.write(move |tx| ops::get_or_create(tx, plan)).await?;
         Ok((self.upgraded(object)?, created))
     }
 
@@ -192,7 +190,7 @@ impl RawClient {
     ) -> Result<(RawObject, bool)> {
         let plan = self.plan_create(name, spec, options)?;
         let (object, created) = self
-            .write(move |tx| objects::create_or_update(tx, plan))
+            .write(move |tx| ops::create_or_update(tx, plan))
             .await?;
         Ok((self.upgraded(object)?, created))
     }
@@ -213,7 +211,7 @@ impl RawClient {
         spec.require_object()?;
         let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
         let updated = self
-            .write(move |tx| objects::update(tx, &group_kind, id, spec, spec_version))
+            .write(move |tx| ops::update(tx, &group_kind, id, spec, spec_version))
             .await?;
         self.upgraded(updated)
     }
@@ -235,7 +233,7 @@ impl RawClient {
         let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
         let name = name.to_string();
         let updated = self
-            .write(move |tx| objects::update_by_name(tx, &group_kind, &name, spec, spec_version))
+            .write(move |tx| ops::update_by_name(tx, &group_kind, &name, spec, spec_version))
             .await?;
         self.upgraded(updated)
     }
@@ -253,8 +251,7 @@ impl RawClient {
     /// handed to the writer may still commit. Read back to know.
     pub async fn delete(&self, id: ObjectId) -> Result<()> {
         let group_kind = self.group_kind.clone();
-        self.write(move |tx| objects::delete(tx, &group_kind, id))
-            .await
+        self.write(move |tx| ops::delete(tx, &group_kind, id)).await
     }
 
     /// Requests deletion of whatever holds `name`. Absent or already deleting
@@ -279,7 +276,7 @@ impl RawClient {
         // The probe is advisory: resolve again under the writer.
         let group_kind = self.group_kind.clone();
         let name = name.to_string();
-        self.write(move |tx| objects::delete_by_name(tx, &group_kind, &name))
+        self.write(move |tx| ops::delete_by_name(tx, &group_kind, &name))
             .await
     }
 
@@ -415,12 +412,7 @@ impl RawClient {
         self.read(|r| r.refs(id, direction))
     }
 
-    fn plan_create(
-        &self,
-        name: &str,
-        spec: Json,
-        mut options: CreateOptions,
-    ) -> Result<objects::Create> {
+    fn plan_create(&self, name: &str, spec: Json, mut options: CreateOptions) -> Result<Create> {
         check_name(name)?;
         if let Some(problem) =
             crate::policy::kind_problem(&self.group_kind.group, &self.group_kind.kind)
@@ -438,7 +430,7 @@ impl RawClient {
                 self.group_kind
             )));
         }
-        Ok(objects::Create {
+        Ok(Create {
             group_kind: self.group_kind.clone(),
             name: name.to_string(),
             spec,

@@ -7,8 +7,8 @@ use crate::client::RawClient;
 use crate::client::raw::TransactionSource;
 use crate::error::Result;
 use crate::object::GroupKind;
+use crate::store::Session;
 use crate::store::Store;
-use crate::store::session::Session;
 
 /// An open transaction: clients from [`Transaction::client`] write into it
 /// and read their own writes. It holds the store's only writer, so it has a

@@ -13,8 +13,7 @@ use crate::event::EventSpec;
 use crate::json::Json;
 use crate::object::{Condition, GroupKind, ObjectId, ObjectRef};
 use crate::store::Direction;
-use crate::store::session::Session;
-use crate::store::{Store, WriteTx, dependencies, events, observed};
+use crate::store::{Session, Store, WriteTx, ops, validate_conditions};
 use crate::sync::lock;
 
 /// The write surface of one pass, bound to the object the pass was handed.
@@ -179,7 +178,7 @@ impl ControllerClient {
         if let Some(status) = held {
             let (group_kind, id) = (pass.group_kind.clone(), pass.object_id);
             pass.store
-                .write(move |tx| observed::write_status(tx, &group_kind, id, &status))
+                .write(move |tx| ops::write_status(tx, &group_kind, id, &status))
                 .await?;
         }
         let session = pass.store.begin_session(pass.hold_limit).await?;
@@ -300,7 +299,7 @@ impl ControllerClient {
             let pending = slot.pending.take();
             pass.store.submit(move |tx| {
                 if let Some(status) = pending {
-                    observed::write_status(tx, &group_kind, id, &status)?;
+                    ops::write_status(tx, &group_kind, id, &status)?;
                 }
                 work(tx, &group_kind, id)
             })
@@ -323,7 +322,7 @@ impl ControllerClient {
             };
             let (group_kind, id) = (pass.group_kind.clone(), pass.object_id);
             pass.store
-                .submit(move |tx| observed::write_status(tx, &group_kind, id, &status))
+                .submit(move |tx| ops::write_status(tx, &group_kind, id, &status))
         };
         if let Err(error) = answer.await {
             tracing::warn!(object = pass.object_id, %error, "a held status could not be written");
@@ -362,7 +361,7 @@ impl ControllerClient {
         }
         if pass.open_transaction().is_some() {
             let written = status.clone();
-            self.write(move |tx, gk, id| observed::write_status(tx, gk, id, &written))
+            self.write(move |tx, gk, id| ops::write_status(tx, gk, id, &written))
                 .await?;
             // A rollback would make this stale; it then only costs a write.
             lock(&pass.status).latest = Some(status);
@@ -409,8 +408,8 @@ impl ControllerClient {
         if conditions.is_empty() {
             return Ok(());
         }
-        observed::validate_conditions(&conditions)?;
-        self.write(move |tx, gk, id| observed::set_conditions(tx, gk, id, &conditions))
+        validate_conditions(&conditions)?;
+        self.write(move |tx, gk, id| ops::set_conditions(tx, gk, id, &conditions))
             .await
             .map(drop)
     }
@@ -425,7 +424,7 @@ impl ControllerClient {
     /// handed to the writer may still commit. Read back to know.
     pub async fn delete_condition(&self, type_: &str) -> Result<()> {
         let type_ = type_.to_string();
-        self.write(move |tx, gk, id| observed::delete_condition(tx, gk, id, &type_))
+        self.write(move |tx, gk, id| ops::delete_condition(tx, gk, id, &type_))
             .await
             .map(drop)
     }
@@ -442,7 +441,7 @@ impl ControllerClient {
     pub async fn add_event(&self, event: EventSpec) -> Result<()> {
         self.live()?;
         event.validate()?;
-        self.write(move |tx, gk, id| events::add_event(tx, gk, id, &event))
+        self.write(move |tx, gk, id| ops::add_event(tx, gk, id, &event))
             .await
     }
 
@@ -464,7 +463,7 @@ impl ControllerClient {
             return Err(Error::InvalidOption(problem));
         }
         let finalizer = finalizer.to_string();
-        self.write(move |tx, gk, id| observed::add_finalizer(tx, gk, id, &finalizer))
+        self.write(move |tx, gk, id| ops::add_finalizer(tx, gk, id, &finalizer))
             .await
             .map(drop)
     }
@@ -480,7 +479,7 @@ impl ControllerClient {
     /// handed to the writer may still commit. Read back to know.
     pub async fn delete_finalizer(&self, finalizer: &str) -> Result<()> {
         let finalizer = finalizer.to_string();
-        self.write(move |tx, gk, id| observed::delete_finalizer(tx, gk, id, &finalizer))
+        self.write(move |tx, gk, id| ops::delete_finalizer(tx, gk, id, &finalizer))
             .await
             .map(drop)
     }
@@ -504,7 +503,7 @@ impl ControllerClient {
     pub async fn add_dependency(&self, target: ObjectId) -> Result<()> {
         self.live()?.store.note_dependency_edge();
         let added = self
-            .write(move |tx, gk, id| dependencies::add_dependency(tx, gk, id, target))
+            .write(move |tx, gk, id| ops::add_dependency(tx, gk, id, target))
             .await;
         if let Err(Error::DependencyCycle { cycle }) = &added {
             let event = EventSpec::warning("DependencyCycle")
@@ -530,7 +529,7 @@ impl ControllerClient {
     /// Dropping the future does not undo the write: one dropped after it was
     /// handed to the writer may still commit. Read back to know.
     pub async fn delete_dependency(&self, target: ObjectId) -> Result<()> {
-        self.write(move |tx, gk, id| dependencies::delete_dependency(tx, gk, id, target))
+        self.write(move |tx, gk, id| ops::delete_dependency(tx, gk, id, target))
             .await
             .map(drop)
     }

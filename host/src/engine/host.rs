@@ -21,7 +21,8 @@ use crate::engine::{Controller, ControllerOptions};
 use crate::engine::{sweeper, waker};
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, ObjectId, Timestamp};
-use crate::store::registrations::{self, Registration};
+use crate::store::Registration;
+use crate::store::ops;
 use crate::store::{CommitListener, Committed, Store};
 use crate::sync::{lock, read, write};
 
@@ -169,7 +170,7 @@ impl Host {
         };
         self.shared
             .store
-            .write(move |tx| registrations::record(tx, &registration))
+            .write(move |tx| ops::record_registration(tx, &registration))
             .await?;
         self.shared
             .store
@@ -231,7 +232,7 @@ impl Host {
         let group_kind = group_kind.clone();
         self.shared
             .store
-            .write(move |tx| registrations::remove(tx, &group_kind))
+            .write(move |tx| ops::remove_registration(tx, &group_kind))
             .await
     }
 

@@ -17,8 +17,7 @@ use crate::error::Result;
 use crate::event::EventSpec;
 use crate::json::Json;
 use crate::object::{RawObject, Timestamp};
-use crate::store::collect::{self, Collected};
-use crate::store::{Store, WriteTx, dependencies, events, observed};
+use crate::store::{Collected, Store, WriteTx, ops};
 
 /// How a pass ends: decided, or with the handshake still to commit.
 pub(crate) enum Finish {
@@ -71,7 +70,7 @@ async fn try_run(store: &Store, kind: &Kind, id: i64) -> Result<Finish> {
         if object.meta.finalizers.is_empty() {
             // Nothing for the controller to do: collecting is the whole pass,
             // and like a handshake it need not hold up the worker.
-            let collected = store.submit(move |tx| collect::collect(tx, id));
+            let collected = store.submit(move |tx| ops::collect(tx, id));
             let group_kind = kind.group_kind.clone();
             return Ok(Finish::Handshake(Box::pin(async move {
                 match collected.await {
@@ -80,7 +79,7 @@ async fn try_run(store: &Store, kind: &Kind, id: i64) -> Result<Finish> {
                 }
             })));
         }
-        let collected = store.write(move |tx| collect::collect(tx, id)).await?;
+        let collected = store.write(move |tx| ops::collect(tx, id)).await?;
         if collected != Collected::AwaitingFinalizers {
             return Ok(Finish::Done(after_collect(collected)));
         }
@@ -232,11 +231,11 @@ fn handshake(
             let recorded = meta.observed_generation == Some(generation) && owed == 0;
             let job: Option<Job> = match held_status {
                 Some(status) => Some(Box::new(move |tx| {
-                    observed::settle_with_status(tx, &group_kind, id, &status, generation, owed)
+                    ops::settle_with_status(tx, &group_kind, id, &status, generation, owed)
                 })),
                 None if recorded => None,
                 None => Some(Box::new(move |tx| {
-                    observed::stamp_observed(tx, &group_kind, id, generation, owed)
+                    ops::stamp_observed(tx, &group_kind, id, generation, owed)
                 })),
             };
             (outcome, job)
@@ -248,9 +247,9 @@ fn handshake(
             let job: Option<Job> = (held_status.is_some() || owed > 0).then(|| {
                 Box::new(move |tx: &mut WriteTx<'_>| {
                     if let Some(status) = held_status {
-                        observed::write_status(tx, &group_kind, id, &status)?;
+                        ops::write_status(tx, &group_kind, id, &status)?;
                     }
-                    observed::subtract_owed(tx, id, owed)
+                    ops::subtract_owed(tx, id, owed)
                 }) as Job
             });
             (outcome, job)
@@ -263,9 +262,9 @@ fn handshake(
                 .message(message);
             let job: Job = Box::new(move |tx| {
                 if let Some(status) = held_status {
-                    observed::write_status(tx, &group_kind, id, &status)?;
+                    ops::write_status(tx, &group_kind, id, &status)?;
                 }
-                events::add_event(tx, &group_kind, id, &event)
+                ops::add_event(tx, &group_kind, id, &event)
             });
             (Outcome::Failed, Some(job))
         }
@@ -307,7 +306,7 @@ fn with_watermark(job: Option<Job>, id: i64, cursor: i64) -> Job {
         if let Some(job) = job {
             job(tx)?;
         }
-        dependencies::record_watermark(tx, id, cursor)
+        ops::record_watermark(tx, id, cursor)
     })
 }
 
@@ -331,7 +330,7 @@ fn with_requeue(
         if let Some(job) = job {
             job(tx)?;
         }
-        observed::set_requeue_at(tx, id, due)
+        ops::set_requeue_at(tx, id, due)
     }))
 }
 

@@ -12,8 +12,8 @@ use crate::engine::queue::Wake;
 use crate::engine::waker;
 use crate::error::Result;
 use crate::object::GroupKind;
-use crate::store::collect;
-use crate::store::retention::{self, Retention};
+use crate::store::Retention;
+use crate::store::ops;
 use crate::sync::read;
 
 /// The stale-dependents pass: at start, then every interval.
@@ -63,23 +63,22 @@ async fn sweep(shared: &Shared) -> Result<()> {
             .store
             .write(move |tx| {
                 for id in client_only {
-                    collect::collect(tx, id)?;
+                    ops::collect(tx, id)?;
                 }
                 Ok(())
             })
             .await?;
     }
     let options = &shared.options;
-    retention::sweep(
-        &shared.store,
-        Retention {
+    shared
+        .store
+        .apply_retention(Retention {
             write_log_max_age_ms: options.write_log_max_age.as_millis() as i64,
             write_log_per_kind: options.write_log_per_kind,
             event_runs_per_timeline: options.event_runs_per_timeline,
             event_max_age_ms: options.event_max_age.as_millis() as i64,
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// Brings the object gauges up to date: one grouped count for the store,

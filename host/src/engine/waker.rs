@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::queue::Wake;
 use crate::error::Result;
 use crate::object::{GroupKind, ObjectId};
-use crate::store::{Store, dependencies};
+use crate::store::{Store, ops};
 
 /// Log entries read per page.
 const PAGE: usize = 4096;
@@ -110,7 +110,7 @@ fn drain(
 
 async fn save(store: &Store, cursor: i64) {
     if let Err(error) = store
-        .write(move |tx| dependencies::save_waker_cursor(tx, cursor))
+        .write(move |tx| ops::save_waker_cursor(tx, cursor))
         .await
     {
         tracing::warn!(%error, "could not save the dependency waker's cursor");

@@ -4,19 +4,25 @@
 //! and a pool of read-only connections used on the calling thread, which in
 //! WAL mode never wait for the writer. The store knows objects, edges,
 //! conditions, events and the write log; it knows nothing of controllers.
+//!
+//! Its whole interface to the rest of the crate: [`Store`] (open, read,
+//! write, begin a held transaction), [`Reader`] (every query), [`ops`] (every
+//! write composition, run inside a job on a [`WriteTx`]) and [`Session`] (a
+//! transaction held across a pass). Every submodule is private, so SQL and
+//! the database library stay here; a second backend implements this much.
 
-pub(crate) mod collect;
-pub(crate) mod dependencies;
-pub(crate) mod events;
-pub(crate) mod objects;
-pub(crate) mod observed;
+mod collect;
+mod dependencies;
+mod events;
+mod objects;
+mod observed;
 mod reader;
-pub(crate) mod registrations;
-pub(crate) mod retention;
+mod registrations;
+mod retention;
 mod rows;
 mod scan;
 mod schema;
-pub(crate) mod session;
+mod session;
 mod slot;
 mod write_log;
 mod write_tx;
@@ -32,9 +38,34 @@ use crate::error::Result;
 use crate::object::GroupKind;
 use crate::sync::lock;
 
+/// The write compositions: what a job handed to [`Store::write`] or to a
+/// [`Session`] may do. Each logs what it changed and pushes what owes a pass.
+pub(crate) mod ops {
+    pub(crate) use super::collect::collect;
+    pub(crate) use super::dependencies::{
+        add_dependency, delete_dependency, record_watermark, save_waker_cursor,
+    };
+    pub(crate) use super::events::add_event;
+    pub(crate) use super::objects::{
+        create, create_or_update, delete, delete_by_name, get_or_create, update, update_by_name,
+    };
+    pub(crate) use super::observed::{
+        add_finalizer, delete_condition, delete_finalizer, set_conditions, set_requeue_at,
+        settle_with_status, stamp_observed, subtract_owed, write_status,
+    };
+    pub(crate) use super::registrations::{
+        record as record_registration, remove as remove_registration,
+    };
+}
+
+pub(crate) use collect::Collected;
+pub(crate) use objects::Create;
+pub(crate) use observed::validate_conditions;
 pub(crate) use reader::Reader;
 pub use registrations::Registration;
+pub(crate) use retention::Retention;
 pub(crate) use rows::Direction;
+pub(crate) use session::Session;
 pub(crate) use write_tx::{CommitListener, Committed, Push, WriteTx};
 use write_tx::{Sequences, WriterConn};
 use writer::Writer;

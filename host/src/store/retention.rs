@@ -17,8 +17,14 @@ pub(crate) struct Retention {
     pub(crate) event_max_age_ms: i64,
 }
 
-/// Applies `retention`, then releases free pages if there are any.
-pub(crate) async fn sweep(store: &Store, retention: Retention) -> Result<()> {
+impl Store {
+    /// Applies `retention`, then releases free pages if there are any.
+    pub(crate) async fn apply_retention(&self, retention: Retention) -> Result<()> {
+        sweep(self, retention).await
+    }
+}
+
+async fn sweep(store: &Store, retention: Retention) -> Result<()> {
     let now = Timestamp::now().as_millis();
     let log_cutoff =
         (retention.write_log_max_age_ms > 0).then(|| now - retention.write_log_max_age_ms);

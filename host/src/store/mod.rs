@@ -6,8 +6,8 @@
 //! conditions, events and the write log; it knows nothing of controllers.
 //!
 //! Its whole interface to the rest of the crate: [`Store`] (open, read,
-//! write, begin a held transaction), [`Reader`] (every query), [`ops`] (every
-//! write composition, run inside a job on a [`WriteTx`]) and [`Session`] (a
+//! write, begin a held transaction), `Reader` (every query), `ops` (every
+//! write composition, run inside a job on a `WriteTx`) and `Session` (a
 //! transaction held across a pass). Every submodule is private, so SQL and
 //! the database library stay here; a second backend implements this much.
 

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{PATIENCE, PassCounter, create, metric, spec, wait_until};
-use beehive::engine::Cadence;
+use beehive::engine::{Cadence, StopHandle};
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
     Host, HostOptions, Object, RawObject, ReconcileResult, Reconciler, Store, Typed,
@@ -29,21 +29,28 @@ async fn seed(store: &Store, count: usize) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_full_pass_revisits_settled_objects_on_its_interval() {
-    let store = Store::temporary().unwrap();
-    seed(&store, 3).await;
-    let host = Host::new(&store, quiet()).unwrap();
+/// A quiet host over `store` whose widgets are counted under `cadence`,
+/// started.
+async fn counting_host(store: &Store, cadence: Cadence) -> (Host, PassCounter, StopHandle) {
+    let host = Host::new(store, quiet()).unwrap();
     let counter = PassCounter::default();
     host.register(
         widget(),
         counter.clone(),
-        ControllerOptions::new()
-            .cadence(Cadence::new().full_pass_interval(Duration::from_millis(300))),
+        ControllerOptions::new().cadence(cadence),
     )
     .await
     .unwrap();
     let running = host.start().await.unwrap();
+    (host, counter, running)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_pass_revisits_settled_objects_on_its_interval() {
+    let store = Store::temporary().unwrap();
+    seed(&store, 3).await;
+    let full = Cadence::new().full_pass_interval(Duration::from_millis(300));
+    let (_host, counter, running) = counting_host(&store, full).await;
     wait_until("two full passes beyond the first", PATIENCE, || {
         counter.count() >= 9
     })
@@ -58,16 +65,8 @@ async fn a_startup_full_pass_reconciles_settled_objects_once_per_start() {
     let store = Store::open(&path).unwrap();
     seed(&store, 4).await;
     for round in 0..2 {
-        let host = Host::new(&store, quiet()).unwrap();
-        let counter = PassCounter::default();
-        host.register(
-            widget(),
-            counter.clone(),
-            ControllerOptions::new().cadence(Cadence::new().startup_full_pass(true)),
-        )
-        .await
-        .unwrap();
-        let running = host.start().await.unwrap();
+        let startup = Cadence::new().startup_full_pass(true);
+        let (_host, counter, running) = counting_host(&store, startup).await;
         wait_until("every object had its startup pass", PATIENCE, || {
             counter.count() >= 4
         })
@@ -83,17 +82,8 @@ async fn a_startup_full_pass_reconciles_settled_objects_once_per_start() {
 async fn an_individual_pass_interval_rearms_each_object_after_its_own_pass() {
     let store = Store::temporary().unwrap();
     seed(&store, 2).await;
-    let host = Host::new(&store, quiet()).unwrap();
-    let counter = PassCounter::default();
-    host.register(
-        widget(),
-        counter.clone(),
-        ControllerOptions::new()
-            .cadence(Cadence::new().individual_pass_interval(Duration::from_millis(250))),
-    )
-    .await
-    .unwrap();
-    let running = host.start().await.unwrap();
+    let individual = Cadence::new().individual_pass_interval(Duration::from_millis(250));
+    let (host, counter, running) = counting_host(&store, individual).await;
     wait_until("each object came back on its own cadence", PATIENCE, || {
         counter.count() >= 8
     })

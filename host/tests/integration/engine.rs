@@ -38,6 +38,18 @@ where
     FnController(f)
 }
 
+/// A controller whose passes return `script(n)` for the n-th pass (from 0),
+/// with the count of passes so far.
+fn scripted(script: fn(usize) -> ReconcileResult) -> (Arc<AtomicUsize>, impl Controller) {
+    let passes = Arc::new(AtomicUsize::new(0));
+    let count = passes.clone();
+    let controller = controller(move |_client, _object| {
+        let pass = count.fetch_add(1, Ordering::SeqCst);
+        async move { script(pass) }
+    });
+    (passes, controller)
+}
+
 /// Records every (id, generation) a pass was handed, writes the spec back as
 /// status and settles.
 #[derive(Clone, Default)]
@@ -582,23 +594,13 @@ async fn requeue_needs_an_object_of_the_kind_and_a_controller() {
 async fn an_unsettled_pass_comes_back_and_a_requeue_delay_is_scheduled() {
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, fast_options()).unwrap();
-    let passes = Arc::new(AtomicUsize::new(0));
-    let count = passes.clone();
-    host.register(
-        widget(),
-        controller(move |_client, _object| {
-            let count = count.clone();
-            async move {
-                match count.fetch_add(1, Ordering::SeqCst) {
-                    0 => ReconcileResult::unsettled().requeue_after(Duration::from_millis(1500)),
-                    _ => ReconcileResult::settled().requeue_after(Duration::from_secs(3600)),
-                }
-            }
-        }),
-        ControllerOptions::new(),
-    )
-    .await
-    .unwrap();
+    let (passes, script) = scripted(|pass| match pass {
+        0 => ReconcileResult::unsettled().requeue_after(Duration::from_millis(1500)),
+        _ => ReconcileResult::settled().requeue_after(Duration::from_secs(3600)),
+    });
+    host.register(widget(), script, ControllerOptions::new())
+        .await
+        .unwrap();
     let running = host.start().await.unwrap();
     let created = host
         .client(widget())
@@ -833,23 +835,13 @@ async fn a_schedule_watch_follows_backoff_and_requeues_as_a_gauge() {
 
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, fast_options()).unwrap();
-    let passes = Arc::new(AtomicUsize::new(0));
-    let count = passes.clone();
-    host.register(
-        widget(),
-        controller(move |_client, _object| {
-            let count = count.clone();
-            async move {
-                match count.fetch_add(1, Ordering::SeqCst) {
-                    0 => ReconcileResult::fail("not yet"),
-                    _ => ReconcileResult::settled().requeue_after(Duration::from_secs(3600)),
-                }
-            }
-        }),
-        ControllerOptions::new(),
-    )
-    .await
-    .unwrap();
+    let (_passes, script) = scripted(|pass| match pass {
+        0 => ReconcileResult::fail("not yet"),
+        _ => ReconcileResult::settled().requeue_after(Duration::from_secs(3600)),
+    });
+    host.register(widget(), script, ControllerOptions::new())
+        .await
+        .unwrap();
     assert!(matches!(
         host.watch_schedule(&GroupKind::core("Note"), 1),
         Err(Error::NoController(_))

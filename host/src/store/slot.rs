@@ -8,10 +8,15 @@ use tokio::sync::Notify;
 use crate::error::{Error, Result};
 use crate::sync::lock;
 
+/// Where a queued job stands, as its caller sees it.
 pub(super) enum SlotState<R> {
+    /// Waiting in the queue.
     Queued,
+    /// Its caller must lead the next batch.
     Lead,
+    /// Its transaction's fate is known: here is its answer.
     Done(Result<R>),
+    /// Its caller took the wake above and acts on it.
     Taken,
 }
 
@@ -21,6 +26,7 @@ pub(super) struct Slot<R> {
     waiter: Notify,
 }
 
+/// What wakes a waiting caller: its answer, or its turn to lead.
 pub(super) enum Wake<R> {
     Done(Result<R>),
     Lead,

@@ -28,7 +28,7 @@ of the app module:
 Test it with `beehive_guest.fake.FakeClient` under plain pytest.
 """
 
-from . import config, errors, log
+from . import config, errors, http, log
 from .client import Client, KindClient
 from .controller import Controller, export, run_pass
 from .errors import BeehiveError
@@ -64,6 +64,7 @@ __all__ = [
     "Registration",
     "config",
     "errors",
+    "http",
     "export",
     "log",
     "logger",

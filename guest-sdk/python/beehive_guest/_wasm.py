@@ -7,8 +7,10 @@ knows it runs under pytest."""
 import json
 from typing import Any, Dict, List, Optional, Tuple
 
-from componentize_py_types import Err
-from wit_world.imports import config, host, types
+from componentize_py_types import Err, Ok
+from wit_world.imports import beehive_controller_types as types
+from wit_world.imports import config, host, outgoing_handler, streams
+from wit_world.imports import wasi_http_types as http_types
 
 from . import errors
 from .model import Action, Condition, CreateOptions, Event, Meta, ObjectRef, RawObject, Registration, millis
@@ -38,6 +40,151 @@ def config_get(key: str) -> Optional[str]:
 
 def config_keys() -> List[str]:
     return config.keys()
+
+
+# How much of a response body one read asks for, and the most one write of
+# a request body carries.
+_READ_CHUNK = 64 * 1024
+_WRITE_CHUNK = 4096
+
+
+def http_send(request: Any) -> Any:
+    """Sends an `http.Request` through wasi:http and reads the whole response."""
+    from . import http
+
+    https, authority, path = http.split_url(request.url)
+    try:
+        headers = http_types.Fields.from_list(
+            [(name.lower(), value.encode()) for name, value in request.headers]
+        )
+    except Err as refused:
+        raise http.Failed(f"a header is not allowed: {refused.value}") from None
+    outgoing = http_types.OutgoingRequest(headers)
+    try:
+        outgoing.set_method(_method(request.method))
+        outgoing.set_scheme(http_types.Scheme_Https() if https else http_types.Scheme_Http())
+        outgoing.set_authority(authority)
+        outgoing.set_path_with_query(path)
+    except Err:
+        raise http.InvalidUrl(f"{request.url!r} was refused") from None
+    # A request without a body takes none: the host then sends it without
+    # chunked framing and without waiting for a body's end.
+    body = outgoing.body() if request.body_bytes else None
+    try:
+        pending = outgoing_handler.handle(outgoing, _request_options(request))
+    except Err as refused:
+        raise _http_error(refused.value) from None
+    if body is not None:
+        with body.write() as stream:
+            data = request.body_bytes
+            for start in range(0, len(data), _WRITE_CHUNK):
+                _write(stream, data[start : start + _WRITE_CHUNK])
+        http_types.OutgoingBody.finish(body, None)
+    with pending:
+        with pending.subscribe() as ready:
+            ready.block()
+        answer = pending.get()
+    if not isinstance(answer, Ok):
+        raise http.Failed("the response was lost")
+    if isinstance(answer.value, Err):
+        raise _http_error(answer.value.value)
+    with answer.value.value as incoming:
+        status = incoming.status()
+        with incoming.headers() as fields:
+            headers = [(n, v.decode("utf-8", errors="replace")) for n, v in fields.entries()]
+        with incoming.consume() as incoming_body:
+            with incoming_body.stream() as stream:
+                data = _read_all(stream)
+    return http.Response(status=status, body=data, headers=headers)
+
+
+def _method(name: str) -> Any:
+    known = {
+        "GET": http_types.Method_Get,
+        "HEAD": http_types.Method_Head,
+        "POST": http_types.Method_Post,
+        "PUT": http_types.Method_Put,
+        "DELETE": http_types.Method_Delete,
+        "PATCH": http_types.Method_Patch,
+        "OPTIONS": http_types.Method_Options,
+    }
+    return known[name]() if name in known else http_types.Method_Other(name)
+
+
+def _request_options(request: Any) -> Any:
+    if request.timeout_seconds is None:
+        return None
+    nanos = int(request.timeout_seconds * 1_000_000_000)
+    options = http_types.RequestOptions()
+    # The host never loosens its own timeouts; a setting it refuses leaves
+    # the operator's.
+    for setter in (
+        options.set_connect_timeout,
+        options.set_first_byte_timeout,
+        options.set_between_bytes_timeout,
+    ):
+        try:
+            setter(nanos)
+        except Err:
+            pass
+    return options
+
+
+def _write(stream: Any, chunk: bytes) -> None:
+    try:
+        stream.blocking_write_and_flush(chunk)
+    except Err as failed:
+        raise _stream_error(failed.value) from None
+
+
+def _read_all(stream: Any) -> bytes:
+    parts = []
+    while True:
+        try:
+            parts.append(stream.blocking_read(_READ_CHUNK))
+        except Err as failed:
+            if isinstance(failed.value, streams.StreamError_Closed):
+                return b"".join(parts)
+            raise _stream_error(failed.value) from None
+
+
+def _stream_error(error: Any) -> Exception:
+    from . import http
+
+    if isinstance(error, streams.StreamError_Closed):
+        return http.Failed("the connection closed early")
+    code = http_types.http_error_code(error.value)
+    if code is not None:
+        return _http_error(code)
+    # wasmtime 48 gives body errors no error-code, so the host's cap and
+    # timeouts are recognised by what they say (as in the Rust SDK).
+    text = error.value.to_debug_string()
+    if "body size exceeds limit" in text:
+        tail = text.rsplit(": ", 1)[-1].removesuffix(" bytes")
+        return http.TooLarge(int(tail) if tail.isdigit() else None)
+    if "timeout" in text:
+        return http.Timeout("reading the response")
+    return http.Failed(text)
+
+
+def _http_error(code: Any) -> Exception:
+    from . import http
+
+    if isinstance(code, http_types.ErrorCode_HttpRequestDenied):
+        return http.Denied()
+    if isinstance(code, http_types.ErrorCode_HttpResponseBodySize):
+        return http.TooLarge(code.value)
+    if isinstance(code, http_types.ErrorCode_ConnectionTimeout):
+        return http.Timeout("connecting")
+    if isinstance(
+        code, (http_types.ErrorCode_ConnectionReadTimeout, http_types.ErrorCode_HttpResponseTimeout)
+    ):
+        return http.Timeout("waiting for the response")
+    if isinstance(code, http_types.ErrorCode_ConnectionLimitReached):
+        return http.Failed("too many requests in flight")
+    if isinstance(code, http_types.ErrorCode_HttpRequestUriInvalid):
+        return http.InvalidUrl("refused by the host")
+    return http.Failed(type(code).__name__.removeprefix("ErrorCode_"))
 
 
 def registration(r: Registration) -> Any:

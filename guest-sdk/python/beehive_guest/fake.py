@@ -40,6 +40,38 @@ def config_keys() -> List[str]:
     return sorted(_CONFIG)
 
 
+_HTTP_STUBS: Dict[Tuple[str, str], Any] = {}
+_HTTP_SENT: List[Any] = []
+
+
+def stub_http(method: str, url: str, answer: Any) -> None:
+    """Answers `method url` with `answer`: an `http.Response`, or an
+    `http.HttpError` to raise. A request nothing stubs is denied, as one the
+    operator's policy does not grant."""
+    _HTTP_STUBS[(method.upper(), url)] = answer
+
+
+def sent_requests() -> List[Any]:
+    """The `http.Request`s sent since the last `clear_http`, in order."""
+    return list(_HTTP_SENT)
+
+
+def clear_http() -> None:
+    """Forgets every stub and every sent request."""
+    _HTTP_STUBS.clear()
+    _HTTP_SENT.clear()
+
+
+def send_http(request: Any) -> Any:
+    from . import http
+
+    _HTTP_SENT.append(request)
+    answer = _HTTP_STUBS.get((request.method, request.url), http.Denied())
+    if isinstance(answer, http.HttpError):
+        raise answer
+    return answer
+
+
 class FakeClient:
     """What one pass wrote, and an in-memory store for kind clients."""
 

@@ -6,8 +6,15 @@ from typing import List, Optional
 import pytest
 
 import beehive_guest as bh
-from beehive_guest import codec, errors
-from beehive_guest.fake import FakeClient, clear_config, set_config
+from beehive_guest import codec, errors, http
+from beehive_guest.fake import (
+    FakeClient,
+    clear_config,
+    clear_http,
+    sent_requests,
+    set_config,
+    stub_http,
+)
 
 
 @dataclass
@@ -147,3 +154,32 @@ def test_registration_durations_are_milliseconds_on_the_wire():
     assert millis(None) is None
     with pytest.raises(ValueError):
         millis(-1)
+
+
+def test_http_goes_to_stubs_and_anything_unstubbed_is_denied():
+    clear_http()
+    stub_http("GET", "http://svc:8080/health", http.Response(200, b'{"up": true}', [("Content-Type", "application/json")]))
+    stub_http("POST", "http://svc:8080/slow", http.Timeout("waiting for the response"))
+    health = http.get("http://svc:8080/health")
+    assert health.is_success() and health.json() == {"up": True}
+    assert health.header("content-type") == "application/json"
+    with pytest.raises(http.Timeout):
+        http.Request.post("http://svc:8080/slow").json({"a": 1}).timeout(0.5).send()
+    with pytest.raises(http.Denied):
+        http.get("http://elsewhere/")
+    sent = sent_requests()
+    assert [(r.method, r.url) for r in sent] == [
+        ("GET", "http://svc:8080/health"),
+        ("POST", "http://svc:8080/slow"),
+        ("GET", "http://elsewhere/"),
+    ]
+    assert sent[1].body_bytes == b'{"a": 1}' and sent[1].timeout_seconds == 0.5
+    clear_http()
+
+
+def test_urls_are_split_as_wasi_http_wants_them_and_bad_ones_refused():
+    assert http.split_url("https://api.example.com/v1/x?q=1#frag") == (True, "api.example.com", "/v1/x?q=1")
+    assert http.split_url("http://127.0.0.1:8080") == (False, "127.0.0.1:8080", "/")
+    for bad in ["ftp://x/", "http:///path", "http://user@host/"]:
+        with pytest.raises(http.InvalidUrl):
+            http.split_url(bad)

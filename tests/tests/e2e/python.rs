@@ -69,3 +69,52 @@ fn a_plugin_that_cannot_start_within_its_memory_cap_is_refused_with_both_numbers
     assert!(plugins.contains("needs 12."), "{plugins}");
     host.terminate();
 }
+
+#[test]
+fn a_python_plugin_reaches_a_granted_endpoint_with_its_token_and_is_denied_elsewhere() {
+    let workspace = Workspace::new();
+    let endpoint = beehive_e2e::TestServer::start();
+    endpoint.route("/health", 200, "ok");
+    let port = endpoint.authority().rsplit(':').next().unwrap().to_string();
+    workspace.install_plugin("probe-py", "probe-py.wasm");
+    workspace.write(
+        "plugins/probe-py.toml",
+        &format!(
+            "[http]\nallow = [{:?}]\n\n[config]\ntoken = \"py-t0ken\"\n",
+            endpoint.authority()
+        ),
+    );
+    let cache = shared_plugin_cache();
+    let host = workspace.start_host(&["--plugin-cache", cache.to_str().unwrap()]);
+    let probe = |name: &str, url: &str| {
+        format!(
+            "kind: Probe.py.example.dev\nname: {name}\nspec: {{url: \"{url}\", interval_seconds: 0.2}}\n"
+        )
+    };
+    workspace.write(
+        "probes.yaml",
+        &format!(
+            "{}---\n{}",
+            probe("up", &endpoint.url("/health")),
+            probe("rogue", &format!("http://localhost:{port}/health"))
+        ),
+    );
+    workspace.ok(&["apply", "-f", "probes.yaml"]);
+    wait_until("the granted probe is reachable", || {
+        workspace
+            .ok(&["get", "Probe.py.example.dev", "up", "-o", "json"])
+            .contains("\"reachable\"")
+    });
+    assert_eq!(
+        endpoint.last_header("/health", "authorization").as_deref(),
+        Some("Bearer py-t0ken"),
+        "the token from the policy's config reached the endpoint"
+    );
+    wait_until("the rogue probe was denied", || {
+        let events = workspace.ok(&["events", "Probe.py.example.dev", "rogue"]);
+        events.contains("HttpRequestDenied") && events.contains("ProbeFailed")
+    });
+    let rogue = workspace.ok(&["get", "Probe.py.example.dev", "rogue", "-o", "json"]);
+    assert!(rogue.contains("\"unreachable\""), "{rogue}");
+    host.terminate();
+}

@@ -30,7 +30,7 @@ Test it with `beehive_guest.fake.FakeClient` under plain pytest.
 
 from . import config, errors, http, log
 from .client import Client, KindClient
-from .controller import Controller, export, run_pass
+from .controller import Controller, export, export_migrator, run_pass
 from .errors import BeehiveError
 from .log import logger
 from .model import (
@@ -66,6 +66,7 @@ __all__ = [
     "errors",
     "http",
     "export",
+    "export_migrator",
     "log",
     "logger",
     "run_pass",

@@ -198,8 +198,8 @@ def registration(r: Registration) -> Any:
         individual_pass_interval_ms=millis(r.individual_pass_interval),
         startup_full_pass=r.startup_full_pass,
         max_retry_interval_ms=millis(r.max_retry_interval),
-        spec_schema_version=0,
-        status_schema_version=0,
+        spec_schema_version=r.spec_version,
+        status_schema_version=r.status_version,
         pass_deadline_ms=millis(r.pass_deadline),
     )
 
@@ -209,6 +209,16 @@ def reconcile(controller: Any, obj: Any, client: Any) -> Any:
 
     action = run_pass(controller, ControllerBackend(client), raw_object(obj))
     return result(action)
+
+
+def convert(controller: Any, document: str, from_version: int, raw: str) -> str:
+    """Upgrades a stored spec or status (`document`) written at
+    `from_version`, as the migrator export answers the host."""
+    converter = controller.convert_spec if document == "spec" else controller.convert_status
+    try:
+        return json.dumps(converter(from_version, json.loads(raw)))
+    except Exception as failure:  # noqa: BLE001 - every failure is the host's answer
+        raise Err(f"{type(failure).__name__}: {failure}") from None
 
 
 def result(action: Action) -> Any:

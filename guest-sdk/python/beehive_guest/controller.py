@@ -32,6 +32,16 @@ class Controller:
         backoff ladder, with a ReconcileFailed event carrying the error."""
         return Action.backoff(f"{type(error).__name__}: {error}")
 
+    def convert_spec(self, from_version: int, spec: Any) -> Any:
+        """A stored spec written at `from_version` (below the registration's
+        `spec_version`), reshaped to the current version as plain JSON. The
+        default refuses: a plugin that raises its version writes this."""
+        raise ValueError(f"no converter from spec version {from_version}")
+
+    def convert_status(self, from_version: int, status: Any) -> Any:
+        """`convert_spec`, for a stored status."""
+        raise ValueError(f"no converter from status version {from_version}")
+
 
 def run_pass(controller: Controller, backend: Any, raw: RawObject) -> Action:
     """One pass of `controller` over `raw` through `backend` (the host's
@@ -87,3 +97,22 @@ def export(controller_class: type) -> type:
 
     Exported.__name__ = f"Exported{controller_class.__name__}"
     return Exported
+
+
+def export_migrator(controller_class: type) -> type:
+    """The class componentize-py exports as the `migrator` interface, for a
+    plugin whose registration names schema versions: write
+    `Migrator = export_migrator(MyController)` beside `Controller = ...`
+    (the build then targets the world with a migrator). The host calls it to
+    upgrade stored documents older than the registration's versions."""
+    instance = controller_class()
+
+    class ExportedMigrator:
+        def convert_spec(self, from_version: int, raw: str) -> str:
+            return _component().convert(instance, "spec", from_version, raw)
+
+        def convert_status(self, from_version: int, raw: str) -> str:
+            return _component().convert(instance, "status", from_version, raw)
+
+    ExportedMigrator.__name__ = f"ExportedMigrator{controller_class.__name__}"
+    return ExportedMigrator

@@ -41,6 +41,12 @@ class Registration:
     max_retry_interval: Optional[Duration] = None
     #: The CPU time one pass may use (the operator's ceiling still applies).
     pass_deadline: Optional[Duration] = None
+    #: The schema versions this release writes specs and statuses at; older
+    #: stored documents go through `Controller.convert_spec` /
+    #: `convert_status` (export them with `export_migrator`) before a pass
+    #: sees them.
+    spec_version: int = 0
+    status_version: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,3 +31,16 @@ def test_a_disabled_service_is_configured_but_not_serving():
     fake.run(Services(), spec={"port": 80, "enabled": False}, status=ServiceStatus("x"))
     assert fake.conditions["Serving"].reason == "Disabled"
     assert fake.status == {"endpoint": None}
+
+
+def test_release_2_upgrades_version_0_specs_and_refuses_unknown_versions():
+    import pytest
+
+    from app_v2 import ServicesV2
+
+    services = ServicesV2()
+    assert services.registration.spec_version == 1
+    assert services.convert_spec(0, {"port": 80}) == {"port": 80, "enabled": True}
+    assert services.convert_spec(0, {"port": 80, "enabled": False})["enabled"] is False
+    with pytest.raises(ValueError):
+        services.convert_spec(7, {})

@@ -1,6 +1,7 @@
-//! A controller written in Python (plugins/conditions-py, built by
-//! componentize-py) served by the real binary beside the Rust plugins, and
-//! hot-swapped to its next release.
+//! Controllers written in Python (plugins/conditions-py and probe-py, built
+//! by componentize-py) served by the real binary beside the Rust plugins:
+//! hot-swapped to a release that migrates its specs, and reaching HTTP only
+//! where the operator grants it.
 
 use beehive_e2e::{Workspace, shared_plugin_cache, wait_until};
 
@@ -50,9 +51,13 @@ fn a_python_plugin_converges_beside_rust_ones_and_hot_swaps() {
     });
     let failures = workspace.ok(&["events", "Service.py.example.dev", "web"]);
     assert!(
-        !failures.contains("ReconcileFailed"),
+        !failures.contains("ReconcileFailed") && !failures.contains("DecodeFailed"),
         "no pass failed across the swap: {failures}"
     );
+    // Release 2 requires `enabled` (spec version 1); the stored version-0
+    // spec reads upgraded through the plugin's Python migrator.
+    let web = workspace.ok(&["get", "Service.py.example.dev", "web", "-o", "json"]);
+    assert!(web.contains("\"enabled\": true"), "{web}");
     host.terminate();
 }
 

@@ -86,6 +86,7 @@ pub(crate) struct StoreMetrics {
     pub(crate) commits: Counter,
     pub(crate) batch_size: Histogram,
     pub(crate) write_seconds: Histogram,
+    pub(crate) writes_waiting: Gauge,
 }
 
 impl Default for StoreMetrics {
@@ -94,6 +95,7 @@ impl Default for StoreMetrics {
             commits: Counter::default(),
             batch_size: batch_histogram(),
             write_seconds: seconds_histogram(),
+            writes_waiting: Gauge::default(),
         }
     }
 }
@@ -248,6 +250,11 @@ impl Metrics {
             "beehive_store_write_seconds",
             "How long each write transaction took, commit included",
             store.write_seconds.clone(),
+        );
+        registry.register(
+            "beehive_store_writes_waiting",
+            "Writes and held transactions queued for the store's single writer",
+            store.writes_waiting.clone(),
         );
         registry.register_collector(Box::new(DatabaseSize(database)));
         let watches_open = Gauge::default();

@@ -133,6 +133,9 @@ pub(crate) struct Writer {
     committed_version: std::sync::atomic::AtomicI64,
     /// The same, for watches to await: sent after every commit.
     commits: tokio::sync::watch::Sender<i64>,
+    /// `beehive_store_writes_waiting`: the queue's length, set under its lock
+    /// after every change.
+    waiting: prometheus_client::metrics::gauge::Gauge,
 }
 
 impl Writer {
@@ -142,6 +145,7 @@ impl Writer {
                 jobs: VecDeque::new(),
                 leader_active: false,
             }),
+            waiting: conn.metrics.writes_waiting.clone(),
             committed_version: std::sync::atomic::AtomicI64::new(conn.sequences.resource_version),
             commits: tokio::sync::watch::Sender::new(conn.sequences.resource_version),
             conn: Mutex::new(conn),
@@ -257,6 +261,7 @@ impl Writer {
             queue
                 .jobs
                 .push_back(Box::new(LeaseJob { slot: slot.clone() }));
+            self.publish_depth(&queue);
             let must_lead = !queue.leader_active;
             queue.leader_active = true;
             must_lead
@@ -275,6 +280,11 @@ impl Writer {
         if let Some(position) = queue.jobs.iter().position(|j| j.slot_addr() == slot.addr()) {
             queue.jobs.remove(position);
         }
+        self.publish_depth(&queue);
+    }
+
+    fn publish_depth(&self, queue: &Queue) {
+        self.waiting.set(queue.jobs.len() as i64);
     }
 
     fn enqueue<F, R>(&self, work: F) -> (Arc<Slot<R>>, bool)
@@ -290,6 +300,7 @@ impl Writer {
         });
         let mut queue = lock(&self.queue);
         queue.jobs.push_back(job);
+        self.publish_depth(&queue);
         let must_lead = !queue.leader_active;
         queue.leader_active = true;
         (slot, must_lead)
@@ -326,7 +337,9 @@ impl Writer {
             .take(MAX_BATCH)
             .take_while(|job| !job.is_lease())
             .count();
-        queue.jobs.drain(..take).collect()
+        let batch = queue.jobs.drain(..take).collect();
+        self.publish_depth(&queue);
+        batch
     }
 
     /// Passes the writer to whatever is at the front of the queue: a job's
@@ -398,6 +411,7 @@ impl Writer {
         if let Some(position) = queue.jobs.iter().position(|j| j.slot_addr() == slot_addr) {
             queue.jobs.remove(position);
         }
+        self.publish_depth(&queue);
         if was_lead {
             match queue.jobs.front() {
                 Some(next) => next.grant_lead(),

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{PATIENCE, spec, wait_until};
+use crate::common::{PATIENCE, metric, spec, wait_until};
 use beehive::engine::Cadence;
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
@@ -366,7 +366,11 @@ async fn writers_outside_a_transaction_wait_for_it_and_then_proceed() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The outside write queues behind the held transaction, and stays there.
+    wait_until("the outside write is queued", PATIENCE, || {
+        metric(&store, "beehive_store_writes_waiting") >= 1.0
+    })
+    .await;
     assert!(
         !outside.is_finished(),
         "the writer is held by the transaction"

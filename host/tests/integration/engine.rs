@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::{PATIENCE, create, run_then_crash, spec, wait_until};
-use beehive::engine::Cadence;
+use beehive::engine::{Cadence, StopHandle};
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
     Error, EventSpec, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store,
@@ -89,6 +89,17 @@ fn all_observed(host: &Host, gk: &GroupKind) -> bool {
         .all(|o| o.meta.is_observed())
 }
 
+/// Starts `host`, creates widget `w` and waits until it is observed.
+async fn start_and_observe_one_widget(host: &Host) -> (StopHandle, RawObject) {
+    let running = host.start().await.unwrap();
+    let created = create(&host.client(widget()), "w", "{}").await;
+    wait_until("the widget is observed", PATIENCE, || {
+        all_observed(host, &widget())
+    })
+    .await;
+    (running, created)
+}
+
 fn fast_options() -> HostOptions {
     HostOptions::new()
         .cadence(Cadence::new().owed_pass_interval(Duration::from_secs(60)))
@@ -164,16 +175,7 @@ async fn a_failing_controller_backs_off_and_recovers() {
     )
     .await
     .unwrap();
-    let running = host.start().await.unwrap();
-    let created = host
-        .client(widget())
-        .create("w", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
-    wait_until("the widget is observed", PATIENCE, || {
-        all_observed(&host, &widget())
-    })
-    .await;
+    let (running, created) = start_and_observe_one_widget(&host).await;
     running.stop(Duration::from_secs(10)).await.unwrap();
 
     let calls = calls.lock().unwrap().clone();
@@ -601,16 +603,7 @@ async fn an_unsettled_pass_comes_back_and_a_requeue_delay_is_scheduled() {
     host.register(widget(), script, ControllerOptions::new())
         .await
         .unwrap();
-    let running = host.start().await.unwrap();
-    let created = host
-        .client(widget())
-        .create("w", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
-    wait_until("the widget is observed", PATIENCE, || {
-        all_observed(&host, &widget())
-    })
-    .await;
+    let (running, created) = start_and_observe_one_widget(&host).await;
     assert_eq!(passes.load(Ordering::SeqCst), 2);
     let next = host
         .schedule(&widget(), created.meta.id)

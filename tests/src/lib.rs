@@ -170,6 +170,13 @@ impl Workspace {
         errors[0].to_string()
     }
 
+    /// Writes `text` to `file` and applies it, expecting the apply to fail;
+    /// returns its one error line.
+    pub fn apply_fails(&self, file: &str, text: &str) -> String {
+        self.write(file, text);
+        self.fails(&["apply", "-f", file])
+    }
+
     /// Writes `text` to `name` in the directory.
     pub fn write(&self, name: &str, text: &str) {
         let path = self.path().join(name);

@@ -192,19 +192,17 @@ fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
         "reads create nothing"
     );
 
-    workspace.write(
+    let error = workspace.apply_fails(
         "mixed.yaml",
         "kind: Thing\nname: good\n---\nkind: Thing\nname: \"\"\n",
     );
-    let error = workspace.fails(&["apply", "-f", "mixed.yaml"]);
     assert!(
         error.contains("mixed.yaml: object 2") && error.contains("name is empty"),
         "{error}"
     );
-    workspace.write("broken.json", "{\"kind\": ");
     assert!(
         workspace
-            .fails(&["apply", "-f", "broken.json"])
+            .apply_fails("broken.json", "{\"kind\": ")
             .contains("invalid JSON")
     );
     assert!(
@@ -212,11 +210,10 @@ fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
             .fails(&["apply", "-f", "missing.yaml"])
             .contains("missing.yaml: no such file")
     );
-    workspace.write(
+    let error = workspace.apply_fails(
         "owned.yaml",
         "kind: Thing\nname: a\n---\nkind: Thing\nname: b\nowner: Thing/nobody\n",
     );
-    let error = workspace.fails(&["apply", "-f", "owned.yaml"]);
     assert!(
         error.contains("owner") && error.contains("nobody"),
         "{error}"

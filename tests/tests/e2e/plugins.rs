@@ -52,6 +52,14 @@ fn greet(name: &str) -> Json {
     Json::parse(&format!(r#"{{"name":"{name}"}}"#)).unwrap()
 }
 
+/// Whether `object`'s status was written by greeting release `release`.
+fn written_by_release(object: &beehive::RawObject, release: u64) -> bool {
+    object
+        .status
+        .as_ref()
+        .is_some_and(|s| s.to_value()["release"] == release)
+}
+
 fn greeting_kind() -> GroupKind {
     GroupKind::new("example.dev", "Greeting")
 }
@@ -286,12 +294,11 @@ async fn a_hot_swap_under_load_fails_no_pass() {
     writer.await.unwrap();
 
     eventually("every object shows the new version's status", || {
-        client.list().unwrap().iter().all(|o| {
-            o.meta.is_observed()
-                && o.status
-                    .as_ref()
-                    .is_some_and(|s| s.to_value()["release"] == 2)
-        })
+        client
+            .list()
+            .unwrap()
+            .iter()
+            .all(|o| o.meta.is_observed() && written_by_release(o, 2))
     })
     .await;
     for object in client.list().unwrap() {
@@ -569,11 +576,7 @@ async fn a_plugin_replaced_while_the_host_was_stopped_reconciles_every_object_at
     let running = host.start().await.unwrap();
     let client = host.client(greeting_kind());
     eventually("the new version has seen ada", || {
-        client
-            .get_by_name("ada")
-            .unwrap()
-            .status
-            .is_some_and(|s| s.to_value()["release"] == 2)
+        written_by_release(&client.get_by_name("ada").unwrap(), 2)
     })
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
@@ -607,11 +610,7 @@ async fn a_release_that_reshapes_its_spec_migrates_what_earlier_releases_stored(
     let ada = client.get_by_name("ada").unwrap();
     assert_eq!(ada.spec.as_str(), r#"{"who":"ada"}"#);
     eventually("the new release greets ada from the converted spec", || {
-        client
-            .get_by_name("ada")
-            .unwrap()
-            .status
-            .is_some_and(|s| s.to_value()["release"] == 3)
+        written_by_release(&client.get_by_name("ada").unwrap(), 3)
     })
     .await;
     let ada = client.get_by_name("ada").unwrap();

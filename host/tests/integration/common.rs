@@ -28,13 +28,23 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 /// waiting, which abandons every task at its next await: the nearest thing
 /// to a crash that a test can do in-process.
 pub fn run_then_crash(body: impl std::future::Future<Output = ()>) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = fresh_runtime();
+    runtime.block_on(body);
+    runtime.shutdown_background();
+}
+
+/// Runs `body` to its end on a runtime of its own: the process that comes
+/// up after [`run_then_crash`].
+pub fn run_after_restart(body: impl std::future::Future<Output = ()>) {
+    fresh_runtime().block_on(body);
+}
+
+fn fresh_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
-    runtime.block_on(body);
-    runtime.shutdown_background();
+        .unwrap()
 }
 
 /// A controller that counts its passes and settles each one; clones share

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{PATIENCE, create, metric, run_then_crash, spec, wait_until};
+use crate::common::{
+    PATIENCE, create, metric, run_after_restart, run_then_crash, spec, wait_until,
+};
 use beehive::engine::Cadence;
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
@@ -442,12 +444,7 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
         drop(running);
     });
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    run_after_restart(async {
         let (_target, dependent) = *ids.lock().unwrap();
         let store = Store::open(&path).unwrap();
         let stale = beehive::RawClient::new(&store, app())

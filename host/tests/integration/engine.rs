@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{PATIENCE, create, run_then_crash, spec, wait_until};
+use crate::common::{PATIENCE, create, run_after_restart, run_then_crash, spec, wait_until};
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
@@ -785,12 +785,7 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
         drop(running);
     });
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    run_after_restart(async {
         let store = Store::open(&path).unwrap();
         let before = beehive::RawClient::new(&store, widget()).list().unwrap();
         assert_eq!(

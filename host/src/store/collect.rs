@@ -42,9 +42,7 @@ pub(crate) fn collect(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<Collected> {
         return Ok(Collected::Claimed);
     }
     let owner = deleting_owner(tx.conn(), id)?;
-    let mut objects = [object];
-    rows::load_conditions(tx.conn(), tx.session(), &mut objects)?;
-    let [object] = objects;
+    let object = tx.reader().with_conditions(object)?;
     let image = serde_json::to_string(&crate::object::ObjectDocument::from(&object))
         // Plain fields and string-keyed JSON: nothing here can fail to print.
         .expect("an object document serializes");

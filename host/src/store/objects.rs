@@ -81,7 +81,7 @@ pub(crate) fn create(tx: &mut WriteTx<'_>, create: Create) -> Result<RawObject> 
 /// describes; `true` when it was created.
 pub(crate) fn get_or_create(tx: &mut WriteTx<'_>, create: Create) -> Result<(RawObject, bool)> {
     match rows::select_by_name(tx.conn(), &create.group_kind, &create.name)? {
-        Some(found) => Ok((with_conditions(tx, found)?, false)),
+        Some(found) => Ok((tx.reader().with_conditions(found)?, false)),
         None => Ok((create.insert(tx)?, true)),
     }
 }
@@ -141,13 +141,6 @@ pub(crate) fn delete_by_name(
     }
 }
 
-fn with_conditions(tx: &WriteTx<'_>, object: RawObject) -> Result<RawObject> {
-    let mut objects = [object];
-    rows::load_conditions(tx.conn(), tx.session(), &mut objects)?;
-    let [object] = objects;
-    Ok(object)
-}
-
 /// Reads `id` for an id-keyed write: it must exist and be of this kind.
 fn select_own_for_write(
     tx: &WriteTx<'_>,
@@ -180,7 +173,7 @@ fn apply_spec(
             what: object.meta.label(),
         });
     }
-    let mut object = with_conditions(tx, object)?;
+    let mut object = tx.reader().with_conditions(object)?;
     // Identical bytes write nothing, whichever build wrote them; different
     // bytes must not be tagged below what a newer build stored.
     if object.spec == spec {

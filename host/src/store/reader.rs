@@ -106,10 +106,7 @@ impl<'c> Reader<'c> {
 
     /// `object`, as stored, with its conditions attached.
     pub(crate) fn with_conditions(&self, object: RawObject) -> Result<RawObject> {
-        let mut objects = [object];
-        rows::load_conditions(self.conn, self.session, &mut objects)?;
-        let [object] = objects;
-        Ok(object)
+        self.complete_one(object, Loads::none())
     }
 
     /// `complete` for one object, without a vector: `get` is the hottest read.

@@ -104,6 +104,11 @@ impl<'c> WriteTx<'c> {
         self.sequences.object_id
     }
 
+    /// Reads inside this transaction, seeing its writes.
+    pub(crate) fn reader(&self) -> crate::store::Reader<'c> {
+        crate::store::Reader::new(self.conn, self.session)
+    }
+
     /// The transaction's clock: one reading per batch.
     pub(crate) fn now(&self) -> Timestamp {
         self.now

@@ -65,6 +65,8 @@ def clear_http() -> None:
 def send_http(request: Any) -> Any:
     from . import http
 
+    # As the component does: a malformed URL is refused before anything.
+    http.split_url(request.url)
     _HTTP_SENT.append(request)
     answer = _HTTP_STUBS.get((request.method, request.url), http.Denied())
     if isinstance(answer, http.HttpError):

@@ -152,7 +152,6 @@ class Request:
     def send(self) -> Response:
         """Sends the request and reads the whole response; raises an
         `HttpError` saying why no response came."""
-        split_url(self.url)
         from . import _host
 
         if _host.wasm is not None:

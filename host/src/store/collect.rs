@@ -5,12 +5,11 @@
 //! are empty and nothing with a live claim points at it: no owned child, and
 //! no dependent that is not itself being deleted.
 
-use rusqlite::{Connection, params};
-
 use crate::error::Result;
 use crate::object::{GroupKind, ObjectId};
 use crate::store::dependencies;
-use crate::store::rows::{self, LogEntry, WriteOp};
+use crate::store::rows::{self, LogEntry, WriteOp, group_kind_at};
+use crate::store::sql::{Conn, params};
 use crate::store::{Push, WriteTx};
 
 /// What a collect did.
@@ -47,8 +46,7 @@ pub(crate) fn collect(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<Collected> {
         // Plain fields and string-keyed JSON: nothing here can fail to print.
         .expect("an object document serializes");
     tx.conn()
-        .prepare_cached("DELETE FROM objects WHERE id = ?1")?
-        .execute([id])?;
+        .execute("DELETE FROM objects WHERE id = ?1", params![id])?;
     let resource_version = tx.next_resource_version();
     rows::log_write(
         tx.conn(),
@@ -74,29 +72,20 @@ pub(crate) fn collect(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<Collected> {
 
 /// Marks every live child that `id` owns for deletion, pushing each.
 fn cascade(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<()> {
-    let live_children: Vec<(ObjectId, GroupKind)> = {
-        let mut stmt = tx.conn().prepare_cached(
-            "SELECT o.id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.from_id \
-             WHERE e.to_id = ?1 AND e.relation = 'owned_by' AND o.deletion_requested_at IS NULL",
-        )?;
-        let rows = stmt.query_map([id], |row| {
-            Ok((
-                row.get(0)?,
-                GroupKind::new(row.get::<_, String>(1)?, row.get::<_, String>(2)?),
-            ))
-        })?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
+    let live_children: Vec<(ObjectId, GroupKind)> = tx.conn().query_all(
+        "SELECT o.id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.from_id \
+         WHERE e.to_id = ?1 AND e.relation = 'owned_by' AND o.deletion_requested_at IS NULL",
+        params![id],
+        |row| Ok((row.get(0)?, group_kind_at(row, 1)?)),
+    )?;
     let now = tx.now();
     for (child, group_kind) in live_children {
         let resource_version = tx.next_resource_version();
-        tx.conn()
-            .prepare_cached(
-                "UPDATE objects SET deletion_requested_at = ?2, resource_version = ?3, \
-                                    updated_at = ?2 \
-                 WHERE id = ?1",
-            )?
-            .execute(params![child, now.as_millis(), resource_version])?;
+        tx.conn().execute(
+            "UPDATE objects SET deletion_requested_at = ?2, resource_version = ?3, updated_at = ?2 \
+             WHERE id = ?1",
+            params![child, now.as_millis(), resource_version],
+        )?;
         rows::log_write(
             tx.conn(),
             LogEntry {
@@ -119,30 +108,28 @@ fn cascade(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<()> {
 
 /// Does anything with a live claim point at `id`: an owned child (deleting or
 /// not, since it must go first), or a dependent not itself being deleted?
-pub(crate) fn has_live_claims(conn: &Connection, id: ObjectId) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT EXISTS ( \
-                SELECT 1 FROM edges e JOIN objects o ON o.id = e.from_id \
-                WHERE e.to_id = ?1 AND e.from_id <> ?1 \
-                  AND (e.relation = 'owned_by' OR o.deletion_requested_at IS NULL))",
-        )?
-        .query_row([id], |row| row.get(0))?)
+pub(crate) fn has_live_claims(conn: Conn<'_>, id: ObjectId) -> Result<bool> {
+    conn.exists(
+        "SELECT 1 FROM edges e JOIN objects o ON o.id = e.from_id \
+         WHERE e.to_id = ?1 AND e.from_id <> ?1 \
+           AND (e.relation = 'owned_by' OR o.deletion_requested_at IS NULL) \
+         LIMIT 1",
+        params![id],
+    )
 }
 
 /// The owner of `id`, if it has one that is being deleted.
-fn deleting_owner(conn: &Connection, id: ObjectId) -> Result<Option<Push>> {
-    let mut stmt = conn.prepare_cached(
+fn deleting_owner(conn: Conn<'_>, id: ObjectId) -> Result<Option<Push>> {
+    conn.query_opt(
         "SELECT o.id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.to_id \
          WHERE e.from_id = ?1 AND e.relation = 'owned_by' \
            AND o.deletion_requested_at IS NOT NULL",
-    )?;
-    let mut rows = stmt.query(params![id])?;
-    match rows.next()? {
-        Some(row) => Ok(Some(Push {
-            id: row.get(0)?,
-            group_kind: GroupKind::new(row.get::<_, String>(1)?, row.get::<_, String>(2)?),
-        })),
-        None => Ok(None),
-    }
+        params![id],
+        |row| {
+            Ok(Push {
+                id: row.get(0)?,
+                group_kind: group_kind_at(row, 1)?,
+            })
+        },
+    )
 }

@@ -2,11 +2,11 @@
 //! pass an edge's creation records, cycle refusal, and the reads behind the
 //! dependency waker and the stale-dependents pass.
 
-use rusqlite::{Connection, OptionalExtension, params};
-
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, ObjectId};
 use crate::store::collect::has_live_claims;
+use crate::store::rows::group_kind_at;
+use crate::store::sql::{Conn, Dialect, params};
 use crate::store::{Push, WriteTx, rows};
 
 /// Records that `from` (of kind `gk`) depends on `to`; returns whether the
@@ -29,12 +29,10 @@ pub(crate) fn add_dependency(
     if rows::select_kind_and_deletion(tx.conn(), to)?.is_none() {
         return Err(Error::not_found(format!("dependency target {to}")));
     }
-    let exists = tx
-        .conn()
-        .prepare_cached(
-            "SELECT 1 FROM edges WHERE from_id = ?1 AND relation = 'depends_on' AND to_id = ?2",
-        )?
-        .exists([from, to])?;
+    let exists = tx.conn().exists(
+        "SELECT 1 FROM edges WHERE from_id = ?1 AND relation = 'depends_on' AND to_id = ?2",
+        params![from, to],
+    )?;
     if exists {
         return Ok(false);
     }
@@ -43,19 +41,19 @@ pub(crate) fn add_dependency(
     {
         return Err(Error::DependencyCycle { cycle });
     }
-    tx.conn()
-        .prepare_cached(
-            "INSERT INTO edges (from_id, relation, to_id) VALUES (?1, 'depends_on', ?2)",
-        )?
-        .execute([from, to])?;
+    tx.conn().execute(
+        "INSERT INTO edges (from_id, relation, to_id) VALUES (?1, 'depends_on', ?2)",
+        params![from, to],
+    )?;
     if from == to {
         // The pass asserting it is the pass that reads the target: no
         // change can slip between, so no owed pass is due.
         return Ok(true);
     }
-    tx.conn()
-        .prepare_cached("UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id = ?1")?
-        .execute([from])?;
+    tx.conn().execute(
+        "UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id = ?1",
+        params![from],
+    )?;
     // The owed pass just recorded will read everything written so far, so
     // the waker need not wake `from` for any of it.
     let seen = tx.current_resource_version();
@@ -76,12 +74,10 @@ pub(crate) fn delete_dependency(
     to: ObjectId,
 ) -> Result<bool> {
     require_kind(tx.conn(), gk, from)?;
-    let deleted = tx
-        .conn()
-        .prepare_cached(
-            "DELETE FROM edges WHERE from_id = ?1 AND relation = 'depends_on' AND to_id = ?2",
-        )?
-        .execute([from, to])?;
+    let deleted = tx.conn().execute(
+        "DELETE FROM edges WHERE from_id = ?1 AND relation = 'depends_on' AND to_id = ?2",
+        params![from, to],
+    )?;
     if deleted > 0 {
         push_if_unblocked(tx, to)?;
     }
@@ -91,15 +87,13 @@ pub(crate) fn delete_dependency(
 /// Pushes every deleting target of `id`'s dependencies that no longer has a
 /// live claim: `id` itself was just marked for deletion, so it holds none.
 pub(crate) fn push_unblocked_targets(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<()> {
-    let targets: Vec<ObjectId> = {
-        let mut stmt = tx.conn().prepare_cached(
-            "SELECT e.to_id FROM edges e JOIN objects t ON t.id = e.to_id \
-             WHERE e.from_id = ?1 AND e.relation = 'depends_on' AND e.to_id <> ?1 \
-               AND t.deletion_requested_at IS NOT NULL",
-        )?;
-        let ids = stmt.query_map([id], |row| row.get(0))?;
-        ids.collect::<rusqlite::Result<_>>()?
-    };
+    let targets: Vec<ObjectId> = tx.conn().query_all(
+        "SELECT e.to_id FROM edges e JOIN objects t ON t.id = e.to_id \
+         WHERE e.from_id = ?1 AND e.relation = 'depends_on' AND e.to_id <> ?1 \
+           AND t.deletion_requested_at IS NOT NULL",
+        params![id],
+        |row| row.get(0),
+    )?;
     for target in targets {
         push_if_unblocked(tx, target)?;
     }
@@ -119,7 +113,7 @@ fn push_if_unblocked(tx: &mut WriteTx<'_>, target: ObjectId) -> Result<()> {
     Ok(())
 }
 
-fn require_kind(conn: &Connection, gk: &GroupKind, id: ObjectId) -> Result<()> {
+fn require_kind(conn: Conn<'_>, gk: &GroupKind, id: ObjectId) -> Result<()> {
     match rows::select_kind_and_deletion(conn, id)? {
         None => Err(Error::not_found(format!("{gk} {id}"))),
         Some((actual, _)) if &actual != gk => Err(Error::WrongKind {
@@ -133,21 +127,20 @@ fn require_kind(conn: &Connection, gk: &GroupKind, id: ObjectId) -> Result<()> {
 
 /// The cycle that an edge `from` → `to` would close, as `Kind/name` labels
 /// starting and ending at `from`, if `from` is reachable from `to`.
-fn find_cycle(conn: &Connection, from: ObjectId, to: ObjectId) -> Result<Option<Vec<String>>> {
-    let path: Option<String> = conn
-        .prepare_cached(
-            "WITH RECURSIVE reach(id, path) AS ( \
-                 SELECT ?2, ?2 \
-                 UNION \
-                 SELECT e.to_id, reach.path || ',' || e.to_id \
-                 FROM edges e JOIN reach ON e.from_id = reach.id \
-                 WHERE e.relation = 'depends_on' AND e.to_id <> e.from_id \
-                   AND instr(',' || reach.path || ',', ',' || e.to_id || ',') = 0 \
-             ) \
-             SELECT path FROM reach WHERE id = ?1 LIMIT 1",
-        )?
-        .query_row([from, to], |row| row.get(0))
-        .optional()?;
+fn find_cycle(conn: Conn<'_>, from: ObjectId, to: ObjectId) -> Result<Option<Vec<String>>> {
+    let path: Option<String> = conn.query_opt(
+        "WITH RECURSIVE reach(id, path) AS ( \
+             SELECT CAST(?2 AS BIGINT), CAST(CAST(?2 AS BIGINT) AS TEXT) \
+             UNION \
+             SELECT e.to_id, reach.path || ',' || CAST(e.to_id AS TEXT) \
+             FROM edges e JOIN reach ON e.from_id = reach.id \
+             WHERE e.relation = 'depends_on' AND e.to_id <> e.from_id \
+               AND ',' || reach.path || ',' NOT LIKE '%,' || CAST(e.to_id AS TEXT) || ',%' \
+         ) \
+         SELECT path FROM reach WHERE id = ?1 LIMIT 1",
+        params![from, to],
+        |row| row.get(0),
+    )?;
     let Some(path) = path else {
         return Ok(None);
     };
@@ -165,19 +158,13 @@ fn find_cycle(conn: &Connection, from: ObjectId, to: ObjectId) -> Result<Option<
 }
 
 /// Up to `limit` write-log entries above `cursor`: (position, object id).
-pub(crate) fn log_above(
-    conn: &Connection,
-    cursor: i64,
-    limit: usize,
-) -> Result<Vec<(i64, ObjectId)>> {
-    let mut stmt = conn.prepare_cached(
+pub(crate) fn log_above(conn: Conn<'_>, cursor: i64, limit: usize) -> Result<Vec<(i64, ObjectId)>> {
+    conn.query_all(
         "SELECT resource_version, object_id FROM object_writes \
          WHERE resource_version > ?1 ORDER BY resource_version LIMIT ?2",
-    )?;
-    let rows = stmt.query_map(params![cursor, limit as i64], |row| {
-        Ok((row.get(0)?, row.get(1)?))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+        params![cursor, limit as i64],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
 }
 
 /// The dependents (other than themselves) of the `moved` targets that have
@@ -185,34 +172,35 @@ pub(crate) fn log_above(
 /// whose watermark is below `position` (or that have none). A dependent whose
 /// last pass loaded after the write has nothing to catch up on.
 pub(crate) fn dependents_of(
-    conn: &Connection,
+    conn: Conn<'_>,
     moved: &[(ObjectId, i64)],
 ) -> Result<Vec<(ObjectId, GroupKind)>> {
-    let pairs = serde_json::to_string(moved)
-        .map_err(|e| Error::Internal(format!("ids do not serialise: {e}")))?;
-    let mut stmt = conn.prepare_cached(
-        "WITH moved(id, position) AS ( \
-             SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?1)) \
+    let ids: Vec<ObjectId> = moved.iter().map(|(id, _)| *id).collect();
+    let positions: Vec<i64> = moved.iter().map(|(_, position)| *position).collect();
+    // Two lists side by side, joined by their index.
+    let moved_rows = match conn.dialect() {
+        Dialect::Sqlite => {
+            "SELECT i.value, p.value FROM json_each(?1) i JOIN json_each(?2) p ON p.key = i.key"
+        }
+    };
+    let sql = format!(
+        "WITH moved(id, position) AS ({moved_rows}) \
          SELECT DISTINCT e.from_id, o.grp, o.kind \
          FROM moved m \
          JOIN edges e ON e.to_id = m.id AND e.relation = 'depends_on' AND e.from_id <> e.to_id \
          JOIN objects o ON o.id = e.from_id \
          LEFT JOIN dependency_watermarks w ON w.object_id = e.from_id \
-         WHERE w.resource_version IS NULL OR w.resource_version < m.position",
-    )?;
-    let rows = stmt.query_map([pairs], |row| {
-        Ok((
-            row.get(0)?,
-            GroupKind::new(row.get::<_, String>(1)?, row.get::<_, String>(2)?),
-        ))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+         WHERE w.resource_version IS NULL OR w.resource_version < m.position"
+    );
+    conn.query_all(&sql, params![ids.as_slice(), positions.as_slice()], |row| {
+        Ok((row.get(0)?, group_kind_at(row, 1)?))
+    })
 }
 
 /// Dependents one of whose targets moved past the watermark their last
 /// successful pass recorded (or that never recorded one).
-pub(crate) fn stale_dependents(conn: &Connection) -> Result<Vec<(ObjectId, GroupKind)>> {
-    let mut stmt = conn.prepare_cached(
+pub(crate) fn stale_dependents(conn: Conn<'_>) -> Result<Vec<(ObjectId, GroupKind)>> {
+    conn.query_all(
         "SELECT DISTINCT e.from_id, o.grp, o.kind \
          FROM edges e \
          JOIN objects t ON t.id = e.to_id \
@@ -220,53 +208,48 @@ pub(crate) fn stale_dependents(conn: &Connection) -> Result<Vec<(ObjectId, Group
          LEFT JOIN dependency_watermarks w ON w.object_id = e.from_id \
          WHERE e.relation = 'depends_on' AND e.from_id <> e.to_id \
            AND (w.resource_version IS NULL OR t.resource_version > w.resource_version)",
-    )?;
-    let rows = stmt.query_map([], |row| {
-        Ok((
-            row.get(0)?,
-            GroupKind::new(row.get::<_, String>(1)?, row.get::<_, String>(2)?),
-        ))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+        params![],
+        |row| Ok((row.get(0)?, group_kind_at(row, 1)?)),
+    )
 }
 
 /// Whether `id` declares any dependency.
-pub(crate) fn has_dependencies(conn: &Connection, id: ObjectId) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM edges WHERE from_id = ?1 AND relation = 'depends_on')",
-        )?
-        .query_row([id], |row| row.get(0))?)
+pub(crate) fn has_dependencies(conn: Conn<'_>, id: ObjectId) -> Result<bool> {
+    conn.exists(
+        "SELECT 1 FROM edges WHERE from_id = ?1 AND relation = 'depends_on'",
+        params![id],
+    )
 }
 
 /// Records the write cursor a successful pass of `id` observed at its load.
 pub(crate) fn record_watermark(tx: &mut WriteTx<'_>, id: ObjectId, cursor: i64) -> Result<()> {
-    tx.conn()
-        .prepare_cached(
-            "INSERT INTO dependency_watermarks (object_id, resource_version) \
-             SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM objects WHERE id = ?1) \
-             ON CONFLICT (object_id) DO UPDATE \
-             SET resource_version = MAX(resource_version, excluded.resource_version)",
-        )?
-        .execute([id, cursor])?;
+    tx.conn().execute(
+        "INSERT INTO dependency_watermarks (object_id, resource_version) \
+         SELECT id, CAST(?2 AS BIGINT) FROM objects WHERE id = ?1 \
+         ON CONFLICT (object_id) DO UPDATE \
+         SET resource_version = CASE \
+             WHEN dependency_watermarks.resource_version > excluded.resource_version \
+             THEN dependency_watermarks.resource_version ELSE excluded.resource_version END",
+        params![id, cursor],
+    )?;
     Ok(())
 }
 
 /// The waker's persisted cursor, if it has one.
-pub(crate) fn load_waker_cursor(conn: &Connection) -> Result<Option<i64>> {
-    Ok(conn
-        .prepare_cached("SELECT value FROM kv WHERE key = 'waker_cursor'")?
-        .query_row([], |row| row.get(0))
-        .optional()?)
+pub(crate) fn load_waker_cursor(conn: Conn<'_>) -> Result<Option<i64>> {
+    conn.query_opt(
+        "SELECT value FROM kv WHERE key = 'waker_cursor'",
+        params![],
+        |row| row.get(0),
+    )
 }
 
 /// Persists the waker's cursor.
 pub(crate) fn save_waker_cursor(tx: &mut WriteTx<'_>, cursor: i64) -> Result<()> {
-    tx.conn()
-        .prepare_cached(
-            "INSERT INTO kv (key, value) VALUES ('waker_cursor', ?1) \
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        )?
-        .execute([cursor])?;
+    tx.conn().execute(
+        "INSERT INTO kv (key, value) VALUES ('waker_cursor', ?1) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        params![cursor],
+    )?;
     Ok(())
 }

@@ -1,12 +1,11 @@
 //! The event log: appending with run aggregation, and reading timelines.
 
-use rusqlite::{Connection, OptionalExtension, params};
-
 use crate::error::Result;
 use crate::event::{Event, EventFilter, EventSpec, EventType};
 use crate::json::Json;
 use crate::object::{GroupKind, ObjectId, Timestamp};
 use crate::store::WriteTx;
+use crate::store::sql::{Conn, Row, params};
 
 /// Records `event` on object `id`: extends the latest run of its timeline when
 /// (type, reason) match, starts a new run otherwise. Moves no object version,
@@ -23,49 +22,45 @@ pub(crate) fn add_event(
         detail.check_size()?;
     }
     let now = tx.now().as_millis();
-    let latest = tx
-        .conn()
-        .prepare_cached(
-            "SELECT id, type, reason FROM events WHERE object_id = ?1 AND category = ?2 \
-             ORDER BY id DESC LIMIT 1",
-        )?
-        .query_row(params![id, event.category], |row| {
+    let latest = tx.conn().query_opt(
+        "SELECT id, type, reason FROM events WHERE object_id = ?1 AND category = ?2 \
+         ORDER BY id DESC LIMIT 1",
+        params![id, &event.category],
+        |row| {
             Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, String>(2)?,
+                row.get::<i64>(0)?,
+                row.get::<String>(1)?,
+                row.get::<String>(2)?,
             ))
-        })
-        .optional()?;
+        },
+    )?;
     let resource_version = tx.next_resource_version();
     let detail = event.detail.as_ref().map(Json::as_str);
     match latest {
         Some((run, type_, reason)) if type_ == event.type_.as_str() && reason == event.reason => {
-            tx.conn()
-                .prepare_cached(
-                    "UPDATE events SET count = count + 1, last_at = ?2, message = ?3, detail = ?4, \
-                                       resource_version = ?5 \
-                     WHERE id = ?1",
-                )?
-                .execute(params![run, now, event.message, detail, resource_version])?;
+            tx.conn().execute(
+                "UPDATE events SET count = count + 1, last_at = ?2, message = ?3, detail = ?4, \
+                                   resource_version = ?5 \
+                 WHERE id = ?1",
+                params![run, now, &event.message, detail, resource_version],
+            )?;
         }
         _ => {
-            tx.conn()
-                .prepare_cached(
-                    "INSERT INTO events (object_id, category, type, reason, message, detail, count, \
-                                         first_at, last_at, resource_version) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8)",
-                )?
-                .execute(params![
+            tx.conn().execute(
+                "INSERT INTO events (object_id, category, type, reason, message, detail, count, \
+                                     first_at, last_at, resource_version) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8)",
+                params![
                     id,
-                    event.category,
+                    &event.category,
                     event.type_.as_str(),
-                    event.reason,
-                    event.message,
+                    &event.reason,
+                    &event.message,
                     detail,
                     now,
                     resource_version
-                ])?;
+                ],
+            )?;
         }
     }
     Ok(())
@@ -73,48 +68,48 @@ pub(crate) fn add_event(
 
 /// Object `id`'s runs matching `filter`, newest first.
 pub(crate) fn list_events(
-    conn: &Connection,
+    conn: Conn<'_>,
     id: ObjectId,
     filter: &EventFilter,
 ) -> Result<Vec<Event>> {
-    let limit = filter.limit.map_or(-1, |l| l as i64);
+    // No limit is the largest one: both dialects take a number here.
+    let limit = filter.limit.map_or(i64::MAX, |l| l as i64);
     let sql = format!(
         "SELECT {EVENT_COLUMNS} FROM events \
          WHERE object_id = ?1 \
-           AND (?2 IS NULL OR category = ?2) \
-           AND (?3 IS NULL OR type = ?3) \
-           AND (?4 IS NULL OR reason = ?4) \
-           AND (?5 IS NULL OR last_at >= ?5) \
+           AND (CAST(?2 AS TEXT) IS NULL OR category = ?2) \
+           AND (CAST(?3 AS TEXT) IS NULL OR type = ?3) \
+           AND (CAST(?4 AS TEXT) IS NULL OR reason = ?4) \
+           AND (CAST(?5 AS BIGINT) IS NULL OR last_at >= ?5) \
          ORDER BY last_at DESC, id DESC \
          LIMIT ?6"
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(
+    conn.query_all(
+        &sql,
         params![
             id,
-            filter.category,
+            filter.category.as_deref(),
             filter.type_.map(EventType::as_str),
-            filter.reason,
+            filter.reason.as_deref(),
             filter.since.map(Timestamp::as_millis),
             limit
         ],
         event_from_row,
-    )?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    )
 }
 
 const EVENT_COLUMNS: &str = "id, object_id, category, type, reason, message, detail, count, \
      first_at, last_at, resource_version";
 
-fn event_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {
+fn event_from_row(row: &Row<'_>) -> Result<Event> {
     Ok(Event {
         id: row.get(0)?,
         object_id: row.get(1)?,
         category: row.get(2)?,
-        type_: EventType::from_stored(&row.get::<_, String>(3)?),
+        type_: EventType::from_stored(&row.get::<String>(3)?),
         reason: row.get(4)?,
         message: row.get(5)?,
-        detail: row.get::<_, Option<String>>(6)?.map(Json::from_stored),
+        detail: row.get::<Option<String>>(6)?.map(Json::from_stored),
         count: row.get(7)?,
         first_at: Timestamp::from_millis(row.get(8)?),
         last_at: Timestamp::from_millis(row.get(9)?),
@@ -125,7 +120,7 @@ fn event_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {
 /// Object `id`'s runs (in `category`, if given) written above `cursor`, in
 /// the order they were written: new runs and runs an occurrence extended.
 pub(crate) fn events_above(
-    conn: &Connection,
+    conn: Conn<'_>,
     id: ObjectId,
     category: Option<&str>,
     cursor: i64,
@@ -133,10 +128,13 @@ pub(crate) fn events_above(
 ) -> Result<Vec<Event>> {
     let sql = format!(
         "SELECT {EVENT_COLUMNS} FROM events \
-         WHERE object_id = ?1 AND resource_version > ?2 AND (?3 IS NULL OR category = ?3) \
+         WHERE object_id = ?1 AND resource_version > ?2 \
+           AND (CAST(?3 AS TEXT) IS NULL OR category = ?3) \
          ORDER BY resource_version LIMIT ?4"
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params![id, cursor, category, limit as i64], event_from_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    conn.query_all(
+        &sql,
+        params![id, cursor, category, limit as i64],
+        event_from_row,
+    )
 }

@@ -24,6 +24,7 @@ mod scan;
 mod schema;
 mod session;
 mod slot;
+mod sql;
 mod write_log;
 mod write_tx;
 mod writer;
@@ -32,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::OpenFlags;
 
 use crate::error::Result;
 use crate::object::GroupKind;
@@ -66,6 +67,7 @@ pub use registrations::Registration;
 pub(crate) use retention::Retention;
 pub(crate) use rows::Direction;
 pub(crate) use session::Session;
+use sql::{Conn, Connection};
 pub(crate) use write_tx::{CommitListener, Committed, Push, WriteTx};
 use write_tx::{Sequences, WriterConn};
 use writer::Writer;
@@ -73,6 +75,10 @@ use writer::Writer;
 /// How long a connection waits on SQLite's own lock before giving up. Only the
 /// writer takes it, so this covers a checkpoint racing a read, nothing more.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Prepared statements kept per connection: more than the store's distinct
+/// statements, so none is parsed twice.
+const STATEMENT_CACHE: usize = 128;
 
 /// An open Beehive database. Cheap to clone; every clone is the same store.
 ///
@@ -138,19 +144,20 @@ impl Store {
 
     fn open_in(path: PathBuf, temp_dir: Option<tempfile::TempDir>) -> Result<Store> {
         create_owner_only(&path)?;
-        let mut conn = Connection::open(&path)?;
+        let mut conn = rusqlite::Connection::open(&path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // WAL first: migrations then run in it, and it persists in the file.
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.pragma_update(None, "wal_autocheckpoint", 8000)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         schema::migrate(&mut conn)?;
-        let sequences = Sequences::load(&conn)?;
-        let dependency_edges: bool = conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM edges WHERE relation = 'depends_on')",
-            [],
-            |row| row.get(0),
+        let conn = Connection::Sqlite(conn);
+        let sequences = Sequences::load(conn.conn())?;
+        let dependency_edges = conn.conn().exists(
+            "SELECT 1 FROM edges WHERE relation = 'depends_on'",
+            sql::params![],
         )?;
         let session = new_session_id();
         let migrations = Arc::new(crate::migration::Migrations::default());
@@ -286,22 +293,22 @@ impl Store {
 
     /// Runs `work` on a pooled read-only connection: for the store's own
     /// modules.
-    pub(super) fn read_conn<R>(&self, work: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+    pub(super) fn read_conn<R>(&self, work: impl FnOnce(Conn<'_>) -> Result<R>) -> Result<R> {
         let conn = match lock(&self.inner.readers).pop() {
             Some(conn) => conn,
             None => self.open_reader()?,
         };
-        let result = work(&conn);
+        let result = work(conn.conn());
         lock(&self.inner.readers).push(conn);
         result
     }
 
     fn open_reader(&self) -> Result<Connection> {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(&self.inner.path, flags)?;
+        let conn = rusqlite::Connection::open_with_flags(&self.inner.path, flags)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        conn.set_prepared_statement_cache_capacity(64);
-        Ok(conn)
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        Ok(Connection::Sqlite(conn))
     }
 }
 
@@ -363,19 +370,17 @@ mod tests {
     /// Writes a kv row named `key` and reports the transaction it ran in.
     fn put(key: &'static str) -> impl FnOnce(&mut WriteTx<'_>) -> Result<u64> + Send + 'static {
         move |tx| {
-            tx.conn()
-                .execute("INSERT INTO kv (key, value) VALUES (?1, 1)", [key])?;
+            tx.conn().execute(
+                "INSERT INTO kv (key, value) VALUES (?1, 1)",
+                sql::params![key],
+            )?;
             Ok(tx.batch())
         }
     }
 
     fn has_key(store: &Store, key: &str) -> bool {
         store
-            .read_conn(|conn| {
-                Ok(conn
-                    .prepare("SELECT 1 FROM kv WHERE key = ?1")?
-                    .exists([key])?)
-            })
+            .read_conn(|conn| conn.exists("SELECT 1 FROM kv WHERE key = ?1", sql::params![key]))
             .unwrap()
     }
 
@@ -482,12 +487,12 @@ mod tests {
             tx.conn().execute(
                 "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, created_at, updated_at)
                  VALUES (?1, '', 'K', ?1, '{}', 1, ?2, 0, 0)",
-                [id, version],
+                sql::params![id, version],
             )?;
             tx.conn().execute(
                 "INSERT INTO object_writes (resource_version, object_id, grp, kind, op, written_at)
                  VALUES (?1, ?2, '', 'K', 'create', 0)",
-                [version, id],
+                sql::params![version, id],
             )?;
             Ok((id, version))
         };
@@ -497,8 +502,9 @@ mod tests {
             let (newest, version) = write_from_thread(&store, insert).unwrap();
             write_from_thread(&store, move |tx| {
                 tx.conn()
-                    .execute("DELETE FROM objects WHERE id = ?1", [newest])?;
-                tx.conn().execute("DELETE FROM object_writes", [])?;
+                    .execute("DELETE FROM objects WHERE id = ?1", sql::params![newest])?;
+                tx.conn()
+                    .execute("DELETE FROM object_writes", sql::params![])?;
                 tx.save_sequences();
                 Ok(())
             })

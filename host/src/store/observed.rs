@@ -4,13 +4,12 @@
 
 use std::collections::HashSet;
 
-use rusqlite::{OptionalExtension, params};
-
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::object::{Condition, GroupKind, ObjectId};
 use crate::policy::{label_problem, message_problem};
 use crate::store::rows::{self, LogEntry, WriteOp};
+use crate::store::sql::params;
 use crate::store::{Push, WriteTx};
 
 /// The object `id`, which must exist and be of kind `gk`.
@@ -35,9 +34,10 @@ pub(crate) fn require_own(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Res
 fn touch(tx: &mut WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Result<()> {
     let resource_version = tx.next_resource_version();
     let now = tx.now();
-    tx.conn()
-        .prepare_cached("UPDATE objects SET resource_version = ?2, updated_at = ?3 WHERE id = ?1")?
-        .execute(params![id, resource_version, now.as_millis()])?;
+    tx.conn().execute(
+        "UPDATE objects SET resource_version = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id, resource_version, now.as_millis()],
+    )?;
     log_update(tx, gk, id, resource_version)
 }
 
@@ -59,23 +59,21 @@ pub(crate) fn write_status(
     let now = tx.now();
     // One statement on the hot path; the kind is folded into the WHERE, and
     // only a miss pays for finding out why.
-    let written = tx
-        .conn()
-        .prepare_cached(
-            "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6, \
-                    status_version = ?7 \
-             WHERE id = ?1 AND grp = ?2 AND kind = ?3 \
-               AND status IS NOT ?4 AND status_version <= ?7",
-        )?
-        .execute(params![
+    let written = tx.conn().execute(
+        "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6, \
+                status_version = ?7 \
+         WHERE id = ?1 AND grp = ?2 AND kind = ?3 \
+           AND status IS DISTINCT FROM ?4 AND status_version <= ?7",
+        params![
             id,
-            gk.group,
-            gk.kind,
+            &gk.group,
+            &gk.kind,
             status.as_str(),
             resource_version,
             now.as_millis(),
             status_version
-        ])?;
+        ],
+    )?;
     if written == 0 {
         tx.give_back_resource_version(resource_version);
         return why_status_unwritten(tx, gk, id, status, status_version);
@@ -93,12 +91,11 @@ fn why_status_unwritten(
     writer: i64,
 ) -> Result<()> {
     require_own(tx, gk, id)?;
-    let (stored, stored_version, name): (Option<String>, i64, String) = tx
-        .conn()
-        .prepare_cached("SELECT status, status_version, name FROM objects WHERE id = ?1")?
-        .query_row(params![id], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-        })?;
+    let (stored, stored_version, name): (Option<String>, i64, String) = tx.conn().query_one(
+        "SELECT status, status_version, name FROM objects WHERE id = ?1",
+        params![id],
+        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+    )?;
     if stored.as_deref() == Some(status.as_str()) {
         return Ok(());
     }
@@ -121,20 +118,13 @@ pub(crate) fn stamp_observed(
 ) -> Result<()> {
     let resource_version = tx.next_resource_version();
     let now = tx.now().as_millis();
-    let stamped = tx
-        .conn()
-        .prepare_cached(
-            "UPDATE objects SET observed_generation = ?2, observed_at = ?3, updated_at = ?3, \
-                    reconcile_owed = MAX(0, reconcile_owed - ?4), resource_version = ?5 \
-             WHERE id = ?1 AND (observed_generation IS NULL OR observed_generation < ?2)",
-        )?
-        .execute(params![
-            id,
-            generation,
-            now,
-            owed_serviced,
-            resource_version
-        ])?;
+    let stamped = tx.conn().execute(
+        "UPDATE objects SET observed_generation = ?2, observed_at = ?3, updated_at = ?3, \
+                reconcile_owed = CASE WHEN reconcile_owed > ?4 THEN reconcile_owed - ?4 ELSE 0 END, \
+                resource_version = ?5 \
+         WHERE id = ?1 AND (observed_generation IS NULL OR observed_generation < ?2)",
+        params![id, generation, now, owed_serviced, resource_version],
+    )?;
     if stamped > 0 {
         return log_update(tx, gk, id, resource_version);
     }
@@ -155,27 +145,27 @@ pub(crate) fn settle_with_status(
     let status_version = tx.schema_versions(gk).status;
     let resource_version = tx.next_resource_version();
     let now = tx.now().as_millis();
-    let written = tx
-        .conn()
-        .prepare_cached(
-            "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6, \
-                    status_version = ?9, reconcile_owed = MAX(0, reconcile_owed - ?8), \
-                    observed_at = CASE WHEN observed_generation IS NULL OR observed_generation < ?7 \
-                                       THEN ?6 ELSE observed_at END, \
-                    observed_generation = MAX(COALESCE(observed_generation, ?7), ?7) \
-             WHERE id = ?1 AND grp = ?2 AND kind = ?3",
-        )?
-        .execute(params![
+    let written = tx.conn().execute(
+        "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6, \
+                status_version = ?9, \
+                reconcile_owed = CASE WHEN reconcile_owed > ?8 THEN reconcile_owed - ?8 ELSE 0 END, \
+                observed_at = CASE WHEN observed_generation IS NULL OR observed_generation < ?7 \
+                                   THEN ?6 ELSE observed_at END, \
+                observed_generation = CASE WHEN observed_generation > ?7 \
+                                           THEN observed_generation ELSE ?7 END \
+         WHERE id = ?1 AND grp = ?2 AND kind = ?3",
+        params![
             id,
-            gk.group,
-            gk.kind,
+            &gk.group,
+            &gk.kind,
             status.as_str(),
             resource_version,
             now,
             generation,
             owed_serviced,
             status_version
-        ])?;
+        ],
+    )?;
     if written == 0 {
         require_own(tx, gk, id)?;
         return Err(Error::Internal(format!("{gk} {id} could not be written")));
@@ -200,9 +190,10 @@ fn log_update(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId, resource_version: 
 /// Records when object `id` asked to run again (`None`: it did not), in
 /// milliseconds since the epoch; bookkeeping only, so no version moves.
 pub(crate) fn set_requeue_at(tx: &mut WriteTx<'_>, id: ObjectId, due: Option<i64>) -> Result<()> {
-    tx.conn()
-        .prepare_cached("UPDATE objects SET requeue_at = ?2 WHERE id = ?1")?
-        .execute(params![id, due])?;
+    tx.conn().execute(
+        "UPDATE objects SET requeue_at = ?2 WHERE id = ?1",
+        params![id, due],
+    )?;
     Ok(())
 }
 
@@ -210,11 +201,12 @@ pub(crate) fn set_requeue_at(tx: &mut WriteTx<'_>, id: ObjectId, due: Option<i64
 /// version moves.
 pub(crate) fn subtract_owed(tx: &mut WriteTx<'_>, id: ObjectId, serviced: i64) -> Result<()> {
     if serviced > 0 {
-        tx.conn()
-            .prepare_cached(
-                "UPDATE objects SET reconcile_owed = MAX(0, reconcile_owed - ?2) WHERE id = ?1",
-            )?
-            .execute(params![id, serviced])?;
+        tx.conn().execute(
+            "UPDATE objects \
+             SET reconcile_owed = CASE WHEN reconcile_owed > ?2 THEN reconcile_owed - ?2 ELSE 0 END \
+             WHERE id = ?1",
+            params![id, serviced],
+        )?;
     }
     Ok(())
 }
@@ -266,13 +258,11 @@ pub(crate) fn set_conditions(
     let session = tx.session();
     let mut changed = false;
     for condition in conditions {
-        let stored = tx
-            .conn()
-            .prepare_cached(
-                "SELECT status, reason, message, liveness, written_session, transitioned_at \
-                 FROM conditions WHERE object_id = ?1 AND type = ?2",
-            )?
-            .query_row(params![id, condition.type_], |row| {
+        let stored = tx.conn().query_opt(
+            "SELECT status, reason, message, liveness, written_session, transitioned_at \
+             FROM conditions WHERE object_id = ?1 AND type = ?2",
+            params![id, &condition.type_],
+            |row| {
                 Ok(StoredCondition {
                     status: row.get(0)?,
                     reason: row.get(1)?,
@@ -281,8 +271,8 @@ pub(crate) fn set_conditions(
                     written_session: row.get(4)?,
                     transitioned_at: row.get(5)?,
                 })
-            })
-            .optional()?;
+            },
+        )?;
         let status = condition.status.as_str();
         if let Some(stored) = &stored {
             let same = stored.status == status
@@ -298,24 +288,27 @@ pub(crate) fn set_conditions(
             Some(stored) if stored.status == status => stored.transitioned_at,
             _ => now,
         };
-        tx.conn()
-            .prepare_cached(
-                "INSERT OR REPLACE INTO conditions \
-                 (object_id, type, status, reason, message, liveness, written_session, \
-                  transitioned_at, updated_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?
-            .execute(params![
+        tx.conn().execute(
+            "INSERT INTO conditions \
+             (object_id, type, status, reason, message, liveness, written_session, \
+              transitioned_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+             ON CONFLICT (object_id, type) DO UPDATE SET status = excluded.status, \
+                reason = excluded.reason, message = excluded.message, \
+                liveness = excluded.liveness, written_session = excluded.written_session, \
+                transitioned_at = excluded.transitioned_at, updated_at = excluded.updated_at",
+            params![
                 id,
-                condition.type_,
+                &condition.type_,
                 status,
-                condition.reason,
-                condition.message,
+                &condition.reason,
+                &condition.message,
                 condition.liveness,
                 session,
                 transitioned_at,
                 now,
-            ])?;
+            ],
+        )?;
         changed = true;
     }
     if changed {
@@ -332,10 +325,10 @@ pub(crate) fn delete_condition(
     type_: &str,
 ) -> Result<bool> {
     require_own(tx, gk, id)?;
-    let deleted = tx
-        .conn()
-        .prepare_cached("DELETE FROM conditions WHERE object_id = ?1 AND type = ?2")?
-        .execute(params![id, type_])?;
+    let deleted = tx.conn().execute(
+        "DELETE FROM conditions WHERE object_id = ?1 AND type = ?2",
+        params![id, type_],
+    )?;
     if deleted > 0 {
         touch(tx, gk, id)?;
     }
@@ -366,10 +359,11 @@ pub(crate) fn add_finalizer(
 }
 
 fn stored_finalizers(tx: &WriteTx<'_>, id: ObjectId) -> Result<Vec<String>> {
-    let stored: String = tx
-        .conn()
-        .prepare_cached("SELECT finalizers FROM objects WHERE id = ?1")?
-        .query_row([id], |row| row.get(0))?;
+    let stored: String = tx.conn().query_one(
+        "SELECT finalizers FROM objects WHERE id = ?1",
+        params![id],
+        |row| row.get(0),
+    )?;
     serde_json::from_str(&stored)
         .map_err(|e| Error::Internal(format!("stored finalizers do not parse: {e}")))
 }
@@ -377,9 +371,10 @@ fn stored_finalizers(tx: &WriteTx<'_>, id: ObjectId) -> Result<Vec<String>> {
 fn store_finalizers(tx: &WriteTx<'_>, id: ObjectId, finalizers: &[String]) -> Result<()> {
     let text = serde_json::to_string(finalizers)
         .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
-    tx.conn()
-        .prepare_cached("UPDATE objects SET finalizers = ?2 WHERE id = ?1")?
-        .execute(params![id, text])?;
+    tx.conn().execute(
+        "UPDATE objects SET finalizers = ?2 WHERE id = ?1",
+        params![id, &text],
+    )?;
     Ok(())
 }
 

@@ -6,34 +6,31 @@
 //! (`Session::read`, which sees that transaction's writes). Code outside
 //! `store/` reads through it and never sees the database library.
 
-use rusqlite::Connection;
-
 use crate::error::Result;
 use crate::event::{Event, EventFilter};
 use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
 use crate::store::registrations::{self, Registration};
 use crate::store::rows::{self, Direction};
+use crate::store::sql::Conn;
 use crate::store::{collect, dependencies, events, scan, write_log};
 
 /// A read view of the store.
 pub(crate) struct Reader<'c> {
-    conn: &'c Connection,
+    conn: Conn<'c>,
     /// This store session, against which liveness conditions are judged.
     session: i64,
 }
 
 impl<'c> Reader<'c> {
-    pub(super) fn new(conn: &'c Connection, session: i64) -> Self {
+    pub(super) fn new(conn: Conn<'c>, session: i64) -> Self {
         Reader { conn, session }
     }
 
     /// Runs `work` inside one read transaction, so every answer it gets is
     /// as of the same moment.
     pub(crate) fn consistent<R>(&self, work: impl FnOnce(&Reader<'_>) -> Result<R>) -> Result<R> {
-        let tx = self.conn.unchecked_transaction()?;
-        let answer = work(&Reader::new(&tx, self.session))?;
-        tx.commit()?;
-        Ok(answer)
+        self.conn
+            .read_transaction(|conn| work(&Reader::new(conn, self.session)))
     }
 
     /// Object `id` of kind `group_kind`, with its conditions and `loads`.

@@ -2,10 +2,9 @@
 //! pages they leave. Each step reads first and takes the writer only when
 //! there is something to remove, so an idle host writes nothing.
 
-use rusqlite::{Connection, params};
-
 use crate::error::Result;
 use crate::object::Timestamp;
+use crate::store::sql::{Conn, params};
 use crate::store::{Store, WriteTx};
 
 /// Bounds on the write log and the event log; zero leaves a bound off.
@@ -54,54 +53,60 @@ async fn sweep(store: &Store, retention: Retention) -> Result<()> {
             .write(move |tx| trim(tx, retention, log_cutoff, event_cutoff))
             .await?;
     }
-    let free_pages: i64 = store
-        .read_conn(|conn| Ok(conn.pragma_query_value(None, "freelist_count", |row| row.get(0))?))?;
-    if free_pages > 0 {
-        store
-            .write(|tx| {
-                tx.conn().execute_batch("PRAGMA incremental_vacuum")?;
-                Ok(())
-            })
-            .await?;
+    if store.read_conn(|conn| conn.free_pages())? > 0 {
+        store.write(|tx| tx.conn().release_free_pages()).await?;
     }
     Ok(())
 }
 
-fn exists(conn: &Connection, sql: &str, cutoff: i64) -> bool {
-    conn.query_row(sql, [cutoff], |row| row.get(0))
+fn exists(conn: Conn<'_>, sql: &str, cutoff: i64) -> bool {
+    conn.query_opt(sql, params![cutoff], |row| row.get::<bool>(0))
+        .ok()
+        .flatten()
         .unwrap_or(false)
 }
 
 /// Records, per kind, the newest log entry the trim matching `condition`
 /// is about to remove: watches below it can no longer continue truthfully.
-fn raise_horizons(conn: &Connection, condition: &str, parameter: i64) -> Result<()> {
+fn raise_horizons(conn: Conn<'_>, condition: &str, parameter: i64) -> Result<()> {
     conn.execute(
         &format!(
             "INSERT INTO write_log_horizons (grp, kind, resource_version) \
              SELECT grp, kind, MAX(resource_version) FROM object_writes WHERE {condition} \
              GROUP BY grp, kind \
              ON CONFLICT (grp, kind) DO UPDATE \
-             SET resource_version = MAX(resource_version, excluded.resource_version)"
+             SET resource_version = {}",
+            raised("write_log_horizons")
         ),
-        [parameter],
+        params![parameter],
     )?;
     Ok(())
 }
 
 /// Records, per object, the newest event run the trim matching `condition`
 /// is about to remove: event watches resumed below it cannot be truthful.
-fn raise_event_horizons(conn: &Connection, condition: &str, parameter: i64) -> Result<()> {
+fn raise_event_horizons(conn: Conn<'_>, condition: &str, parameter: i64) -> Result<()> {
     conn.execute(
         &format!(
             "INSERT INTO event_horizons (object_id, resource_version) \
              SELECT object_id, MAX(resource_version) FROM events WHERE {condition} \
              GROUP BY object_id \
              ON CONFLICT (object_id) DO UPDATE \
-             SET resource_version = MAX(resource_version, excluded.resource_version)"
+             SET resource_version = {}",
+            raised("event_horizons")
         ),
-        [parameter],
+        params![parameter],
     )?;
     Ok(())
+}
+
+/// The greater of a horizon's stored and proposed positions: a horizon
+/// never moves back.
+fn raised(table: &str) -> String {
+    format!(
+        "CASE WHEN {table}.resource_version > excluded.resource_version \
+         THEN {table}.resource_version ELSE excluded.resource_version END"
+    )
 }
 
 fn trim(
@@ -114,14 +119,17 @@ fn trim(
     let mut removed = 0;
     if let Some(cutoff) = log_cutoff {
         raise_horizons(conn, "written_at < ?1", cutoff)?;
-        removed += conn.execute("DELETE FROM object_writes WHERE written_at < ?1", [cutoff])?;
+        removed += conn.execute(
+            "DELETE FROM object_writes WHERE written_at < ?1",
+            params![cutoff],
+        )?;
     }
     if retention.write_log_per_kind > 0 {
         let beyond_cap = "resource_version IN ( \
                 SELECT resource_version FROM ( \
                     SELECT resource_version, ROW_NUMBER() OVER ( \
                         PARTITION BY grp, kind ORDER BY resource_version DESC) AS newest \
-                    FROM object_writes) \
+                    FROM object_writes) AS ranked \
                 WHERE newest > ?1)";
         let cap = retention.write_log_per_kind as i64;
         raise_horizons(conn, beyond_cap, cap)?;
@@ -132,14 +140,14 @@ fn trim(
     }
     if let Some(cutoff) = event_cutoff {
         raise_event_horizons(conn, "last_at < ?1", cutoff)?;
-        removed += conn.execute("DELETE FROM events WHERE last_at < ?1", [cutoff])?;
+        removed += conn.execute("DELETE FROM events WHERE last_at < ?1", params![cutoff])?;
     }
     if retention.event_runs_per_timeline > 0 {
         let beyond_cap = "id IN ( \
                 SELECT id FROM ( \
                     SELECT id, ROW_NUMBER() OVER ( \
                         PARTITION BY object_id, category ORDER BY id DESC) AS newest \
-                    FROM events) \
+                    FROM events) AS ranked \
                 WHERE newest > ?1)";
         let cap = retention.event_runs_per_timeline as i64;
         raise_event_horizons(conn, beyond_cap, cap)?;

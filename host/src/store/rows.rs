@@ -3,8 +3,6 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
-
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::object::{
@@ -12,6 +10,7 @@ use crate::object::{
     Timestamp,
 };
 use crate::store::events;
+use crate::store::sql::{Conn, Dialect, Row, params};
 
 /// A row as read, before conditions and relations are attached.
 pub(crate) type ObjectRow = RawObject;
@@ -20,69 +19,68 @@ const COLUMNS: &str = "id, grp, kind, name, spec, status, spec_version, status_v
      generation, observed_generation, observed_at, resource_version, deletion_requested_at, \
      finalizers, created_at, updated_at, reconcile_owed, requeue_at";
 
-fn object_from_row(row: &Row<'_>) -> rusqlite::Result<RawObject> {
+fn object_from_row(row: &Row<'_>) -> Result<RawObject> {
     let finalizers: String = row.get(13)?;
-    let finalizers: Vec<String> = serde_json::from_str(&finalizers).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(13, rusqlite::types::Type::Text, Box::new(e))
-    })?;
+    let finalizers: Vec<String> = serde_json::from_str(&finalizers)
+        .map_err(|e| Error::Internal(format!("stored finalizers do not parse: {e}")))?;
     Ok(RawObject {
         meta: Meta {
             id: row.get(0)?,
-            group_kind: GroupKind::new(row.get::<_, String>(1)?, row.get::<_, String>(2)?),
+            group_kind: group_kind_at(row, 1)?,
             name: row.get(3)?,
             spec_version: row.get(6)?,
             status_version: row.get(7)?,
             generation: row.get(8)?,
             observed_generation: row.get(9)?,
-            observed_at: row.get::<_, Option<i64>>(10)?.map(Timestamp::from_millis),
+            observed_at: row.get::<Option<i64>>(10)?.map(Timestamp::from_millis),
             resource_version: row.get(11)?,
-            deletion_requested_at: row.get::<_, Option<i64>>(12)?.map(Timestamp::from_millis),
+            deletion_requested_at: row.get::<Option<i64>>(12)?.map(Timestamp::from_millis),
             finalizers,
             conditions: Vec::new(),
             created_at: Timestamp::from_millis(row.get(14)?),
             updated_at: Timestamp::from_millis(row.get(15)?),
             reconcile_owed: row.get(16)?,
-            requeue_at: row.get::<_, Option<i64>>(17)?.map(Timestamp::from_millis),
+            requeue_at: row.get::<Option<i64>>(17)?.map(Timestamp::from_millis),
         },
         spec: Json::from_stored(row.get(4)?),
-        status: row.get::<_, Option<String>>(5)?.map(Json::from_stored),
+        status: row.get::<Option<String>>(5)?.map(Json::from_stored),
         relations: Relations::default(),
     })
 }
 
+/// The kind held in columns `index` (group) and `index + 1` (kind).
+pub(crate) fn group_kind_at(row: &Row<'_>, index: usize) -> Result<GroupKind> {
+    Ok(GroupKind::new(
+        row.get::<String>(index)?,
+        row.get::<String>(index + 1)?,
+    ))
+}
+
 /// The object with `id`, whatever its kind.
-pub(crate) fn select_by_id(conn: &Connection, id: ObjectId) -> Result<Option<ObjectRow>> {
+pub(crate) fn select_by_id(conn: Conn<'_>, id: ObjectId) -> Result<Option<ObjectRow>> {
     let sql = format!("SELECT {COLUMNS} FROM objects WHERE id = ?1");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([id], object_from_row)
-        .optional()?)
+    conn.query_opt(&sql, params![id], object_from_row)
 }
 
 /// The object of kind `gk` holding `name`.
 pub(crate) fn select_by_name(
-    conn: &Connection,
+    conn: Conn<'_>,
     gk: &GroupKind,
     name: &str,
 ) -> Result<Option<ObjectRow>> {
     let sql = format!("SELECT {COLUMNS} FROM objects WHERE grp = ?1 AND kind = ?2 AND name = ?3");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row(params![gk.group, gk.kind, name], object_from_row)
-        .optional()?)
+    conn.query_opt(&sql, params![&gk.group, &gk.kind, name], object_from_row)
 }
 
 /// Every object of kind `gk`, by id.
-pub(crate) fn select_kind(conn: &Connection, gk: &GroupKind) -> Result<Vec<ObjectRow>> {
+pub(crate) fn select_kind(conn: Conn<'_>, gk: &GroupKind) -> Result<Vec<ObjectRow>> {
     let sql = format!("SELECT {COLUMNS} FROM objects WHERE grp = ?1 AND kind = ?2 ORDER BY id");
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params![gk.group, gk.kind], object_from_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    conn.query_all(&sql, params![&gk.group, &gk.kind], object_from_row)
 }
 
 /// Up to `limit` objects of kind `gk` with ids above `after`, by id.
 pub(crate) fn select_kind_page(
-    conn: &Connection,
+    conn: Conn<'_>,
     gk: &GroupKind,
     after: ObjectId,
     limit: usize,
@@ -90,18 +88,17 @@ pub(crate) fn select_kind_page(
     let sql = format!(
         "SELECT {COLUMNS} FROM objects WHERE grp = ?1 AND kind = ?2 AND id > ?3 ORDER BY id LIMIT ?4"
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(
-        params![gk.group, gk.kind, after, limit as i64],
+    conn.query_all(
+        &sql,
+        params![&gk.group, &gk.kind, after, limit as i64],
         object_from_row,
-    )?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    )
 }
 
 /// The objects of kind `gk` owned by `owner`, by id: the kind filter and the
 /// row read fold into the edge join.
 pub(crate) fn select_owned(
-    conn: &Connection,
+    conn: Conn<'_>,
     gk: &GroupKind,
     owner: ObjectId,
 ) -> Result<Vec<ObjectRow>> {
@@ -115,24 +112,26 @@ pub(crate) fn select_owned(
          WHERE e.to_id = ?1 AND e.relation = 'owned_by' AND o.grp = ?2 AND o.kind = ?3 \
          ORDER BY o.id"
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params![owner, gk.group, gk.kind], object_from_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    conn.query_all(&sql, params![owner, &gk.group, &gk.kind], object_from_row)
 }
 
 /// Whether `id` is owned by `owner`.
-pub(crate) fn is_owned_by(conn: &Connection, id: ObjectId, owner: ObjectId) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM edges \
-             WHERE from_id = ?1 AND to_id = ?2 AND relation = 'owned_by')",
-        )?
-        .query_row([id, owner], |row| row.get(0))?)
+pub(crate) fn is_owned_by(conn: Conn<'_>, id: ObjectId, owner: ObjectId) -> Result<bool> {
+    conn.exists(
+        "SELECT 1 FROM edges WHERE from_id = ?1 AND to_id = ?2 AND relation = 'owned_by'",
+        params![id, owner],
+    )
 }
 
-fn ids_json(objects: &[RawObject]) -> String {
-    let ids: Vec<ObjectId> = objects.iter().map(|o| o.meta.id).collect();
-    serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into())
+fn ids_of(objects: &[RawObject]) -> Vec<ObjectId> {
+    objects.iter().map(|o| o.meta.id).collect()
+}
+
+/// `column IN` the id list parameter `?1`, in the connection's dialect.
+fn in_ids(conn: Conn<'_>, column: &str) -> String {
+    match conn.dialect() {
+        Dialect::Sqlite => format!("{column} IN (SELECT value FROM json_each(?1))"),
+    }
 }
 
 /// Attaches each object's conditions: one query however many objects.
@@ -140,27 +139,27 @@ fn ids_json(objects: &[RawObject]) -> String {
 /// A liveness condition written by another store session reads back as
 /// `Unknown` with `unconfirmed` set, keeping the stored stamps and text.
 pub(crate) fn load_conditions(
-    conn: &Connection,
+    conn: Conn<'_>,
     session: i64,
     objects: &mut [RawObject],
 ) -> Result<()> {
     if objects.is_empty() {
         return Ok(());
     }
-    let mut stmt = conn.prepare_cached(
+    let sql = format!(
         "SELECT object_id, type, status, reason, message, liveness, written_session, \
                 transitioned_at, updated_at \
-         FROM conditions WHERE object_id IN (SELECT value FROM json_each(?1)) \
-         ORDER BY object_id, type",
-    )?;
-    let mut by_object: HashMap<ObjectId, Vec<Condition>> = HashMap::new();
-    let rows = stmt.query_map([ids_json(objects)], |row| {
+         FROM conditions WHERE {} ORDER BY object_id, type",
+        in_ids(conn, "object_id")
+    );
+    let ids = ids_of(objects);
+    let rows = conn.query_all(&sql, params![ids.as_slice()], |row| {
         let liveness: bool = row.get(5)?;
         let written_session: i64 = row.get(6)?;
         let stale = liveness && written_session != session;
         let status: String = row.get(2)?;
         Ok((
-            row.get::<_, ObjectId>(0)?,
+            row.get::<ObjectId>(0)?,
             Condition {
                 type_: row.get(1)?,
                 status: if stale {
@@ -177,8 +176,8 @@ pub(crate) fn load_conditions(
             },
         ))
     })?;
-    for row in rows {
-        let (id, condition) = row?;
+    let mut by_object: HashMap<ObjectId, Vec<Condition>> = HashMap::new();
+    for (id, condition) in rows {
         by_object.entry(id).or_default().push(condition);
     }
     for object in objects.iter_mut() {
@@ -201,50 +200,43 @@ pub(crate) enum Direction {
 }
 
 impl Direction {
-    fn sql(self) -> &'static str {
+    /// The edge column holding the objects asked about, the one holding the
+    /// objects at the other end, and the relation.
+    fn columns(self) -> (&'static str, &'static str, &'static str) {
         match self {
-            Direction::Owner => {
-                "SELECT e.from_id, o.id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.to_id \
-                 WHERE e.from_id IN (SELECT value FROM json_each(?1)) AND e.relation = 'owned_by' \
-                 ORDER BY e.from_id, o.id"
-            }
-            Direction::Dependencies => {
-                "SELECT e.from_id, o.id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.to_id \
-                 WHERE e.from_id IN (SELECT value FROM json_each(?1)) AND e.relation = 'depends_on' \
-                 ORDER BY e.from_id, o.id"
-            }
-            Direction::Dependents => {
-                "SELECT e.to_id, o.id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.from_id \
-                 WHERE e.to_id IN (SELECT value FROM json_each(?1)) AND e.relation = 'depends_on' \
-                 ORDER BY e.to_id, o.id"
-            }
-            Direction::Owned => {
-                "SELECT e.to_id, o.id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.from_id \
-                 WHERE e.to_id IN (SELECT value FROM json_each(?1)) AND e.relation = 'owned_by' \
-                 ORDER BY e.to_id, o.id"
-            }
+            Direction::Owner => ("from_id", "to_id", "owned_by"),
+            Direction::Dependencies => ("from_id", "to_id", "depends_on"),
+            Direction::Dependents => ("to_id", "from_id", "depends_on"),
+            Direction::Owned => ("to_id", "from_id", "owned_by"),
         }
+    }
+
+    fn sql(self, conn: Conn<'_>) -> String {
+        let (near, far, relation) = self.columns();
+        format!(
+            "SELECT e.{near}, o.id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.{far} \
+             WHERE {} AND e.relation = '{relation}' ORDER BY e.{near}, o.id",
+            in_ids(conn, &format!("e.{near}"))
+        )
     }
 }
 
 fn refs_by_object(
-    conn: &Connection,
+    conn: Conn<'_>,
     direction: Direction,
-    ids_json: &str,
+    ids: &[ObjectId],
 ) -> Result<HashMap<ObjectId, Vec<ObjectRef>>> {
-    let mut stmt = conn.prepare_cached(direction.sql())?;
-    let rows = stmt.query_map([ids_json], |row| {
+    let rows = conn.query_all(&direction.sql(conn), params![ids], |row| {
         Ok((
-            row.get::<_, ObjectId>(0)?,
+            row.get::<ObjectId>(0)?,
             ObjectRef {
                 id: row.get(1)?,
-                group_kind: GroupKind::new(row.get::<_, String>(2)?, row.get::<_, String>(3)?),
+                group_kind: group_kind_at(row, 2)?,
             },
         ))
     })?;
     let mut by_object: HashMap<ObjectId, Vec<ObjectRef>> = HashMap::new();
-    for row in rows {
-        let (id, target) = row?;
+    for (id, target) in rows {
         by_object.entry(id).or_default().push(target);
     }
     Ok(by_object)
@@ -252,17 +244,17 @@ fn refs_by_object(
 
 /// The objects at the other end of `id`'s edges in one direction, by id.
 pub(crate) fn select_refs(
-    conn: &Connection,
+    conn: Conn<'_>,
     id: ObjectId,
     direction: Direction,
 ) -> Result<Vec<ObjectRef>> {
-    let mut by_object = refs_by_object(conn, direction, &format!("[{id}]"))?;
+    let mut by_object = refs_by_object(conn, direction, &[id])?;
     Ok(by_object.remove(&id).unwrap_or_default())
 }
 
 /// Attaches the requested relations: one query per relation, however many objects.
 pub(crate) fn load_relations(
-    conn: &Connection,
+    conn: Conn<'_>,
     loads: Loads,
     objects: &mut [RawObject],
 ) -> Result<()> {
@@ -275,7 +267,7 @@ pub(crate) fn load_relations(
             object.relations.events = Some(events::list_events(conn, object.meta.id, &all)?);
         }
     }
-    let ids = ids_json(objects);
+    let ids = ids_of(objects);
     let wanted = [
         (loads.owner, Direction::Owner),
         (loads.dependencies, Direction::Dependencies),
@@ -318,38 +310,31 @@ pub(crate) struct NewObject<'a> {
 ///
 /// # Errors
 /// [`Error::NameTaken`] when a live or deletion-pending row holds the name.
-pub(crate) fn insert_object(conn: &Connection, new: NewObject<'_>) -> Result<RawObject> {
+pub(crate) fn insert_object(conn: Conn<'_>, new: NewObject<'_>) -> Result<RawObject> {
     new.spec.check_size()?;
     let finalizers = serde_json::to_string(new.finalizers)
         .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
-    let inserted = conn
-        .prepare_cached(
-            "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, \
-                                  finalizers, created_at, updated_at, spec_version) \
-             VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7, ?9)",
-        )?
-        .execute(params![
-            new.group_kind.group,
-            new.group_kind.kind,
+    let inserted = conn.insert_unique(
+        "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, \
+                              finalizers, created_at, updated_at, spec_version) \
+         VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7, ?9)",
+        params![
+            &new.group_kind.group,
+            &new.group_kind.kind,
             new.name,
             new.spec.as_str(),
             new.resource_version,
-            finalizers,
+            &finalizers,
             new.now.as_millis(),
             new.id,
             new.spec_version,
-        ]);
-    match inserted {
-        Ok(_) => {}
-        Err(rusqlite::Error::SqliteFailure(e, _))
-            if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE =>
-        {
-            return Err(Error::NameTaken {
-                kind: new.group_kind.to_string(),
-                name: new.name.to_string(),
-            });
-        }
-        Err(e) => return Err(e.into()),
+        ],
+    )?;
+    if !inserted {
+        return Err(Error::NameTaken {
+            kind: new.group_kind.to_string(),
+            name: new.name.to_string(),
+        });
     }
     Ok(RawObject {
         meta: Meta {
@@ -379,7 +364,7 @@ pub(crate) fn insert_object(conn: &Connection, new: NewObject<'_>) -> Result<Raw
 /// Writes a new spec onto `object` (a real change), bumping its generation,
 /// and updates `object` to match.
 pub(crate) fn update_spec(
-    conn: &Connection,
+    conn: Conn<'_>,
     object: &mut RawObject,
     spec: Json,
     spec_version: i64,
@@ -387,18 +372,18 @@ pub(crate) fn update_spec(
     now: Timestamp,
 ) -> Result<()> {
     spec.check_size()?;
-    conn.prepare_cached(
+    conn.execute(
         "UPDATE objects SET spec = ?2, generation = generation + 1, resource_version = ?3, \
                             updated_at = ?4, spec_version = ?5 \
          WHERE id = ?1",
-    )?
-    .execute(params![
-        object.meta.id,
-        spec.as_str(),
-        resource_version,
-        now.as_millis(),
-        spec_version
-    ])?;
+        params![
+            object.meta.id,
+            spec.as_str(),
+            resource_version,
+            now.as_millis(),
+            spec_version
+        ],
+    )?;
     object.spec = spec;
     object.meta.spec_version = spec_version;
     object.meta.generation += 1;
@@ -409,16 +394,16 @@ pub(crate) fn update_spec(
 
 /// Sets the deletion mark on a live `object` and updates `object` to match.
 pub(crate) fn mark_deleted(
-    conn: &Connection,
+    conn: Conn<'_>,
     object: &mut RawObject,
     resource_version: i64,
     now: Timestamp,
 ) -> Result<()> {
-    conn.prepare_cached(
+    conn.execute(
         "UPDATE objects SET deletion_requested_at = ?2, resource_version = ?3, updated_at = ?2 \
          WHERE id = ?1 AND deletion_requested_at IS NULL",
-    )?
-    .execute(params![object.meta.id, now.as_millis(), resource_version])?;
+        params![object.meta.id, now.as_millis(), resource_version],
+    )?;
     object.meta.deletion_requested_at = Some(now);
     object.meta.resource_version = resource_version;
     object.meta.updated_at = now;
@@ -459,51 +444,45 @@ impl<'a> LogEntry<'a> {
 }
 
 /// Appends one entry to the object write log, in the write's own transaction.
-pub(crate) fn log_write(conn: &Connection, entry: LogEntry<'_>) -> Result<()> {
+pub(crate) fn log_write(conn: Conn<'_>, entry: LogEntry<'_>) -> Result<()> {
     let op = match entry.op {
         WriteOp::Create => "create",
         WriteOp::Update => "update",
         WriteOp::Delete => "delete",
     };
-    conn.prepare_cached(
+    conn.execute(
         "INSERT INTO object_writes (resource_version, object_id, grp, kind, op, written_at, row_image) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![
-        entry.resource_version,
-        entry.object_id,
-        entry.group_kind.group,
-        entry.group_kind.kind,
-        op,
-        entry.written_at.as_millis(),
-        entry.row_image,
-    ])?;
+        params![
+            entry.resource_version,
+            entry.object_id,
+            &entry.group_kind.group,
+            &entry.group_kind.kind,
+            op,
+            entry.written_at.as_millis(),
+            entry.row_image.as_deref(),
+        ],
+    )?;
     Ok(())
 }
 
 /// Records that `from` is owned by `owner`.
-pub(crate) fn insert_owner_edge(conn: &Connection, from: ObjectId, owner: ObjectId) -> Result<()> {
-    conn.prepare_cached(
+pub(crate) fn insert_owner_edge(conn: Conn<'_>, from: ObjectId, owner: ObjectId) -> Result<()> {
+    conn.execute(
         "INSERT INTO edges (from_id, relation, to_id) VALUES (?1, 'owned_by', ?2)",
-    )?
-    .execute([from, owner])?;
+        params![from, owner],
+    )?;
     Ok(())
 }
 
 /// The kind of object `id` and whether it is being deleted, if it exists.
 pub(crate) fn select_kind_and_deletion(
-    conn: &Connection,
+    conn: Conn<'_>,
     id: ObjectId,
 ) -> Result<Option<(GroupKind, bool)>> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT grp, kind, deletion_requested_at IS NOT NULL FROM objects WHERE id = ?1",
-        )?
-        .query_row([id], |row| {
-            Ok((
-                GroupKind::new(row.get::<_, String>(0)?, row.get::<_, String>(1)?),
-                row.get::<_, bool>(2)?,
-            ))
-        })
-        .optional()?)
+    conn.query_opt(
+        "SELECT grp, kind, deletion_requested_at IS NOT NULL FROM objects WHERE id = ?1",
+        params![id],
+        |row| Ok((group_kind_at(row, 0)?, row.get::<bool>(2)?)),
+    )
 }

@@ -13,13 +13,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use rusqlite::Connection;
-
 use crate::error::{Error, Result};
 use crate::object::Timestamp;
 use crate::store::Reader;
+use crate::store::sql::Conn;
 use crate::store::write_tx::{Committed, Hook, Push, Sequences, WriteTx, announce};
-use crate::store::writer::{Writer, exec, run_hooks};
+use crate::store::writer::{Writer, run_hooks};
 use crate::sync::lock;
 
 /// A transaction held across calls. See the module docs.
@@ -83,10 +82,10 @@ impl Session {
         writer.lease().await;
         let sequences = {
             let conn = lock(&writer.conn);
-            if let Err(error) = exec(&conn.conn, "BEGIN IMMEDIATE") {
+            if let Err(error) = conn.conn.conn().begin_write() {
                 drop(conn);
                 writer.hand_off();
-                return Err(error.into());
+                return Err(error);
             }
             conn.sequences
         };
@@ -125,7 +124,7 @@ impl Session {
         let mut inner = lock(&self.inner);
         inner.check_open()?;
         let writer_conn = lock(&self.writer.conn);
-        let conn = &writer_conn.conn;
+        let conn = writer_conn.conn.conn();
         let mark = inner.mark();
         let mut tx = WriteTx {
             conn,
@@ -139,7 +138,7 @@ impl Session {
             batch: 0,
             migrations: &writer_conn.migrations,
         };
-        exec(conn, "SAVEPOINT op")?;
+        conn.control("SAVEPOINT op")?;
         let result = catch_unwind(AssertUnwindSafe(|| work(&mut tx)))
             .unwrap_or_else(|_| Err(Error::Internal("a write in a transaction panicked".into())));
         inner.sequences = tx.sequences;
@@ -147,10 +146,10 @@ impl Session {
         inner.pushes = tx.pushes;
         inner.save_sequences = tx.save_sequences;
         if result.is_ok() {
-            exec(conn, "RELEASE op")?;
+            conn.control("RELEASE op")?;
         } else {
-            exec(conn, "ROLLBACK TO op")?;
-            exec(conn, "RELEASE op")?;
+            conn.control("ROLLBACK TO op")?;
+            conn.control("RELEASE op")?;
             inner.restore(mark);
         }
         result
@@ -161,14 +160,17 @@ impl Session {
         let inner = lock(&self.inner);
         inner.check_open()?;
         let writer_conn = lock(&self.writer.conn);
-        work(&Reader::new(&writer_conn.conn, writer_conn.session))
+        work(&Reader::new(writer_conn.conn.conn(), writer_conn.session))
     }
 
     /// Opens a nested frame.
     pub(crate) fn push_frame(&self) -> Result<()> {
         let mut inner = lock(&self.inner);
         inner.check_open()?;
-        exec(&lock(&self.writer.conn).conn, "SAVEPOINT frame")?;
+        lock(&self.writer.conn)
+            .conn
+            .conn()
+            .control("SAVEPOINT frame")?;
         let mark = inner.mark();
         inner.frames.push(mark);
         Ok(())
@@ -180,11 +182,12 @@ impl Session {
         inner.check_open()?;
         let mark = inner.frames.pop().ok_or(Error::NoTransaction)?;
         let writer_conn = lock(&self.writer.conn);
+        let conn = writer_conn.conn.conn();
         if keep {
-            exec(&writer_conn.conn, "RELEASE frame")?;
+            conn.control("RELEASE frame")?;
         } else {
-            exec(&writer_conn.conn, "ROLLBACK TO frame")?;
-            exec(&writer_conn.conn, "RELEASE frame")?;
+            conn.control("ROLLBACK TO frame")?;
+            conn.control("RELEASE frame")?;
             inner.restore(mark);
         }
         Ok(())
@@ -200,15 +203,13 @@ impl Session {
             let mut writer_conn = lock(&self.writer.conn);
             let log_grew =
                 inner.sequences.resource_version > writer_conn.sequences.resource_version;
-            let committed = commit_on(&writer_conn.conn, &inner);
+            let committed = commit_on(writer_conn.conn.conn(), &inner);
             match &committed {
                 Ok(()) => {
                     writer_conn.sequences = inner.sequences;
                     self.writer.committed(inner.sequences);
                 }
-                Err(_) => {
-                    let _ = writer_conn.conn.execute_batch("ROLLBACK");
-                }
+                Err(_) => writer_conn.conn.conn().rollback(),
             }
             (
                 std::mem::take(&mut inner.hooks),
@@ -246,18 +247,18 @@ impl Session {
             inner.state = state;
             inner.hooks.clear();
             inner.pushes.clear();
-            let _ = lock(&self.writer.conn).conn.execute_batch("ROLLBACK");
+            lock(&self.writer.conn).conn.conn().rollback();
         }
         self.writer.hand_off();
         Ok(())
     }
 }
 
-fn commit_on(conn: &Connection, inner: &Inner) -> rusqlite::Result<()> {
+fn commit_on(conn: Conn<'_>, inner: &Inner) -> Result<()> {
     if inner.save_sequences {
         inner.sequences.save(conn)?;
     }
-    exec(conn, "COMMIT")
+    conn.control("COMMIT")
 }
 
 impl Drop for Session {

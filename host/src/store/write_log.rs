@@ -2,94 +2,97 @@
 //! it, which objects moved above a position, and a collected object's final
 //! state.
 
-use rusqlite::{Connection, OptionalExtension, params};
-
 use crate::error::Result;
 use crate::object::{GroupKind, ObjectDocument, ObjectId, RawObject};
+use crate::store::sql::{Conn, Row, params};
 
 /// The newest committed position, as this read sees the store.
-pub(crate) fn store_head(conn: &Connection) -> Result<i64> {
-    Ok(conn.query_row(
-        "SELECT MAX(COALESCE((SELECT MAX(resource_version) FROM object_writes), 0), \
-                    COALESCE((SELECT MAX(resource_version) FROM objects), 0), \
-                    COALESCE((SELECT MAX(resource_version) FROM events), 0))",
-        [],
-        |row| row.get(0),
-    )?)
+pub(crate) fn store_head(conn: Conn<'_>) -> Result<i64> {
+    conn.query_one(
+        "SELECT (SELECT MAX(resource_version) FROM object_writes), \
+                (SELECT MAX(resource_version) FROM objects), \
+                (SELECT MAX(resource_version) FROM events)",
+        params![],
+        greatest,
+    )
+}
+
+/// The greatest of a row's nullable columns, 0 when all are NULL.
+fn greatest(row: &Row<'_>) -> Result<i64> {
+    let mut greatest = 0;
+    for index in 0..3 {
+        greatest = greatest.max(row.get::<Option<i64>>(index)?.unwrap_or(0));
+    }
+    Ok(greatest)
 }
 
 /// The newest position a stream of `group_kind` can be complete as of.
-pub(crate) fn kind_head(conn: &Connection, group_kind: &GroupKind) -> Result<i64> {
-    Ok(conn.query_row(
-        "SELECT MAX(COALESCE((SELECT MAX(resource_version) FROM object_writes), 0), \
-                    COALESCE((SELECT MAX(resource_version) FROM objects), 0), \
-                    COALESCE((SELECT resource_version FROM write_log_horizons \
-                              WHERE grp = ?1 AND kind = ?2), 0))",
-        params![group_kind.group, group_kind.kind],
-        |row| row.get(0),
-    )?)
+pub(crate) fn kind_head(conn: Conn<'_>, group_kind: &GroupKind) -> Result<i64> {
+    conn.query_one(
+        "SELECT (SELECT MAX(resource_version) FROM object_writes), \
+                (SELECT MAX(resource_version) FROM objects), \
+                (SELECT resource_version FROM write_log_horizons WHERE grp = ?1 AND kind = ?2)",
+        params![&group_kind.group, &group_kind.kind],
+        greatest,
+    )
 }
 
 /// The position below which retention removed `group_kind`'s log entries
 /// (0 when it removed none).
-pub(crate) fn kind_horizon(conn: &Connection, group_kind: &GroupKind) -> Result<i64> {
+pub(crate) fn kind_horizon(conn: Conn<'_>, group_kind: &GroupKind) -> Result<i64> {
     Ok(conn
-        .prepare_cached(
+        .query_opt(
             "SELECT resource_version FROM write_log_horizons WHERE grp = ?1 AND kind = ?2",
+            params![&group_kind.group, &group_kind.kind],
+            |row| row.get(0),
         )?
-        .query_row(params![group_kind.group, group_kind.kind], |row| row.get(0))
-        .optional()?
         .unwrap_or(0))
 }
 
 /// The position below which retention removed object `id`'s event runs.
-pub(crate) fn event_horizon(conn: &Connection, id: ObjectId) -> Result<i64> {
+pub(crate) fn event_horizon(conn: Conn<'_>, id: ObjectId) -> Result<i64> {
     Ok(conn
-        .prepare_cached("SELECT resource_version FROM event_horizons WHERE object_id = ?1")?
-        .query_row([id], |row| row.get(0))
-        .optional()?
+        .query_opt(
+            "SELECT resource_version FROM event_horizons WHERE object_id = ?1",
+            params![id],
+            |row| row.get(0),
+        )?
         .unwrap_or(0))
 }
 
 /// Up to `limit` of `group_kind`'s log entries above `cursor` (only
 /// object `only`'s, if given), oldest first, as (position, object id).
 pub(crate) fn entries_above(
-    conn: &Connection,
+    conn: Conn<'_>,
     group_kind: &GroupKind,
     cursor: i64,
     only: Option<ObjectId>,
     limit: usize,
 ) -> Result<Vec<(i64, ObjectId)>> {
-    let mut stmt = conn.prepare_cached(
+    conn.query_all(
         "SELECT resource_version, object_id FROM object_writes \
          WHERE resource_version > ?1 AND grp = ?2 AND kind = ?3 \
-           AND (?4 IS NULL OR object_id = ?4) \
+           AND (CAST(?4 AS BIGINT) IS NULL OR object_id = ?4) \
          ORDER BY resource_version LIMIT ?5",
-    )?;
-    let entries = stmt
-        .query_map(
-            params![
-                cursor,
-                group_kind.group,
-                group_kind.kind,
-                only,
-                limit as i64
-            ],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(entries)
+        params![
+            cursor,
+            &group_kind.group,
+            &group_kind.kind,
+            only,
+            limit as i64
+        ],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
 }
 
 /// The state object `id` was collected in, as its delete entry logged it.
-pub(crate) fn collected_image(conn: &Connection, id: ObjectId) -> Result<Option<RawObject>> {
-    let image: Option<Option<String>> = conn
-        .prepare_cached(
-            "SELECT row_image FROM object_writes WHERE object_id = ?1 AND op = 'delete' \
-             ORDER BY resource_version DESC LIMIT 1",
-        )?
-        .query_row([id], |row| row.get(0))
-        .optional()?;
+pub(crate) fn collected_image(conn: Conn<'_>, id: ObjectId) -> Result<Option<RawObject>> {
+    let image: Option<Option<String>> = conn.query_opt(
+        "SELECT row_image FROM object_writes WHERE object_id = ?1 AND op = 'delete' \
+         ORDER BY resource_version DESC LIMIT 1",
+        params![id],
+        |row| row.get(0),
+    )?;
     Ok(image
         .flatten()
         .and_then(|text| serde_json::from_str::<ObjectDocument>(&text).ok())

@@ -4,10 +4,9 @@
 
 use std::sync::{Arc, RwLock};
 
-use rusqlite::Connection;
-
 use crate::migration::{Migrations, SchemaVersions};
 use crate::object::{GroupKind, ObjectId, Timestamp};
+use crate::store::sql::{Conn, Connection, params};
 use crate::sync::read;
 
 /// Work to run once the transaction that carried a job has committed.
@@ -45,7 +44,7 @@ pub(super) fn announce(
 
 /// What a job sees: the write connection inside an open transaction.
 pub(crate) struct WriteTx<'c> {
-    pub(super) conn: &'c Connection,
+    pub(super) conn: Conn<'c>,
     pub(super) sequences: Sequences,
     pub(super) now: Timestamp,
     pub(super) session: i64,
@@ -70,7 +69,7 @@ impl<'c> WriteTx<'c> {
     }
 
     /// The connection, inside the job's savepoint.
-    pub(super) fn conn(&self) -> &'c Connection {
+    pub(super) fn conn(&self) -> Conn<'c> {
         self.conn
     }
 
@@ -158,11 +157,11 @@ pub(crate) struct Sequences {
 }
 
 impl Sequences {
-    pub(crate) fn load(conn: &Connection) -> rusqlite::Result<Sequences> {
-        let read = |sql: &str| conn.query_row(sql, [], |row| row.get::<_, Option<i64>>(0));
+    pub(crate) fn load(conn: Conn<'_>) -> crate::error::Result<Sequences> {
+        let read = |sql: &str| conn.query_one(sql, params![], |row| row.get::<Option<i64>>(0));
         let floor = |key: &str| {
-            conn.query_row("SELECT value FROM kv WHERE key = ?1", [key], |row| {
-                row.get::<_, i64>(0)
+            conn.query_one("SELECT value FROM kv WHERE key = ?1", params![key], |row| {
+                row.get::<i64>(0)
             })
         };
         // Every maximum here is an index lookup, so opening stays O(1).
@@ -175,10 +174,10 @@ impl Sequences {
         })
     }
 
-    pub(super) fn save(self, conn: &Connection) -> rusqlite::Result<()> {
-        let mut update = conn.prepare_cached("UPDATE kv SET value = ?2 WHERE key = ?1")?;
-        update.execute(rusqlite::params!["resource_version", self.resource_version])?;
-        update.execute(rusqlite::params!["object_id", self.object_id])?;
+    pub(super) fn save(self, conn: Conn<'_>) -> crate::error::Result<()> {
+        let update = "UPDATE kv SET value = ?2 WHERE key = ?1";
+        conn.execute(update, params!["resource_version", self.resource_version])?;
+        conn.execute(update, params!["object_id", self.object_id])?;
         Ok(())
     }
 }

@@ -16,8 +16,6 @@ use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, RwLock};
 
-use rusqlite::Connection;
-
 use crate::error::{Error, Result};
 use crate::object::Timestamp;
 use crate::store::slot::{Slot, SlotState, Wake};
@@ -361,7 +359,7 @@ impl Writer {
         let mut tx = WriteTx {
             #[cfg(test)]
             batch: writer.batches,
-            conn: &writer.conn,
+            conn: writer.conn.conn(),
             sequences: writer.sequences,
             now: Timestamp::now(),
             session: writer.session,
@@ -384,10 +382,7 @@ impl Writer {
                     .write_seconds
                     .observe(crate::metrics::seconds(started.elapsed()));
             }
-            Err(_) => {
-                // The transaction may already be gone; a failed ROLLBACK changes nothing.
-                let _ = writer.conn.execute_batch("ROLLBACK");
-            }
+            Err(_) => writer.conn.conn().rollback(),
         }
         for job in batch {
             job.finish(&committed);
@@ -422,23 +417,18 @@ impl Writer {
 }
 
 /// Runs one of the writer's fixed statements; cached, since every job runs several.
-pub(super) fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([])?;
-    Ok(())
-}
-
-fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> rusqlite::Result<()> {
-    exec(tx.conn, "BEGIN IMMEDIATE")?;
+fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> Result<()> {
+    tx.conn.begin_write()?;
     for job in batch.iter_mut() {
-        exec(tx.conn, "SAVEPOINT job")?;
+        tx.conn.control("SAVEPOINT job")?;
         let hooks_before = tx.hooks.len();
         let pushes_before = tx.pushes.len();
         let sequences_before = tx.sequences;
         if job.run(tx) {
-            exec(tx.conn, "RELEASE job")?;
+            tx.conn.control("RELEASE job")?;
         } else {
-            exec(tx.conn, "ROLLBACK TO job")?;
-            exec(tx.conn, "RELEASE job")?;
+            tx.conn.control("ROLLBACK TO job")?;
+            tx.conn.control("RELEASE job")?;
             // Nothing the job wrote survives, so what it took can be handed out again.
             tx.hooks.truncate(hooks_before);
             tx.pushes.truncate(pushes_before);
@@ -448,7 +438,7 @@ fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> rusqlite::Resul
     if tx.save_sequences {
         tx.sequences.save(tx.conn)?;
     }
-    exec(tx.conn, "COMMIT")
+    tx.conn.control("COMMIT")
 }
 
 pub(super) fn run_hooks(hooks: Vec<Hook>) {

@@ -16,26 +16,54 @@ use crate::cli::protocol::{Outcome, Request, read_line, write_line};
 /// socket (it may be starting) before saying it does not.
 const HOST_PATIENCE: Duration = Duration::from_secs(3);
 
-/// The files beside a database.
+/// The files beside a database. A PostgreSQL store has no file to sit
+/// beside: its lock, socket and plugin cache go in the temporary directory,
+/// named after its connection string, so commands on this machine find the
+/// host that serves it.
 #[derive(Clone, Debug)]
 pub struct Paths {
     pub db: PathBuf,
+    /// How the database is named in messages (never with a password).
+    pub shown: String,
     pub lock: PathBuf,
     pub socket: PathBuf,
+    /// The stem the other files are named from.
+    local: PathBuf,
 }
 
 impl Paths {
     pub fn new(db: &Path) -> Paths {
-        let beside = |suffix: &str| {
-            let mut name = db.as_os_str().to_owned();
-            name.push(suffix);
-            PathBuf::from(name)
+        let shown = beehive::store::shown_location(db);
+        let local = if beehive::store::is_postgres_location(db) {
+            use sha2::Digest;
+            let digest = sha2::Sha256::digest(db.as_os_str().as_encoded_bytes());
+            let tag: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+            std::env::temp_dir().join(format!("beehive-postgres-{tag}"))
+        } else {
+            db.to_path_buf()
         };
-        Paths {
+        let mut paths = Paths {
             db: db.to_path_buf(),
-            lock: beside(".lock"),
-            socket: beside(".sock"),
-        }
+            shown,
+            lock: PathBuf::new(),
+            socket: PathBuf::new(),
+            local,
+        };
+        paths.lock = paths.beside(".lock");
+        paths.socket = paths.beside(".sock");
+        paths
+    }
+
+    /// Whether the database is a PostgreSQL store.
+    pub fn is_postgres(&self) -> bool {
+        beehive::store::is_postgres_location(&self.db)
+    }
+
+    /// A file named after the database with `suffix`.
+    pub fn beside(&self, suffix: &str) -> PathBuf {
+        let mut name = self.local.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
     }
 }
 

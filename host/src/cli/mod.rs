@@ -14,7 +14,7 @@ mod server;
 mod top;
 
 use crate::cli::failure::Failure;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -43,11 +43,12 @@ use protocol::{Outcome, Reply, Request, Until};
                   6 no host answers (a command that needs one)."
 )]
 struct Cli {
-    /// The database file.
+    /// The database: a SQLite file, or a PostgreSQL connection string
+    /// (postgres://user@host/db, or postgres://user@/db?host=/socket/dir).
     #[arg(
         long,
         global = true,
-        value_name = "FILE",
+        value_name = "FILE|URL",
         default_value = "beehive.db",
         env = "BEEHIVE_DB"
     )]
@@ -355,7 +356,7 @@ async fn execute(cli: Cli) -> Result<String, Failure> {
         }
         Command::Top { interval, once } => {
             let mut source = MetricsSource { paths: &paths };
-            let host = paths.db.display().to_string();
+            let host = paths.shown.clone();
             if once {
                 return top::once(&mut source, &host, interval).await;
             }
@@ -510,7 +511,7 @@ async fn dispatch(paths: &Paths, request: Request) -> Outcome {
         }
         Endpoint::Direct(_lock) => {
             let creates = matches!(request, Request::Apply { .. });
-            let ctx = open_directly(&paths.db, creates)?;
+            let ctx = open_directly(paths, creates)?;
             ops::execute(&ctx, request).await
         }
     }
@@ -518,14 +519,14 @@ async fn dispatch(paths: &Paths, request: Request) -> Outcome {
 
 /// The database, opened by a command that holds the lock. Reads never
 /// create it.
-fn open_directly(db: &Path, create: bool) -> Result<Context, Failure> {
-    if !create && !db.exists() {
+fn open_directly(paths: &Paths, create: bool) -> Result<Context, Failure> {
+    if !create && !paths.is_postgres() && !paths.db.exists() {
         return Err(format!(
             "no database at {}: nothing has been applied yet (`beehive apply` or `beehive run` make one)",
-            db.display()
+            paths.shown
         ).into());
     }
-    let store = beehive::Store::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
+    let store = beehive::Store::open(&paths.db).map_err(|e| format!("{}: {e}", paths.shown))?;
     Ok(Context {
         store,
         host: None,
@@ -569,7 +570,7 @@ async fn wait(
                 };
             }
             Endpoint::Direct(_lock) => {
-                let ctx = open_directly(&paths.db, false)?;
+                let ctx = open_directly(paths, false)?;
                 let group_kind = ops::resolve_kind(&ctx.store, &kind)?;
                 ops::holds(
                     &beehive::RawClient::new(&ctx.store, group_kind),

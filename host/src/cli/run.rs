@@ -269,11 +269,10 @@ impl RunArgs {
     }
 
     fn runtime_options(&self, paths: &Paths) -> RuntimeOptions {
-        let cache = self.plugin_cache.clone().unwrap_or_else(|| {
-            let mut name = paths.db.as_os_str().to_owned();
-            name.push(".plugin-cache");
-            PathBuf::from(name)
-        });
+        let cache = self
+            .plugin_cache
+            .clone()
+            .unwrap_or_else(|| paths.beside(".plugin-cache"));
         let mut per_plugin: BTreeMap<&str, PluginLimits> = BTreeMap::new();
         for (name, deadline) in &self.plugin_deadline_for {
             per_plugin.entry(name).or_default().pass_deadline = Some(*deadline);
@@ -333,14 +332,17 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
             dir.display()
         ));
     }
-    if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty()) {
+    let file_parent = db
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty() && !paths.is_postgres());
+    if let Some(parent) = file_parent {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
     let _lock = lock_for_host(&paths).await?;
     remove_stale_socket(&paths.socket);
 
-    let store = Store::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
+    let store = Store::open(db).map_err(|e| format!("{}: {e}", paths.shown))?;
     let host = Host::new(&store, args.host_options()).map_err(|e| e.to_string())?;
     let runtime = PluginRuntime::new(
         args.runtime_options(&paths)
@@ -376,7 +378,7 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
     }
     tracing::info!(
         "serving {} on {} (plugins: {})",
-        db.display(),
+        paths.shown,
         paths.socket.display(),
         plugin_dir.display()
     );
@@ -407,7 +409,7 @@ async fn lock_for_host(paths: &Paths) -> Result<Lock, String> {
         if std::os::unix::net::UnixStream::connect(&paths.socket).is_ok() {
             return Err(format!(
                 "a host is already running on {} ({})",
-                paths.db.display(),
+                paths.shown,
                 holder(&paths.lock)
             ));
         }

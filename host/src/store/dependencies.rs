@@ -182,6 +182,7 @@ pub(crate) fn dependents_of(
         Dialect::Sqlite => {
             "SELECT i.value, p.value FROM json_each(?1) i JOIN json_each(?2) p ON p.key = i.key"
         }
+        Dialect::Postgres => "SELECT * FROM unnest(CAST(?1 AS BIGINT[]), CAST(?2 AS BIGINT[]))",
     };
     let sql = format!(
         "WITH moved(id, position) AS ({moved_rows}) \

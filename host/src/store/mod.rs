@@ -16,6 +16,7 @@ mod dependencies;
 mod events;
 mod objects;
 mod observed;
+mod postgres;
 mod reader;
 mod registrations;
 mod retention;
@@ -94,6 +95,7 @@ pub struct Store {
 
 struct Inner {
     path: PathBuf,
+    backend: Backend,
     writer: Arc<Writer>,
     readers: Mutex<Vec<Connection>>,
     /// Whether any `depends_on` edge may exist: false only while none has
@@ -106,8 +108,24 @@ struct Inner {
     session: i64,
     /// What this store and everything built on it measure.
     metrics: Arc<crate::metrics::Metrics>,
-    // Held so a temporary store's directory lives exactly as long as the store.
-    _temp_dir: Option<tempfile::TempDir>,
+    // Held so a temporary store lives exactly as long as the store; last, so
+    // the connections above close first.
+    _temporary: Option<Temporary>,
+}
+
+/// Where the store's data lives, and how a new reader connects to it.
+enum Backend {
+    Sqlite,
+    Postgres {
+        target: Box<postgres::Target>,
+        channel: String,
+    },
+}
+
+/// What a throwaway store removes when it goes.
+enum Temporary {
+    Directory(#[allow(dead_code)] tempfile::TempDir),
+    Schema(#[allow(dead_code)] Box<postgres::TempSchema>),
 }
 
 impl std::fmt::Debug for Store {
@@ -119,14 +137,22 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the database at `path` and brings its schema
-    /// up to date.
+    /// Opens (creating if needed) the store at `location` and brings its
+    /// schema up to date: a SQLite database file, or a PostgreSQL
+    /// connection string (`postgres://user@host/db`, or
+    /// `postgres://user@/db?host=/socket/dir` for a Unix socket; the
+    /// store's tables go in the connection's current schema).
     ///
     /// # Errors
     /// [`Error::SchemaTooNew`](crate::Error::SchemaTooNew) for a database written by a newer build;
-    /// [`Error::Database`](crate::Error::Database) when the file cannot be opened.
-    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
-        Self::open_in(path.as_ref().to_path_buf(), None)
+    /// [`Error::Database`](crate::Error::Database) when it cannot be opened or reached;
+    /// [`Error::InvalidOption`](crate::Error::InvalidOption) for a malformed connection string.
+    pub fn open(location: impl AsRef<Path>) -> Result<Store> {
+        let location = location.as_ref();
+        match location.to_str().filter(|l| postgres::is_postgres_url(l)) {
+            Some(url) => Self::open_postgres(postgres::Target::parse(url)?, None),
+            None => Self::open_in(location.to_path_buf(), None),
+        }
     }
 
     /// Opens a throwaway store in a fresh temporary directory, removed when the
@@ -139,10 +165,24 @@ impl Store {
     pub fn temporary() -> Result<Store> {
         let dir = tempfile::Builder::new().prefix("beehive-").tempdir()?;
         let path = dir.path().join("beehive.db");
-        Self::open_in(path, Some(dir))
+        Self::open_in(path, Some(Temporary::Directory(dir)))
     }
 
-    fn open_in(path: PathBuf, temp_dir: Option<tempfile::TempDir>) -> Result<Store> {
+    /// Opens a throwaway store in a fresh schema of the PostgreSQL database
+    /// at `url`, dropped (with everything in it) when the last clone is
+    /// dropped. For tests that run against a real server.
+    ///
+    /// # Errors
+    /// As [`Store::open`], plus [`Error::Database`](crate::Error::Database) when the schema
+    /// cannot be created.
+    pub fn temporary_postgres(url: &str) -> Result<Store> {
+        let base = postgres::Target::parse(url)?;
+        let schema = postgres::TempSchema::create(&base)?;
+        let target = base.in_schema(schema.name());
+        Self::open_postgres(target, Some(Temporary::Schema(Box::new(schema))))
+    }
+
+    fn open_in(path: PathBuf, temporary: Option<Temporary>) -> Result<Store> {
         create_owner_only(&path)?;
         let mut conn = rusqlite::Connection::open(&path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
@@ -153,7 +193,41 @@ impl Store {
         conn.pragma_update(None, "wal_autocheckpoint", 8000)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         schema::migrate(&mut conn)?;
-        let conn = Connection::Sqlite(conn);
+        Self::assemble(path, Backend::Sqlite, Connection::Sqlite(conn), temporary)
+    }
+
+    fn open_postgres(target: postgres::Target, temporary: Option<Temporary>) -> Result<Store> {
+        let conn = postgres::PgConn::connect(&target, "")?;
+        postgres::schema::migrate(&conn)?;
+        let channel = postgres::commit_channel(&conn)?;
+        let conn = conn.with_channel(&channel);
+        let path = PathBuf::from(&target.display);
+        let backend = Backend::Postgres {
+            target: Box::new(target.clone()),
+            channel: channel.clone(),
+        };
+        let store = Self::assemble(
+            path,
+            backend,
+            Connection::Postgres(Box::new(conn)),
+            temporary,
+        )?;
+        postgres::listen::spawn(
+            target,
+            channel,
+            store.inner.session,
+            Arc::downgrade(&store.inner.writer),
+        )?;
+        Ok(store)
+    }
+
+    /// Builds the store around its open, migrated writer connection.
+    fn assemble(
+        path: PathBuf,
+        backend: Backend,
+        conn: Connection,
+        temporary: Option<Temporary>,
+    ) -> Result<Store> {
         let sequences = Sequences::load(conn.conn())?;
         let dependency_edges = conn.conn().exists(
             "SELECT 1 FROM edges WHERE relation = 'depends_on'",
@@ -173,20 +247,51 @@ impl Store {
         Ok(Store {
             inner: Arc::new(Inner {
                 path,
+                backend,
                 writer,
                 readers: Mutex::new(Vec::new()),
                 dependency_edges: std::sync::atomic::AtomicBool::new(dependency_edges),
                 migrations,
                 session,
                 metrics,
-                _temp_dir: temp_dir,
+                _temporary: temporary,
             }),
         })
     }
 
-    /// The database file.
+    /// Opens another handle on the same database, as a second process
+    /// would: a writer connection and a session of its own.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn reopen(&self) -> Result<Store> {
+        match &self.inner.backend {
+            Backend::Sqlite => Self::open_in(self.inner.path.clone(), None),
+            Backend::Postgres { target, .. } => Self::open_postgres((**target).clone(), None),
+        }
+    }
+
+    /// Runs a read-only query with integer parameters (`?1`, `?2`, …) and
+    /// returns its first row as text, `None` for NULL columns: for tests
+    /// that look at the tables directly, whatever the backend.
+    ///
+    /// # Errors
+    /// [`Error::Database`](crate::Error::Database) when the query fails.
+    #[doc(hidden)]
+    pub fn inspect(&self, sql: &str, params: &[i64]) -> Result<Option<Vec<Option<String>>>> {
+        let params: Vec<sql::Param<'_>> = params.iter().map(|p| sql::Param::Int(*p)).collect();
+        self.read_conn(|conn| conn.query_opt(sql, &params, |row| row.texts()))
+    }
+
+    /// The database file; for PostgreSQL, the connection string without
+    /// its password.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// Whether the store lives in PostgreSQL (rather than a SQLite file).
+    pub fn is_postgres(&self) -> bool {
+        matches!(self.inner.backend, Backend::Postgres { .. })
     }
 
     /// The metrics of this store and of the hosts and plugin runtimes built
@@ -304,11 +409,30 @@ impl Store {
     }
 
     fn open_reader(&self) -> Result<Connection> {
+        if let Backend::Postgres { target, channel } = &self.inner.backend {
+            let conn = postgres::PgConn::connect(target, "")?.with_channel(channel);
+            return Ok(Connection::Postgres(Box::new(conn)));
+        }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = rusqlite::Connection::open_with_flags(&self.inner.path, flags)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         Ok(Connection::Sqlite(conn))
+    }
+}
+
+/// Whether `location` names a PostgreSQL store (`postgres://…` or
+/// `postgresql://…`) rather than a SQLite file.
+pub fn is_postgres_location(location: &Path) -> bool {
+    location.to_str().is_some_and(postgres::is_postgres_url)
+}
+
+/// `location` as shown to people: a PostgreSQL connection string never
+/// shows its password.
+pub fn shown_location(location: &Path) -> String {
+    match location.to_str().filter(|l| postgres::is_postgres_url(l)) {
+        Some(url) => postgres::redact(url),
+        None => location.display().to_string(),
     }
 }
 

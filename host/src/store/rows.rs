@@ -131,6 +131,7 @@ fn ids_of(objects: &[RawObject]) -> Vec<ObjectId> {
 fn in_ids(conn: Conn<'_>, column: &str) -> String {
     match conn.dialect() {
         Dialect::Sqlite => format!("{column} IN (SELECT value FROM json_each(?1))"),
+        Dialect::Postgres => format!("{column} = ANY(?1)"),
     }
 }
 
@@ -314,10 +315,13 @@ pub(crate) fn insert_object(conn: Conn<'_>, new: NewObject<'_>) -> Result<RawObj
     new.spec.check_size()?;
     let finalizers = serde_json::to_string(new.finalizers)
         .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
-    let inserted = conn.insert_unique(
+    // A taken name inserts nothing rather than failing: in PostgreSQL a
+    // failed statement would spoil the rest of the transaction.
+    let inserted = conn.execute(
         "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, \
                               finalizers, created_at, updated_at, spec_version) \
-         VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7, ?9)",
+         VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7, ?9) \
+         ON CONFLICT DO NOTHING",
         params![
             &new.group_kind.group,
             &new.group_kind.kind,
@@ -330,7 +334,7 @@ pub(crate) fn insert_object(conn: Conn<'_>, new: NewObject<'_>) -> Result<RawObj
             new.spec_version,
         ],
     )?;
-    if !inserted {
+    if inserted == 0 {
         return Err(Error::NameTaken {
             kind: new.group_kind.to_string(),
             name: new.name.to_string(),

@@ -16,7 +16,6 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::object::Timestamp;
 use crate::store::Reader;
-use crate::store::sql::Conn;
 use crate::store::write_tx::{Committed, Hook, Push, Sequences, WriteTx, announce};
 use crate::store::writer::{Writer, run_hooks};
 use crate::sync::lock;
@@ -36,6 +35,8 @@ enum State {
 
 struct Inner {
     state: State,
+    /// The counters as the transaction found them.
+    begun: Sequences,
     sequences: Sequences,
     hooks: Vec<Hook>,
     pushes: Vec<Push>,
@@ -82,17 +83,20 @@ impl Session {
         writer.lease().await;
         let sequences = {
             let conn = lock(&writer.conn);
-            if let Err(error) = conn.conn.conn().begin_write() {
-                drop(conn);
-                writer.hand_off();
-                return Err(error);
+            match conn.conn.conn().begin_write() {
+                Ok(committed) => committed.unwrap_or(conn.sequences),
+                Err(error) => {
+                    drop(conn);
+                    writer.hand_off();
+                    return Err(error);
+                }
             }
-            conn.sequences
         };
         let session = Arc::new(Session {
             writer: writer.clone(),
             inner: Mutex::new(Inner {
                 state: State::Open,
+                begun: sequences,
                 sequences,
                 hooks: Vec::new(),
                 pushes: Vec::new(),
@@ -201,9 +205,13 @@ impl Session {
             inner.check_open()?;
             inner.state = State::Ended;
             let mut writer_conn = lock(&self.writer.conn);
-            let log_grew =
-                inner.sequences.resource_version > writer_conn.sequences.resource_version;
-            let committed = commit_on(writer_conn.conn.conn(), &inner);
+            let log_grew = inner.sequences.resource_version > inner.begun.resource_version;
+            let committed = writer_conn.conn.conn().commit_write(
+                inner.begun,
+                inner.sequences,
+                inner.save_sequences,
+                writer_conn.session,
+            );
             match &committed {
                 Ok(()) => {
                     writer_conn.sequences = inner.sequences;
@@ -252,13 +260,6 @@ impl Session {
         self.writer.hand_off();
         Ok(())
     }
-}
-
-fn commit_on(conn: Conn<'_>, inner: &Inner) -> Result<()> {
-    if inner.save_sequences {
-        inner.sequences.save(conn)?;
-    }
-    conn.control("COMMIT")
 }
 
 impl Drop for Session {

@@ -7,11 +7,14 @@
 //! few statements that differ pick their text by [`Conn::dialect`].
 
 use crate::error::{Error, Result};
+use crate::store::postgres::PgConn;
+use crate::store::write_tx::Sequences;
 
 /// Which SQL a connection speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Dialect {
     Sqlite,
+    Postgres,
 }
 
 /// A connection to run statements on: the writer's inside a job, or a
@@ -19,11 +22,13 @@ pub(crate) enum Dialect {
 #[derive(Clone, Copy)]
 pub(crate) enum Conn<'c> {
     Sqlite(&'c rusqlite::Connection),
+    Postgres(&'c PgConn),
 }
 
 /// An open connection, owned: the writer's, or one in the reader pool.
 pub(crate) enum Connection {
     Sqlite(rusqlite::Connection),
+    Postgres(Box<PgConn>),
 }
 
 impl Connection {
@@ -31,6 +36,7 @@ impl Connection {
     pub(crate) fn conn(&self) -> Conn<'_> {
         match self {
             Connection::Sqlite(conn) => Conn::Sqlite(conn),
+            Connection::Postgres(conn) => Conn::Postgres(conn),
         }
     }
 }
@@ -127,6 +133,7 @@ fn ids_json(ids: &[i64]) -> String {
 /// One result row. Columns are read by position.
 pub(crate) enum Row<'r> {
     Sqlite(&'r rusqlite::Row<'r>),
+    Postgres(&'r tokio_postgres::Row),
 }
 
 impl Row<'_> {
@@ -134,31 +141,118 @@ impl Row<'_> {
     pub(crate) fn get<T: Column>(&self, index: usize) -> Result<T> {
         match self {
             Row::Sqlite(row) => Ok(T::from_sqlite(row, index)?),
+            Row::Postgres(row) => T::from_postgres(row, index).map_err(|e| Error::Database {
+                backend: "postgres",
+                message: format!("column {index}: {e}"),
+            }),
         }
     }
 }
 
+impl Row<'_> {
+    /// Every column, as text (`None` for NULL).
+    pub(crate) fn texts(&self) -> Result<Vec<Option<String>>> {
+        match self {
+            Row::Sqlite(row) => {
+                let count = row.as_ref().column_count();
+                (0..count)
+                    .map(|index| {
+                        use rusqlite::types::ValueRef;
+                        Ok(match row.get_ref(index)? {
+                            ValueRef::Null => None,
+                            ValueRef::Integer(value) => Some(value.to_string()),
+                            ValueRef::Real(value) => Some(value.to_string()),
+                            ValueRef::Text(text) | ValueRef::Blob(text) => {
+                                Some(String::from_utf8_lossy(text).into_owned())
+                            }
+                        })
+                    })
+                    .collect()
+            }
+            Row::Postgres(row) => (0..row.len())
+                .map(|index| match *row.columns()[index].type_() {
+                    tokio_postgres::types::Type::TEXT => self.get::<Option<String>>(index),
+                    _ => Ok(self.get::<Option<i64>>(index)?.map(|v| v.to_string())),
+                })
+                .collect(),
+        }
+    }
+}
+
+type PgResult<T> = std::result::Result<T, tokio_postgres::Error>;
+
 /// A Rust type a column can be read as.
 pub(crate) trait Column: Sized {
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self>;
+    fn from_postgres(row: &tokio_postgres::Row, index: usize) -> PgResult<Self>;
 }
 
-macro_rules! column_via_rusqlite {
-    ($($t:ty),*) => {$(
-        impl Column for $t {
-            fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
-                row.get(index)
-            }
-        }
-    )*};
+/// An integer column; PostgreSQL types a literal as `INT4`, every stored
+/// integer as `BIGINT`.
+fn pg_int(row: &tokio_postgres::Row, index: usize) -> PgResult<Option<i64>> {
+    use tokio_postgres::types::Type;
+    match *row.columns()[index].type_() {
+        Type::INT4 => Ok(row.try_get::<_, Option<i32>>(index)?.map(i64::from)),
+        Type::BOOL => Ok(row.try_get::<_, Option<bool>>(index)?.map(i64::from)),
+        _ => row.try_get(index),
+    }
 }
-column_via_rusqlite!(i64, Option<i64>, String, Option<String>, bool);
+
+impl Column for i64 {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index)
+    }
+    fn from_postgres(row: &tokio_postgres::Row, index: usize) -> PgResult<Self> {
+        match pg_int(row, index)? {
+            Some(value) => Ok(value),
+            // Let the library say what a NULL in a non-null read is.
+            None => row.try_get(index),
+        }
+    }
+}
+
+impl Column for Option<i64> {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index)
+    }
+    fn from_postgres(row: &tokio_postgres::Row, index: usize) -> PgResult<Self> {
+        pg_int(row, index)
+    }
+}
+
+impl Column for bool {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index)
+    }
+    fn from_postgres(row: &tokio_postgres::Row, index: usize) -> PgResult<Self> {
+        Ok(i64::from_postgres(row, index)? != 0)
+    }
+}
+
+impl Column for String {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index)
+    }
+    fn from_postgres(row: &tokio_postgres::Row, index: usize) -> PgResult<Self> {
+        row.try_get(index)
+    }
+}
+
+impl Column for Option<String> {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index)
+    }
+    fn from_postgres(row: &tokio_postgres::Row, index: usize) -> PgResult<Self> {
+        row.try_get(index)
+    }
+}
 
 impl<'c> Conn<'c> {
     /// The SQL this connection speaks.
     pub(crate) fn dialect(&self) -> Dialect {
         match self {
             Conn::Sqlite(_) => Dialect::Sqlite,
+            Conn::Postgres(_) => Dialect::Postgres,
         }
     }
 
@@ -168,25 +262,7 @@ impl<'c> Conn<'c> {
             Conn::Sqlite(conn) => Ok(conn
                 .prepare_cached(sql)?
                 .execute(rusqlite::params_from_iter(params))?),
-        }
-    }
-
-    /// Runs one INSERT; `false` if it would have broken a unique constraint
-    /// (and so inserted nothing).
-    pub(crate) fn insert_unique(&self, sql: &str, params: &[Param<'_>]) -> Result<bool> {
-        match self {
-            Conn::Sqlite(conn) => match conn
-                .prepare_cached(sql)?
-                .execute(rusqlite::params_from_iter(params))
-            {
-                Ok(_) => Ok(true),
-                Err(rusqlite::Error::SqliteFailure(e, _))
-                    if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE =>
-                {
-                    Ok(false)
-                }
-                Err(e) => Err(e.into()),
-            },
+            Conn::Postgres(conn) => Ok(conn.execute(sql, params)? as usize),
         }
     }
 
@@ -207,6 +283,11 @@ impl<'c> Conn<'c> {
                 }
                 Ok(out)
             }
+            Conn::Postgres(conn) => conn
+                .query(sql, params)?
+                .iter()
+                .map(|row| map(&Row::Postgres(row)))
+                .collect(),
         }
     }
 
@@ -226,6 +307,10 @@ impl<'c> Conn<'c> {
                     None => Ok(None),
                 }
             }
+            Conn::Postgres(conn) => match conn.query(sql, params)?.first() {
+                Some(row) => Ok(Some(map(&Row::Postgres(row))?)),
+                None => Ok(None),
+            },
         }
     }
 
@@ -246,11 +331,11 @@ impl<'c> Conn<'c> {
         Ok(self.query_opt(sql, params, |_| Ok(()))?.is_some())
     }
 
-    /// Runs statements that take no parameters and return nothing:
-    /// transaction control, maintenance.
+    /// Runs statements that take no parameters and return nothing.
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
         match self {
             Conn::Sqlite(conn) => Ok(conn.execute_batch(sql)?),
+            Conn::Postgres(conn) => conn.simple(sql).map(|_| ()),
         }
     }
 
@@ -263,14 +348,79 @@ impl<'c> Conn<'c> {
                 conn.prepare_cached(sql)?.execute([])?;
                 Ok(())
             }
+            Conn::Postgres(conn) => conn.simple(sql).map(|_| ()),
         }
     }
 
-    /// Opens the write transaction: in SQLite it takes the database's write
-    /// lock at once, so no statement inside can fail for want of it.
-    pub(crate) fn begin_write(&self) -> Result<()> {
+    /// Opens the write transaction. SQLite takes the database's write lock
+    /// at once, so no statement inside can fail for want of it; the
+    /// counters are the writer's own. PostgreSQL locks the counters' rows,
+    /// so writers in other processes queue behind this one, and returns
+    /// them as committed.
+    pub(crate) fn begin_write(&self) -> Result<Option<Sequences>> {
         match self {
-            Conn::Sqlite(_) => self.control("BEGIN IMMEDIATE"),
+            Conn::Sqlite(_) => self.control("BEGIN IMMEDIATE").map(|()| None),
+            Conn::Postgres(conn) => {
+                let messages = conn.simple(
+                    "BEGIN; SELECT key, value FROM kv \
+                     WHERE key IN ('object_id', 'resource_version') ORDER BY key FOR UPDATE",
+                )?;
+                let mut values = simple_rows(&messages).map(|row| row.get(1));
+                let mut next = || -> Result<i64> {
+                    values
+                        .next()
+                        .flatten()
+                        .and_then(|value| value.parse().ok())
+                        .ok_or_else(|| self.error("the counters' rows are missing"))
+                };
+                let object_id = next()?;
+                let resource_version = next()?;
+                Ok(Some(Sequences {
+                    resource_version,
+                    object_id,
+                }))
+            }
+        }
+    }
+
+    /// Commits the write transaction begun with `begun`, leaving the
+    /// counters at `now`. SQLite stores them only when `save_requested`
+    /// (see `WriteTx::save_sequences`); PostgreSQL stores them whenever they
+    /// moved, since other processes read them there, and announces a moved
+    /// version on the store's channel, all in the COMMIT's round trip.
+    pub(crate) fn commit_write(
+        &self,
+        begun: Sequences,
+        now: Sequences,
+        save_requested: bool,
+        session: i64,
+    ) -> Result<()> {
+        match self {
+            Conn::Sqlite(_) => {
+                if save_requested {
+                    now.save(*self)?;
+                }
+                self.control("COMMIT")
+            }
+            Conn::Postgres(conn) => {
+                let mut sql = String::new();
+                if now != begun {
+                    sql.push_str(&format!(
+                        "UPDATE kv SET value = CASE key WHEN 'resource_version' THEN {} ELSE {} END \
+                         WHERE key IN ('resource_version', 'object_id'); ",
+                        now.resource_version, now.object_id
+                    ));
+                }
+                if now.resource_version > begun.resource_version {
+                    sql.push_str(&format!(
+                        "NOTIFY {}, '{}'; ",
+                        crate::store::postgres::listen::quote_ident(conn.channel()),
+                        crate::store::postgres::listen::payload(session, now.resource_version)
+                    ));
+                }
+                sql.push_str("COMMIT");
+                conn.simple(&sql).map(|_| ())
+            }
         }
     }
 
@@ -281,12 +431,14 @@ impl<'c> Conn<'c> {
         let _ = self.batch("ROLLBACK");
     }
 
-    /// Pages the database holds but no longer uses.
+    /// Pages the database holds but no longer uses, that the store itself
+    /// must give back (PostgreSQL's autovacuum does its own).
     pub(crate) fn free_pages(&self) -> Result<i64> {
         match self {
             Conn::Sqlite(conn) => {
                 Ok(conn.pragma_query_value(None, "freelist_count", |row| row.get(0))?)
             }
+            Conn::Postgres(_) => Ok(0),
         }
     }
 
@@ -294,6 +446,7 @@ impl<'c> Conn<'c> {
     pub(crate) fn release_free_pages(&self) -> Result<()> {
         match self {
             Conn::Sqlite(conn) => Ok(conn.execute_batch("PRAGMA incremental_vacuum")?),
+            Conn::Postgres(_) => Ok(()),
         }
     }
 
@@ -310,6 +463,13 @@ impl<'c> Conn<'c> {
                 tx.commit()?;
                 Ok(answer)
             }
+            Conn::Postgres(conn) => {
+                conn.simple("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+                let answer = work(*self);
+                let end = if answer.is_ok() { "COMMIT" } else { "ROLLBACK" };
+                conn.simple(end)?;
+                answer
+            }
         }
     }
 
@@ -317,10 +477,21 @@ impl<'c> Conn<'c> {
         Error::Database {
             backend: match self.dialect() {
                 Dialect::Sqlite => "sqlite",
+                Dialect::Postgres => "postgres",
             },
             message: message.to_string(),
         }
     }
+}
+
+/// The data rows of a simple query's answer.
+fn simple_rows(
+    messages: &[tokio_postgres::SimpleQueryMessage],
+) -> impl Iterator<Item = &tokio_postgres::SimpleQueryRow> {
+    messages.iter().filter_map(|message| match message {
+        tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
+        _ => None,
+    })
 }
 
 #[cfg(test)]

@@ -179,6 +179,23 @@ impl Writer {
         });
     }
 
+    /// Another process committed up to `resource_version` (0 when unknown):
+    /// wakes what a local commit that grew the log would.
+    pub(crate) fn heard_commit(&self, resource_version: i64) {
+        let moved_to = self
+            .committed_version
+            .fetch_max(resource_version, std::sync::atomic::Ordering::SeqCst)
+            .max(resource_version);
+        self.commits.send_modify(|version| *version = moved_to);
+        let foreign = Committed {
+            pushes: Vec::new(),
+            log_grew: true,
+        };
+        if let Some(announcement) = announce(&self.listener, foreign) {
+            announcement();
+        }
+    }
+
     /// A receiver that sees each committed `resource_version`.
     pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<i64> {
         self.commits.subscribe()
@@ -368,8 +385,9 @@ impl Writer {
             save_sequences: false,
             migrations: &writer.migrations,
         };
-        let committed = run_jobs(&mut tx, &mut batch).map_err(|e| e.to_string());
-        let log_grew = tx.sequences.resource_version > writer.sequences.resource_version;
+        let mut begun = writer.sequences;
+        let committed = run_jobs(&mut tx, &mut batch, &mut begun).map_err(|e| e.to_string());
+        let log_grew = tx.sequences.resource_version > begun.resource_version;
         let (sequences, mut hooks, pushes) = (tx.sequences, tx.hooks, tx.pushes);
         match &committed {
             Ok(()) => {
@@ -417,28 +435,47 @@ impl Writer {
 }
 
 /// Runs one of the writer's fixed statements; cached, since every job runs several.
-fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>]) -> Result<()> {
-    tx.conn.begin_write()?;
+/// Runs `batch` in one transaction and commits it; `begun` becomes the
+/// counters as the transaction found them.
+fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>], begun: &mut Sequences) -> Result<()> {
+    if let Some(committed) = tx.conn.begin_write()? {
+        tx.sequences = committed;
+    }
+    *begun = tx.sequences;
+    // A lone job needs no savepoint: if it fails, the whole transaction
+    // goes, which saves two statements (two round trips in PostgreSQL).
+    let alone = batch.len() == 1;
     for job in batch.iter_mut() {
-        tx.conn.control("SAVEPOINT job")?;
+        if !alone {
+            tx.conn.control("SAVEPOINT job")?;
+        }
         let hooks_before = tx.hooks.len();
         let pushes_before = tx.pushes.len();
         let sequences_before = tx.sequences;
-        if job.run(tx) {
-            tx.conn.control("RELEASE job")?;
-        } else {
-            tx.conn.control("ROLLBACK TO job")?;
-            tx.conn.control("RELEASE job")?;
+        let save_before = tx.save_sequences;
+        let succeeded = job.run(tx);
+        if !succeeded {
             // Nothing the job wrote survives, so what it took can be handed out again.
             tx.hooks.truncate(hooks_before);
             tx.pushes.truncate(pushes_before);
             tx.sequences = sequences_before;
+            tx.save_sequences = save_before;
+        }
+        match (succeeded, alone) {
+            (true, true) => {}
+            (true, false) => tx.conn.control("RELEASE job")?,
+            (false, true) => {
+                tx.conn.rollback();
+                return Ok(());
+            }
+            (false, false) => {
+                tx.conn.control("ROLLBACK TO job")?;
+                tx.conn.control("RELEASE job")?;
+            }
         }
     }
-    if tx.save_sequences {
-        tx.sequences.save(tx.conn)?;
-    }
-    tx.conn.control("COMMIT")
+    tx.conn
+        .commit_write(*begun, tx.sequences, tx.save_sequences, tx.session)
 }
 
 pub(super) fn run_hooks(hooks: Vec<Hook>) {

@@ -3,8 +3,7 @@
 use crate::common::PassCounter;
 use beehive::{
     Condition, ConditionStatus, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
-    Host, HostOptions, Json, RawClient, Store, client::Loads, engine::AdminClient,
-    event::EventFilter,
+    Host, HostOptions, Json, RawClient, client::Loads, engine::AdminClient, event::EventFilter,
 };
 
 fn kind() -> GroupKind {
@@ -13,7 +12,7 @@ fn kind() -> GroupKind {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_writes_land_without_a_pass_or_a_running_host() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let clusters = RawClient::new(&store, kind());
     let empty = || Json::parse("{}").unwrap();
     let a = clusters
@@ -92,7 +91,7 @@ async fn admin_writes_land_without_a_pass_or_a_running_host() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wedged_finalizer_can_be_cleared() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     // Finalizers need a registered controller; the host never starts.
     let host = Host::new(&store, HostOptions::new()).unwrap();
     host.register(
@@ -126,7 +125,7 @@ async fn a_wedged_finalizer_can_be_cleared() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_identical_status_writes_nothing() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let clusters = RawClient::new(&store, kind());
     let a = clusters
         .create("a", Json::parse("{}").unwrap(), CreateOptions::new())
@@ -144,7 +143,7 @@ async fn an_identical_status_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_for_another_kind_or_a_missing_id_is_refused() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let other = GroupKind::new("acme.com", "Database");
     let db = RawClient::new(&store, other.clone())
         .create("db", Json::parse("{}").unwrap(), CreateOptions::new())

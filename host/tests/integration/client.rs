@@ -11,16 +11,14 @@ fn clusters(store: &Store) -> RawClient {
     RawClient::new(store, GroupKind::new("acme.com", "Cluster"))
 }
 
-/// Counts write-log entries by reading the database file directly.
+/// Counts write-log entries by reading the table directly.
 fn log_entries(store: &Store) -> i64 {
-    let conn = rusqlite::Connection::open(store.path()).unwrap();
-    conn.query_row("SELECT COUNT(*) FROM object_writes", [], |r| r.get(0))
-        .unwrap()
+    crate::common::scalar(store, "SELECT COUNT(*) FROM object_writes", &[])
 }
 
 /// A store holding one live row (`live`) and one deletion-pending row (`pending`).
 async fn store_with_live_and_pending() -> (Store, RawClient, RawObject, RawObject) {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let client = clusters(&store);
     let live = create(&client, "live", r#"{"v":1}"#).await;
     let pending = create(&client, "pending", r#"{"v":1}"#).await;
@@ -192,7 +190,7 @@ async fn id_keyed_calls_act_on_one_incarnation_of_one_kind() {
 
 #[tokio::test]
 async fn the_empty_name_is_refused_by_every_call() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let client = clusters(&store);
     let results = [
         client
@@ -223,7 +221,7 @@ async fn the_empty_name_is_refused_by_every_call() {
 #[tokio::test]
 async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is_written() {
     use beehive::policy::{MAX_DOCUMENT_BYTES, MAX_NAME_BYTES};
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let client = clusters(&store);
     for name in ["a\nb", "tab\there", &"x".repeat(MAX_NAME_BYTES + 1)] {
         let result = client.create(name, spec("{}"), CreateOptions::new()).await;
@@ -261,7 +259,7 @@ async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is
 
 #[tokio::test]
 async fn a_spec_must_be_a_json_object() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let client = clusters(&store);
     let err = client
         .create("a", spec("[1,2]"), CreateOptions::new())
@@ -275,7 +273,7 @@ async fn a_spec_must_be_a_json_object() {
 
 #[tokio::test]
 async fn a_write_of_the_same_content_moves_nothing() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let client = clusters(&store);
     let created = create(&client, "a", r#"{"b":[1,2],"a":{"y":1,"x":2}}"#).await;
     let version = store.resource_version();
@@ -319,7 +317,7 @@ struct LopsidedSpec {
 
 #[tokio::test]
 async fn a_typed_write_that_does_not_round_trip_commits_nothing() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let gk = GroupKind::core("Thing");
     let good: Client<GoodSpec, ()> = Client::new(&store, gk.clone());
     let lopsided: Client<LopsidedSpec, ()> = Client::new(&store, gk.clone());
@@ -358,7 +356,7 @@ async fn a_typed_write_that_does_not_round_trip_commits_nothing() {
 
 #[tokio::test]
 async fn typed_clients_round_trip_spec_and_status_types() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let client: Client<GoodSpec, serde_json::Value> = Client::new(&store, GroupKind::core("Thing"));
     let (created, was_created) = client
         .get_or_create("a", &GoodSpec { replicas: 3 }, CreateOptions::new())
@@ -374,7 +372,7 @@ async fn typed_clients_round_trip_spec_and_status_types() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_get_or_create_calls_share_one_row() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     for round in 0..50 {
         let name = format!("race-{round}");
         let tasks: Vec<_> = (0..2)
@@ -404,7 +402,7 @@ async fn racing_get_or_create_calls_share_one_row() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writers_each_get_their_own_answer() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let tasks: Vec<_> = (0..8)
         .map(|worker| {
             let client = clusters(&store);
@@ -444,7 +442,7 @@ async fn concurrent_writers_each_get_their_own_answer() {
 
 #[tokio::test]
 async fn owner_edges_are_written_with_the_create_and_read_both_ways() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let owners = RawClient::new(&store, GroupKind::core("Project"));
     let children = clusters(&store);
     let project = create(&owners, "p", "{}").await;
@@ -494,7 +492,7 @@ async fn owner_edges_are_written_with_the_create_and_read_both_ways() {
 
 #[tokio::test]
 async fn relations_are_loaded_only_when_asked_for() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let owners = RawClient::new(&store, GroupKind::core("Project"));
     let children = clusters(&store);
     let project = create(&owners, "p", "{}").await;
@@ -535,7 +533,7 @@ async fn on_create_runs_after_commit_and_only_for_an_insert() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let client = clusters(&store);
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = |calls: &Arc<AtomicUsize>| {
@@ -598,7 +596,7 @@ async fn a_reopened_store_holds_everything_and_keeps_counting() {
 
 #[tokio::test]
 async fn finalizers_are_stored_and_an_empty_one_is_refused() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let client = clusters(&store);
     // Only a kind with a controller may carry finalizers: nothing else clears them.
     let refused = client

@@ -94,3 +94,23 @@ pub async fn create(
         .await
         .unwrap()
 }
+
+/// The integer in the first column of `sql`'s first row (0 if none or
+/// NULL), read straight from the tables.
+pub fn scalar(store: &beehive::Store, sql: &str, params: &[i64]) -> i64 {
+    store
+        .inspect(sql, params)
+        .unwrap()
+        .and_then(|row| row.into_iter().next().flatten())
+        .map_or(0, |text| text.parse().unwrap())
+}
+
+/// A throwaway store for one test: SQLite in a temporary directory, or,
+/// when `BEEHIVE_TEST_POSTGRES` holds a connection string, a fresh schema
+/// on that PostgreSQL server. The whole suite runs against either backend.
+pub fn store() -> beehive::Store {
+    match std::env::var("BEEHIVE_TEST_POSTGRES") {
+        Ok(url) if !url.is_empty() => beehive::Store::temporary_postgres(&url).unwrap(),
+        _ => beehive::Store::temporary().unwrap(),
+    }
+}

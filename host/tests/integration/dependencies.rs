@@ -139,13 +139,11 @@ fn settled(host: &Host, gk: GroupKind) -> bool {
 }
 
 fn owed_total(store: &Store) -> i64 {
-    let conn = rusqlite::Connection::open(store.path()).unwrap();
-    conn.query_row(
-        "SELECT COALESCE(SUM(reconcile_owed), 0) FROM objects",
-        [],
-        |r| r.get(0),
+    crate::common::scalar(
+        store,
+        "SELECT CAST(COALESCE(SUM(reconcile_owed), 0) AS BIGINT) FROM objects",
+        &[],
     )
-    .unwrap()
 }
 
 async fn apps_on(host: &Host, target: i64, kind: &str, count: usize) -> Vec<i64> {
@@ -164,7 +162,7 @@ async fn apps_on(host: &Host, target: i64, kind: &str, count: usize) -> Vec<i64>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_only_target_wakes_each_dependent_once_per_change() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let (apps, dbs) = (Apps::default(), Dbs::default());
     let (host, running) = host_with(&store, &apps, &dbs).await;
     let target = host
@@ -209,7 +207,7 @@ async fn a_client_only_target_wakes_each_dependent_once_per_change() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_targets_status_change_wakes_its_dependents() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let (apps, dbs) = (Apps::default(), Dbs::default());
     let (host, running) = host_with(&store, &apps, &dbs).await;
     let target = host
@@ -241,7 +239,7 @@ async fn a_targets_status_change_wakes_its_dependents() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleting_target_waits_for_live_dependents() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let (apps, dbs) = (Apps::default(), Dbs::default());
     let (host, running) = host_with(&store, &apps, &dbs).await;
     let dbs_client = host.client(db());
@@ -292,7 +290,7 @@ async fn a_deleting_target_waits_for_live_dependents() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edge_that_would_close_a_cycle_is_refused_and_reported() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let (apps, dbs) = (Apps::default(), Dbs::default());
     let (host, running) = host_with(&store, &apps, &dbs).await;
     let client = host.client(app());
@@ -476,7 +474,7 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_self_dependency_is_accepted_and_costs_no_pass() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     // Created before the start, so the startup owed pass is its only wake:
     // a push racing that scan could queue a second pass under load.
     let selfish = beehive::RawClient::new(&store, app())

@@ -47,7 +47,7 @@ async fn counting_host(store: &Store, cadence: Cadence) -> (Host, PassCounter, S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_pass_revisits_settled_objects_on_its_interval() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     seed(&store, 3).await;
     let full = Cadence::new().full_pass_interval(Duration::from_millis(300));
     let (_host, counter, running) = counting_host(&store, full).await;
@@ -80,7 +80,7 @@ async fn a_startup_full_pass_reconciles_settled_objects_once_per_start() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_individual_pass_interval_rearms_each_object_after_its_own_pass() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     seed(&store, 2).await;
     let individual = Cadence::new().individual_pass_interval(Duration::from_millis(250));
     let (host, counter, running) = counting_host(&store, individual).await;
@@ -98,7 +98,7 @@ async fn an_individual_pass_interval_rearms_each_object_after_its_own_pass() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_registered_after_start_converges_its_kind_and_unregistering_drains_it() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     seed(&store, 5).await;
     let host = Host::new(&store, quiet()).unwrap();
     let running = host.start().await.unwrap();
@@ -131,7 +131,7 @@ async fn a_controller_registered_after_start_converges_its_kind_and_unregisterin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_reports_a_pass_that_outlives_its_deadline() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     seed(&store, 1).await;
     let host = Host::new(&store, quiet()).unwrap();
     let started = Arc::new(tokio::sync::Notify::new());
@@ -193,7 +193,7 @@ impl Reconciler<Greeting, Greeted> for Greeter {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, quiet()).unwrap();
     host.register(widget(), Typed::new(Greeter), ControllerOptions::new())
         .await
@@ -242,14 +242,9 @@ async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
     running.stop(Duration::from_secs(10)).await.unwrap();
 }
 
-fn data_version(conn: &rusqlite::Connection) -> i64 {
-    conn.query_row("PRAGMA data_version", [], |r| r.get(0))
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_host_writes_nothing() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     seed(&store, 3).await;
     let options = HostOptions::new()
         .cadence(Cadence::new().owed_pass_interval(Duration::from_millis(100)))
@@ -265,9 +260,7 @@ async fn an_idle_host_writes_nothing() {
         client.list().unwrap().iter().all(|o| o.meta.is_observed())
     })
     .await;
-    // data_version moves when another connection commits to the file.
-    let observer = rusqlite::Connection::open(store.path()).unwrap();
-    let before = data_version(&observer);
+    let before = metric(&store, "beehive_store_commits_total");
     let passes = counter.count();
     // Three GC sweeps complete, and owed scans run beside them.
     let sweeps = metric(&store, "beehive_gc_sweeps_total");
@@ -275,14 +268,18 @@ async fn an_idle_host_writes_nothing() {
         metric(&store, "beehive_gc_sweeps_total") >= sweeps + 3.0
     })
     .await;
-    assert_eq!(data_version(&observer), before, "no commit while idle");
+    assert_eq!(
+        metric(&store, "beehive_store_commits_total"),
+        before,
+        "no commit while idle"
+    );
     assert_eq!(counter.count(), passes, "and no pass");
     running.stop(Duration::from_secs(10)).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweeper_applies_event_and_write_log_retention() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(
         &store,
         HostOptions::new()
@@ -320,14 +317,11 @@ async fn the_sweeper_applies_event_and_write_log_retention() {
             .await
             .unwrap();
     }
-    let observer = rusqlite::Connection::open(store.path()).unwrap();
     wait_until("retention trimmed both logs", PATIENCE, || {
         let runs = client
             .list_events(created.meta.id, &beehive::event::EventFilter::all())
             .unwrap();
-        let log: i64 = observer
-            .query_row("SELECT COUNT(*) FROM object_writes", [], |r| r.get(0))
-            .unwrap();
+        let log = crate::common::scalar(&store, "SELECT COUNT(*) FROM object_writes", &[]);
         runs.len() == 2 && log <= 3
     })
     .await;
@@ -337,7 +331,7 @@ async fn the_sweeper_applies_event_and_write_log_retention() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collected_object_leaves_its_final_state_in_the_write_log() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, quiet()).unwrap();
     host.register(widget(), PassCounter::default(), ControllerOptions::new())
         .await
@@ -351,13 +345,13 @@ async fn a_collected_object_leaves_its_final_state_in_the_write_log() {
     })
     .await;
     running.stop(Duration::from_secs(10)).await.unwrap();
-    let observer = rusqlite::Connection::open(store.path()).unwrap();
-    let image: String = observer
-        .query_row(
+    let image = store
+        .inspect(
             "SELECT row_image FROM object_writes WHERE object_id = ?1 AND op = 'delete'",
-            [created.meta.id],
-            |r| r.get(0),
+            &[created.meta.id],
         )
+        .unwrap()
+        .and_then(|row| row.into_iter().next().flatten())
         .unwrap();
     let image: serde_json::Value = serde_json::from_str(&image).unwrap();
     assert_eq!(image["spec"]["keep"], "me");
@@ -399,7 +393,7 @@ impl Controller for Appointments {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_requeue_and_a_backoff_alarm_survive_a_restart() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let controller = Appointments::default();
     let client = beehive::RawClient::new(&store, widget());
     for (name, act) in [("later", "later"), ("fail", "fail"), ("plain", "none")] {

@@ -108,7 +108,7 @@ fn fast_options() -> HostOptions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_generation_of_each_object_is_reconciled_exactly_once() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     let recorder = Recorder::default();
     host.register(widget(), recorder.controller(), ControllerOptions::new())
@@ -153,7 +153,7 @@ async fn each_generation_of_each_object_is_reconciled_exactly_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_controller_backs_off_and_recovers() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     let calls = Arc::new(Mutex::new(Vec::<Instant>::new()));
     let seen = calls.clone();
@@ -199,7 +199,7 @@ async fn a_failing_controller_backs_off_and_recovers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_kept_past_its_pass_is_refused() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     let kept: Arc<Mutex<Option<ControllerClient>>> = Arc::default();
     let stash = kept.clone();
@@ -241,7 +241,7 @@ async fn a_client_kept_past_its_pass_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_an_owner_cascades_to_a_hundred_children_and_removes_every_row() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     let parent = GroupKind::new("test.dev", "Parent");
     for gk in [parent.clone(), widget()] {
@@ -284,7 +284,7 @@ async fn deleting_an_owner_cascades_to_a_hundred_children_and_removes_every_row(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     let cleaned = Arc::new(AtomicUsize::new(0));
     let count = cleaned.clone();
@@ -348,7 +348,7 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     let refusals = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = refusals.clone();
@@ -395,7 +395,7 @@ async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_only_kind_is_collected_by_the_sweeper() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     let running = host.start().await.unwrap();
     let notes = host.client(GroupKind::core("Note"));
@@ -418,7 +418,7 @@ async fn a_client_only_kind_is_collected_by_the_sweeper() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     host.register(
         widget(),
@@ -476,14 +476,11 @@ async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
     assert_eq!(object.status, Some(spec(r#"{"seen":true}"#)));
     // The log holds the create, one status write (the second was a no-op),
     // one write for both conditions, and the stamp; events move no object.
-    let conn = rusqlite::Connection::open(store.path()).unwrap();
-    let writes: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM object_writes WHERE object_id = ?1",
-            [created.meta.id],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let writes = crate::common::scalar(
+        &store,
+        "SELECT COUNT(*) FROM object_writes WHERE object_id = ?1",
+        &[created.meta.id],
+    );
     assert_eq!(writes, 4);
     let types: Vec<_> = object
         .meta
@@ -504,7 +501,7 @@ async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
     assert_eq!((events[1].reason.as_str(), events[1].count), ("Probed", 3));
 
     // Another process (a reopened store) cannot vouch for a liveness condition.
-    let reopened = Store::open(store.path()).unwrap();
+    let reopened = store.reopen().unwrap();
     let object = beehive::RawClient::new(&reopened, widget())
         .get(created.meta.id)
         .unwrap();
@@ -551,7 +548,7 @@ async fn a_second_host_over_the_same_database_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requeue_needs_an_object_of_the_kind_and_a_controller() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     host.register(
         widget(),
@@ -594,7 +591,7 @@ async fn requeue_needs_an_object_of_the_kind_and_a_controller() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unsettled_pass_comes_back_and_a_requeue_delay_is_scheduled() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     let (passes, script) = scripted(|pass| match pass {
         0 => ReconcileResult::unsettled().requeue_after(Duration::from_millis(1500)),
@@ -616,7 +613,7 @@ async fn an_unsettled_pass_comes_back_and_a_requeue_delay_is_scheduled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     let recorder = Recorder::default();
     let gate = Arc::new(tokio::sync::Notify::new());
@@ -690,7 +687,7 @@ fn status_version(object: &RawObject) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replacing_a_controller_under_load_loses_no_pass() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     let options = || ControllerOptions::new().concurrency(2);
     host.register(widget(), versioned(1), options())
@@ -821,7 +818,7 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
 async fn a_schedule_watch_follows_backoff_and_requeues_as_a_gauge() {
     use futures_util::StreamExt;
 
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     let (_passes, script) = scripted(|pass| match pass {
         0 => ReconcileResult::fail("not yet"),

@@ -64,13 +64,11 @@ impl Controller for Reporter {
 }
 
 fn stored_versions(store: &Store, name: &str) -> (i64, i64) {
-    let conn = rusqlite::Connection::open(store.path()).unwrap();
-    conn.query_row(
-        "SELECT spec_version, status_version FROM objects WHERE name = ?1",
-        [name],
-        |row| Ok((row.get(0)?, row.get(1)?)),
-    )
-    .unwrap()
+    let id = |what: &str| {
+        let sql = format!("SELECT {what} FROM objects WHERE name = '{name}'");
+        crate::common::scalar(store, &sql, &[])
+    };
+    (id("spec_version"), id("status_version"))
 }
 
 fn options(spec: u32, fail: &Arc<AtomicBool>) -> ControllerOptions {
@@ -82,7 +80,7 @@ fn options(spec: u32, fail: &Arc<AtomicBool>) -> ControllerOptions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let clusters = RawClient::new(&store, cluster());
     // Written before the kind was versioned.
     let old = Json::parse(r#"{"size":3}"#).unwrap();
@@ -135,7 +133,7 @@ async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, HostOptions::new()).unwrap();
     let fail = Arc::new(AtomicBool::new(false));
     host.register(cluster(), Reporter, options(2, &fail))
@@ -188,7 +186,7 @@ async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_writer_without_the_migrator_never_lowers_a_stored_version() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, HostOptions::new()).unwrap();
     let fail = Arc::new(AtomicBool::new(false));
     host.register(cluster(), Reporter, options(2, &fail))
@@ -206,7 +204,7 @@ async fn a_writer_without_the_migrator_never_lowers_a_stored_version() {
     assert_eq!(stored_versions(&store, "prod"), (2, 1));
 
     // A second opening of the file knows no migrator: version 0 for both.
-    let other = Store::open(store.path()).unwrap();
+    let other = store.reopen().unwrap();
     let offline = RawClient::new(&other, cluster());
     let rv = other.resource_version();
     let same = offline.update_by_name("prod", spec).await.unwrap();

@@ -179,7 +179,7 @@ impl Controller for Scenario {
 }
 
 async fn run_scenario(scenario: &str) -> (Store, Host, Vec<String>, RawObject) {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let options = HostOptions::new()
         .cadence(Cadence::new().owed_pass_interval(Duration::from_secs(60)))
         .transaction_hold_limit(Duration::from_millis(200));
@@ -308,7 +308,7 @@ async fn a_pass_that_returns_with_a_frame_open_is_rolled_back_and_fails() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_outside_a_transaction_wait_for_it_and_then_proceed() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, HostOptions::new()).unwrap();
     let (entered_tx, entered_rx) = tokio::sync::oneshot::channel::<()>();
     let entered = Arc::new(Mutex::new(Some(entered_tx)));

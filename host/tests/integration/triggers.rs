@@ -1,13 +1,11 @@
 //! Trigger channels: addresses from outside the store requeue objects.
 
 use crate::common::{PATIENCE, PassCounter, wait_until};
-use beehive::{
-    ControllerOptions, CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store,
-};
+use beehive::{ControllerOptions, CreateOptions, GroupKind, Host, HostOptions, Json, RawClient};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_and_names_from_a_channel_requeue_their_objects() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let probe = GroupKind::new("test.dev", "Probe");
     let other = RawClient::new(&store, GroupKind::new("test.dev", "Other"));
     let elsewhere = other

@@ -52,7 +52,7 @@ async fn next(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let clusters = RawClient::new(&store, kind());
     let old = create(&clusters, "old", "{}").await;
     let mut stream = clusters.watch_list(WatchOptions::new()).unwrap();
@@ -106,7 +106,7 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_watch_sees_only_its_object_and_a_resume_picks_up_the_gap() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let clusters = RawClient::new(&store, kind());
     let a = create(&clusters, "a", "{}").await;
     let b = create(&clusters, "b", "{}").await;
@@ -143,7 +143,7 @@ async fn an_object_watch_sees_only_its_object_and_a_resume_picks_up_the_gap() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_from_elsewhere_or_below_retention_ends_the_stream_with_why() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let clusters = RawClient::new(&store, kind());
     for name in ["a", "b", "c"] {
         create(&clusters, name, "{}").await;
@@ -180,7 +180,7 @@ async fn a_resume_from_elsewhere_or_below_retention_ends_the_stream_with_why() {
 async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
     use beehive::{EventSpec, engine::AdminClient};
 
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let clusters = RawClient::new(&store, kind());
     let admin = AdminClient::new(&store, kind());
     let prod = create(&clusters, "prod", "{}").await;
@@ -233,7 +233,7 @@ async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owner_watch_sees_only_its_children_including_later_ones() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let clusters = RawClient::new(&store, kind());
     let nodes = RawClient::new(&store, GroupKind::new("acme.com", "Node"));
     let owner = create(&clusters, "prod", "{}").await;
@@ -280,7 +280,7 @@ async fn a_typed_watch_decodes_and_skips_what_does_not_fit() {
     #[derive(serde::Serialize, serde::Deserialize, Debug)]
     struct Status {}
 
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let typed: beehive::Client<Spec, Status> = beehive::Client::new(&store, kind());
     typed
         .create("a", &Spec { replicas: 1 }, CreateOptions::new())
@@ -353,7 +353,7 @@ fn rebuild(into: &mut std::collections::BTreeMap<i64, (String, bool)>, changes: 
 async fn resuming_from_any_delivered_position_loses_nothing() {
     for seed in 1..=12u64 {
         let mut random = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let store = Store::temporary().unwrap();
+        let store = crate::common::store();
         let clusters = RawClient::new(&store, kind());
         // More writes than a page, in random order, over names that come
         // and go: some objects are written only late in the log, others
@@ -414,7 +414,7 @@ async fn resuming_from_any_delivered_position_loses_nothing() {
 async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
     use beehive::{EventSpec, engine::AdminClient};
 
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let clusters = RawClient::new(&store, kind());
     let admin = AdminClient::new(&store, kind());
     let prod = create(&clusters, "prod", "{}").await;
@@ -466,7 +466,7 @@ async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_opened_through_a_host_end_when_it_stops() {
-    let store = Store::temporary().unwrap();
+    let store = crate::common::store();
     let host = Host::new(&store, HostOptions::new()).unwrap();
     let running = host.start().await.unwrap();
     let clusters = host.client(kind());

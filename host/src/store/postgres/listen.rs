@@ -1,0 +1,114 @@
+//! Hears the commits of other processes on the same PostgreSQL store.
+//!
+//! Every write transaction that moves the store-wide version ends with a
+//! `NOTIFY` on the store's channel carrying its session and version. One
+//! thread per open store `LISTEN`s on a connection of its own and hands each
+//! foreign commit to the writer, which wakes watches and the dependency
+//! waker as for a local commit. A lost connection is reopened; what was
+//! missed meanwhile costs latency (the scans find it), never correctness.
+
+use std::sync::Weak;
+use std::time::Duration;
+
+use crate::store::postgres::{PgConn, Target};
+use crate::store::writer::Writer;
+
+/// How often the thread looks up from the socket to see whether its store
+/// is still open.
+const CHECK_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How long it waits before reconnecting after losing its connection.
+const RECONNECT_DELAY: Duration = Duration::from_secs(1);
+
+/// Starts the listening thread for the store whose writer is `writer`.
+pub(crate) fn spawn(
+    target: Target,
+    channel: String,
+    session: i64,
+    writer: Weak<Writer>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("beehive-pg-listen".into())
+        .spawn(move || listen(&target, &channel, session, &writer))
+        .map(|_| ())
+}
+
+fn listen(target: &Target, channel: &str, session: i64, writer: &Weak<Writer>) {
+    let mut connected_once = false;
+    while writer.strong_count() > 0 {
+        let conn = match subscribe(target, channel) {
+            Ok(conn) => conn,
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for other processes' commits; retrying");
+                std::thread::sleep(RECONNECT_DELAY);
+                continue;
+            }
+        };
+        if connected_once {
+            // Commits made while no one listened are unknown: wake everyone.
+            if let Some(writer) = writer.upgrade() {
+                writer.heard_commit(0);
+            }
+        }
+        connected_once = true;
+        if let Err(error) = relay(&conn, session, writer) {
+            tracing::warn!(%error, "lost the connection that hears other processes' commits");
+            std::thread::sleep(RECONNECT_DELAY);
+        }
+    }
+}
+
+fn subscribe(target: &Target, channel: &str) -> crate::Result<PgConn> {
+    let conn = PgConn::connect(target, channel)?;
+    conn.simple(&format!("LISTEN {}", quote_ident(channel)))?;
+    Ok(conn)
+}
+
+/// Hands each foreign commit to the writer until the store closes (`Ok`) or
+/// the connection fails.
+fn relay(conn: &PgConn, session: i64, writer: &Weak<Writer>) -> crate::Result<()> {
+    loop {
+        let heard = conn.notifications(CHECK_INTERVAL)?;
+        let Some(writer) = writer.upgrade() else {
+            return Ok(());
+        };
+        for notification in heard {
+            match parse(notification.payload()) {
+                Some((from, _)) if from == session => {}
+                Some((_, resource_version)) => writer.heard_commit(resource_version),
+                None => writer.heard_commit(0),
+            }
+        }
+    }
+}
+
+/// The payload a commit sends: its store session and its version.
+pub(crate) fn payload(session: i64, resource_version: i64) -> String {
+    format!("{session}:{resource_version}")
+}
+
+fn parse(payload: &str) -> Option<(i64, i64)> {
+    let (session, version) = payload.split_once(':')?;
+    Some((session.parse().ok()?, version.parse().ok()?))
+}
+
+/// `name` as a quoted SQL identifier.
+pub(crate) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_reads_back() {
+        assert_eq!(parse(&payload(42, 7)), Some((42, 7)));
+        assert_eq!(parse("nonsense"), None);
+    }
+
+    #[test]
+    fn an_identifier_cannot_break_out_of_its_quotes() {
+        assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
+    }
+}

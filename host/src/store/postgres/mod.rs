@@ -1,0 +1,351 @@
+//! The PostgreSQL backend's connections: how one is opened, how a statement
+//! runs on it, and the notifications that carry other processes' commits.
+//!
+//! Statements are prepared once per connection and cached by their text;
+//! the store writes `?N` placeholders, which become `$N` here. Every call
+//! blocks the calling thread until the server answers (see `driver`), as a
+//! SQLite call blocks on the disk.
+
+mod driver;
+pub(crate) mod listen;
+pub(crate) mod schema;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{Client, Config, NoTls, Notification, Row, SimpleQueryMessage, Statement};
+
+use crate::error::{Error, Result};
+use crate::store::sql::Param;
+use driver::{DriveError, Driver, Socket};
+
+/// How long a statement may wait for the server's answer before the call
+/// fails. Long enough for any statement the store runs on a healthy server.
+pub(crate) const ANSWER_DEADLINE: Duration = Duration::from_secs(60);
+
+/// How long opening a connection may take.
+const CONNECT_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The connection string schemes that name a PostgreSQL store.
+pub(crate) fn is_postgres_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// A parsed connection string, and where it says to connect.
+#[derive(Clone)]
+pub(crate) struct Target {
+    pub(crate) config: Config,
+    /// The connection string as shown to people: no password.
+    pub(crate) display: String,
+}
+
+impl Target {
+    /// Parses `url` (`postgres://user@host:port/db`, or with `?host=/dir` for
+    /// a Unix socket directory).
+    pub(crate) fn parse(url: &str) -> Result<Target> {
+        let config: Config = url.parse().map_err(|e| {
+            Error::InvalidOption(format!(
+                "{}: not a PostgreSQL connection string: {e}",
+                redact(url)
+            ))
+        })?;
+        if config.get_hosts().is_empty() {
+            return Err(Error::InvalidOption(format!(
+                "{}: the connection string names no host (add one, or ?host=/socket/dir)",
+                redact(url)
+            )));
+        }
+        Ok(Target {
+            display: redact(url),
+            config,
+        })
+    }
+
+    /// The same server and database, with `search_path` set to `schema`.
+    pub(crate) fn in_schema(&self, schema: &str) -> Target {
+        let mut config = self.config.clone();
+        config.options(format!("-c search_path={schema}"));
+        Target {
+            config,
+            display: format!("{} (schema {schema})", self.display),
+        }
+    }
+
+    fn socket(&self) -> Result<Socket> {
+        let ports = self.config.get_ports();
+        let mut last = None;
+        for (index, host) in self.config.get_hosts().iter().enumerate() {
+            let port = ports.get(index).or(ports.first()).copied().unwrap_or(5432);
+            let socket = match host {
+                tokio_postgres::config::Host::Tcp(name) => {
+                    Socket::tcp(name, port, CONNECT_DEADLINE)
+                }
+                tokio_postgres::config::Host::Unix(dir) => {
+                    Socket::unix(&dir.join(format!(".s.PGSQL.{port}")))
+                }
+            };
+            match socket {
+                Ok(socket) => return Ok(socket),
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(Error::Database {
+            backend: "postgres",
+            message: format!(
+                "{}: cannot connect: {}",
+                self.display,
+                last.map_or_else(|| "no host".to_string(), |e| e.to_string())
+            ),
+        })
+    }
+}
+
+/// `url` with any password replaced by `***`.
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((credentials, host)) = rest.split_once('@') else {
+        return url.to_string();
+    };
+    match credentials.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_string(),
+    }
+}
+
+/// One connection: its client, its protocol driver and its prepared
+/// statements. Used by one thread at a time (the writer's lock, or the
+/// reader pool, sees to it).
+pub(crate) struct PgConn {
+    client: Client,
+    driver: RefCell<Driver>,
+    statements: RefCell<HashMap<String, Statement>>,
+    /// Where this store's commits are announced.
+    channel: String,
+}
+
+impl PgConn {
+    /// Opens a connection to `target`, whose commits are announced on
+    /// `channel`.
+    pub(crate) fn connect(target: &Target, channel: &str) -> Result<PgConn> {
+        let socket = target.socket()?;
+        let state = socket.state();
+        let (client, connection) = driver::handshake(
+            target.config.connect_raw(socket, NoTls),
+            &state,
+            CONNECT_DEADLINE,
+        )
+        .map_err(drive_error)?
+        .map_err(postgres_error)?;
+        Ok(PgConn {
+            client,
+            driver: RefCell::new(Driver::new(connection, state)),
+            statements: RefCell::new(HashMap::new()),
+            channel: channel.to_string(),
+        })
+    }
+
+    /// The same connection, announcing commits on `channel`.
+    pub(crate) fn with_channel(mut self, channel: &str) -> PgConn {
+        self.channel = channel.to_string();
+        self
+    }
+
+    /// The channel this store's commits are announced on.
+    pub(crate) fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    fn run<T>(
+        &self,
+        request: impl std::future::Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+    ) -> Result<T> {
+        self.driver
+            .borrow_mut()
+            .block_on(request, ANSWER_DEADLINE)
+            .map_err(drive_error)?
+            .map_err(postgres_error)
+    }
+
+    fn statement(&self, sql: &str) -> Result<Statement> {
+        if let Some(statement) = self.statements.borrow().get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.run(self.client.prepare(&numbered(sql)))?;
+        self.statements
+            .borrow_mut()
+            .insert(sql.to_string(), statement.clone());
+        Ok(statement)
+    }
+
+    /// Runs one statement; how many rows it changed.
+    pub(crate) fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+        let statement = self.statement(sql)?;
+        let params = as_to_sql(params);
+        self.run(self.client.execute(&statement, &params))
+    }
+
+    /// Runs one query; every row.
+    pub(crate) fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
+        let statement = self.statement(sql)?;
+        let params = as_to_sql(params);
+        self.run(self.client.query(&statement, &params))
+    }
+
+    /// Runs `sql` (one or more statements, no parameters) in one round trip.
+    pub(crate) fn simple(&self, sql: &str) -> Result<Vec<SimpleQueryMessage>> {
+        self.run(self.client.simple_query(sql))
+    }
+
+    /// Waits up to `timeout` for notifications on channels this connection
+    /// listens to.
+    pub(crate) fn notifications(&self, timeout: Duration) -> Result<Vec<Notification>> {
+        self.driver
+            .borrow_mut()
+            .notifications(timeout)
+            .map_err(drive_error)
+    }
+}
+
+/// The channel a store announces its commits on: one per schema, so stores
+/// sharing a database do not wake each other.
+pub(crate) fn commit_channel(conn: &PgConn) -> Result<String> {
+    let rows = conn.query("SELECT current_schema()", &[])?;
+    let schema: Option<String> = rows.first().and_then(|row| row.get(0));
+    let schema = schema.ok_or_else(|| Error::Database {
+        backend: "postgres",
+        message: "the connection has no current schema (check search_path)".into(),
+    })?;
+    Ok(format!("beehive_commits_{schema}"))
+}
+
+/// A schema made for one throwaway store, dropped with everything in it
+/// when this goes.
+pub(crate) struct TempSchema {
+    base: Target,
+    name: String,
+}
+
+impl TempSchema {
+    /// Creates a fresh, uniquely named schema in `base`'s database.
+    pub(crate) fn create(base: &Target) -> Result<TempSchema> {
+        let name = format!("beehive_tmp_{}", uuid::Uuid::new_v4().simple());
+        PgConn::connect(base, "")?.simple(&format!("CREATE SCHEMA {name}"))?;
+        Ok(TempSchema {
+            base: base.clone(),
+            name,
+        })
+    }
+
+    /// Its name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for TempSchema {
+    fn drop(&mut self) {
+        let dropped = PgConn::connect(&self.base, "")
+            .and_then(|conn| conn.simple(&format!("DROP SCHEMA {} CASCADE", self.name)));
+        if let Err(error) = dropped {
+            tracing::warn!(schema = %self.name, %error, "could not drop a temporary store's schema");
+        }
+    }
+}
+
+fn as_to_sql<'p>(params: &'p [Param<'_>]) -> Vec<&'p (dyn ToSql + Sync)> {
+    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+}
+
+/// `sql` with each `?N` placeholder written `$N`.
+fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn postgres_error(error: tokio_postgres::Error) -> Error {
+    let message = match error.as_db_error() {
+        Some(db) => match db.detail() {
+            Some(detail) => format!("{} ({}): {detail}", db.message(), db.code().code()),
+            None => format!("{} ({})", db.message(), db.code().code()),
+        },
+        None => error.to_string(),
+    };
+    Error::Database {
+        backend: "postgres",
+        message,
+    }
+}
+
+fn drive_error(error: DriveError) -> Error {
+    match error {
+        DriveError::Connection(error) => postgres_error(error),
+        other => Error::Database {
+            backend: "postgres",
+            message: other.to_string(),
+        },
+    }
+}
+
+impl ToSql for Param<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match *self {
+            Param::Int(value) => match *ty {
+                Type::INT8 => value.to_sql(ty, out),
+                Type::INT4 => i32::try_from(value)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(value)?.to_sql(ty, out),
+                Type::BOOL => (value != 0).to_sql(ty, out),
+                _ => Err(format!("an integer cannot be sent as {ty}").into()),
+            },
+            Param::Text(text) => text.to_sql(ty, out),
+            Param::Null => Ok(IsNull::Yes),
+            Param::Ids(ids) => ids.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        // Checked per value in `to_sql`, which knows what it holds.
+        true
+    }
+
+    to_sql_checked!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_numbered_the_postgres_way() {
+        assert_eq!(
+            numbered("SELECT a FROM t WHERE b = ?1 AND c = ?12 AND d = '?'"),
+            "SELECT a FROM t WHERE b = $1 AND c = $12 AND d = '?'"
+        );
+    }
+
+    #[test]
+    fn a_password_never_reaches_a_message() {
+        assert_eq!(
+            redact("postgres://bee:secret@db.example/hive"),
+            "postgres://bee:***@db.example/hive"
+        );
+        assert_eq!(redact("postgres://bee@db/hive"), "postgres://bee@db/hive");
+        let error = Target::parse("postgres://bee:secret@/hive").err().unwrap();
+        assert!(!error.to_string().contains("secret"), "{error}");
+    }
+}

@@ -2,8 +2,10 @@
 //! directory and runs the real `beehive` binary in it.
 
 mod http_server;
+mod postgres;
 
 pub use http_server::TestServer;
+pub use postgres::TestPostgres;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

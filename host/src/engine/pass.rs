@@ -101,7 +101,7 @@ struct Loaded {
 fn load(store: &Store, kind: &Kind, id: i64) -> Result<Option<Loaded>> {
     let cursor = store.resource_version();
     store.read(|r| {
-        let Some(object) = r.object_row(id)? else {
+        let Some((object, has_dependencies)) = r.object_for_pass(id)? else {
             return Ok(None);
         };
         if object.meta.group_kind != kind.group_kind {
@@ -115,8 +115,7 @@ fn load(store: &Store, kind: &Kind, id: i64) -> Result<Option<Loaded>> {
                 has_dependencies: false,
             }));
         }
-        let has_dependencies = r.has_dependencies(id)?;
-        let object = store.migrations().upgrade(r.with_conditions(object)?)?;
+        let object = store.migrations().upgrade(object)?;
         Ok(Some(Loaded {
             object,
             cursor,

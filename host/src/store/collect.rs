@@ -46,7 +46,7 @@ pub(crate) fn collect(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<Collected> {
         // Plain fields and string-keyed JSON: nothing here can fail to print.
         .expect("an object document serializes");
     tx.conn()
-        .execute("DELETE FROM objects WHERE id = ?1", params![id])?;
+        .execute_later("DELETE FROM objects WHERE id = ?1", params![id])?;
     let resource_version = tx.next_resource_version();
     rows::log_write(
         tx.conn(),
@@ -81,7 +81,7 @@ fn cascade(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<()> {
     let now = tx.now();
     for (child, group_kind) in live_children {
         let resource_version = tx.next_resource_version();
-        tx.conn().execute(
+        tx.conn().execute_later(
             "UPDATE objects SET deletion_requested_at = ?2, resource_version = ?3, updated_at = ?2 \
              WHERE id = ?1",
             params![child, now.as_millis(), resource_version],

@@ -41,7 +41,7 @@ pub(crate) fn add_dependency(
     {
         return Err(Error::DependencyCycle { cycle });
     }
-    tx.conn().execute(
+    tx.conn().execute_later(
         "INSERT INTO edges (from_id, relation, to_id) VALUES (?1, 'depends_on', ?2)",
         params![from, to],
     )?;
@@ -50,7 +50,7 @@ pub(crate) fn add_dependency(
         // change can slip between, so no owed pass is due.
         return Ok(true);
     }
-    tx.conn().execute(
+    tx.conn().execute_later(
         "UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id = ?1",
         params![from],
     )?;
@@ -214,17 +214,9 @@ pub(crate) fn stale_dependents(conn: Conn<'_>) -> Result<Vec<(ObjectId, GroupKin
     )
 }
 
-/// Whether `id` declares any dependency.
-pub(crate) fn has_dependencies(conn: Conn<'_>, id: ObjectId) -> Result<bool> {
-    conn.exists(
-        "SELECT 1 FROM edges WHERE from_id = ?1 AND relation = 'depends_on'",
-        params![id],
-    )
-}
-
 /// Records the write cursor a successful pass of `id` observed at its load.
 pub(crate) fn record_watermark(tx: &mut WriteTx<'_>, id: ObjectId, cursor: i64) -> Result<()> {
-    tx.conn().execute(
+    tx.conn().execute_later(
         "INSERT INTO dependency_watermarks (object_id, resource_version) \
          SELECT id, CAST(?2 AS BIGINT) FROM objects WHERE id = ?1 \
          ON CONFLICT (object_id) DO UPDATE \
@@ -247,7 +239,7 @@ pub(crate) fn load_waker_cursor(conn: Conn<'_>) -> Result<Option<i64>> {
 
 /// Persists the waker's cursor.
 pub(crate) fn save_waker_cursor(tx: &mut WriteTx<'_>, cursor: i64) -> Result<()> {
-    tx.conn().execute(
+    tx.conn().execute_later(
         "INSERT INTO kv (key, value) VALUES ('waker_cursor', ?1) \
          ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         params![cursor],

@@ -38,7 +38,7 @@ pub(crate) fn add_event(
     let detail = event.detail.as_ref().map(Json::as_str);
     match latest {
         Some((run, type_, reason)) if type_ == event.type_.as_str() && reason == event.reason => {
-            tx.conn().execute(
+            tx.conn().execute_later(
                 "UPDATE events SET count = count + 1, last_at = ?2, message = ?3, detail = ?4, \
                                    resource_version = ?5 \
                  WHERE id = ?1",
@@ -46,7 +46,7 @@ pub(crate) fn add_event(
             )?;
         }
         _ => {
-            tx.conn().execute(
+            tx.conn().execute_later(
                 "INSERT INTO events (object_id, category, type, reason, message, detail, count, \
                                      first_at, last_at, resource_version) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8)",

@@ -212,6 +212,10 @@ impl Store {
             Connection::Postgres(Box::new(conn)),
             temporary,
         )?;
+        let writer = store.inner.writer.clone();
+        std::thread::Builder::new()
+            .name("beehive-pg-writer".into())
+            .spawn(move || writer::lead_on_thread(writer))?;
         postgres::listen::spawn(
             target,
             channel,
@@ -228,6 +232,10 @@ impl Store {
         conn: Connection,
         temporary: Option<Temporary>,
     ) -> Result<Store> {
+        let leader = match backend {
+            Backend::Sqlite => writer::Leader::Callers,
+            Backend::Postgres { .. } => writer::Leader::Thread(std::sync::Condvar::new()),
+        };
         let sequences = Sequences::load(conn.conn())?;
         let dependency_edges = conn.conn().exists(
             "SELECT 1 FROM edges WHERE relation = 'depends_on'",
@@ -236,14 +244,18 @@ impl Store {
         let session = new_session_id();
         let migrations = Arc::new(crate::migration::Migrations::default());
         let metrics = crate::metrics::Metrics::new(path.clone());
-        let writer = Arc::new(Writer::new(WriterConn {
-            conn,
-            sequences,
-            session,
-            batches: 0,
-            migrations: migrations.clone(),
-            metrics: metrics.store.clone(),
-        }));
+        let writer = Arc::new(Writer::new(
+            WriterConn {
+                conn,
+                sequences,
+                session,
+                batches: 0,
+                migrations: migrations.clone(),
+                metrics: metrics.store.clone(),
+                opened: None,
+            },
+            leader,
+        ));
         Ok(Store {
             inner: Arc::new(Inner {
                 path,

@@ -34,7 +34,7 @@ pub(crate) fn require_own(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Res
 fn touch(tx: &mut WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Result<()> {
     let resource_version = tx.next_resource_version();
     let now = tx.now();
-    tx.conn().execute(
+    tx.conn().execute_later(
         "UPDATE objects SET resource_version = ?2, updated_at = ?3 WHERE id = ?1",
         params![id, resource_version, now.as_millis()],
     )?;
@@ -190,7 +190,7 @@ fn log_update(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId, resource_version: 
 /// Records when object `id` asked to run again (`None`: it did not), in
 /// milliseconds since the epoch; bookkeeping only, so no version moves.
 pub(crate) fn set_requeue_at(tx: &mut WriteTx<'_>, id: ObjectId, due: Option<i64>) -> Result<()> {
-    tx.conn().execute(
+    tx.conn().execute_later(
         "UPDATE objects SET requeue_at = ?2 WHERE id = ?1",
         params![id, due],
     )?;
@@ -201,7 +201,7 @@ pub(crate) fn set_requeue_at(tx: &mut WriteTx<'_>, id: ObjectId, due: Option<i64
 /// version moves.
 pub(crate) fn subtract_owed(tx: &mut WriteTx<'_>, id: ObjectId, serviced: i64) -> Result<()> {
     if serviced > 0 {
-        tx.conn().execute(
+        tx.conn().execute_later(
             "UPDATE objects \
              SET reconcile_owed = CASE WHEN reconcile_owed > ?2 THEN reconcile_owed - ?2 ELSE 0 END \
              WHERE id = ?1",
@@ -288,7 +288,7 @@ pub(crate) fn set_conditions(
             Some(stored) if stored.status == status => stored.transitioned_at,
             _ => now,
         };
-        tx.conn().execute(
+        tx.conn().execute_later(
             "INSERT INTO conditions \
              (object_id, type, status, reason, message, liveness, written_session, \
               transitioned_at, updated_at) \
@@ -371,7 +371,7 @@ fn stored_finalizers(tx: &WriteTx<'_>, id: ObjectId) -> Result<Vec<String>> {
 fn store_finalizers(tx: &WriteTx<'_>, id: ObjectId, finalizers: &[String]) -> Result<()> {
     let text = serde_json::to_string(finalizers)
         .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
-    tx.conn().execute(
+    tx.conn().execute_later(
         "UPDATE objects SET finalizers = ?2 WHERE id = ?1",
         params![id, &text],
     )?;

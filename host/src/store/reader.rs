@@ -40,15 +40,21 @@ impl<'c> Reader<'c> {
         id: ObjectId,
         loads: Loads,
     ) -> Result<Option<RawObject>> {
-        let found = rows::select_by_id(self.conn, id)?.filter(|o| o.meta.group_kind == *group_kind);
-        found
-            .map(|object| self.complete_one(object, loads))
-            .transpose()
+        let found = rows::select_with_conditions(self.conn, id, self.session, false)?
+            .filter(|(o, _)| o.meta.group_kind == *group_kind);
+        let Some((object, _)) = found else {
+            return Ok(None);
+        };
+        let mut objects = [object];
+        rows::load_relations(self.conn, loads, &mut objects)?;
+        let [object] = objects;
+        Ok(Some(object))
     }
 
-    /// Object `id`, whatever its kind, as stored: no conditions, no relations.
-    pub(crate) fn object_row(&self, id: ObjectId) -> Result<Option<RawObject>> {
-        rows::select_by_id(self.conn, id)
+    /// What a pass of object `id` loads: the object (whatever its kind) with
+    /// its conditions, and whether it depends on anything.
+    pub(crate) fn object_for_pass(&self, id: ObjectId) -> Result<Option<(RawObject, bool)>> {
+        rows::select_with_conditions(self.conn, id, self.session, true)
     }
 
     /// What of `group_kind` holds `name`, with its conditions and `loads`.
@@ -139,11 +145,6 @@ impl<'c> Reader<'c> {
     /// Whether anything with a live claim (an owned child) points at `id`.
     pub(crate) fn has_live_claims(&self, id: ObjectId) -> Result<bool> {
         collect::has_live_claims(self.conn, id)
-    }
-
-    /// Whether `id` depends on anything.
-    pub(crate) fn has_dependencies(&self, id: ObjectId) -> Result<bool> {
-        dependencies::has_dependencies(self.conn, id)
     }
 
     /// Object `id`'s event runs that `filter` selects, newest first.

@@ -30,7 +30,7 @@ pub struct Registration {
 pub(crate) fn record(tx: &mut WriteTx<'_>, registration: &Registration) -> Result<()> {
     let finalizers = serde_json::to_string(&registration.finalizers)
         .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
-    tx.conn().execute(
+    tx.conn().execute_later(
         "INSERT INTO registrations \
          (grp, kind, finalizers, spec_version, status_version, source, content_hash, registered_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
@@ -54,7 +54,7 @@ pub(crate) fn record(tx: &mut WriteTx<'_>, registration: &Registration) -> Resul
 
 /// Forgets the registration of `gk`.
 pub(crate) fn remove(tx: &mut WriteTx<'_>, gk: &GroupKind) -> Result<()> {
-    tx.conn().execute(
+    tx.conn().execute_later(
         "DELETE FROM registrations WHERE grp = ?1 AND kind = ?2",
         params![&gk.group, &gk.kind],
     )?;

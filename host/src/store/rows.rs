@@ -147,36 +147,49 @@ pub(crate) fn load_conditions(
     if objects.is_empty() {
         return Ok(());
     }
-    let sql = format!(
+    let ids = ids_of(objects);
+    let rows = conn.query_all(&conditions_sql(conn), params![ids.as_slice()], |row| {
+        condition_from_row(row, session)
+    })?;
+    attach_conditions(objects, rows);
+    Ok(())
+}
+
+/// The conditions of the objects whose ids are in parameter `?1`.
+fn conditions_sql(conn: Conn<'_>) -> String {
+    format!(
         "SELECT object_id, type, status, reason, message, liveness, written_session, \
                 transitioned_at, updated_at \
          FROM conditions WHERE {} ORDER BY object_id, type",
         in_ids(conn, "object_id")
-    );
-    let ids = ids_of(objects);
-    let rows = conn.query_all(&sql, params![ids.as_slice()], |row| {
-        let liveness: bool = row.get(5)?;
-        let written_session: i64 = row.get(6)?;
-        let stale = liveness && written_session != session;
-        let status: String = row.get(2)?;
-        Ok((
-            row.get::<ObjectId>(0)?,
-            Condition {
-                type_: row.get(1)?,
-                status: if stale {
-                    ConditionStatus::Unknown
-                } else {
-                    ConditionStatus::from_stored(&status)
-                },
-                reason: row.get(3)?,
-                message: row.get(4)?,
-                liveness,
-                unconfirmed: stale,
-                transitioned_at: Timestamp::from_millis(row.get(7)?),
-                updated_at: Timestamp::from_millis(row.get(8)?),
+    )
+}
+
+fn condition_from_row(row: &Row<'_>, session: i64) -> Result<(ObjectId, Condition)> {
+    let liveness: bool = row.get(5)?;
+    let written_session: i64 = row.get(6)?;
+    let stale = liveness && written_session != session;
+    let status: String = row.get(2)?;
+    Ok((
+        row.get::<ObjectId>(0)?,
+        Condition {
+            type_: row.get(1)?,
+            status: if stale {
+                ConditionStatus::Unknown
+            } else {
+                ConditionStatus::from_stored(&status)
             },
-        ))
-    })?;
+            reason: row.get(3)?,
+            message: row.get(4)?,
+            liveness,
+            unconfirmed: stale,
+            transitioned_at: Timestamp::from_millis(row.get(7)?),
+            updated_at: Timestamp::from_millis(row.get(8)?),
+        },
+    ))
+}
+
+fn attach_conditions(objects: &mut [RawObject], rows: Vec<(ObjectId, Condition)>) {
     let mut by_object: HashMap<ObjectId, Vec<Condition>> = HashMap::new();
     for (id, condition) in rows {
         by_object.entry(id).or_default().push(condition);
@@ -184,7 +197,36 @@ pub(crate) fn load_conditions(
     for object in objects.iter_mut() {
         object.meta.conditions = by_object.remove(&object.meta.id).unwrap_or_default();
     }
-    Ok(())
+}
+
+/// The object with `id` (whatever its kind) with its conditions, and
+/// whether it depends on anything (if `dependencies` asks; else `false`),
+/// asked together: one round trip in PostgreSQL.
+pub(crate) fn select_with_conditions(
+    conn: Conn<'_>,
+    id: ObjectId,
+    session: i64,
+    dependencies: bool,
+) -> Result<Option<(RawObject, bool)>> {
+    let depends = if dependencies {
+        "EXISTS (SELECT 1 FROM edges WHERE from_id = objects.id AND relation = 'depends_on')"
+    } else {
+        "FALSE"
+    };
+    let object_sql = format!("SELECT {COLUMNS}, {depends} FROM objects WHERE id = ?1");
+    let ids = [id];
+    let (found, conditions) = conn.query_two(
+        (&object_sql, params![id]),
+        (&conditions_sql(conn), params![&ids[..]]),
+        |row| Ok((object_from_row(row)?, row.get::<bool>(18)?)),
+        |row| condition_from_row(row, session),
+    )?;
+    Ok(found.into_iter().next().map(|(object, has_dependencies)| {
+        let mut objects = [object];
+        attach_conditions(&mut objects, conditions);
+        let [object] = objects;
+        (object, has_dependencies)
+    }))
 }
 
 /// One direction of one edge relation.
@@ -376,7 +418,7 @@ pub(crate) fn update_spec(
     now: Timestamp,
 ) -> Result<()> {
     spec.check_size()?;
-    conn.execute(
+    conn.execute_later(
         "UPDATE objects SET spec = ?2, generation = generation + 1, resource_version = ?3, \
                             updated_at = ?4, spec_version = ?5 \
          WHERE id = ?1",
@@ -403,7 +445,7 @@ pub(crate) fn mark_deleted(
     resource_version: i64,
     now: Timestamp,
 ) -> Result<()> {
-    conn.execute(
+    conn.execute_later(
         "UPDATE objects SET deletion_requested_at = ?2, resource_version = ?3, updated_at = ?2 \
          WHERE id = ?1 AND deletion_requested_at IS NULL",
         params![object.meta.id, now.as_millis(), resource_version],
@@ -454,7 +496,7 @@ pub(crate) fn log_write(conn: Conn<'_>, entry: LogEntry<'_>) -> Result<()> {
         WriteOp::Update => "update",
         WriteOp::Delete => "delete",
     };
-    conn.execute(
+    conn.execute_later(
         "INSERT INTO object_writes (resource_version, object_id, grp, kind, op, written_at, row_image) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -472,7 +514,7 @@ pub(crate) fn log_write(conn: Conn<'_>, entry: LogEntry<'_>) -> Result<()> {
 
 /// Records that `from` is owned by `owner`.
 pub(crate) fn insert_owner_edge(conn: Conn<'_>, from: ObjectId, owner: ObjectId) -> Result<()> {
-    conn.execute(
+    conn.execute_later(
         "INSERT INTO edges (from_id, relation, to_id) VALUES (?1, 'owned_by', ?2)",
         params![from, owner],
     )?;

@@ -211,7 +211,9 @@ impl Session {
                 inner.sequences,
                 inner.save_sequences,
                 writer_conn.session,
+                false,
             );
+            let committed = committed.map(|_| ());
             match &committed {
                 Ok(()) => {
                     writer_conn.sequences = inner.sequences;

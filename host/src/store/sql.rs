@@ -266,6 +266,16 @@ impl<'c> Conn<'c> {
         }
     }
 
+    /// Runs one statement whose answer nobody reads: at once in SQLite; in
+    /// PostgreSQL with the next round trip (see `postgres`), so it must be
+    /// one that fails only when something is broken, never on bad input.
+    pub(crate) fn execute_later(&self, sql: &str, params: &[Param<'_>]) -> Result<()> {
+        match self {
+            Conn::Sqlite(_) => self.execute(sql, params).map(|_| ()),
+            Conn::Postgres(conn) => conn.execute_later(sql, params),
+        }
+    }
+
     /// Every row of one query, each read by `map`.
     pub(crate) fn query_all<T>(
         &self,
@@ -288,6 +298,35 @@ impl<'c> Conn<'c> {
                 .iter()
                 .map(|row| map(&Row::Postgres(row)))
                 .collect(),
+        }
+    }
+
+    /// The rows of two queries that do not depend on each other, each read
+    /// by its own `map`: one round trip in PostgreSQL.
+    pub(crate) fn query_two<A, B>(
+        &self,
+        first: (&str, &[Param<'_>]),
+        second: (&str, &[Param<'_>]),
+        mut map_first: impl FnMut(&Row<'_>) -> Result<A>,
+        mut map_second: impl FnMut(&Row<'_>) -> Result<B>,
+    ) -> Result<(Vec<A>, Vec<B>)> {
+        match self {
+            Conn::Sqlite(_) => Ok((
+                self.query_all(first.0, first.1, map_first)?,
+                self.query_all(second.0, second.1, map_second)?,
+            )),
+            Conn::Postgres(conn) => {
+                let (rows_first, rows_second) = conn.query_two(first, second)?;
+                let first = rows_first
+                    .iter()
+                    .map(|row| map_first(&Row::Postgres(row)))
+                    .collect::<Result<Vec<A>>>()?;
+                let second = rows_second
+                    .iter()
+                    .map(|row| map_second(&Row::Postgres(row)))
+                    .collect::<Result<Vec<B>>>()?;
+                Ok((first, second))
+            }
         }
     }
 
@@ -339,16 +378,19 @@ impl<'c> Conn<'c> {
         }
     }
 
-    /// Runs one statement that takes no parameters and returns nothing:
-    /// transaction control (`SAVEPOINT job`, `COMMIT`), the same text in both
-    /// dialects.
+    /// Runs a savepoint statement (`SAVEPOINT job`, `RELEASE job`,
+    /// `ROLLBACK TO job`), the same text in both dialects; in PostgreSQL it
+    /// goes with the next round trip.
     pub(crate) fn control(&self, sql: &str) -> Result<()> {
         match self {
             Conn::Sqlite(conn) => {
                 conn.prepare_cached(sql)?.execute([])?;
                 Ok(())
             }
-            Conn::Postgres(conn) => conn.simple(sql).map(|_| ()),
+            Conn::Postgres(conn) => {
+                conn.simple_later(sql);
+                Ok(())
+            }
         }
     }
 
@@ -360,73 +402,41 @@ impl<'c> Conn<'c> {
     pub(crate) fn begin_write(&self) -> Result<Option<Sequences>> {
         match self {
             Conn::Sqlite(_) => self.control("BEGIN IMMEDIATE").map(|()| None),
-            Conn::Postgres(conn) => {
-                let messages = conn.simple(
-                    "BEGIN; SELECT key, value FROM kv \
-                     WHERE key IN ('object_id', 'resource_version') ORDER BY key FOR UPDATE",
-                )?;
-                let mut values = simple_rows(&messages).map(|row| row.get(1));
-                let mut next = || -> Result<i64> {
-                    values
-                        .next()
-                        .flatten()
-                        .and_then(|value| value.parse().ok())
-                        .ok_or_else(|| self.error("the counters' rows are missing"))
-                };
-                let object_id = next()?;
-                let resource_version = next()?;
-                Ok(Some(Sequences {
-                    resource_version,
-                    object_id,
-                }))
-            }
+            Conn::Postgres(conn) => conn.begin_write().map(Some),
         }
     }
 
     /// Commits the write transaction begun with `begun`, leaving the
     /// counters at `now`. SQLite stores them only when `save_requested`
     /// (see `WriteTx::save_sequences`); PostgreSQL stores them whenever they
-    /// moved, since other processes read them there, and announces a moved
-    /// version on the store's channel, all in the COMMIT's round trip.
+    /// moved (other processes read them there) and announces the commit.
+    /// With `begin_next`, PostgreSQL also opens the next write transaction
+    /// in the same round trip and returns its counters.
     pub(crate) fn commit_write(
         &self,
         begun: Sequences,
         now: Sequences,
         save_requested: bool,
         session: i64,
-    ) -> Result<()> {
+        begin_next: bool,
+    ) -> Result<Option<Sequences>> {
         match self {
             Conn::Sqlite(_) => {
                 if save_requested {
                     now.save(*self)?;
                 }
-                self.control("COMMIT")
+                self.control("COMMIT").map(|()| None)
             }
-            Conn::Postgres(conn) => {
-                let mut sql = String::new();
-                if now != begun {
-                    sql.push_str(&format!(
-                        "UPDATE kv SET value = CASE key WHEN 'resource_version' THEN {} ELSE {} END \
-                         WHERE key IN ('resource_version', 'object_id'); ",
-                        now.resource_version, now.object_id
-                    ));
-                }
-                if now.resource_version > begun.resource_version {
-                    sql.push_str(&format!(
-                        "NOTIFY {}, '{}'; ",
-                        crate::store::postgres::listen::quote_ident(conn.channel()),
-                        crate::store::postgres::listen::payload(session, now.resource_version)
-                    ));
-                }
-                sql.push_str("COMMIT");
-                conn.simple(&sql).map(|_| ())
-            }
+            Conn::Postgres(conn) => conn.commit_write(begun, now, session, begin_next),
         }
     }
 
     /// Ends whatever transaction is open, discarding it; a connection with
     /// none open is left as it is.
     pub(crate) fn rollback(&self) {
+        if let Conn::Postgres(conn) = self {
+            conn.reset();
+        }
         // The transaction may already be gone; a failed ROLLBACK changes nothing.
         let _ = self.batch("ROLLBACK");
     }
@@ -482,16 +492,6 @@ impl<'c> Conn<'c> {
             message: message.to_string(),
         }
     }
-}
-
-/// The data rows of a simple query's answer.
-fn simple_rows(
-    messages: &[tokio_postgres::SimpleQueryMessage],
-) -> impl Iterator<Item = &tokio_postgres::SimpleQueryRow> {
-    messages.iter().filter_map(|message| match message {
-        tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
-        _ => None,
-    })
 }
 
 #[cfg(test)]

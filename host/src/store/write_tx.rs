@@ -191,4 +191,7 @@ pub(crate) struct WriterConn {
     /// The kinds' schema versions, which writes are stamped with.
     pub(crate) migrations: Arc<Migrations>,
     pub(crate) metrics: crate::metrics::StoreMetrics,
+    /// A write transaction opened early, with the previous commit, for a
+    /// batch that was already waiting; its counters as it found them.
+    pub(crate) opened: Option<Sequences>,
 }

@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use crate::error::{Error, Result};
 use crate::object::Timestamp;
@@ -122,6 +122,21 @@ struct Queue {
     leader_active: bool,
 }
 
+/// Who runs the batches.
+pub(crate) enum Leader {
+    /// The first caller to find the writer idle leads, on its own thread:
+    /// for SQLite, where a batch takes microseconds.
+    Callers,
+    /// A thread of the store's own leads every batch, woken by this when
+    /// work is queued or the writer freed: for PostgreSQL, whose round
+    /// trips must not hold up the callers' threads (tokio workers, often).
+    Thread(Condvar),
+}
+
+/// How long the leading thread sleeps between looks at whether its store
+/// is still open.
+const IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The write side of the store.
 pub(crate) struct Writer {
     queue: Mutex<Queue>,
@@ -134,11 +149,13 @@ pub(crate) struct Writer {
     /// `beehive_store_writes_waiting`: the queue's length, set under its lock
     /// after every change.
     waiting: prometheus_client::metrics::gauge::Gauge,
+    leader: Leader,
 }
 
 impl Writer {
-    pub(crate) fn new(conn: WriterConn) -> Self {
+    pub(crate) fn new(conn: WriterConn, leader: Leader) -> Self {
         Writer {
+            leader,
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
                 leader_active: false,
@@ -277,9 +294,7 @@ impl Writer {
                 .jobs
                 .push_back(Box::new(LeaseJob { slot: slot.clone() }));
             self.publish_depth(&queue);
-            let must_lead = !queue.leader_active;
-            queue.leader_active = true;
-            must_lead
+            self.claim(&mut queue)
         };
         if !must_lead {
             let mut guard = WithdrawOnDrop {
@@ -316,9 +331,37 @@ impl Writer {
         let mut queue = lock(&self.queue);
         queue.jobs.push_back(job);
         self.publish_depth(&queue);
-        let must_lead = !queue.leader_active;
-        queue.leader_active = true;
+        let must_lead = self.claim(&mut queue);
         (slot, must_lead)
+    }
+
+    /// Claims the writer for a caller that just queued: `true` when that
+    /// caller must lead.
+    fn claim(&self, queue: &mut Queue) -> bool {
+        match &self.leader {
+            Leader::Callers => {
+                let must_lead = !queue.leader_active;
+                queue.leader_active = true;
+                must_lead
+            }
+            Leader::Thread(wake) => {
+                wake.notify_one();
+                false
+            }
+        }
+    }
+
+    /// Passes the writer on: to the caller or session at the front of the
+    /// queue, or back to the leading thread.
+    fn pass_on(&self, queue: &mut Queue) {
+        match (&self.leader, queue.jobs.front()) {
+            (Leader::Callers, Some(next)) => next.grant_lead(),
+            (Leader::Callers, None) => queue.leader_active = false,
+            (Leader::Thread(wake), _) => {
+                queue.leader_active = false;
+                wake.notify_one();
+            }
+        }
     }
 
     /// Runs batches until the caller's own job is answered, then passes the
@@ -333,19 +376,20 @@ impl Writer {
                 self.hand_off();
                 return None;
             }
-            let hooks = self.run_batch(batch);
+            self.run_batch(batch);
             if slot.is_done_or_taken() {
                 self.hand_off();
-                run_hooks(hooks);
                 return Some(slot.take_answer());
             }
-            run_hooks(hooks);
         }
     }
 
     /// The jobs at the front of the queue, up to [`MAX_BATCH`], stopping at a lease.
     fn take_batch(&self) -> Vec<Box<dyn Job>> {
-        let mut queue = lock(&self.queue);
+        self.drain_batch(&mut lock(&self.queue))
+    }
+
+    fn drain_batch(&self, queue: &mut Queue) -> Vec<Box<dyn Job>> {
         let take = queue
             .jobs
             .iter()
@@ -353,22 +397,29 @@ impl Writer {
             .take_while(|job| !job.is_lease())
             .count();
         let batch = queue.jobs.drain(..take).collect();
-        self.publish_depth(&queue);
+        self.publish_depth(queue);
         batch
     }
 
     /// Passes the writer to whatever is at the front of the queue: a job's
     /// caller, or a lease's session.
     pub(super) fn hand_off(&self) {
-        let mut queue = lock(&self.queue);
-        match queue.jobs.front() {
-            Some(next) => next.grant_lead(),
-            None => queue.leader_active = false,
+        self.pass_on(&mut lock(&self.queue));
+    }
+
+    /// Runs one transaction, then its after-commit hooks, then answers its
+    /// jobs: a write's caller sees its hooks' effects.
+    fn run_batch(&self, mut batch: Vec<Box<dyn Job>>) {
+        let (committed, hooks) = self.commit_batch(&mut batch);
+        run_hooks(hooks);
+        for job in batch {
+            job.finish(&committed);
         }
     }
 
-    /// Runs one transaction; returns the hooks of the jobs that committed.
-    fn run_batch(&self, mut batch: Vec<Box<dyn Job>>) -> Vec<Hook> {
+    /// Runs `batch` in one transaction; its outcome, and the hooks to run
+    /// (none if it failed).
+    fn commit_batch(&self, batch: &mut [Box<dyn Job>]) -> (Result<(), String>, Vec<Hook>) {
         let started = std::time::Instant::now();
         let mut writer = lock(&self.conn);
         let writer = &mut *writer;
@@ -386,7 +437,15 @@ impl Writer {
             migrations: &writer.migrations,
         };
         let mut begun = writer.sequences;
-        let committed = run_jobs(&mut tx, &mut batch, &mut begun).map_err(|e| e.to_string());
+        let opened = writer.opened.take();
+        let begin_next = || self.batch_waiting();
+        let committed = match run_jobs(&mut tx, batch, &mut begun, opened, &begin_next) {
+            Ok(next) => {
+                writer.opened = next;
+                Ok(())
+            }
+            Err(error) => Err(error.to_string()),
+        };
         let log_grew = tx.sequences.resource_version > begun.resource_version;
         let (sequences, mut hooks, pushes) = (tx.sequences, tx.hooks, tx.pushes);
         match &committed {
@@ -400,18 +459,41 @@ impl Writer {
                     .write_seconds
                     .observe(crate::metrics::seconds(started.elapsed()));
             }
-            Err(_) => writer.conn.conn().rollback(),
-        }
-        for job in batch {
-            job.finish(&committed);
-        }
-        if committed.is_err() {
-            return Vec::new();
+            Err(_) => {
+                writer.conn.conn().rollback();
+                return (committed, Vec::new());
+            }
         }
         if let Some(announcement) = announce(&self.listener, Committed { pushes, log_grew }) {
             hooks.insert(0, announcement);
         }
-        hooks
+        (committed, hooks)
+    }
+
+    /// Whether a batch is waiting for the leading thread, which can then
+    /// open its transaction with this one's COMMIT.
+    fn batch_waiting(&self) -> bool {
+        matches!(self.leader, Leader::Thread(_))
+            && lock(&self.queue)
+                .jobs
+                .front()
+                .is_some_and(|job| !job.is_lease())
+    }
+
+    /// Rolls back a transaction opened early, if one is open; whether one was.
+    ///
+    /// Only the leading thread nests the queue's lock and the connection's
+    /// (either way round); no other thread holds one while taking the
+    /// other, so the nesting cannot deadlock.
+    fn discard_opened(&self) -> bool {
+        let mut writer = lock(&self.conn);
+        match writer.opened.take() {
+            Some(_) => {
+                writer.conn.conn().rollback();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Withdraws a job whose caller stopped waiting, or passes on the
@@ -426,19 +508,29 @@ impl Writer {
         }
         self.publish_depth(&queue);
         if was_lead {
-            match queue.jobs.front() {
-                Some(next) => next.grant_lead(),
-                None => queue.leader_active = false,
-            }
+            self.pass_on(&mut queue);
         }
     }
 }
 
-/// Runs one of the writer's fixed statements; cached, since every job runs several.
 /// Runs `batch` in one transaction and commits it; `begun` becomes the
 /// counters as the transaction found them.
-fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>], begun: &mut Sequences) -> Result<()> {
-    if let Some(committed) = tx.conn.begin_write()? {
+///
+/// `opened` is a transaction already open, with its counters; with
+/// `begin_next` saying a batch is waiting, the COMMIT's round trip also
+/// opens the next transaction, returned for that batch.
+fn run_jobs(
+    tx: &mut WriteTx<'_>,
+    batch: &mut [Box<dyn Job>],
+    begun: &mut Sequences,
+    opened: Option<Sequences>,
+    begin_next: &dyn Fn() -> bool,
+) -> Result<Option<Sequences>> {
+    let committed = match opened {
+        Some(counters) => Some(counters),
+        None => tx.conn.begin_write()?,
+    };
+    if let Some(committed) = committed {
         tx.sequences = committed;
     }
     *begun = tx.sequences;
@@ -466,7 +558,7 @@ fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>], begun: &mut Sequen
             (true, false) => tx.conn.control("RELEASE job")?,
             (false, true) => {
                 tx.conn.rollback();
-                return Ok(());
+                return Ok(None);
             }
             (false, false) => {
                 tx.conn.control("ROLLBACK TO job")?;
@@ -474,8 +566,56 @@ fn run_jobs(tx: &mut WriteTx<'_>, batch: &mut [Box<dyn Job>], begun: &mut Sequen
             }
         }
     }
-    tx.conn
-        .commit_write(*begun, tx.sequences, tx.save_sequences, tx.session)
+    tx.conn.commit_write(
+        *begun,
+        tx.sequences,
+        tx.save_sequences,
+        tx.session,
+        begin_next(),
+    )
+}
+
+/// Leads every batch of a writer led by [`Leader::Thread`], on the calling
+/// thread, until no one else holds the writer (its store is gone).
+pub(super) fn lead_on_thread(writer: Arc<Writer>) {
+    let Leader::Thread(wake) = &writer.leader else {
+        return;
+    };
+    loop {
+        let batch = {
+            let mut queue = lock(&writer.queue);
+            loop {
+                if Arc::strong_count(&writer) == 1 {
+                    return;
+                }
+                let job_first = queue.jobs.front().is_some_and(|job| !job.is_lease());
+                if !queue.leader_active && job_first {
+                    break;
+                }
+                if !job_first && writer.discard_opened() {
+                    // Its batch was withdrawn, or a session is next: the
+                    // session opens its own transaction.
+                    continue;
+                }
+                if !queue.leader_active && !queue.jobs.is_empty() {
+                    break;
+                }
+                queue = wake
+                    .wait_timeout(queue, IDLE_CHECK)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .0;
+            }
+            queue.leader_active = true;
+            if let Some(lease) = queue.jobs.front().filter(|job| job.is_lease()) {
+                // The session leads until it ends, then hands the writer back.
+                lease.grant_lead();
+                continue;
+            }
+            writer.drain_batch(&mut queue)
+        };
+        writer.run_batch(batch);
+        lock(&writer.queue).leader_active = false;
+    }
 }
 
 pub(super) fn run_hooks(hooks: Vec<Hook>) {

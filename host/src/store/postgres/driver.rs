@@ -307,6 +307,8 @@ fn pump(
     }
 }
 
+const SPIN: Duration = Duration::from_micros(40);
+
 /// Sleeps until the socket can be read (or written, if a write is
 /// waiting), or `give_up` passes.
 fn wait(socket: &SocketState, give_up: Instant, deadline: Duration) -> Result<(), DriveError> {
@@ -322,6 +324,15 @@ fn wait(socket: &SocketState, give_up: Instant, deadline: Duration) -> Result<()
     let left = give_up.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err(DriveError::TimedOut(deadline));
+    }
+    let spin_until = Instant::now() + SPIN;
+    loop {
+        // SAFETY: one valid pollfd, living across the call.
+        let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+        if ready != 0 || Instant::now() >= spin_until {
+            break;
+        }
+        std::thread::yield_now();
     }
     let millis = left.as_millis().clamp(1, i32::MAX as u128) as i32;
     // SAFETY: one valid pollfd, living across the call.

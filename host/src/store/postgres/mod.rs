@@ -5,6 +5,13 @@
 //! the store writes `?N` placeholders, which become `$N` here. Every call
 //! blocks the calling thread until the server answers (see `driver`), as a
 //! SQLite call blocks on the disk.
+//!
+//! A round trip, not the server's work, is what a statement costs (about
+//! 75 us here, most of it two process wake-ups), so statements whose answer
+//! nobody reads are *deferred*: queued, and sent in one pipeline with the
+//! next statement whose answer is needed, or with the COMMIT. A deferred
+//! statement that fails spoils the transaction: the commit then fails, even
+//! if a later `ROLLBACK TO` made the server forget the failure.
 
 mod driver;
 pub(crate) mod listen;
@@ -19,6 +26,7 @@ use tokio_postgres::{Client, Config, NoTls, Notification, Row, SimpleQueryMessag
 
 use crate::error::{Error, Result};
 use crate::store::sql::Param;
+use crate::store::write_tx::Sequences;
 use driver::{DriveError, Driver, Socket};
 
 /// How long a statement may wait for the server's answer before the call
@@ -123,6 +131,11 @@ pub(crate) struct PgConn {
     client: Client,
     driver: RefCell<Driver>,
     statements: RefCell<HashMap<String, Statement>>,
+    /// Statements queued to go with the next round trip, in order.
+    deferred: RefCell<Vec<Deferred>>,
+    /// Why the open transaction can no longer commit: a deferred statement
+    /// failed.
+    spoiled: RefCell<Option<String>>,
     /// Where this store's commits are announced.
     channel: String,
 }
@@ -144,6 +157,8 @@ impl PgConn {
             client,
             driver: RefCell::new(Driver::new(connection, state)),
             statements: RefCell::new(HashMap::new()),
+            deferred: RefCell::new(Vec::new()),
+            spoiled: RefCell::new(None),
             channel: channel.to_string(),
         })
     }
@@ -154,20 +169,55 @@ impl PgConn {
         self
     }
 
-    /// The channel this store's commits are announced on.
-    pub(crate) fn channel(&self) -> &str {
-        &self.channel
-    }
-
+    /// Sends what is deferred, then `request`, in one pipeline, and waits
+    /// for all of it.
     fn run<T>(
         &self,
         request: impl std::future::Future<Output = std::result::Result<T, tokio_postgres::Error>>,
     ) -> Result<T> {
-        self.driver
+        let deferred = std::mem::take(&mut *self.deferred.borrow_mut());
+        let client = &self.client;
+        let sent = futures_util::future::join_all(deferred.iter().map(|d| d.send(client)));
+        let (deferred_outcomes, outcome) = self
+            .driver
             .borrow_mut()
-            .block_on(request, ANSWER_DEADLINE)
-            .map_err(drive_error)?
-            .map_err(postgres_error)
+            .block_on(futures_util::future::join(sent, request), ANSWER_DEADLINE)
+            .map_err(drive_error)?;
+        if let Some(error) = deferred_outcomes.into_iter().find_map(|o| o.err()) {
+            let error = postgres_error(error);
+            self.spoiled.replace(Some(error.to_string()));
+            return Err(error);
+        }
+        outcome.map_err(postgres_error)
+    }
+
+    /// Queues a statement whose answer nobody reads.
+    pub(crate) fn execute_later(&self, sql: &str, params: &[Param<'_>]) -> Result<()> {
+        let statement = self.statement(sql)?;
+        let params = params.iter().map(OwnedParam::from).collect();
+        self.deferred
+            .borrow_mut()
+            .push(Deferred::Statement(statement, params));
+        Ok(())
+    }
+
+    /// Queues parameterless statements (transaction control).
+    pub(crate) fn simple_later(&self, sql: &str) {
+        self.deferred
+            .borrow_mut()
+            .push(Deferred::Simple(sql.to_string()));
+    }
+
+    /// Starts afresh: nothing queued, nothing spoiled. For the start and
+    /// the end of a transaction.
+    pub(crate) fn reset(&self) {
+        self.deferred.borrow_mut().clear();
+        self.spoiled.replace(None);
+    }
+
+    /// Why the open transaction cannot commit, if it cannot.
+    pub(crate) fn spoiled(&self) -> Option<String> {
+        self.spoiled.borrow().clone()
     }
 
     fn statement(&self, sql: &str) -> Result<Statement> {
@@ -195,6 +245,94 @@ impl PgConn {
         self.run(self.client.query(&statement, &params))
     }
 
+    /// Opens a write transaction and locks the store's counters, so writers
+    /// in other processes queue behind it; returns them as committed.
+    pub(crate) fn begin_write(&self) -> Result<Sequences> {
+        self.reset();
+        let messages = self.simple(BEGIN_WRITE)?;
+        counters(&messages)
+    }
+
+    /// Commits the write transaction begun with counters `begun`: stores
+    /// the counters if they moved and announces a moved version on the
+    /// store's channel, in the COMMIT's round trip. With `begin_next`, the
+    /// next write transaction is opened in that round trip too, and its
+    /// counters returned.
+    pub(crate) fn commit_write(
+        &self,
+        begun: Sequences,
+        now: Sequences,
+        session: i64,
+        begin_next: bool,
+    ) -> Result<Option<Sequences>> {
+        if let Some(why) = self.spoiled() {
+            return Err(Error::Database {
+                backend: "postgres",
+                message: format!("the transaction cannot commit: {why}"),
+            });
+        }
+        let mut commit = String::new();
+        if now != begun {
+            commit.push_str(&format!(
+                "UPDATE kv SET value = CASE key WHEN 'resource_version' THEN {} ELSE {} END \
+                 WHERE key IN ('resource_version', 'object_id'); ",
+                now.resource_version, now.object_id
+            ));
+        }
+        if now.resource_version > begun.resource_version {
+            commit.push_str(&format!(
+                "NOTIFY {}, '{}'; ",
+                listen::quote_ident(&self.channel),
+                listen::payload(session, now.resource_version)
+            ));
+        }
+        commit.push_str("COMMIT");
+        if !begin_next {
+            self.simple(&commit)?;
+            return Ok(None);
+        }
+        // Two requests, so a next transaction that fails to open cannot
+        // hide that this one committed.
+        let (committed, next) = self.run(async {
+            Ok(futures_util::future::join(
+                self.client.simple_query(&commit),
+                self.client.simple_query(BEGIN_WRITE),
+            )
+            .await)
+        })?;
+        committed.map_err(postgres_error)?;
+        match next.map_err(postgres_error).and_then(|m| counters(&m)) {
+            Ok(counters) => Ok(Some(counters)),
+            Err(error) => {
+                tracing::warn!(%error, "could not open the next write transaction early");
+                let _ = self.simple("ROLLBACK");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs two queries in one round trip; the rows of each.
+    pub(crate) fn query_two(
+        &self,
+        first: (&str, &[Param<'_>]),
+        second: (&str, &[Param<'_>]),
+    ) -> Result<(Vec<Row>, Vec<Row>)> {
+        let (statement_first, statement_second) =
+            (self.statement(first.0)?, self.statement(second.0)?);
+        let (params_first, params_second) = (as_to_sql(first.1), as_to_sql(second.1));
+        let (rows_first, rows_second) = self.run(async {
+            Ok(futures_util::future::join(
+                self.client.query(&statement_first, &params_first),
+                self.client.query(&statement_second, &params_second),
+            )
+            .await)
+        })?;
+        Ok((
+            rows_first.map_err(postgres_error)?,
+            rows_second.map_err(postgres_error)?,
+        ))
+    }
+
     /// Runs `sql` (one or more statements, no parameters) in one round trip.
     pub(crate) fn simple(&self, sql: &str) -> Result<Vec<SimpleQueryMessage>> {
         self.run(self.client.simple_query(sql))
@@ -207,6 +345,28 @@ impl PgConn {
             .borrow_mut()
             .notifications(timeout)
             .map_err(drive_error)
+    }
+}
+
+/// Opens a write transaction and reads the counters under a row lock.
+const BEGIN_WRITE: &str = "BEGIN; SELECT key, value FROM kv \
+     WHERE key IN ('object_id', 'resource_version') ORDER BY key FOR UPDATE";
+
+/// The counters in the answer to [`BEGIN_WRITE`].
+fn counters(messages: &[SimpleQueryMessage]) -> Result<Sequences> {
+    let mut values = messages.iter().filter_map(|message| match message {
+        SimpleQueryMessage::Row(row) => row.get(1).and_then(|v| v.parse::<i64>().ok()),
+        _ => None,
+    });
+    match (values.next(), values.next()) {
+        (Some(object_id), Some(resource_version)) => Ok(Sequences {
+            resource_version,
+            object_id,
+        }),
+        _ => Err(Error::Database {
+            backend: "postgres",
+            message: "the store's counters are missing from kv".into(),
+        }),
     }
 }
 
@@ -252,6 +412,58 @@ impl Drop for TempSchema {
             .and_then(|conn| conn.simple(&format!("DROP SCHEMA {} CASCADE", self.name)));
         if let Err(error) = dropped {
             tracing::warn!(schema = %self.name, %error, "could not drop a temporary store's schema");
+        }
+    }
+}
+
+/// A statement waiting for the next round trip, with its own copy of its
+/// parameters.
+enum Deferred {
+    Statement(Statement, Vec<OwnedParam>),
+    Simple(String),
+}
+
+impl Deferred {
+    async fn send(&self, client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
+        match self {
+            Deferred::Statement(statement, params) => {
+                let params: Vec<Param<'_>> = params.iter().map(OwnedParam::as_param).collect();
+                client
+                    .execute(statement, &as_to_sql(&params))
+                    .await
+                    .map(|_| ())
+            }
+            Deferred::Simple(sql) => client.batch_execute(sql).await,
+        }
+    }
+}
+
+/// A [`Param`] that owns its value.
+enum OwnedParam {
+    Int(i64),
+    Text(String),
+    Null,
+    Ids(Vec<i64>),
+}
+
+impl OwnedParam {
+    fn as_param(&self) -> Param<'_> {
+        match self {
+            OwnedParam::Int(value) => Param::Int(*value),
+            OwnedParam::Text(text) => Param::Text(text),
+            OwnedParam::Null => Param::Null,
+            OwnedParam::Ids(ids) => Param::Ids(ids),
+        }
+    }
+}
+
+impl From<&Param<'_>> for OwnedParam {
+    fn from(param: &Param<'_>) -> Self {
+        match *param {
+            Param::Int(value) => OwnedParam::Int(value),
+            Param::Text(text) => OwnedParam::Text(text.to_string()),
+            Param::Null => OwnedParam::Null,
+            Param::Ids(ids) => OwnedParam::Ids(ids.to_vec()),
         }
     }
 }

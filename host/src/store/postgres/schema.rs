@@ -45,6 +45,10 @@ CREATE INDEX objects_owed ON objects (grp, kind, id)
 CREATE INDEX objects_deleting ON objects (deletion_requested_at, id)
     WHERE deletion_requested_at IS NOT NULL;
 CREATE INDEX objects_requeue ON objects (grp, kind, id) WHERE requeue_at IS NOT NULL;
+-- A kind's objects in id order (pages, scans), and the one index that
+-- matches a write's whole `id AND grp AND kind` lookup: without it a plan made
+-- before statistics exist can pick the name index and read the whole kind.
+CREATE INDEX objects_by_kind ON objects (grp, kind, id);
 
 CREATE TABLE conditions (
     object_id       BIGINT NOT NULL REFERENCES objects (id) ON DELETE CASCADE,

@@ -120,6 +120,9 @@ pub fn plugin_wasm(name: &str) -> PathBuf {
 /// A scratch directory and a way to run `beehive` inside it.
 pub struct Workspace {
     dir: tempfile::TempDir,
+    /// The store every command names (`BEEHIVE_DB`), when not the default
+    /// `beehive.db` in the directory.
+    db: Option<String>,
 }
 
 impl Workspace {
@@ -127,7 +130,26 @@ impl Workspace {
     pub fn new() -> Self {
         Workspace {
             dir: tempfile::tempdir().expect("a temporary directory"),
+            db: None,
         }
+    }
+
+    /// A fresh, empty directory whose commands all use the store at `db`
+    /// (a PostgreSQL connection string, say).
+    pub fn with_db(db: &str) -> Self {
+        Workspace {
+            db: Some(db.to_string()),
+            ..Workspace::new()
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(beehive_bin());
+        command.current_dir(self.path());
+        if let Some(db) = &self.db {
+            command.env("BEEHIVE_DB", db);
+        }
+        command
     }
 
     /// The directory's path.
@@ -137,11 +159,7 @@ impl Workspace {
 
     /// Runs `beehive ARGS` in the directory and waits for it.
     pub fn run(&self, args: &[&str]) -> Output {
-        Command::new(beehive_bin())
-            .args(args)
-            .current_dir(self.path())
-            .output()
-            .expect("beehive runs")
+        self.command().args(args).output().expect("beehive runs")
     }
 
     /// Runs `beehive ARGS`, which must succeed, and returns its stdout.
@@ -205,10 +223,10 @@ impl Workspace {
     /// When it exits or does not serve within [`PATIENCE`].
     pub fn start_host(&self, args: &[&str]) -> HostProcess {
         let log = std::fs::File::create(self.path().join("host.log")).expect("log file");
-        let child = Command::new(beehive_bin())
+        let child = self
+            .command()
             .arg("run")
             .args(args)
-            .current_dir(self.path())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -222,7 +240,12 @@ impl Workspace {
             if let Ok(Some(status)) = host.child.try_wait() {
                 panic!("the host exited ({status}): {}", host.log());
             }
-            std::os::unix::net::UnixStream::connect(&socket).is_ok()
+            match self.db {
+                // Its socket is named after the store; ask for what only a
+                // host answers.
+                Some(_) => self.run(&["plugins"]).status.success(),
+                None => std::os::unix::net::UnixStream::connect(&socket).is_ok(),
+            }
         });
         host
     }

@@ -491,6 +491,20 @@ mod tests {
     use super::*;
     use crate::error::Error;
 
+    /// A throwaway store of each backend this run reaches: SQLite always,
+    /// PostgreSQL too when `BEEHIVE_TEST_POSTGRES` names a server
+    /// (`scripts/with-postgres` sets it).
+    fn each_store() -> Vec<Store> {
+        let mut stores = vec![Store::temporary().unwrap()];
+        if let Some(url) = std::env::var("BEEHIVE_TEST_POSTGRES")
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
+            stores.push(Store::temporary_postgres(&url).unwrap());
+        }
+        stores
+    }
+
     /// Runs `write` to its answer on the calling thread, as a plain thread
     /// outside any runtime would.
     fn write_from_thread<R: Send + 'static>(
@@ -546,7 +560,13 @@ mod tests {
 
     #[test]
     fn queued_writes_share_one_transaction_and_a_failure_rolls_back_only_itself() {
-        let store = Store::temporary().unwrap();
+        for store in each_store() {
+            queued_writes_share_one_transaction(&store);
+        }
+    }
+
+    fn queued_writes_share_one_transaction(store: &Store) {
+        let store = store.clone();
         let (release, holder) = hold_writer(&store);
 
         type Job = Box<dyn FnOnce(&mut WriteTx<'_>) -> Result<u64> + Send>;
@@ -587,11 +607,17 @@ mod tests {
 
     #[test]
     fn a_dropped_async_write_is_withdrawn_and_the_next_writer_still_leads() {
+        for store in each_store() {
+            a_dropped_write_is_withdrawn(&store);
+        }
+    }
+
+    fn a_dropped_write_is_withdrawn(store: &Store) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
             .unwrap();
-        let store = Store::temporary().unwrap();
+        let store = store.clone();
         let (release, holder) = hold_writer(&store);
 
         let abandoned = runtime.block_on(async {
@@ -615,15 +641,20 @@ mod tests {
 
     #[test]
     fn counters_survive_a_reopen_even_when_the_newest_rows_are_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("b.db");
+        for keeper in each_store() {
+            counters_survive_a_reopen(&keeper);
+        }
+    }
+
+    /// `keeper` holds the database; the store under test opens it anew, twice.
+    fn counters_survive_a_reopen(keeper: &Store) {
         let insert = |tx: &mut WriteTx<'_>| -> Result<(i64, i64)> {
             let id = tx.next_object_id();
             let version = tx.next_resource_version();
             tx.conn().execute(
                 "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, created_at, updated_at)
-                 VALUES (?1, '', 'K', ?1, '{}', 1, ?2, 0, 0)",
-                sql::params![id, version],
+                 VALUES (?1, '', 'K', ?3, '{}', 1, ?2, 0, 0)",
+                sql::params![id, version, format!("k{id}").as_str()],
             )?;
             tx.conn().execute(
                 "INSERT INTO object_writes (resource_version, object_id, grp, kind, op, written_at)
@@ -633,7 +664,7 @@ mod tests {
             Ok((id, version))
         };
         let (removed_id, removed_version) = {
-            let store = Store::open(&path).unwrap();
+            let store = keeper.reopen().unwrap();
             write_from_thread(&store, insert).unwrap();
             let (newest, version) = write_from_thread(&store, insert).unwrap();
             write_from_thread(&store, move |tx| {
@@ -647,20 +678,60 @@ mod tests {
             .unwrap();
             (newest, version)
         };
-        let store = Store::open(&path).unwrap();
+        let store = keeper.reopen().unwrap();
         assert_eq!(store.resource_version(), removed_version);
         let (id, version) = write_from_thread(&store, insert).unwrap();
         assert!(id > removed_id, "ids are never reused");
         assert!(version > removed_version);
     }
 
+    /// A job whose unread statement fails never commits, even though (in
+    /// PostgreSQL, where the statement goes later) the job itself saw no
+    /// error, and even when a later job's rollback to its own savepoint
+    /// makes the server forget the failure.
+    #[test]
+    fn a_failed_statement_nobody_read_fails_the_commit() {
+        for store in each_store() {
+            let (release, holder) = hold_writer(&store);
+            let spawn = |key: &'static str, also_fail: bool| {
+                let store = store.clone();
+                thread::spawn(move || {
+                    write_from_thread(&store, move |tx| {
+                        put(key)(tx)?;
+                        // kv's value may not be NULL.
+                        tx.conn().execute_later(
+                            "INSERT INTO kv (key, value) VALUES ('broken', NULL)",
+                            sql::params![],
+                        )?;
+                        if also_fail {
+                            return Err(Error::Internal("fails on its own".into()));
+                        }
+                        Ok(())
+                    })
+                })
+            };
+            let quiet = spawn("quiet", false);
+            wait_for_queue(&store, 1);
+            let loud = spawn("loud", true);
+            wait_for_queue(&store, 2);
+            release.send(()).unwrap();
+            holder.join().unwrap().unwrap();
+            assert!(quiet.join().unwrap().is_err(), "{store:?}");
+            assert!(loud.join().unwrap().is_err());
+            assert!(!has_key(&store, "quiet"), "{store:?}: nothing of it landed");
+            write_from_thread(&store, put("later")).unwrap();
+            assert!(has_key(&store, "later"), "the writer goes on");
+        }
+    }
+
     #[test]
     fn a_panicking_job_fails_alone() {
-        let store = Store::temporary().unwrap();
-        let result = write_from_thread(&store, |_tx| -> Result<()> { panic!("job bug") });
-        assert!(matches!(result, Err(Error::Internal(_))));
-        write_from_thread(&store, put("fine")).unwrap();
-        assert!(has_key(&store, "fine"));
+        for store in each_store() {
+            let result = write_from_thread(&store, |_tx| -> Result<()> { panic!("job bug") });
+            assert!(matches!(result, Err(Error::Internal(_))));
+            write_from_thread(&store, put("fine")).unwrap();
+            assert!(has_key(&store, "fine"));
+        }
     }
 
     #[test]

@@ -9,4 +9,5 @@ mod grants;
 mod hostile;
 mod observe;
 mod plugins;
+mod postgres;
 mod python;

@@ -20,38 +20,43 @@ const CHECK_INTERVAL: Duration = Duration::from_millis(500);
 /// How long it waits before reconnecting after losing its connection.
 const RECONNECT_DELAY: Duration = Duration::from_secs(1);
 
-/// Starts the listening thread for the store whose writer is `writer`.
+/// Subscribes to the store's channel, then starts the thread that relays
+/// what it hears to `writer`: once this returns, no commit goes unheard.
 pub(crate) fn spawn(
     target: Target,
     channel: String,
     session: i64,
     writer: Weak<Writer>,
-) -> std::io::Result<()> {
+) -> crate::Result<()> {
+    let conn = subscribe(&target, &channel)?;
     std::thread::Builder::new()
         .name("beehive-pg-listen".into())
-        .spawn(move || listen(&target, &channel, session, &writer))
-        .map(|_| ())
+        .spawn(move || listen(conn, &target, &channel, session, &writer))?;
+    Ok(())
 }
 
-fn listen(target: &Target, channel: &str, session: i64, writer: &Weak<Writer>) {
-    let mut connected_once = false;
+fn listen(conn: PgConn, target: &Target, channel: &str, session: i64, writer: &Weak<Writer>) {
+    let mut conn = Some(conn);
     while writer.strong_count() > 0 {
-        let conn = match subscribe(target, channel) {
-            Ok(conn) => conn,
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for other processes' commits; retrying");
-                std::thread::sleep(RECONNECT_DELAY);
-                continue;
-            }
+        let subscribed = match conn.take() {
+            Some(conn) => conn,
+            None => match subscribe(target, channel) {
+                Ok(conn) => {
+                    // Commits made while no one listened are unknown: wake
+                    // everything that waits on one.
+                    if let Some(writer) = writer.upgrade() {
+                        writer.heard_commit(0);
+                    }
+                    conn
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot listen for other processes' commits; retrying");
+                    std::thread::sleep(RECONNECT_DELAY);
+                    continue;
+                }
+            },
         };
-        if connected_once {
-            // Commits made while no one listened are unknown: wake everyone.
-            if let Some(writer) = writer.upgrade() {
-                writer.heard_commit(0);
-            }
-        }
-        connected_once = true;
-        if let Err(error) = relay(&conn, session, writer) {
+        if let Err(error) = relay(&subscribed, session, writer) {
             tracing::warn!(%error, "lost the connection that hears other processes' commits");
             std::thread::sleep(RECONNECT_DELAY);
         }

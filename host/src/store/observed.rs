@@ -145,7 +145,9 @@ pub(crate) fn settle_with_status(
     let status_version = tx.schema_versions(gk).status;
     let resource_version = tx.next_resource_version();
     let now = tx.now().as_millis();
-    let written = tx.conn().execute(
+    // The handshake of every settled pass: in PostgreSQL it waits for no
+    // answer, and its log entry is written only if the update landed.
+    let written = tx.conn().execute_or_defer(
         "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6, \
                 status_version = ?9, \
                 reconcile_owed = CASE WHEN reconcile_owed > ?8 THEN reconcile_owed - ?8 ELSE 0 END, \
@@ -166,11 +168,33 @@ pub(crate) fn settle_with_status(
             status_version
         ],
     )?;
-    if written == 0 {
+    if written == Some(0) {
         require_own(tx, gk, id)?;
         return Err(Error::Internal(format!("{gk} {id} could not be written")));
     }
-    log_update(tx, gk, id, resource_version)
+    log_update_if_landed(tx, gk, id, resource_version)
+}
+
+/// Logs an update of object `id` at `resource_version` if the row carries
+/// that version, that is, if a deferred update of it landed.
+fn log_update_if_landed(
+    tx: &WriteTx<'_>,
+    gk: &GroupKind,
+    id: ObjectId,
+    resource_version: i64,
+) -> Result<()> {
+    tx.conn().execute_later(
+        "INSERT INTO object_writes (resource_version, object_id, grp, kind, op, written_at) \
+         SELECT resource_version, id, grp, kind, 'update', ?3 FROM objects \
+         WHERE id = ?2 AND resource_version = ?1 AND grp = ?4 AND kind = ?5",
+        params![
+            resource_version,
+            id,
+            tx.now().as_millis(),
+            &gk.group,
+            &gk.kind
+        ],
+    )
 }
 
 fn log_update(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId, resource_version: i64) -> Result<()> {

@@ -276,6 +276,20 @@ impl<'c> Conn<'c> {
         }
     }
 
+    /// Runs one statement whose row count matters only when it is free:
+    /// SQLite runs it now and says how many rows it changed; PostgreSQL
+    /// defers it (as [`Conn::execute_later`]) and says `None`.
+    pub(crate) fn execute_or_defer(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<Option<usize>> {
+        match self {
+            Conn::Sqlite(_) => self.execute(sql, params).map(Some),
+            Conn::Postgres(conn) => conn.execute_later(sql, params).map(|()| None),
+        }
+    }
+
     /// Every row of one query, each read by `map`.
     pub(crate) fn query_all<T>(
         &self,

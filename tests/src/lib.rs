@@ -217,11 +217,15 @@ impl Workspace {
     }
 
     /// Starts `beehive run ARGS` in the background and waits until it
-    /// serves (its socket answers).
+    /// serves (its socket answers; on a PostgreSQL store, until it is the
+    /// active host).
     ///
     /// # Panics
     /// When it exits or does not serve within [`PATIENCE`].
     pub fn start_host(&self, args: &[&str]) -> HostProcess {
+        if self.db.is_some() {
+            return self.start_host_until(args, "host.log", "serving ");
+        }
         let log = std::fs::File::create(self.path().join("host.log")).expect("log file");
         let child = self
             .command()
@@ -240,12 +244,33 @@ impl Workspace {
             if let Ok(Some(status)) = host.child.try_wait() {
                 panic!("the host exited ({status}): {}", host.log());
             }
-            match self.db {
-                // Its socket is named after the store; ask for what only a
-                // host answers.
-                Some(_) => self.run(&["plugins"]).status.success(),
-                None => std::os::unix::net::UnixStream::connect(&socket).is_ok(),
+            std::os::unix::net::UnixStream::connect(&socket).is_ok()
+        });
+        host
+    }
+
+    /// Starts `beehive run ARGS` in the background, logging to `log`, and
+    /// waits until its log says `line`.
+    ///
+    /// # Panics
+    /// When it exits or does not log `line` within [`PATIENCE`].
+    pub fn start_host_until(&self, args: &[&str], log: &str, line: &str) -> HostProcess {
+        let path = self.path().join(log);
+        let file = std::fs::File::create(&path).expect("log file");
+        let child = self
+            .command()
+            .arg("run")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("beehive run starts");
+        let mut host = HostProcess { child, log: path };
+        wait_until(line, || {
+            if let Ok(Some(status)) = host.child.try_wait() {
+                panic!("the host exited ({status}): {}", host.log());
             }
+            host.log().contains(line)
         });
         host
     }
@@ -258,6 +283,11 @@ pub struct HostProcess {
 }
 
 impl HostProcess {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What it logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()

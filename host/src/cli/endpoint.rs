@@ -139,8 +139,10 @@ pub fn holder(lock: &Path) -> String {
 pub enum Endpoint {
     /// A running host, connected.
     Host(UnixStream),
-    /// Nobody: this process holds the lock and may open the database.
-    Direct(Lock),
+    /// Nobody: this process holds the lock and may open the database. A
+    /// PostgreSQL store needs no lock: its writers coordinate in the
+    /// database.
+    Direct(Option<Lock>),
 }
 
 /// Finds the host, or takes the lock when there is none. A socket left by a
@@ -151,9 +153,12 @@ pub fn reach(paths: &Paths) -> Result<Endpoint, Failure> {
         if let Ok(stream) = UnixStream::connect(&paths.socket) {
             return Ok(Endpoint::Host(stream));
         }
+        if paths.is_postgres() {
+            return Ok(Endpoint::Direct(None));
+        }
         if let Some(lock) = Lock::try_acquire(&paths.lock)? {
             remove_stale_socket(&paths.socket);
-            return Ok(Endpoint::Direct(lock));
+            return Ok(Endpoint::Direct(Some(lock)));
         }
         if Instant::now() >= deadline {
             return Err(Failure::unreachable(format!(

@@ -11,6 +11,7 @@ mod output;
 mod protocol;
 mod run;
 mod server;
+mod tenure;
 mod top;
 
 use crate::cli::failure::Failure;

@@ -15,8 +15,8 @@ use beehive::{
 use crate::cli::failure::Failure;
 use crate::cli::manifest::Manifest;
 use crate::cli::protocol::{
-    Applied, Description, EventView, HttpLimitsView, LimitsView, NextPass, Outcome, PluginFailure,
-    PluginRow, PluginsView, Related, Reply, Request, Until,
+    ActiveHostView, Applied, Description, EventView, HttpLimitsView, LimitsView, NextPass, Outcome,
+    PluginFailure, PluginRow, PluginsView, Related, Reply, Request, Until,
 };
 
 /// How long `apply` may hold the writer for one batch of manifests.
@@ -428,9 +428,22 @@ pub fn describe_until(until: &Until) -> String {
 }
 
 fn plugins(ctx: &Context) -> Outcome {
+    let active_host = match ctx.store.is_postgres() {
+        true => ctx
+            .store
+            .lease_holder()
+            .map_err(error)?
+            .map(|h| ActiveHostView {
+                holder: h.holder,
+                tenure: h.token,
+                live: h.live,
+            }),
+        false => None,
+    };
     let view = match &ctx.plugins {
         Some(directory) => PluginsView {
             running: true,
+            active_host,
             plugins: directory
                 .served()
                 .into_iter()
@@ -464,6 +477,7 @@ fn plugins(ctx: &Context) -> Outcome {
         },
         None => PluginsView {
             running: false,
+            active_host,
             plugins: ctx
                 .store
                 .registrations()

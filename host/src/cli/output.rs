@@ -513,6 +513,18 @@ pub fn event_run(e: &EventView) -> String {
 /// `plugins`' table.
 pub fn plugins(view: &PluginsView) -> String {
     let mut out = String::new();
+    if let Some(active) = &view.active_host {
+        out.push_str(&match active.live {
+            true => format!(
+                "Active host: {} (tenure {})\n",
+                active.holder, active.tenure
+            ),
+            false => format!(
+                "No active host: the last, {} (tenure {}), let its lease lapse\n",
+                active.holder, active.tenure
+            ),
+        });
+    }
     if !view.running {
         out.push_str("No host is running; the registrations it last recorded:\n");
     }

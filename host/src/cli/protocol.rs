@@ -162,8 +162,21 @@ pub struct EventView {
 pub struct PluginsView {
     /// Whether a host runs (otherwise the rows are the last recorded ones).
     pub running: bool,
+    /// On a PostgreSQL store: the host holding the lease, the one that
+    /// serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_host: Option<ActiveHostView>,
     pub plugins: Vec<PluginRow>,
     pub failures: Vec<PluginFailure>,
+}
+
+/// Who holds a PostgreSQL store's host lease.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ActiveHostView {
+    pub holder: String,
+    pub tenure: i64,
+    /// Whether its lease is running (otherwise it lapsed and no host serves).
+    pub live: bool,
 }
 
 /// A kind and the plugin version serving it.

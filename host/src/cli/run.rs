@@ -18,6 +18,7 @@ use crate::cli::endpoint::{Lock, Paths, holder, remove_stale_socket};
 use crate::cli::manifest_watch::watch_manifests;
 use crate::cli::ops::Context;
 use crate::cli::server::{listen, serve};
+use crate::cli::tenure::Tenure;
 
 /// How long `run` waits for a command that holds the lock to finish.
 const LOCK_PATIENCE: Duration = Duration::from_secs(10);
@@ -182,6 +183,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<std::net::SocketAddr>,
 
+    /// On a PostgreSQL store: how long the active host's lease lasts
+    /// unrenewed (it renews every third of it). A standby takes over within
+    /// about this long of the active host's death; a host that cannot renew
+    /// in time steps down, and its later writes are refused.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
+    lease: Duration,
+
     /// How long a graceful stop waits for passes in flight.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     stop_timeout: Duration,
@@ -242,12 +250,15 @@ fn parse_named_size(text: &str) -> Result<(String, usize), String> {
 }
 
 impl RunArgs {
-    fn host_options(&self) -> HostOptions {
+    /// The host's options; a host `taking_over` a PostgreSQL store's lease
+    /// passes every object once, since what its predecessor held in memory
+    /// is gone.
+    fn host_options(&self, taking_over: bool) -> HostOptions {
         let mut options = HostOptions::new().cadence(Cadence {
             owed_pass_interval: self.owed_pass_interval,
             full_pass_interval: self.full_pass_interval,
             individual_pass_interval: self.individual_pass_interval,
-            startup_full_pass: self.startup_full_pass.then_some(true),
+            startup_full_pass: (self.startup_full_pass || taking_over).then_some(true),
             max_retry_interval: self.max_retry_interval,
         });
         if let Some(workers) = self.concurrency {
@@ -339,11 +350,22 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    let _lock = lock_for_host(&paths).await?;
-    remove_stale_socket(&paths.socket);
-
+    // On PostgreSQL hosts coordinate through the store's lease instead of a
+    // lock file: any number may run, one is active.
+    let _lock = match paths.is_postgres() {
+        true => None,
+        false => Some(lock_for_host(&paths).await?),
+    };
     let store = Store::open(db).map_err(|e| format!("{}: {e}", paths.shown))?;
-    let host = Host::new(&store, args.host_options()).map_err(|e| e.to_string())?;
+    let tenure = match paths.is_postgres() {
+        true => match until_signal(Tenure::take(&store, args.lease)).await? {
+            Some(tenure) => Some(tenure?),
+            None => return Ok(()),
+        },
+        false => None,
+    };
+    remove_stale_socket(&paths.socket);
+    let host = Host::new(&store, args.host_options(tenure.is_some())).map_err(|e| e.to_string())?;
     let runtime = PluginRuntime::new(
         args.runtime_options(&paths)
             .metrics(store.metrics().clone()),
@@ -382,20 +404,44 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
         paths.socket.display(),
         plugin_dir.display()
     );
-    serve(listener, &ctx).await?;
-
-    tracing::info!("stopping: finishing passes in flight (a second signal forces)");
+    let lost = async {
+        match &tenure {
+            Some(tenure) => tenure.hold().await,
+            None => std::future::pending().await,
+        }
+    };
+    let lost = serve(listener, &ctx, lost).await?;
+    match &lost {
+        Some(why) => tracing::error!("stepping down: {why}"),
+        None => tracing::info!("stopping: finishing passes in flight (a second signal forces)"),
+    }
     let _ = std::fs::remove_file(&paths.socket);
     plugin_watch.stop().await;
     if let Some(watch) = manifest_watch {
         watch.stop().await;
     }
-    running
-        .stop(args.stop_timeout)
-        .await
-        .map_err(|e| e.to_string())?;
+    let stopped = running.stop(args.stop_timeout).await;
+    if let Some(why) = lost {
+        return Err(why);
+    }
+    if let Some(tenure) = tenure {
+        tenure.release();
+    }
+    stopped.map_err(|e| e.to_string())?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Runs `work` unless SIGINT or SIGTERM comes first (`None`).
+async fn until_signal<T>(work: impl std::future::Future<Output = T>) -> Result<Option<T>, String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    tokio::select! {
+        done = work => Ok(Some(done)),
+        _ = interrupt.recv() => Ok(None),
+        _ = terminate.recv() => Ok(None),
+    }
 }
 
 /// Takes the lock for the host's lifetime. A command holding it briefly is

@@ -36,9 +36,18 @@ pub(super) fn listen(socket: &Path) -> Result<UnixListener, String> {
 }
 
 /// Serves connections until SIGINT or SIGTERM; a second signal exits at once.
-pub(super) async fn serve(listener: UnixListener, ctx: &Context) -> Result<(), String> {
+///
+/// Returns when a signal asks it to stop (`None`), or when `lost` resolves
+/// with why the host may no longer serve (`Some`).
+pub(super) async fn serve(
+    listener: UnixListener,
+    ctx: &Context,
+    lost: impl std::future::Future<Output = String>,
+) -> Result<Option<String>, String> {
     let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
     let mut terminate = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut lost = std::pin::pin!(lost);
+    let mut why = None;
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -53,6 +62,10 @@ pub(super) async fn serve(listener: UnixListener, ctx: &Context) -> Result<(), S
             },
             _ = interrupt.recv() => break,
             _ = terminate.recv() => break,
+            reason = &mut lost => {
+                why = Some(reason);
+                break;
+            }
         }
     }
     tokio::spawn(async move {
@@ -63,7 +76,7 @@ pub(super) async fn serve(listener: UnixListener, ctx: &Context) -> Result<(), S
         eprintln!("second signal: exiting without waiting for passes in flight");
         std::process::exit(130);
     });
-    Ok(())
+    Ok(why)
 }
 
 /// Reads one request line, bounded in size and time; gives the read half

@@ -63,6 +63,7 @@ pub(crate) mod ops {
 pub(crate) use collect::Collected;
 pub(crate) use objects::Create;
 pub(crate) use observed::validate_conditions;
+pub use postgres::lease::LeaseHolder;
 pub(crate) use reader::Reader;
 pub use registrations::Registration;
 pub(crate) use retention::Retention;
@@ -76,6 +77,12 @@ use writer::Writer;
 /// How long a connection waits on SQLite's own lock before giving up. Only the
 /// writer takes it, so this covers a checkpoint racing a read, nothing more.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a PostgreSQL writer connection may sit idle inside a
+/// transaction before the server ends it: longer than any held transaction
+/// (`transaction_hold_limit`, 1 s by default), as long as the default host
+/// lease, so a standby's takeover never waits on a paused holder for longer.
+const WRITER_IDLE_LIMIT: Duration = Duration::from_secs(5);
 
 /// Prepared statements kept per connection: more than the store's distinct
 /// statements, so none is parsed twice.
@@ -199,6 +206,12 @@ impl Store {
     fn open_postgres(target: postgres::Target, temporary: Option<Temporary>) -> Result<Store> {
         let conn = postgres::PgConn::connect(&target, "")?;
         postgres::schema::migrate(&conn)?;
+        // A writer paused inside a transaction (SIGSTOP, a hung VM) must not
+        // hold its locks, the lease row's among them, for ever.
+        conn.simple(&format!(
+            "SET idle_in_transaction_session_timeout = {}",
+            WRITER_IDLE_LIMIT.as_millis()
+        ))?;
         let channel = postgres::commit_channel(&conn)?;
         let conn = conn.with_channel(&channel);
         let path = PathBuf::from(&target.display);
@@ -280,6 +293,64 @@ impl Store {
         match &self.inner.backend {
             Backend::Sqlite => Self::open_in(self.inner.path.clone(), None),
             Backend::Postgres { target, .. } => Self::open_postgres((**target).clone(), None),
+        }
+    }
+
+    /// Tries to become the store's one active host, as `holder`, for
+    /// `period`: `Some(token)` (the tenure's fencing token) when the lease
+    /// had expired or was never taken, `None` while another holds it. From
+    /// then on every write transaction through this store commits only if
+    /// the tenure is still current: a holder that failed to renew in time
+    /// finds its writes refused. PostgreSQL stores only.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`](crate::Error::InvalidOption) on a SQLite store;
+    /// [`Error::Database`](crate::Error::Database) when the database cannot be reached.
+    pub fn try_take_lease(&self, holder: &str, period: Duration) -> Result<Option<i64>> {
+        self.require_postgres()?;
+        let token = self.read_conn(|conn| postgres::lease::try_take(conn, holder, period))?;
+        if let Some(token) = token {
+            let writer = lock(&self.inner.writer.conn);
+            if let Connection::Postgres(conn) = &writer.conn {
+                conn.set_fence(Some(token));
+            }
+        }
+        Ok(token)
+    }
+
+    /// Extends tenure `token` by `period` from now; `false` when it had
+    /// already expired or been taken over, and the holder must step down.
+    ///
+    /// # Errors
+    /// As [`Store::try_take_lease`].
+    pub fn renew_lease(&self, holder: &str, token: i64, period: Duration) -> Result<bool> {
+        self.require_postgres()?;
+        self.read_conn(|conn| postgres::lease::renew(conn, holder, token, period))
+    }
+
+    /// Ends tenure `token` at once, so a standby takes over without waiting
+    /// for it to expire.
+    ///
+    /// # Errors
+    /// As [`Store::try_take_lease`].
+    pub fn release_lease(&self, holder: &str, token: i64) -> Result<()> {
+        self.require_postgres()?;
+        self.read_conn(|conn| postgres::lease::release(conn, holder, token))
+    }
+
+    /// Who holds the store's lease, if anyone ever took it.
+    ///
+    /// # Errors
+    /// As [`Store::try_take_lease`].
+    pub fn lease_holder(&self) -> Result<Option<LeaseHolder>> {
+        self.require_postgres()?;
+        self.read_conn(postgres::lease::holder)
+    }
+
+    fn require_postgres(&self) -> Result<()> {
+        match self.inner.backend {
+            Backend::Postgres { .. } => Ok(()),
+            Backend::Sqlite => Err(postgres::lease::unsupported()),
         }
     }
 

@@ -105,3 +105,195 @@ fn writers_in_two_stores_never_collide() {
     let listed = RawClient::new(&stores[0], kind).list().unwrap();
     assert_eq!(listed.len(), 200);
 }
+
+/// The fencing token at work: a holder whose lease lapsed cannot commit,
+/// even though nothing told it so, and the new holder can.
+#[test]
+fn a_store_whose_lease_lapsed_cannot_write() {
+    let server = TestPostgres::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let kind = GroupKind::new("e2e.dev", "Thing");
+    let old = Store::open(server.url()).unwrap();
+    let new = Store::open(server.url()).unwrap();
+    let period = std::time::Duration::from_millis(300);
+    let tenure = old
+        .try_take_lease("old", period)
+        .unwrap()
+        .expect("the lease is free");
+    assert_eq!(
+        new.try_take_lease("new", period).unwrap(),
+        None,
+        "it is held"
+    );
+    let create = |store: &Store, name: &str| {
+        let client = RawClient::new(store, kind.clone());
+        runtime.block_on(client.create(name, Json::parse("{}").unwrap(), CreateOptions::new()))
+    };
+    create(&old, "before").unwrap();
+
+    // The old holder stops renewing (paused, partitioned): the lease lapses.
+    let mut taken = None;
+    wait_until("the new store takes the lapsed lease", || {
+        taken = new.try_take_lease("new", period).unwrap();
+        taken.is_some()
+    });
+    assert!(taken.unwrap() > tenure, "a takeover increments the token");
+
+    let refused = create(&old, "after").unwrap_err().to_string();
+    assert!(refused.contains("lease lost"), "{refused}");
+    assert!(
+        !old.renew_lease("old", tenure, period).unwrap(),
+        "it must step down"
+    );
+    create(&new, "after").unwrap();
+    let holder = new.lease_holder().unwrap().unwrap();
+    assert_eq!((holder.holder.as_str(), holder.live), ("new", true));
+    let names: Vec<String> = RawClient::new(&new, kind)
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|o| o.meta.name)
+        .collect();
+    assert_eq!(
+        names,
+        ["before", "after"],
+        "nothing of the old holder's after the lapse"
+    );
+}
+
+fn greetings(workspace: &Workspace, from: usize, to: usize) -> String {
+    let manifest: String = (from..to)
+        .map(|i| format!("{{\"kind\":\"Greeting.example.dev\",\"name\":\"g{i}\",\"spec\":{{\"name\":\"n{i}\"}}}}\n"))
+        .collect();
+    let file = format!("greetings-{from}.json");
+    workspace.write(&file, &manifest);
+    file
+}
+
+fn settled_greetings(workspace: &Workspace) -> usize {
+    let all = workspace.ok(&["get", "Greeting", "-o", "json"]);
+    let all: serde_json::Value = serde_json::from_str(&all).unwrap();
+    all.as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| {
+            g["status"]["message"].is_string()
+                && g["metadata"]["observedGeneration"] == g["metadata"]["generation"]
+        })
+        .count()
+}
+
+/// Two hosts on one database, writes going on: SIGKILL the active one, and
+/// the standby is active within the lease period, nothing committed is lost,
+/// and everything converges.
+#[test]
+fn a_standby_takes_over_from_a_killed_host_and_nothing_is_lost() {
+    let server = TestPostgres::start();
+    let workspace = Workspace::with_db(server.url());
+    workspace.install_plugin("greeting", "greeting.wasm");
+    let lease = ["--lease", "2s"];
+    let first = workspace.start_host_until(&lease, "first.log", "serving ");
+    let second = workspace.start_host_until(&lease, "second.log", "standing by");
+    let file = greetings(&workspace, 0, 40);
+    workspace.ok(&["apply", "-f", &file]);
+    wait_until("the first host converged the first 40", || {
+        settled_greetings(&workspace) == 40
+    });
+
+    // Writes keep coming while the active host dies.
+    let writer = {
+        let workspace_db = server.url().to_string();
+        let dir = workspace.path().to_path_buf();
+        std::thread::spawn(move || {
+            let mut applied = Vec::new();
+            for batch in 0..10 {
+                let (from, to) = (100 + batch * 10, 110 + batch * 10);
+                let manifest: String = (from..to)
+                    .map(|i| format!("{{\"kind\":\"Greeting.example.dev\",\"name\":\"g{i}\",\"spec\":{{\"name\":\"n{i}\"}}}}\n"))
+                    .collect();
+                let file = dir.join(format!("load-{batch}.json"));
+                std::fs::write(&file, manifest).unwrap();
+                let done = std::process::Command::new(beehive_e2e::beehive_bin())
+                    .args(["apply", "-f"])
+                    .arg(&file)
+                    .env("BEEHIVE_DB", &workspace_db)
+                    .current_dir(&dir)
+                    .output()
+                    .unwrap();
+                if done.status.success() {
+                    applied.extend(from..to);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            applied
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed_at = std::time::Instant::now();
+    first.kill();
+    wait_until("the standby is active", || {
+        second.log().contains("active: this host holds the lease")
+    });
+    let failover = killed_at.elapsed();
+    assert!(
+        failover < std::time::Duration::from_secs(5),
+        "took {failover:?} with a 2 s lease"
+    );
+
+    let applied = writer.join().unwrap();
+    assert!(!applied.is_empty());
+    let names = workspace.ok(&["get", "Greeting", "-o", "name"]);
+    for i in applied.iter().copied().chain(0..40) {
+        assert!(
+            names.contains(&format!("Greeting.example.dev/g{i}\n")),
+            "g{i} was applied and is kept"
+        );
+    }
+    let expected = 40 + applied.len();
+    wait_until("the standby converged everything", || {
+        settled_greetings(&workspace) == expected
+    });
+    let plugins = workspace.ok(&["plugins"]);
+    let pid = second.pid();
+    assert!(plugins.contains(&format!(":{pid} (tenure 2)")), "{plugins}");
+    second.terminate();
+}
+
+/// A paused active host (SIGSTOP) loses its lease to the standby; resumed,
+/// it finds its lease gone and steps down rather than serve beside the new
+/// active host.
+#[test]
+fn a_paused_host_resumes_to_find_itself_replaced_and_steps_down() {
+    let server = TestPostgres::start();
+    let workspace = Workspace::with_db(server.url());
+    workspace.install_plugin("greeting", "greeting.wasm");
+    let lease = ["--lease", "1s"];
+    let mut first = workspace.start_host_until(&lease, "first.log", "serving ");
+    let second = workspace.start_host_until(&lease, "second.log", "standing by");
+    let file = greetings(&workspace, 0, 10);
+    workspace.ok(&["apply", "-f", &file]);
+    wait_until("converged", || settled_greetings(&workspace) == 10);
+
+    first.signal("STOP");
+    wait_until("the standby took over", || {
+        second.log().contains("active: this host holds the lease")
+    });
+    first.signal("CONT");
+    let status = first
+        .exited_within(beehive_e2e::PATIENCE)
+        .expect("the resumed host steps down");
+    assert!(!status.success());
+    assert!(
+        first.log().contains("lost the host lease"),
+        "{}",
+        first.log()
+    );
+
+    // The new active host serves on.
+    let file = greetings(&workspace, 10, 20);
+    workspace.ok(&["apply", "-f", &file]);
+    wait_until("the new host converged the rest", || {
+        settled_greetings(&workspace) == 20
+    });
+    second.terminate();
+}

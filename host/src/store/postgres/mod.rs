@@ -14,6 +14,7 @@
 //! if a later `ROLLBACK TO` made the server forget the failure.
 
 mod driver;
+pub(crate) mod lease;
 pub(crate) mod listen;
 pub(crate) mod schema;
 
@@ -138,6 +139,9 @@ pub(crate) struct PgConn {
     spoiled: RefCell<Option<String>>,
     /// Where this store's commits are announced.
     channel: String,
+    /// The tenure whose token every commit must still hold (the writer's
+    /// connection of an active host), if any.
+    fence: std::cell::Cell<Option<i64>>,
 }
 
 impl PgConn {
@@ -160,6 +164,7 @@ impl PgConn {
             deferred: RefCell::new(Vec::new()),
             spoiled: RefCell::new(None),
             channel: channel.to_string(),
+            fence: std::cell::Cell::new(None),
         })
     }
 
@@ -245,6 +250,11 @@ impl PgConn {
         self.run(self.client.query(&statement, &params))
     }
 
+    /// Makes every later commit check that tenure `token` is current.
+    pub(crate) fn set_fence(&self, token: Option<i64>) {
+        self.fence.set(token);
+    }
+
     /// Opens a write transaction and locks the store's counters, so writers
     /// in other processes queue behind it; returns them as committed.
     pub(crate) fn begin_write(&self) -> Result<Sequences> {
@@ -271,7 +281,10 @@ impl PgConn {
                 message: format!("the transaction cannot commit: {why}"),
             });
         }
-        let mut commit = String::new();
+        let mut commit = match self.fence.get() {
+            Some(token) => lease::fence_check(token),
+            None => String::new(),
+        };
         if now != begun {
             commit.push_str(&format!(
                 "UPDATE kv SET value = CASE key WHEN 'resource_version' THEN {} ELSE {} END \
@@ -288,7 +301,7 @@ impl PgConn {
         }
         commit.push_str("COMMIT");
         if !begin_next {
-            self.simple(&commit)?;
+            self.simple(&commit).map_err(lost_lease)?;
             return Ok(None);
         }
         // Two requests, so a next transaction that fails to open cannot
@@ -300,7 +313,7 @@ impl PgConn {
             )
             .await)
         })?;
-        committed.map_err(postgres_error)?;
+        committed.map_err(postgres_error).map_err(lost_lease)?;
         match next.map_err(postgres_error).and_then(|m| counters(&m)) {
             Ok(counters) => Ok(Some(counters)),
             Err(error) => {
@@ -484,6 +497,16 @@ fn numbered(sql: &str) -> String {
         }
     }
     out
+}
+
+/// A commit refused by the fence check says so plainly.
+fn lost_lease(error: Error) -> Error {
+    match error {
+        Error::Database { message, .. } if message.starts_with(lease::LOST) => {
+            Error::CommitFailed(message)
+        }
+        other => other,
+    }
 }
 
 fn postgres_error(error: tokio_postgres::Error) -> Error {

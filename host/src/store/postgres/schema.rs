@@ -11,7 +11,19 @@ use crate::error::{Error, Result};
 use crate::store::postgres::PgConn;
 
 /// Every migration, oldest first. Never edit one that has shipped: add another.
-const MIGRATIONS: &[&str] = &[MIGRATION_1];
+const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
+
+/// One active host per store: who holds the lease, its fencing token, and
+/// until when (by the database's clock). See `postgres::lease`.
+const MIGRATION_2: &str = r#"
+CREATE TABLE host_lease (
+    id         BIGINT      PRIMARY KEY CHECK (id = 1),
+    holder     TEXT        NOT NULL,
+    token      BIGINT      NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);
+INSERT INTO host_lease (id, holder, token, expires_at) VALUES (1, '', 0, '-infinity');
+"#;
 
 /// The schema as SQLite's stands at its fourth migration.
 const MIGRATION_1: &str = r#"

@@ -1,0 +1,105 @@
+//! One active host per PostgreSQL store: a lease row judged by the
+//! database's clock, and the fencing token every write transaction of the
+//! active host checks before it commits.
+//!
+//! The holder takes the lease only once it has expired, bumping the token;
+//! it renews it well before expiry. Each write transaction of a fenced store
+//! takes a share lock on the lease row and checks, just before COMMIT, that
+//! the token is still its own and unexpired: a takeover (an UPDATE of that
+//! row) waits for such a commit to finish, and a holder that was paused past
+//! its lease finds its token stale and its commit refused. A paused holder
+//! cannot hold the row's lock for ever: its writer connection's
+//! `idle_in_transaction_session_timeout` ends the transaction.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::store::sql::{Conn, params};
+
+/// Who holds the lease, as the database says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseHolder {
+    /// The holder's name (`beehive run` uses `HOST:PID`).
+    pub holder: String,
+    /// The fencing token of its tenure: each takeover increments it.
+    pub token: i64,
+    /// Whether its lease is still running.
+    pub live: bool,
+}
+
+/// The prefix of the error a fenced commit raises; see [`fence_check`].
+pub(crate) const LOST: &str = "lease lost";
+
+fn millis(period: Duration) -> i64 {
+    i64::try_from(period.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Takes the lease for `holder` if it has expired (or was never taken);
+/// the new fencing token, or `None` while another holds it.
+pub(crate) fn try_take(conn: Conn<'_>, holder: &str, period: Duration) -> Result<Option<i64>> {
+    conn.query_opt(
+        "UPDATE host_lease SET holder = ?1, token = token + 1, \
+                expires_at = clock_timestamp() + CAST(?2 AS BIGINT) * interval '1 millisecond' \
+         WHERE id = 1 AND expires_at < clock_timestamp() RETURNING token",
+        params![holder, millis(period)],
+        |row| row.get(0),
+    )
+}
+
+/// Extends `holder`'s tenure `token` by `period` from now; `false` if it
+/// had already expired or been taken (the holder must step down).
+pub(crate) fn renew(conn: Conn<'_>, holder: &str, token: i64, period: Duration) -> Result<bool> {
+    let renewed = conn.execute(
+        "UPDATE host_lease \
+         SET expires_at = clock_timestamp() + CAST(?3 AS BIGINT) * interval '1 millisecond' \
+         WHERE id = 1 AND holder = ?1 AND token = ?2 AND expires_at > clock_timestamp()",
+        params![holder, token, millis(period)],
+    )?;
+    Ok(renewed == 1)
+}
+
+/// Gives the lease up at once, so a standby need not wait for it to expire.
+pub(crate) fn release(conn: Conn<'_>, holder: &str, token: i64) -> Result<()> {
+    conn.execute(
+        "UPDATE host_lease SET expires_at = '-infinity' WHERE id = 1 AND holder = ?1 AND token = ?2",
+        params![holder, token],
+    )?;
+    Ok(())
+}
+
+/// Who holds the lease now, if anyone ever took it.
+pub(crate) fn holder(conn: Conn<'_>) -> Result<Option<LeaseHolder>> {
+    conn.query_opt(
+        "SELECT holder, token, expires_at > clock_timestamp() FROM host_lease \
+         WHERE id = 1 AND token > 0",
+        params![],
+        |row| {
+            Ok(LeaseHolder {
+                holder: row.get(0)?,
+                token: row.get(1)?,
+                live: row.get(2)?,
+            })
+        },
+    )
+}
+
+/// The statement a fenced write transaction runs just before COMMIT: locks
+/// the lease row against a takeover until the commit ends, and fails the
+/// transaction unless tenure `token` is still current.
+pub(crate) fn fence_check(token: i64) -> String {
+    format!(
+        "DO $$ BEGIN \
+           PERFORM 1 FROM host_lease \
+             WHERE id = 1 AND token = {token} AND expires_at > clock_timestamp() FOR SHARE; \
+           IF NOT FOUND THEN \
+             RAISE EXCEPTION '{LOST}: this host is no longer the active one (its tenure {token} \
+                              expired or was taken over)'; \
+           END IF; \
+         END $$; "
+    )
+}
+
+/// The error for operations that need a lease on a store that has none.
+pub(crate) fn unsupported() -> Error {
+    Error::InvalidOption("only a PostgreSQL store has a host lease".into())
+}

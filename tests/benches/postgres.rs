@@ -4,8 +4,18 @@
 //! Prints `figure NAME VALUE UNIT` lines:
 //! - `pg.converge_10k_c1_per_s`: the workload of `engine.converge_10k_c1_per_s`
 //!   (10,000 objects created by 8 tasks, one worker writing each status;
-//!   first create to all observed) with the store in PostgreSQL.
+//!   first create to all observed) with the store in PostgreSQL;
+//! - `pg.creates_seq_per_s`, `pg.get_by_id_us`: one caller creating 2,000
+//!   objects one at a time, then reading each back by id;
+//! - `pg.failover_s`: two hosts on one database with the default 5 s lease,
+//!   each with its own store and runtime as two processes would have, and a
+//!   third store creating an object every 10 ms; the active host is killed
+//!   (its runtime dropped mid-flight, its lease never released); kill to
+//!   the standby's first pass;
+//! - `pg.lost_writes`: of the creates acknowledged across that failover, how
+//!   many are missing afterwards (must be 0).
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use beehive::{
@@ -109,6 +119,116 @@ async fn sequential(url: &str) -> (f64, f64) {
     (creates, get_us)
 }
 
+/// Records when it first ran, then settles as `WriteStatus` does.
+struct FirstPass(Arc<Mutex<Option<Instant>>>);
+
+impl Controller for FirstPass {
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        self.0.lock().unwrap().get_or_insert_with(Instant::now);
+        WriteStatus.reconcile(client, object).await
+    }
+}
+
+/// A host in a runtime of its own, as a process of its own would be: it
+/// waits for the lease, then serves until its runtime is dropped.
+fn spawn_host(
+    url: String,
+    first_pass: Arc<Mutex<Option<Instant>>>,
+) -> (
+    std::thread::JoinHandle<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let (kill, killed) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let store = Store::open(&url).expect("store");
+            let tenure = beehive::engine::Tenure::take(&store, Duration::from_secs(5))
+                .await
+                .expect("lease");
+            let options =
+                HostOptions::new().cadence(beehive::engine::Cadence::new().startup_full_pass(true));
+            let host = Host::new(&store, options).expect("host");
+            host.register(kind(), FirstPass(first_pass), ControllerOptions::new())
+                .await
+                .expect("register");
+            let _running = host.start().await.expect("start");
+            tokio::select! {
+                _ = tenure.hold() => {}
+                _ = killed => {}
+            }
+        });
+        // Dropped without stopping anything or releasing the lease.
+        runtime.shutdown_background();
+    });
+    (thread, kill)
+}
+
+async fn failover(url: &str) -> (f64, usize) {
+    let seen_by_first = Arc::new(Mutex::new(None));
+    let mut first = Some(spawn_host(url.to_string(), seen_by_first.clone()));
+    let writer = Store::open(url).expect("store");
+    let client = beehive::RawClient::new(&writer, kind());
+    let create = |i: usize| {
+        let client = client.clone();
+        async move {
+            let spec = Json::parse(&format!(r#"{{"replicas":{i}}}"#)).expect("spec");
+            client
+                .create(&format!("f{i}"), spec, CreateOptions::new())
+                .await
+                .is_ok()
+        }
+    };
+    create(0).await;
+    while seen_by_first.lock().unwrap().is_none() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let seen_by_second = Arc::new(Mutex::new(None));
+    let (second, stop_second) = spawn_host(url.to_string(), seen_by_second.clone());
+    let mut acknowledged = vec![0];
+    let mut next = 1;
+    let mut killed_at = None;
+    loop {
+        if create(next).await {
+            acknowledged.push(next);
+        }
+        next += 1;
+        if next == 50
+            && let Some((thread, kill)) = first.take()
+        {
+            let _ = kill.send(());
+            killed_at = Some(Instant::now());
+            thread.join().expect("the first host's thread");
+        }
+        if seen_by_second.lock().unwrap().is_some() || next > 5_000 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let killed_at = killed_at.expect("killed");
+    let took_over = seen_by_second
+        .lock()
+        .unwrap()
+        .expect("the standby ran a pass");
+    let names: std::collections::HashSet<String> = client
+        .list()
+        .expect("list")
+        .into_iter()
+        .map(|o| o.meta.name)
+        .collect();
+    let lost = acknowledged
+        .iter()
+        .filter(|i| !names.contains(&format!("f{i}")))
+        .count();
+    let _ = stop_second.send(());
+    second.join().expect("the second host's thread");
+    ((took_over - killed_at).as_secs_f64(), lost)
+}
+
 fn figure(name: &str, value: f64, unit: &str) {
     println!("figure {name} {value:.3} {unit}");
 }
@@ -125,6 +245,12 @@ fn main() {
         let (creates, get_us) = runtime.block_on(sequential(server.url()));
         figure("pg.creates_seq_per_s", creates, "obj/s");
         figure("pg.get_by_id_us", get_us, "us");
+    }
+    if wanted("pg.failover_s") || wanted("pg.lost_writes") {
+        let server = TestPostgres::start();
+        let (seconds, lost) = runtime.block_on(failover(server.url()));
+        figure("pg.failover_s", seconds, "s");
+        figure("pg.lost_writes", lost as f64, "writes");
     }
     if wanted("pg.converge_10k_c1_per_s") {
         let server = TestPostgres::start();

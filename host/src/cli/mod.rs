@@ -11,7 +11,6 @@ mod output;
 mod protocol;
 mod run;
 mod server;
-mod tenure;
 mod top;
 
 use crate::cli::failure::Failure;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use beehive::engine::Cadence;
+use beehive::engine::{Cadence, Tenure};
 use beehive::plugin::{
     Change, HttpLimits, Limits, PluginDirectory, PluginLimits, PluginRuntime, RuntimeOptions,
 };
@@ -18,7 +18,6 @@ use crate::cli::endpoint::{Lock, Paths, holder, remove_stale_socket};
 use crate::cli::manifest_watch::watch_manifests;
 use crate::cli::ops::Context;
 use crate::cli::server::{listen, serve};
-use crate::cli::tenure::Tenure;
 
 /// How long `run` waits for a command that holds the lock to finish.
 const LOCK_PATIENCE: Duration = Duration::from_secs(10);
@@ -359,7 +358,7 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
     let store = Store::open(db).map_err(|e| format!("{}: {e}", paths.shown))?;
     let tenure = match paths.is_postgres() {
         true => match until_signal(Tenure::take(&store, args.lease)).await? {
-            Some(tenure) => Some(tenure?),
+            Some(tenure) => Some(tenure.map_err(|e| format!("taking the host lease: {e}"))?),
             None => return Ok(()),
         },
         false => None,

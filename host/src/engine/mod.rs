@@ -11,6 +11,7 @@ mod pass;
 mod queue;
 mod schedule;
 mod sweeper;
+mod tenure;
 mod trigger;
 mod waker;
 
@@ -21,3 +22,4 @@ pub use controller_client::{ControllerClient, STATUS_GRACE};
 pub use host::{Host, StopHandle};
 pub use options::HostOptions;
 pub use schedule::{Schedule, ScheduleStream};
+pub use tenure::Tenure;

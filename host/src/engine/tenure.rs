@@ -1,11 +1,27 @@
-//! `beehive run` on a PostgreSQL store: wait as a standby until the store's
-//! lease is free, hold it while serving, and step down when it is lost.
+//! A host's tenure as the one active host of a PostgreSQL store: wait as a
+//! standby until the store's lease is free, hold it while serving, step
+//! down when it is lost.
 
 use std::time::Duration;
 
-use beehive::Store;
+use crate::Store;
 
-/// This host's hold on the store's lease.
+/// How often a standby asks whether the active host's lease has lapsed: a
+/// takeover comes at most this long after it does.
+const STANDBY_POLL: Duration = Duration::from_millis(250);
+
+/// This process's hold on a PostgreSQL store's host lease.
+///
+/// # Example
+/// ```no_run
+/// # async fn serve(store: beehive::Store) -> beehive::Result<()> {
+/// use std::time::Duration;
+/// let tenure = beehive::engine::Tenure::take(&store, Duration::from_secs(5)).await?;
+/// // ... start the host, then serve until the lease is lost:
+/// let why = tenure.hold().await;
+/// eprintln!("stepping down: {why}");
+/// # Ok(()) }
+/// ```
 pub struct Tenure {
     store: Store,
     holder: String,
@@ -14,15 +30,18 @@ pub struct Tenure {
 }
 
 impl Tenure {
-    /// Waits until this host takes the lease: while another host holds it,
-    /// this one stands by, trying again every third of `period`.
-    pub async fn take(store: &Store, period: Duration) -> Result<Tenure, String> {
+    /// Waits until this process takes the store's lease (named `HOST:PID`)
+    /// for `period`: while another holds it, this one stands by, asking
+    /// again every 250 ms. From then on the store's commits check the
+    /// tenure (see [`Store::try_take_lease`]).
+    ///
+    /// # Errors
+    /// As [`Store::try_take_lease`].
+    pub async fn take(store: &Store, period: Duration) -> crate::Result<Tenure> {
         let holder = holder_name();
         let mut announced = None;
         loop {
-            let taken = store
-                .try_take_lease(&holder, period)
-                .map_err(|e| format!("taking the host lease: {e}"))?;
+            let taken = store.try_take_lease(&holder, period)?;
             if let Some(token) = taken {
                 tracing::info!(holder = %holder, tenure = token, "active: this host holds the lease");
                 return Ok(Tenure {
@@ -41,12 +60,13 @@ impl Tenure {
                 );
                 announced = Some(active.token);
             }
-            tokio::time::sleep(period / 3).await;
+            tokio::time::sleep(STANDBY_POLL.min(period / 3)).await;
         }
     }
 
     /// Renews the lease every third of its period; returns (with why) once
-    /// it is lost: not renewed in time, or taken over.
+    /// it is lost: not renewed in time, or taken over. The store's writes
+    /// fail from then on; the caller should stop its host.
     pub async fn hold(&self) -> String {
         let mut last_renewed = tokio::time::Instant::now();
         loop {
@@ -68,6 +88,11 @@ impl Tenure {
                 Err(error) => tracing::warn!(%error, "renewing the host lease; retrying"),
             }
         }
+    }
+
+    /// The tenure's fencing token.
+    pub fn token(&self) -> i64 {
+        self.token
     }
 
     /// Gives the lease up, so a standby takes over at once.

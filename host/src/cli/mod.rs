@@ -8,6 +8,7 @@ mod manifest_watch;
 mod metrics_http;
 mod ops;
 mod output;
+mod plugin_mirror;
 mod protocol;
 mod run;
 mod server;
@@ -155,11 +156,14 @@ enum Command {
         #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
         timeout: Duration,
     },
-    /// Show which plugin version serves each kind, and which files failed.
+    /// Show which plugin version serves each kind, and which files failed;
+    /// on a PostgreSQL store, also push plugins into it.
     Plugins {
         /// Print as JSON instead.
         #[arg(short = 'o', long, value_parser = ["json", "yaml"])]
         output: Option<String>,
+        #[command(subcommand)]
+        action: Option<PluginsAction>,
     },
     /// Print the running host's metrics in the Prometheus text format
     /// (reconciles, work queues, plugins, the store, watches).
@@ -345,7 +349,11 @@ async fn execute(cli: Cli) -> Result<String, Failure> {
                 (other, _) => Err(unexpected(&other)),
             };
         }
-        Command::Plugins { output } => {
+        Command::Plugins {
+            action: Some(action),
+            ..
+        } => return plugins_action(&paths, action).await,
+        Command::Plugins { output, .. } => {
             let reply = dispatch(&paths, Request::Plugins).await?;
             return match (reply, output.as_deref()) {
                 (Reply::Plugins(view), Some("json")) => Ok(output::json(&view)),
@@ -513,6 +521,97 @@ async fn dispatch(paths: &Paths, request: Request) -> Outcome {
             let creates = matches!(request, Request::Apply { .. });
             let ctx = open_directly(paths, creates)?;
             ops::execute(&ctx, request).await
+        }
+    }
+}
+
+/// What `beehive plugins` can change on a PostgreSQL store, whose hosts
+/// serve the plugins pushed into it.
+#[derive(Debug, Subcommand)]
+enum PluginsAction {
+    /// Store a plugin in the database and make it the version serving
+    /// under its name: every active host hot-swaps to it within a second.
+    /// Pushing an older file again rolls back.
+    Push {
+        /// The component (`.wasm`).
+        file: PathBuf,
+        /// The name it serves under (default: the file's stem).
+        #[arg(long)]
+        name: Option<String>,
+        /// Its policy file (what it may reach; see `beehive run --help`).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+    },
+    /// Stop serving a pushed plugin (its bytes are kept for a later push).
+    Remove {
+        /// The plugin's name.
+        name: String,
+    },
+    /// List the plugins pushed into the store.
+    List,
+}
+
+async fn plugins_action(paths: &Paths, action: PluginsAction) -> Result<String, Failure> {
+    if !paths.is_postgres() {
+        return Err(format!(
+            "{}: plugins are pushed into a PostgreSQL store; a SQLite host serves its plugin directory",
+            paths.shown
+        )
+        .into());
+    }
+    let store = beehive::Store::open(&paths.db).map_err(|e| format!("{}: {e}", paths.shown))?;
+    match action {
+        PluginsAction::Push { file, name, policy } => {
+            let name = match name {
+                Some(name) => name,
+                None => file
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .ok_or_else(|| {
+                        format!("{}: no file name to name the plugin by", file.display())
+                    })?
+                    .to_string(),
+            };
+            let wasm = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            if !wasm.starts_with(b"\0asm") {
+                return Err(format!("{}: not a WebAssembly file", file.display()).into());
+            }
+            let policy = match policy {
+                Some(path) => Some(
+                    std::fs::read_to_string(&path)
+                        .map_err(|e| format!("{}: {e}", path.display()))?,
+                ),
+                None => None,
+            };
+            let pushed = store
+                .push_plugin(&name, wasm, policy)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(format!("pushed {} ({})\n", pushed.name, pushed.hash))
+        }
+        PluginsAction::Remove { name } => match store.remove_pushed_plugin(&name).await {
+            Ok(true) => Ok(format!("removed {name}\n")),
+            Ok(false) => Err(Failure::not_found(format!("no plugin {name} in the store"))),
+            Err(e) => Err(e.to_string().into()),
+        },
+        PluginsAction::List => {
+            let set = store.pushed_plugins().map_err(|e| e.to_string())?;
+            if set.is_empty() {
+                return Ok("No plugins pushed.\n".into());
+            }
+            let rows = set.iter().map(|p| {
+                vec![
+                    p.name.clone(),
+                    p.hash.chars().skip("sha256:".len()).take(12).collect(),
+                    if p.policy.is_some() {
+                        "yes".into()
+                    } else {
+                        "-".into()
+                    },
+                    output::rfc3339(p.pushed_at),
+                ]
+            });
+            Ok(output::columns(&["NAME", "HASH", "POLICY", "PUSHED"], rows))
         }
     }
 }

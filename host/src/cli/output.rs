@@ -267,7 +267,7 @@ fn or_dash(text: String) -> String {
 /// Left-aligned columns, two spaces apart.
 /// Every cell is escaped: stored text never moves the terminal's cursor or
 /// starts a line of its own.
-fn columns(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
+pub fn columns(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
     let mut all: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
     all.extend(rows.map(|row| row.iter().map(|c| escape(c).into_owned()).collect()));
     // A column is padded to its widest cell, up to a bound: a format width
@@ -328,7 +328,7 @@ fn system_time(at: Timestamp) -> SystemTime {
 }
 
 /// `2026-11-30T16:40:00Z`.
-fn rfc3339(at: Timestamp) -> String {
+pub fn rfc3339(at: Timestamp) -> String {
     humantime::format_rfc3339_seconds(system_time(at)).to_string()
 }
 

@@ -17,6 +17,7 @@ use clap::Args;
 use crate::cli::endpoint::{Lock, Paths, holder, remove_stale_socket};
 use crate::cli::manifest_watch::watch_manifests;
 use crate::cli::ops::Context;
+use crate::cli::plugin_mirror;
 use crate::cli::server::{listen, serve};
 
 /// How long `run` waits for a command that holds the lock to finish.
@@ -33,7 +34,10 @@ pub struct RunArgs {
     /// config values (`[config] token = { env = "TOKEN" }`, never shown); no
     /// file grants nothing, and a changed file is hot-swapped like the
     /// plugin. Default `plugins/`, created if missing; a directory named
-    /// here must exist.
+    /// here must exist. On a PostgreSQL store the default is the store's
+    /// plugin set instead (`beehive plugins push`), so every host serves the
+    /// same plugins: it is mirrored into a local directory and re-read every
+    /// second.
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
 
@@ -318,15 +322,21 @@ impl RunArgs {
 
     /// The plugin directory: the default is made if missing, a named one
     /// must exist.
-    fn plugin_dir(&self) -> Result<PathBuf, String> {
+    /// The directory plugins are served from, and whether it mirrors the
+    /// store's plugin set (a PostgreSQL store, with no `--plugins`).
+    fn plugin_dir(&self, paths: &Paths) -> Result<(PathBuf, bool), String> {
         match &self.plugins {
-            Some(dir) if dir.is_dir() => Ok(dir.clone()),
+            Some(dir) if dir.is_dir() => Ok((dir.clone(), false)),
             Some(dir) => Err(format!("plugin directory {} does not exist", dir.display())),
             None => {
-                let dir = PathBuf::from("plugins");
+                let mirrored = paths.is_postgres();
+                let dir = match mirrored {
+                    true => paths.beside(".plugins"),
+                    false => PathBuf::from("plugins"),
+                };
                 std::fs::create_dir_all(&dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-                Ok(dir)
+                Ok((dir, mirrored))
             }
         }
     }
@@ -335,7 +345,7 @@ impl RunArgs {
 /// Runs the host until a signal stops it.
 pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
     let paths = Paths::new(db);
-    let plugin_dir = args.plugin_dir()?;
+    let (plugin_dir, mirrored) = args.plugin_dir(&paths)?;
     if let Some(dir) = args.manifests.as_ref().filter(|d| !d.is_dir()) {
         return Err(format!(
             "manifest directory {} does not exist",
@@ -370,6 +380,9 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
             .metrics(store.metrics().clone()),
     )
     .map_err(|e| e.to_string())?;
+    if mirrored {
+        plugin_mirror::mirror(&store, &plugin_dir)?;
+    }
     let plugins = PluginDirectory::new(runtime, host.clone(), &plugin_dir);
     let changes = plugins.sync().await.map_err(|e| e.to_string())?;
     changes.iter().for_each(Change::log);
@@ -383,6 +396,17 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
     let plugin_watch = plugins
         .watch(args.rescan_interval)
         .map_err(|e| e.to_string())?;
+    let mirror = mirrored.then(|| {
+        let (store, dir) = (store.clone(), plugin_dir.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(plugin_mirror::INTERVAL).await;
+                if let Err(error) = plugin_mirror::mirror(&store, &dir) {
+                    tracing::warn!("{error}");
+                }
+            }
+        })
+    });
     let ctx = Context {
         store,
         host: Some(host),
@@ -415,6 +439,9 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
         None => tracing::info!("stopping: finishing passes in flight (a second signal forces)"),
     }
     let _ = std::fs::remove_file(&paths.socket);
+    if let Some(mirror) = mirror {
+        mirror.abort();
+    }
     plugin_watch.stop().await;
     if let Some(watch) = manifest_watch {
         watch.stop().await;

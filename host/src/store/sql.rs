@@ -49,6 +49,8 @@ pub(crate) enum Param<'a> {
     Null,
     /// A list of object ids, for `id IN` questions about many objects.
     Ids(&'a [i64]),
+    /// Bytes (a BLOB in SQLite, BYTEA in PostgreSQL).
+    Bytes(&'a [u8]),
 }
 
 impl From<i64> for Param<'_> {
@@ -87,6 +89,12 @@ impl<'a> From<Option<&'a str>> for Param<'a> {
     }
 }
 
+impl<'a> From<&'a [u8]> for Param<'a> {
+    fn from(value: &'a [u8]) -> Self {
+        Param::Bytes(value)
+    }
+}
+
 impl<'a> From<&'a [i64]> for Param<'a> {
     fn from(value: &'a [i64]) -> Self {
         Param::Ids(value)
@@ -113,6 +121,7 @@ impl rusqlite::ToSql for Param<'_> {
             Param::Null => ToSqlOutput::Owned(Value::Null),
             // SQLite reads a list through `json_each`.
             Param::Ids(ids) => ToSqlOutput::Owned(Value::Text(ids_json(ids))),
+            Param::Bytes(bytes) => ToSqlOutput::Borrowed(ValueRef::Blob(bytes)),
         })
     }
 }
@@ -230,6 +239,15 @@ impl Column for bool {
 }
 
 impl Column for String {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index)
+    }
+    fn from_postgres(row: &tokio_postgres::Row, index: usize) -> PgResult<Self> {
+        row.try_get(index)
+    }
+}
+
+impl Column for Vec<u8> {
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
         row.get(index)
     }

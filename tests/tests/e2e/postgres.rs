@@ -4,6 +4,12 @@
 use beehive::{CreateOptions, GroupKind, Json, RawClient, Store};
 use beehive_e2e::{TestPostgres, Workspace, wait_until};
 
+/// Pushes example plugin `plugin` into the workspace's store as `name`.
+fn push(workspace: &Workspace, plugin: &str, name: &str) -> String {
+    let file = beehive_e2e::plugin_wasm(plugin);
+    workspace.ok(&["plugins", "push", file.to_str().unwrap(), "--name", name])
+}
+
 const TEAM: &str = r#"
 kind: GreetingSet.example.dev
 name: team
@@ -15,8 +21,8 @@ finalizers: [example.dev/greetings]
 fn a_host_on_postgres_converges_and_the_cli_reads_it_after_the_host_stops() {
     let server = TestPostgres::start();
     let workspace = Workspace::with_db(server.url());
-    workspace.install_plugin("greeting", "greeting.wasm");
-    workspace.install_plugin("cascade", "cascade.wasm");
+    push(&workspace, "greeting", "greeting");
+    push(&workspace, "cascade", "cascade");
     let host = workspace.start_host(&[]);
     workspace.write("team.yaml", TEAM);
     workspace.ok(&["apply", "-f", "team.yaml"]);
@@ -190,7 +196,7 @@ fn settled_greetings(workspace: &Workspace) -> usize {
 fn a_standby_takes_over_from_a_killed_host_and_nothing_is_lost() {
     let server = TestPostgres::start();
     let workspace = Workspace::with_db(server.url());
-    workspace.install_plugin("greeting", "greeting.wasm");
+    push(&workspace, "greeting", "greeting");
     let lease = ["--lease", "2s"];
     let first = workspace.start_host_until(&lease, "first.log", "serving ");
     let second = workspace.start_host_until(&lease, "second.log", "standing by");
@@ -266,7 +272,7 @@ fn a_standby_takes_over_from_a_killed_host_and_nothing_is_lost() {
 fn a_paused_host_resumes_to_find_itself_replaced_and_steps_down() {
     let server = TestPostgres::start();
     let workspace = Workspace::with_db(server.url());
-    workspace.install_plugin("greeting", "greeting.wasm");
+    push(&workspace, "greeting", "greeting");
     let lease = ["--lease", "1s"];
     let mut first = workspace.start_host_until(&lease, "first.log", "serving ");
     let second = workspace.start_host_until(&lease, "second.log", "standing by");
@@ -296,4 +302,49 @@ fn a_paused_host_resumes_to_find_itself_replaced_and_steps_down() {
         settled_greetings(&workspace) == 20
     });
     second.terminate();
+}
+
+/// Plugins travel with the store: a push hot-swaps every host, pushing the
+/// old file again rolls back, and the hash says which version serves.
+#[test]
+fn a_push_hot_swaps_the_plugin_and_pushing_the_old_file_rolls_back() {
+    let server = TestPostgres::start();
+    let workspace = Workspace::with_db(server.url());
+    let first = push(&workspace, "greeting", "greeting");
+    let host = workspace.start_host(&[]);
+    let file = greetings(&workspace, 0, 5);
+    workspace.ok(&["apply", "-f", &file]);
+    wait_until("converged", || settled_greetings(&workspace) == 5);
+
+    let releases = |workspace: &Workspace| -> Vec<serde_json::Value> {
+        let all = workspace.ok(&["get", "Greeting", "-o", "json"]);
+        let all: serde_json::Value = serde_json::from_str(&all).unwrap();
+        all.as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["status"]["release"].clone())
+            .collect()
+    };
+    push(&workspace, "greeting_v2", "greeting");
+    wait_until("every greeting is written by release 2", || {
+        releases(&workspace).iter().all(|r| r == 2)
+    });
+    let again = push(&workspace, "greeting", "greeting");
+    assert_eq!(again, first, "the same file is the same content");
+    wait_until("rolled back: no greeting is written by release 2", || {
+        releases(&workspace).iter().all(|r| r != 2)
+    });
+    let listed = workspace.ok(&["plugins", "list"]);
+    let hash = first.split("sha256:").nth(1).unwrap();
+    assert!(listed.contains(&hash[..12]), "{listed}");
+    assert!(
+        workspace.ok(&["plugins"]).contains(&hash[..12]),
+        "the host serves it"
+    );
+    host.terminate();
+
+    let sqlite = Workspace::new();
+    let file = beehive_e2e::plugin_wasm("greeting");
+    let refused = sqlite.fails(&["plugins", "push", file.to_str().unwrap()]);
+    assert!(refused.contains("PostgreSQL"), "{refused}");
 }

@@ -101,5 +101,9 @@ pub(crate) fn fence_check(token: i64) -> String {
 
 /// The error for operations that need a lease on a store that has none.
 pub(crate) fn unsupported() -> Error {
-    Error::InvalidOption("only a PostgreSQL store has a host lease".into())
+    Error::InvalidOption(
+        "only a PostgreSQL store has a host lease and a plugin set \
+         (a SQLite host serves a plugin directory)"
+            .into(),
+    )
 }

@@ -16,6 +16,7 @@
 mod driver;
 pub(crate) mod lease;
 pub(crate) mod listen;
+pub(crate) mod plugins;
 pub(crate) mod schema;
 
 use std::cell::RefCell;
@@ -457,6 +458,7 @@ enum OwnedParam {
     Text(String),
     Null,
     Ids(Vec<i64>),
+    Bytes(Vec<u8>),
 }
 
 impl OwnedParam {
@@ -466,6 +468,7 @@ impl OwnedParam {
             OwnedParam::Text(text) => Param::Text(text),
             OwnedParam::Null => Param::Null,
             OwnedParam::Ids(ids) => Param::Ids(ids),
+            OwnedParam::Bytes(bytes) => Param::Bytes(bytes),
         }
     }
 }
@@ -477,6 +480,7 @@ impl From<&Param<'_>> for OwnedParam {
             Param::Text(text) => OwnedParam::Text(text.to_string()),
             Param::Null => OwnedParam::Null,
             Param::Ids(ids) => OwnedParam::Ids(ids.to_vec()),
+            Param::Bytes(bytes) => OwnedParam::Bytes(bytes.to_vec()),
         }
     }
 }
@@ -550,6 +554,7 @@ impl ToSql for Param<'_> {
             Param::Text(text) => text.to_sql(ty, out),
             Param::Null => Ok(IsNull::Yes),
             Param::Ids(ids) => ids.to_sql(ty, out),
+            Param::Bytes(bytes) => bytes.to_sql(ty, out),
         }
     }
 

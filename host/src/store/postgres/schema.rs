@@ -11,7 +11,24 @@ use crate::error::{Error, Result};
 use crate::store::postgres::PgConn;
 
 /// Every migration, oldest first. Never edit one that has shipped: add another.
-const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
+const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+
+/// Plugins that travel with the store: every pushed component once, by the
+/// SHA-256 of its bytes, and the set hosts serve (a name, the version it
+/// points at, and its policy file's text). See `postgres::plugins`.
+const MIGRATION_3: &str = r#"
+CREATE TABLE plugin_blobs (
+    hash      TEXT COLLATE "C" PRIMARY KEY,
+    bytes     BYTEA  NOT NULL,
+    pushed_at BIGINT NOT NULL
+);
+CREATE TABLE plugin_set (
+    name      TEXT COLLATE "C" PRIMARY KEY CHECK (name <> ''),
+    hash      TEXT COLLATE "C" NOT NULL REFERENCES plugin_blobs (hash),
+    policy    TEXT,
+    pushed_at BIGINT NOT NULL
+);
+"#;
 
 /// One active host per store: who holds the lease, its fencing token, and
 /// until when (by the database's clock). See `postgres::lease`.

@@ -226,27 +226,10 @@ impl Workspace {
         if self.db.is_some() {
             return self.start_host_until(args, "host.log", "serving ");
         }
-        let log = std::fs::File::create(self.path().join("host.log")).expect("log file");
-        let child = self
-            .command()
-            .arg("run")
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("beehive run starts");
-        let mut host = HostProcess {
-            child,
-            log: self.path().join("host.log"),
-        };
         let socket = self.path().join("beehive.db.sock");
-        wait_until("the host serves", || {
-            if let Ok(Some(status)) = host.child.try_wait() {
-                panic!("the host exited ({status}): {}", host.log());
-            }
+        self.spawn_host(args, "host.log", "the host serves", |_| {
             std::os::unix::net::UnixStream::connect(&socket).is_ok()
-        });
-        host
+        })
     }
 
     /// Starts `beehive run ARGS` in the background, logging to `log`, and
@@ -255,6 +238,18 @@ impl Workspace {
     /// # Panics
     /// When it exits or does not log `line` within [`PATIENCE`].
     pub fn start_host_until(&self, args: &[&str], log: &str, line: &str) -> HostProcess {
+        self.spawn_host(args, log, line, |log| log.contains(line))
+    }
+
+    /// Starts `beehive run ARGS`, logging to `log`, and waits until `ready`
+    /// holds of what it logged so far.
+    fn spawn_host(
+        &self,
+        args: &[&str],
+        log: &str,
+        what: &str,
+        mut ready: impl FnMut(&str) -> bool,
+    ) -> HostProcess {
         let path = self.path().join(log);
         let file = std::fs::File::create(&path).expect("log file");
         let child = self
@@ -266,11 +261,11 @@ impl Workspace {
             .spawn()
             .expect("beehive run starts");
         let mut host = HostProcess { child, log: path };
-        wait_until(line, || {
+        wait_until(what, || {
             if let Ok(Some(status)) = host.child.try_wait() {
                 panic!("the host exited ({status}): {}", host.log());
             }
-            host.log().contains(line)
+            ready(&host.log())
         });
         host
     }

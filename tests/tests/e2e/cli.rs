@@ -5,12 +5,7 @@
 use beehive::{CreateOptions, GroupKind, Json, RawClient, Store};
 use beehive_e2e::{Workspace, wait_until};
 
-const TEAM: &str = r#"
-kind: GreetingSet.example.dev
-name: team
-spec: {names: [ada, grace]}
-finalizers: [example.dev/greetings]
-"#;
+use crate::TEAM;
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))

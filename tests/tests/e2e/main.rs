@@ -3,6 +3,14 @@
 //! One test binary for the crate: each separate binary would link the whole
 //! host library (wasmtime included) again.
 
+/// A greeting set of two, with the finalizer its controller clears.
+const TEAM: &str = r#"
+kind: GreetingSet.example.dev
+name: team
+spec: {names: [ada, grace]}
+finalizers: [example.dev/greetings]
+"#;
+
 mod cli;
 mod contain;
 mod grants;

@@ -2,20 +2,13 @@
 //! stores (as two processes would be) on one database.
 
 use beehive::{CreateOptions, GroupKind, Json, RawClient, Store};
-use beehive_e2e::{TestPostgres, Workspace, wait_until};
+use beehive_e2e::{HostProcess, TestPostgres, Workspace, wait_until};
 
 /// Pushes example plugin `plugin` into the workspace's store as `name`.
 fn push(workspace: &Workspace, plugin: &str, name: &str) -> String {
     let file = beehive_e2e::plugin_wasm(plugin);
     workspace.ok(&["plugins", "push", file.to_str().unwrap(), "--name", name])
 }
-
-const TEAM: &str = r#"
-kind: GreetingSet.example.dev
-name: team
-spec: {names: [ada, grace]}
-finalizers: [example.dev/greetings]
-"#;
 
 #[test]
 fn a_host_on_postgres_converges_and_the_cli_reads_it_after_the_host_stops() {
@@ -24,7 +17,7 @@ fn a_host_on_postgres_converges_and_the_cli_reads_it_after_the_host_stops() {
     push(&workspace, "greeting", "greeting");
     push(&workspace, "cascade", "cascade");
     let host = workspace.start_host(&[]);
-    workspace.write("team.yaml", TEAM);
+    workspace.write("team.yaml", crate::TEAM);
     workspace.ok(&["apply", "-f", "team.yaml"]);
     workspace.ok(&["wait", "GreetingSet", "team", "--for", "condition=Ready"]);
     workspace.ok(&["wait", "Greeting", "team-ada", "--for", "settled"]);
@@ -189,6 +182,15 @@ fn settled_greetings(workspace: &Workspace) -> usize {
         .count()
 }
 
+/// Two hosts on the workspace's store with `lease`: the first active and
+/// serving, the second standing by.
+fn active_and_standby(workspace: &Workspace, lease: &str) -> (HostProcess, HostProcess) {
+    let args = ["--lease", lease];
+    let first = workspace.start_host_until(&args, "first.log", "serving ");
+    let second = workspace.start_host_until(&args, "second.log", "standing by");
+    (first, second)
+}
+
 /// Two hosts on one database, writes going on: SIGKILL the active one, and
 /// the standby is active within the lease period, nothing committed is lost,
 /// and everything converges.
@@ -197,9 +199,7 @@ fn a_standby_takes_over_from_a_killed_host_and_nothing_is_lost() {
     let server = TestPostgres::start();
     let workspace = Workspace::with_db(server.url());
     push(&workspace, "greeting", "greeting");
-    let lease = ["--lease", "2s"];
-    let first = workspace.start_host_until(&lease, "first.log", "serving ");
-    let second = workspace.start_host_until(&lease, "second.log", "standing by");
+    let (first, second) = active_and_standby(&workspace, "2s");
     let file = greetings(&workspace, 0, 40);
     workspace.ok(&["apply", "-f", &file]);
     wait_until("the first host converged the first 40", || {
@@ -273,9 +273,7 @@ fn a_paused_host_resumes_to_find_itself_replaced_and_steps_down() {
     let server = TestPostgres::start();
     let workspace = Workspace::with_db(server.url());
     push(&workspace, "greeting", "greeting");
-    let lease = ["--lease", "1s"];
-    let mut first = workspace.start_host_until(&lease, "first.log", "serving ");
-    let second = workspace.start_host_until(&lease, "second.log", "standing by");
+    let (mut first, second) = active_and_standby(&workspace, "1s");
     let file = greetings(&workspace, 0, 10);
     workspace.ok(&["apply", "-f", &file]);
     wait_until("converged", || settled_greetings(&workspace) == 10);

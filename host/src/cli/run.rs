@@ -446,10 +446,13 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
     if let Some(watch) = manifest_watch {
         watch.stop().await;
     }
-    let stopped = running.stop(args.stop_timeout).await;
     if let Some(why) = lost {
+        // Its writes are refused now, so passes in flight cannot finish
+        // anything: give them a moment, not the graceful stop's patience.
+        let _ = running.stop(STEP_DOWN_PATIENCE).await;
         return Err(why);
     }
+    let stopped = running.stop(args.stop_timeout).await;
     if let Some(tenure) = tenure {
         tenure.release();
     }
@@ -457,6 +460,9 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
     tracing::info!("stopped");
     Ok(())
 }
+
+/// How long a host that lost its lease waits for its passes in flight.
+const STEP_DOWN_PATIENCE: Duration = Duration::from_secs(1);
 
 /// Runs `work` unless SIGINT or SIGTERM comes first (`None`).
 async fn until_signal<T>(work: impl std::future::Future<Output = T>) -> Result<Option<T>, String> {

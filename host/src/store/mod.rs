@@ -85,6 +85,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// lease, so a standby's takeover never waits on a paused holder for longer.
 const WRITER_IDLE_LIMIT: Duration = Duration::from_secs(5);
 
+/// Read connections kept open between reads; more are opened while more
+/// reads run at once, and closed when they finish.
+const MAX_IDLE_READERS: usize = 8;
+
 /// Prepared statements kept per connection: more than the store's distinct
 /// statements, so none is parsed twice.
 const STATEMENT_CACHE: usize = 128;
@@ -552,7 +556,12 @@ impl Store {
             None => self.open_reader()?,
         };
         let result = work(conn.conn());
-        lock(&self.inner.readers).push(conn);
+        let mut idle = lock(&self.inner.readers);
+        // A burst of concurrent reads opens a connection each; only so many
+        // stay open after it (a PostgreSQL connection is a server process).
+        if idle.len() < MAX_IDLE_READERS {
+            idle.push(conn);
+        }
         result
     }
 

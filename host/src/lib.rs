@@ -2,7 +2,8 @@
 //!
 //! Users declare desired state as objects (a `spec`); controllers reconcile
 //! actual state toward it and report what they observed (a `status`). Every
-//! object lives in a SQLite [`Store`]; clients read and write one kind of
+//! object lives in a [`Store`] (a SQLite file, or PostgreSQL for a control
+//! plane that must outlive its machine); clients read and write one kind of
 //! object each.
 //!
 //! # Example
@@ -36,11 +37,13 @@
 //! [`directory_watch`].
 //!
 //! # Concepts
-//! - [`Store`]: one database file, opened once per process (cheap to clone,
-//!   lives as long as its last clone). One writer, shared by group commit:
-//!   concurrent writes share a transaction, each inside its own savepoint, so
-//!   one write's failure rolls back only that write. Reads run on the calling
-//!   thread and never wait for the writer.
+//! - [`Store`]: one database file, or a PostgreSQL database, opened once per
+//!   process (cheap to clone, lives as long as its last clone). One writer,
+//!   shared by group commit: concurrent writes share a transaction, each
+//!   inside its own savepoint, so one write's failure rolls back only that
+//!   write. Reads run on the calling thread and never wait for the writer.
+//!   On PostgreSQL several hosts share a store, one active at a time
+//!   ([`engine::Tenure`]).
 //! - [`RawClient`]: one kind's objects, spec and status as canonical [`Json`];
 //!   [`Client`]: the same verbs over serde types. Clients are handles (clone
 //!   freely); watches are streams that end when the host stops.

@@ -1,15 +1,17 @@
-//! The durable store: SQLite through rusqlite.
+//! The durable store: a SQLite file (rusqlite), or a PostgreSQL database
+//! (`postgres`).
 //!
 //! One writer connection, written through by group commit (see `writer`),
-//! and a pool of read-only connections used on the calling thread, which in
-//! WAL mode never wait for the writer. The store knows objects, edges,
+//! and a pool of read connections used on the calling thread (in SQLite's
+//! WAL mode they never wait for the writer). The store knows objects, edges,
 //! conditions, events and the write log; it knows nothing of controllers.
 //!
 //! Its whole interface to the rest of the crate: [`Store`] (open, read,
 //! write, begin a held transaction), `Reader` (every query), `ops` (every
 //! write composition, run inside a job on a `WriteTx`) and `Session` (a
 //! transaction held across a pass). Every submodule is private, so SQL and
-//! the database library stay here; a second backend implements this much.
+//! the database libraries stay here. The compositions speak `sql::Conn`,
+//! which runs each statement on either backend.
 
 mod collect;
 mod dependencies;

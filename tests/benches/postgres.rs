@@ -5,6 +5,10 @@
 //! - `pg.converge_10k_c1_per_s`: the workload of `engine.converge_10k_c1_per_s`
 //!   (10,000 objects created by 8 tasks, one worker writing each status;
 //!   first create to all observed) with the store in PostgreSQL;
+//! - `pg.converge_10k_c1_async_commit_per_s`: the same with
+//!   `synchronous_commit=off` in the connection string: a commit does not
+//!   wait for its WAL flush, the durability SQLite's default (`synchronous =
+//!   NORMAL`) gives;
 //! - `pg.creates_seq_per_s`, `pg.get_by_id_us`: one caller creating 2,000
 //!   objects one at a time, then reading each back by id;
 //! - `pg.failover_s`: two hosts on one database with the default 5 s lease,
@@ -257,6 +261,16 @@ fn main() {
         let elapsed = runtime.block_on(converge(server.url()));
         figure(
             "pg.converge_10k_c1_per_s",
+            OBJECTS as f64 / elapsed,
+            "obj/s",
+        );
+    }
+    if wanted("pg.converge_10k_c1_async_commit_per_s") {
+        let server = TestPostgres::start();
+        let url = format!("{}&options=-c%20synchronous_commit%3Doff", server.url());
+        let elapsed = runtime.block_on(converge(&url));
+        figure(
+            "pg.converge_10k_c1_async_commit_per_s",
             OBJECTS as f64 / elapsed,
             "obj/s",
         );

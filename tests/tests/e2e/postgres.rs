@@ -346,3 +346,17 @@ fn a_push_hot_swaps_the_plugin_and_pushing_the_old_file_rolls_back() {
     let refused = sqlite.fails(&["plugins", "push", file.to_str().unwrap()]);
     assert!(refused.contains("PostgreSQL"), "{refused}");
 }
+
+/// Server settings travel in the connection string (`options=-c …`), for
+/// instance the commit durability a deployment wants.
+#[test]
+fn settings_in_the_connection_string_reach_the_server() {
+    let server = TestPostgres::start();
+    let url = format!("{}&options=-c%20synchronous_commit%3Doff", server.url());
+    let store = Store::open(&url).unwrap();
+    let setting = store
+        .inspect("SELECT current_setting('synchronous_commit')", &[])
+        .unwrap()
+        .unwrap();
+    assert_eq!(setting[0].as_deref(), Some("off"));
+}

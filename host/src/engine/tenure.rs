@@ -33,15 +33,24 @@ impl Tenure {
     /// Waits until this process takes the store's lease (named `HOST:PID`)
     /// for `period`: while another holds it, this one stands by, asking
     /// again every 250 ms. From then on the store's commits check the
-    /// tenure (see [`Store::try_take_lease`]).
+    /// tenure (see [`Store::try_take_lease`]). A database that cannot be
+    /// reached meanwhile is logged and asked again: a standby outlives an
+    /// outage.
     ///
     /// # Errors
-    /// As [`Store::try_take_lease`].
+    /// [`Error::InvalidOption`](crate::Error::InvalidOption) on a SQLite store.
     pub async fn take(store: &Store, period: Duration) -> crate::Result<Tenure> {
         let holder = holder_name();
         let mut announced = None;
         loop {
-            let taken = store.try_take_lease(&holder, period)?;
+            let taken = match store.try_take_lease(&holder, period) {
+                Ok(taken) => taken,
+                Err(error @ crate::Error::InvalidOption(_)) => return Err(error),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot reach the store to take its lease; retrying");
+                    None
+                }
+            };
             if let Some(token) = taken {
                 tracing::info!(holder = %holder, tenure = token, "active: this host holds the lease");
                 return Ok(Tenure {

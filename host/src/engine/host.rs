@@ -462,6 +462,11 @@ fn commit_listener(shared: Weak<Shared>) -> CommitListener {
         if committed.log_grew {
             shared.commits.notify_one();
         }
+        if committed.foreign {
+            for kind in read(&shared.kinds).values() {
+                kind.scan_owed_now();
+            }
+        }
         let pushes = committed
             .pushes
             .into_iter()

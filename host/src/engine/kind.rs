@@ -31,6 +31,9 @@ pub(crate) struct Kind {
     /// This kind's tasks, so unregistering can wait for its passes.
     pub(crate) tracker: TaskTracker,
     settings_changed: Notify,
+    /// Asks the drivers for an owed pass now: another process committed,
+    /// and what it wrote was pushed to no one here.
+    owed_now: Notify,
     workers: AtomicUsize,
     /// Trigger feeds not yet receiving: they start with the kind's tasks.
     feeds: Mutex<Vec<Feed>>,
@@ -60,6 +63,7 @@ impl Kind {
             cancel: CancellationToken::new(),
             tracker: TaskTracker::new(),
             settings_changed: Notify::new(),
+            owed_now: Notify::new(),
             workers: AtomicUsize::new(0),
             feeds: Mutex::new(Vec::new()),
             metrics,
@@ -188,9 +192,15 @@ impl Kind {
                     next_owed = next_owed.min(Instant::now() + cadence.owed_pass_interval);
                     next_full = cadence.full_pass_interval.map(|i| Instant::now() + i);
                 }
+                _ = self.owed_now.notified() => next_owed = Instant::now(),
                 _ = tokio::time::sleep_until(wake_at) => {}
             }
         }
+    }
+
+    /// Runs an owed pass soon (requests made meanwhile fold into one).
+    pub(crate) fn scan_owed_now(&self) {
+        self.owed_now.notify_one();
     }
 
     /// The once-per-start passes: what the store records as owed, every

@@ -230,8 +230,14 @@ impl Session {
         };
         self.writer.hand_off();
         committed?;
-        if let Some(announcement) = announce(&self.writer.listener, Committed { pushes, log_grew })
-        {
+        if let Some(announcement) = announce(
+            &self.writer.listener,
+            Committed {
+                pushes,
+                log_grew,
+                foreign: false,
+            },
+        ) {
             announcement();
         }
         run_hooks(hooks);

@@ -24,6 +24,9 @@ pub(crate) struct Push {
 pub(crate) struct Committed {
     pub(crate) pushes: Vec<Push>,
     pub(crate) log_grew: bool,
+    /// Another process committed (heard through the database): its writes
+    /// pushed nothing here, so what they left owing must be looked for.
+    pub(crate) foreign: bool,
 }
 
 /// Hears about each commit that pushed or logged something, on the
@@ -35,7 +38,7 @@ pub(super) fn announce(
     listener: &RwLock<Option<CommitListener>>,
     committed: Committed,
 ) -> Option<Hook> {
-    if committed.pushes.is_empty() && !committed.log_grew {
+    if committed.pushes.is_empty() && !committed.log_grew && !committed.foreign {
         return None;
     }
     let listener = read(listener).clone()?;

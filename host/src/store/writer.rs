@@ -209,6 +209,7 @@ impl Writer {
         let foreign = Committed {
             pushes: Vec::new(),
             log_grew: true,
+            foreign: true,
         };
         if let Some(announcement) = announce(&self.listener, foreign) {
             announcement();
@@ -466,7 +467,14 @@ impl Writer {
                 return (committed, Vec::new());
             }
         }
-        if let Some(announcement) = announce(&self.listener, Committed { pushes, log_grew }) {
+        if let Some(announcement) = announce(
+            &self.listener,
+            Committed {
+                pushes,
+                log_grew,
+                foreign: false,
+            },
+        ) {
             hooks.insert(0, announcement);
         }
         (committed, hooks)

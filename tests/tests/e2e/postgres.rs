@@ -360,3 +360,32 @@ fn settings_in_the_connection_string_reach_the_server() {
         .unwrap();
     assert_eq!(setting[0].as_deref(), Some("off"));
 }
+
+/// An object another process writes (here, a store of the test's own) is
+/// passed at once: the commit's notification makes the active host look
+/// for what is owed, rather than wait for its owed pass (an hour here).
+#[test]
+fn an_object_written_by_another_process_is_reconciled_at_once() {
+    let server = TestPostgres::start();
+    let workspace = Workspace::with_db(server.url());
+    push(&workspace, "greeting", "greeting");
+    let host = workspace.start_host(&["--owed-pass-interval", "1h"]);
+    let elsewhere = Store::open(server.url()).unwrap();
+    let greetings = RawClient::new(&elsewhere, GroupKind::new("example.dev", "Greeting"));
+    let created = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(greetings.create(
+            "remote",
+            Json::parse(r#"{"name":"far"}"#).unwrap(),
+            CreateOptions::new(),
+        ))
+        .unwrap();
+    wait_until("the host reconciled it", || {
+        greetings
+            .get(created.meta.id)
+            .unwrap()
+            .status
+            .is_some_and(|s| s.as_str().contains("Hello, far!"))
+    });
+    host.terminate();
+}

@@ -15,9 +15,45 @@ use crate::store::sql::{Conn, Dialect, Row, params};
 /// A row as read, before conditions and relations are attached.
 pub(crate) type ObjectRow = RawObject;
 
-const COLUMNS: &str = "id, grp, kind, name, spec, status, spec_version, status_version, \
-     generation, observed_generation, observed_at, resource_version, deletion_requested_at, \
-     finalizers, created_at, updated_at, reconcile_owed, requeue_at";
+/// An object row's columns, in the order `object_from_row` reads them; a
+/// macro so the hottest queries below are whole string constants.
+macro_rules! object_columns {
+    () => {
+        "id, grp, kind, name, spec, status, spec_version, status_version, \
+         generation, observed_generation, observed_at, resource_version, deletion_requested_at, \
+         finalizers, created_at, updated_at, reconcile_owed, requeue_at"
+    };
+}
+
+const COLUMNS: &str = object_columns!();
+
+/// One object by id, and whether it depends on anything (column 18).
+const SELECT_WITH_DEPENDENCIES: &str = concat!(
+    "SELECT ",
+    object_columns!(),
+    ", EXISTS (SELECT 1 FROM edges WHERE from_id = objects.id AND relation = 'depends_on') \
+     FROM objects WHERE id = ?1"
+);
+
+/// One object by id, with `FALSE` for column 18.
+const SELECT_WITHOUT_DEPENDENCIES: &str = concat!(
+    "SELECT ",
+    object_columns!(),
+    ", FALSE FROM objects WHERE id = ?1"
+);
+
+/// The conditions of the objects whose ids are parameter `?1`.
+macro_rules! conditions_where {
+    ($ids:literal) => {
+        concat!(
+            "SELECT object_id, type, status, reason, message, liveness, written_session, \
+                    transitioned_at, updated_at \
+             FROM conditions WHERE ",
+            $ids,
+            " ORDER BY object_id, type"
+        )
+    };
+}
 
 fn object_from_row(row: &Row<'_>) -> Result<RawObject> {
     let finalizers: String = row.get(13)?;
@@ -148,7 +184,7 @@ pub(crate) fn load_conditions(
         return Ok(());
     }
     let ids = ids_of(objects);
-    let rows = conn.query_all(&conditions_sql(conn), params![ids.as_slice()], |row| {
+    let rows = conn.query_all(conditions_sql(conn), params![ids.as_slice()], |row| {
         condition_from_row(row, session)
     })?;
     attach_conditions(objects, rows);
@@ -156,13 +192,11 @@ pub(crate) fn load_conditions(
 }
 
 /// The conditions of the objects whose ids are in parameter `?1`.
-fn conditions_sql(conn: Conn<'_>) -> String {
-    format!(
-        "SELECT object_id, type, status, reason, message, liveness, written_session, \
-                transitioned_at, updated_at \
-         FROM conditions WHERE {} ORDER BY object_id, type",
-        in_ids(conn, "object_id")
-    )
+fn conditions_sql(conn: Conn<'_>) -> &'static str {
+    match conn.dialect() {
+        Dialect::Sqlite => conditions_where!("object_id IN (SELECT value FROM json_each(?1))"),
+        Dialect::Postgres => conditions_where!("object_id = ANY(?1)"),
+    }
 }
 
 fn condition_from_row(row: &Row<'_>, session: i64) -> Result<(ObjectId, Condition)> {
@@ -208,16 +242,14 @@ pub(crate) fn select_with_conditions(
     session: i64,
     dependencies: bool,
 ) -> Result<Option<(RawObject, bool)>> {
-    let depends = if dependencies {
-        "EXISTS (SELECT 1 FROM edges WHERE from_id = objects.id AND relation = 'depends_on')"
-    } else {
-        "FALSE"
+    let object_sql = match dependencies {
+        true => SELECT_WITH_DEPENDENCIES,
+        false => SELECT_WITHOUT_DEPENDENCIES,
     };
-    let object_sql = format!("SELECT {COLUMNS}, {depends} FROM objects WHERE id = ?1");
     let ids = [id];
     let (found, conditions) = conn.query_two(
-        (&object_sql, params![id]),
-        (&conditions_sql(conn), params![&ids[..]]),
+        (object_sql, params![id]),
+        (conditions_sql(conn), params![&ids[..]]),
         |row| Ok((object_from_row(row)?, row.get::<bool>(18)?)),
         |row| condition_from_row(row, session),
     )?;

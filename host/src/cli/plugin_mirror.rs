@@ -11,6 +11,27 @@ use beehive::store::PushedPlugin;
 /// How often the set is read: a push reaches every host within about this.
 pub const INTERVAL: Duration = Duration::from_secs(1);
 
+/// Refuses a mirror directory another user could write into (it sits in
+/// the shared temporary directory, and what is in it runs as plugins), and
+/// makes a fresh one private.
+pub fn require_private(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_dir() || meta.uid() != me {
+        return Err(format!(
+            "{} is not a directory of this user's: refusing to serve plugins from it",
+            dir.display()
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    Ok(())
+}
+
 /// Makes `dir` hold exactly the store's plugin set; logs what changed.
 pub fn mirror(store: &Store, dir: &Path) -> Result<(), String> {
     let set = store
@@ -108,6 +129,22 @@ fn remove_if_present(path: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mirror_directory_is_made_private_and_a_symlink_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join("mirror");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        require_private(&dir).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let link = scratch.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        let refused = require_private(&link).unwrap_err();
+        assert!(refused.contains("refusing"), "{refused}");
+    }
 
     #[test]
     fn mirrored_files_name_their_plugin() {

@@ -336,6 +336,9 @@ impl RunArgs {
                 };
                 std::fs::create_dir_all(&dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                if mirrored {
+                    plugin_mirror::require_private(&dir)?;
+                }
                 Ok((dir, mirrored))
             }
         }

@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::object::{GroupKind, ObjectId, RawObject};
 use crate::store::rows::{self, LogEntry, NewObject, WriteOp};
+use crate::store::sql::Dialect;
 use crate::store::write_tx::Hook;
 use crate::store::{Push, WriteTx, dependencies};
 
@@ -36,20 +37,34 @@ impl Create {
         };
         let id = tx.next_object_id();
         let resource_version = tx.next_resource_version();
-        let object = rows::insert_object(
-            tx.conn(),
-            NewObject {
-                group_kind: &self.group_kind,
-                name: &self.name,
-                spec: &self.spec,
-                spec_version: self.spec_version,
-                finalizers: &self.finalizers,
-                id,
-                resource_version,
-                now: tx.now(),
-            },
-        )?;
-        rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Create))?;
+        let new = NewObject {
+            group_kind: &self.group_kind,
+            name: &self.name,
+            spec: &self.spec,
+            spec_version: self.spec_version,
+            finalizers: &self.finalizers,
+            id,
+            resource_version,
+            now: tx.now(),
+        };
+        // A plain create in a batch on PostgreSQL waits for no answer: a
+        // taken name writes nothing, and the count read after the commit
+        // fails the job. An owner edge or a hook would need the answer now.
+        let answer_later = owner.is_none()
+            && self.on_create.is_none()
+            && tx.defers_verdicts()
+            && tx.conn().dialect() == Dialect::Postgres;
+        let object = if answer_later {
+            let (object, rows) = rows::insert_object_later(tx.conn(), new)?;
+            let taken = Error::NameTaken {
+                kind: self.group_kind.to_string(),
+                name: self.name.clone(),
+            };
+            tx.fail_if_nothing_written(rows, taken);
+            object
+        } else {
+            rows::insert_object(tx.conn(), new)?
+        };
         tx.push(push_for(&object));
         if let Some((owner, group_kind, deleting)) = owner {
             rows::insert_owner_edge(tx.conn(), object.meta.id, owner)?;

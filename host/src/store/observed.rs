@@ -9,7 +9,7 @@ use crate::json::Json;
 use crate::object::{Condition, GroupKind, ObjectId};
 use crate::policy::{label_problem, message_problem};
 use crate::store::rows::{self, LogEntry, WriteOp};
-use crate::store::sql::params;
+use crate::store::sql::{Dialect, params};
 use crate::store::{Push, WriteTx};
 
 /// The object `id`, which must exist and be of kind `gk`.
@@ -145,9 +145,34 @@ pub(crate) fn settle_with_status(
     let status_version = tx.schema_versions(gk).status;
     let resource_version = tx.next_resource_version();
     let now = tx.now().as_millis();
-    // The handshake of every settled pass: in PostgreSQL it waits for no
-    // answer, and its log entry is written only if the update landed.
-    let written = tx.conn().execute_or_defer(
+    let params = params![
+        id,
+        &gk.group,
+        &gk.kind,
+        status.as_str(),
+        resource_version,
+        now,
+        generation,
+        owed_serviced,
+        status_version
+    ];
+    if tx.conn().dialect() == Dialect::Postgres {
+        // The handshake of every settled pass: one statement that waits for
+        // no answer and logs the update only if it landed.
+        return tx.conn().execute_later(SETTLE_AND_LOG, params);
+    }
+    if tx.conn().execute(SETTLE, params)? == 0 {
+        require_own(tx, gk, id)?;
+        return Err(Error::Internal(format!("{gk} {id} could not be written")));
+    }
+    log_update(tx, gk, id, resource_version)
+}
+
+/// The settling update: the status, the settled generation (never moved
+/// back) and the owed passes serviced, on object `?1` if it is of kind
+/// `?2`/`?3`.
+macro_rules! settle_update {
+    () => {
         "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6, \
                 status_version = ?9, \
                 reconcile_owed = CASE WHEN reconcile_owed > ?8 THEN reconcile_owed - ?8 ELSE 0 END, \
@@ -155,47 +180,20 @@ pub(crate) fn settle_with_status(
                                    THEN ?6 ELSE observed_at END, \
                 observed_generation = CASE WHEN observed_generation > ?7 \
                                            THEN observed_generation ELSE ?7 END \
-         WHERE id = ?1 AND grp = ?2 AND kind = ?3",
-        params![
-            id,
-            &gk.group,
-            &gk.kind,
-            status.as_str(),
-            resource_version,
-            now,
-            generation,
-            owed_serviced,
-            status_version
-        ],
-    )?;
-    if written == Some(0) {
-        require_own(tx, gk, id)?;
-        return Err(Error::Internal(format!("{gk} {id} could not be written")));
-    }
-    log_update_if_landed(tx, gk, id, resource_version)
+         WHERE id = ?1 AND grp = ?2 AND kind = ?3"
+    };
 }
 
-/// Logs an update of object `id` at `resource_version` if the row carries
-/// that version, that is, if a deferred update of it landed.
-fn log_update_if_landed(
-    tx: &WriteTx<'_>,
-    gk: &GroupKind,
-    id: ObjectId,
-    resource_version: i64,
-) -> Result<()> {
-    tx.conn().execute_later(
-        "INSERT INTO object_writes (resource_version, object_id, grp, kind, op, written_at) \
-         SELECT resource_version, id, grp, kind, 'update', ?3 FROM objects \
-         WHERE id = ?2 AND resource_version = ?1 AND grp = ?4 AND kind = ?5",
-        params![
-            resource_version,
-            id,
-            tx.now().as_millis(),
-            &gk.group,
-            &gk.kind
-        ],
-    )
-}
+const SETTLE: &str = settle_update!();
+
+/// [`SETTLE`] and its log entry in one statement (PostgreSQL).
+const SETTLE_AND_LOG: &str = concat!(
+    "WITH settled AS (",
+    settle_update!(),
+    " RETURNING id, grp, kind) \
+     INSERT INTO object_writes (resource_version, object_id, grp, kind, op, written_at) \
+     SELECT ?5, id, grp, kind, 'update', ?6 FROM settled"
+);
 
 fn log_update(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId, resource_version: i64) -> Result<()> {
     rows::log_write(

@@ -10,7 +10,7 @@ use crate::object::{
     Timestamp,
 };
 use crate::store::events;
-use crate::store::sql::{Conn, Dialect, Row, params};
+use crate::store::sql::{Conn, Dialect, Param, Row, RowCount, params};
 
 /// A row as read, before conditions and relations are attached.
 pub(crate) type ObjectRow = RawObject;
@@ -381,40 +381,94 @@ pub(crate) struct NewObject<'a> {
     pub(crate) now: Timestamp,
 }
 
+/// The insert of a new object at generation 1: a taken name inserts
+/// nothing rather than failing (in PostgreSQL a failed statement would
+/// spoil the rest of the transaction).
+macro_rules! insert_object_sql {
+    () => {
+        "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, \
+                              finalizers, created_at, updated_at, spec_version) \
+         VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7, ?9) \
+         ON CONFLICT DO NOTHING"
+    };
+}
+
+/// The insert and its write-log entry in one statement (PostgreSQL): the
+/// entry exists only if the row does.
+const INSERT_OBJECT_AND_LOG: &str = concat!(
+    "WITH created AS (",
+    insert_object_sql!(),
+    " RETURNING id) \
+     INSERT INTO object_writes (resource_version, object_id, grp, kind, op, written_at) \
+     SELECT ?5, id, ?1, ?2, 'create', ?7 FROM created"
+);
+
 /// Inserts a new object at generation 1 and returns it as stored.
 ///
 /// # Errors
 /// [`Error::NameTaken`] when a live or deletion-pending row holds the name.
 pub(crate) fn insert_object(conn: Conn<'_>, new: NewObject<'_>) -> Result<RawObject> {
     new.spec.check_size()?;
-    let finalizers = serde_json::to_string(new.finalizers)
-        .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
-    // A taken name inserts nothing rather than failing: in PostgreSQL a
-    // failed statement would spoil the rest of the transaction.
-    let inserted = conn.execute(
-        "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, \
-                              finalizers, created_at, updated_at, spec_version) \
-         VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7, ?9) \
-         ON CONFLICT DO NOTHING",
-        params![
-            &new.group_kind.group,
-            &new.group_kind.kind,
-            new.name,
-            new.spec.as_str(),
-            new.resource_version,
-            &finalizers,
-            new.now.as_millis(),
-            new.id,
-            new.spec_version,
-        ],
-    )?;
-    if inserted == 0 {
+    let finalizers = finalizers_text(new.finalizers)?;
+    if conn.execute(insert_object_sql!(), &insert_params(&new, &finalizers))? == 0 {
         return Err(Error::NameTaken {
             kind: new.group_kind.to_string(),
             name: new.name.to_string(),
         });
     }
-    Ok(RawObject {
+    log_create(conn, &new)?;
+    Ok(stored_new(new))
+}
+
+/// Inserts a new object and logs its creation (PostgreSQL), sent with the
+/// next round trip; the count says whether it was created (0: the name
+/// was taken, and nothing was written).
+pub(crate) fn insert_object_later(
+    conn: Conn<'_>,
+    new: NewObject<'_>,
+) -> Result<(RawObject, RowCount)> {
+    new.spec.check_size()?;
+    let finalizers = finalizers_text(new.finalizers)?;
+    let rows = conn.execute_counted(INSERT_OBJECT_AND_LOG, &insert_params(&new, &finalizers))?;
+    Ok((stored_new(new), rows))
+}
+
+fn finalizers_text(finalizers: &[String]) -> Result<String> {
+    serde_json::to_string(finalizers)
+        .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))
+}
+
+fn insert_params<'p>(new: &'p NewObject<'_>, finalizers: &'p str) -> [Param<'p>; 9] {
+    [
+        Param::from(&new.group_kind.group),
+        Param::from(&new.group_kind.kind),
+        Param::from(new.name),
+        Param::from(new.spec.as_str()),
+        Param::from(new.resource_version),
+        Param::from(finalizers),
+        Param::from(new.now.as_millis()),
+        Param::from(new.id),
+        Param::from(new.spec_version),
+    ]
+}
+
+fn log_create(conn: Conn<'_>, new: &NewObject<'_>) -> Result<()> {
+    log_write(
+        conn,
+        LogEntry {
+            resource_version: new.resource_version,
+            object_id: new.id,
+            group_kind: new.group_kind,
+            op: WriteOp::Create,
+            written_at: new.now,
+            row_image: None,
+        },
+    )
+}
+
+/// The row [`insert_object`] stores, as read back.
+fn stored_new(new: NewObject<'_>) -> RawObject {
+    RawObject {
         meta: Meta {
             id: new.id,
             group_kind: new.group_kind.clone(),
@@ -436,7 +490,7 @@ pub(crate) fn insert_object(conn: Conn<'_>, new: NewObject<'_>) -> Result<RawObj
         spec: new.spec.clone(),
         status: None,
         relations: Relations::default(),
-    })
+    }
 }
 
 /// Writes a new spec onto `object` (a real change), bumping its generation,

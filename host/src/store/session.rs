@@ -141,19 +141,17 @@ impl Session {
             #[cfg(test)]
             batch: 0,
             migrations: &writer_conn.migrations,
+            verdicts: None,
         };
-        conn.control("SAVEPOINT op")?;
+        conn.open_savepoint("op")?;
         let result = catch_unwind(AssertUnwindSafe(|| work(&mut tx)))
             .unwrap_or_else(|_| Err(Error::Internal("a write in a transaction panicked".into())));
         inner.sequences = tx.sequences;
         inner.hooks = tx.hooks;
         inner.pushes = tx.pushes;
         inner.save_sequences = tx.save_sequences;
-        if result.is_ok() {
-            conn.control("RELEASE op")?;
-        } else {
-            conn.control("ROLLBACK TO op")?;
-            conn.control("RELEASE op")?;
+        conn.close_savepoint("op", result.is_ok())?;
+        if result.is_err() {
             inner.restore(mark);
         }
         result
@@ -174,7 +172,7 @@ impl Session {
         lock(&self.writer.conn)
             .conn
             .conn()
-            .control("SAVEPOINT frame")?;
+            .open_savepoint("frame")?;
         let mark = inner.mark();
         inner.frames.push(mark);
         Ok(())
@@ -187,11 +185,8 @@ impl Session {
         let mark = inner.frames.pop().ok_or(Error::NoTransaction)?;
         let writer_conn = lock(&self.writer.conn);
         let conn = writer_conn.conn.conn();
-        if keep {
-            conn.control("RELEASE frame")?;
-        } else {
-            conn.control("ROLLBACK TO frame")?;
-            conn.control("RELEASE frame")?;
+        conn.close_savepoint("frame", keep)?;
+        if !keep {
             inner.restore(mark);
         }
         Ok(())

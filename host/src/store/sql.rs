@@ -41,6 +41,41 @@ impl Connection {
     }
 }
 
+/// How many rows a statement changed, once it is known: at once in SQLite,
+/// when its pipeline was answered in PostgreSQL. Shared with whoever waits
+/// to read it.
+#[derive(Clone, Debug)]
+pub(crate) struct RowCount(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl RowCount {
+    /// Not yet known.
+    const UNKNOWN: u64 = u64::MAX;
+
+    pub(crate) fn unknown() -> RowCount {
+        RowCount(std::sync::Arc::new(std::sync::atomic::AtomicU64::new(
+            Self::UNKNOWN,
+        )))
+    }
+
+    pub(crate) fn known(rows: u64) -> RowCount {
+        let count = RowCount::unknown();
+        count.set(rows);
+        count
+    }
+
+    pub(crate) fn set(&self, rows: u64) {
+        self.0.store(rows, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The count, if the statement was answered.
+    pub(crate) fn get(&self) -> Option<u64> {
+        match self.0.load(std::sync::atomic::Ordering::SeqCst) {
+            Self::UNKNOWN => None,
+            rows => Some(rows),
+        }
+    }
+}
+
 /// One statement parameter. Borrowed, so binding allocates nothing.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Param<'a> {
@@ -294,17 +329,13 @@ impl<'c> Conn<'c> {
         }
     }
 
-    /// Runs one statement whose row count matters only when it is free:
-    /// SQLite runs it now and says how many rows it changed; PostgreSQL
-    /// defers it (as [`Conn::execute_later`]) and says `None`.
-    pub(crate) fn execute_or_defer(
-        &self,
-        sql: &str,
-        params: &[Param<'_>],
-    ) -> Result<Option<usize>> {
+    /// Runs one statement whose row count is read later: SQLite runs it now;
+    /// PostgreSQL defers it (as [`Conn::execute_later`]), and the count is
+    /// known once the statement was sent, at the latest with the COMMIT.
+    pub(crate) fn execute_counted(&self, sql: &str, params: &[Param<'_>]) -> Result<RowCount> {
         match self {
-            Conn::Sqlite(_) => self.execute(sql, params).map(Some),
-            Conn::Postgres(conn) => conn.execute_later(sql, params).map(|()| None),
+            Conn::Sqlite(_) => Ok(RowCount::known(self.execute(sql, params)? as u64)),
+            Conn::Postgres(conn) => conn.execute_counted_later(sql, params),
         }
     }
 
@@ -421,6 +452,39 @@ impl<'c> Conn<'c> {
             }
             Conn::Postgres(conn) => {
                 conn.simple_later(sql);
+                Ok(())
+            }
+        }
+    }
+
+    /// Opens savepoint `name`; [`Conn::close_savepoint`] closes it. In
+    /// PostgreSQL the `SAVEPOINT` is sent only if something written after it
+    /// is sent before it closes (see `PgConn::open_savepoint`).
+    pub(crate) fn open_savepoint(&self, name: &'static str) -> Result<()> {
+        match self {
+            Conn::Sqlite(conn) => {
+                conn.prepare_cached(&format!("SAVEPOINT {name}"))?
+                    .execute([])?;
+                Ok(())
+            }
+            Conn::Postgres(conn) => {
+                conn.open_savepoint(name);
+                Ok(())
+            }
+        }
+    }
+
+    /// Closes the innermost savepoint, named `name`: `keep` keeps what was
+    /// written since it opened, otherwise that is undone.
+    pub(crate) fn close_savepoint(&self, name: &'static str, keep: bool) -> Result<()> {
+        match self {
+            Conn::Sqlite(_) if keep => self.control(&format!("RELEASE {name}")),
+            Conn::Sqlite(_) => {
+                self.control(&format!("ROLLBACK TO {name}"))?;
+                self.control(&format!("RELEASE {name}"))
+            }
+            Conn::Postgres(conn) => {
+                conn.close_savepoint(keep);
                 Ok(())
             }
         }

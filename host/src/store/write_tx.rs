@@ -4,9 +4,10 @@
 
 use std::sync::{Arc, RwLock};
 
+use crate::error::Error;
 use crate::migration::{Migrations, SchemaVersions};
 use crate::object::{GroupKind, ObjectId, Timestamp};
-use crate::store::sql::{Conn, Connection, params};
+use crate::store::sql::{Conn, Connection, RowCount, params};
 use crate::sync::read;
 
 /// Work to run once the transaction that carried a job has committed.
@@ -45,6 +46,27 @@ pub(super) fn announce(
     Some(Box::new(move || listener(committed)))
 }
 
+/// A job's outcome that waits on a deferred statement: the job failed with
+/// `failure` if the statement changed no row.
+pub(crate) struct Verdict {
+    rows: RowCount,
+    failure: Error,
+}
+
+impl Verdict {
+    /// The job's failure, if the statement changed nothing. Read after the
+    /// commit, which sent every deferred statement.
+    pub(crate) fn failure(self) -> Option<Error> {
+        match self.rows.get() {
+            Some(0) => Some(self.failure),
+            Some(_) => None,
+            None => Some(Error::Internal(
+                "a deferred write was never answered".into(),
+            )),
+        }
+    }
+}
+
 /// What a job sees: the write connection inside an open transaction.
 pub(crate) struct WriteTx<'c> {
     pub(super) conn: Conn<'c>,
@@ -57,6 +79,9 @@ pub(crate) struct WriteTx<'c> {
     #[cfg(test)]
     pub(super) batch: u64,
     pub(super) migrations: &'c Migrations,
+    /// Outcomes settled only after the commit; `None` where a write must be
+    /// answered at once (a transaction held across calls).
+    pub(super) verdicts: Option<Vec<Verdict>>,
 }
 
 impl<'c> WriteTx<'c> {
@@ -74,6 +99,30 @@ impl<'c> WriteTx<'c> {
     /// The connection, inside the job's savepoint.
     pub(super) fn conn(&self) -> Conn<'c> {
         self.conn
+    }
+
+    /// Whether a write may leave its outcome to a row count read after the
+    /// commit ([`WriteTx::fail_if_nothing_written`]).
+    pub(crate) fn defers_verdicts(&self) -> bool {
+        self.verdicts.is_some()
+    }
+
+    /// Makes the job fail with `failure` if the statement counting `rows`
+    /// changed nothing. Only where [`WriteTx::defers_verdicts`], and only
+    /// for a statement that leaves nothing behind when it changes nothing.
+    pub(crate) fn fail_if_nothing_written(&mut self, rows: RowCount, failure: Error) {
+        match &mut self.verdicts {
+            Some(verdicts) => verdicts.push(Verdict { rows, failure }),
+            None => debug_assert!(false, "a deferred verdict outside a batch"),
+        }
+    }
+
+    /// The verdicts the job that just ran left.
+    pub(super) fn take_verdicts(&mut self) -> Vec<Verdict> {
+        self.verdicts
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Takes the next value of the store-wide `resource_version` sequence.

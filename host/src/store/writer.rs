@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::object::Timestamp;
 use crate::store::slot::{Slot, SlotState, Wake};
 use crate::store::write_tx::{
-    CommitListener, Committed, Hook, Sequences, WriteTx, WriterConn, announce,
+    CommitListener, Committed, Hook, Sequences, Verdict, WriteTx, WriterConn, announce,
 };
 use crate::sync::{lock, write};
 
@@ -81,6 +81,8 @@ pub(crate) struct Submitted<R> {
 struct TypedJob<F, R> {
     work: Option<F>,
     outcome: Option<Result<R>>,
+    /// What decides the outcome once the commit has answered.
+    verdicts: Vec<Verdict>,
     slot: Arc<Slot<R>>,
 }
 
@@ -97,6 +99,7 @@ where
             .unwrap_or_else(|_| Err(Error::Internal("a write job panicked".into())));
         let ok = outcome.is_ok();
         self.outcome = Some(outcome);
+        self.verdicts = tx.take_verdicts();
         ok
     }
 
@@ -106,6 +109,10 @@ where
             (Some(outcome), _) => outcome,
             (None, Err(message)) => Err(Error::CommitFailed(message.clone())),
             (None, Ok(())) => Err(Error::Internal("a write job never ran".into())),
+        };
+        let outcome = match self.verdicts.into_iter().find_map(Verdict::failure) {
+            Some(failure) if outcome.is_ok() => Err(failure),
+            _ => outcome,
         };
         self.slot.set(SlotState::Done(outcome));
     }
@@ -138,6 +145,12 @@ pub(crate) enum Leader {
 /// How long the leading thread sleeps between looks at whether its store
 /// is still open.
 const IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long a transaction opened early waits for a job before the leading
+/// thread rolls it back: longer than a worker takes between two writes of
+/// consecutive passes, short enough that other processes' writers, which
+/// queue behind its lock on the counters, barely notice.
+const OPENED_LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The write side of the store.
 pub(crate) struct Writer {
@@ -329,6 +342,7 @@ impl Writer {
         let job = Box::new(TypedJob {
             work: Some(work),
             outcome: None,
+            verdicts: Vec::new(),
             slot: slot.clone(),
         });
         let mut queue = lock(&self.queue);
@@ -422,7 +436,7 @@ impl Writer {
 
     /// Runs `batch` in one transaction; its outcome, and the hooks to run
     /// (none if it failed).
-    fn commit_batch(&self, batch: &mut [Box<dyn Job>]) -> (Result<(), String>, Vec<Hook>) {
+    fn commit_batch(&self, batch: &mut Vec<Box<dyn Job>>) -> (Result<(), String>, Vec<Hook>) {
         let started = std::time::Instant::now();
         let mut writer = lock(&self.conn);
         let writer = &mut *writer;
@@ -438,11 +452,13 @@ impl Writer {
             pushes: Vec::new(),
             save_sequences: false,
             migrations: &writer.migrations,
+            verdicts: Some(Vec::new()),
         };
         let mut begun = writer.sequences;
         let opened = writer.opened.take();
-        let begin_next = || self.batch_waiting();
-        let committed = match run_jobs(&mut tx, batch, &mut begun, opened, &begin_next) {
+        let begin_next = || self.open_next();
+        let absorb = |room: usize| self.absorb(room);
+        let committed = match run_jobs(&mut tx, batch, &mut begun, opened, &begin_next, &absorb) {
             Ok(next) => {
                 writer.opened = next;
                 Ok(())
@@ -480,14 +496,42 @@ impl Writer {
         (committed, hooks)
     }
 
-    /// Whether a batch is waiting for the leading thread, which can then
-    /// open its transaction with this one's COMMIT.
-    fn batch_waiting(&self) -> bool {
+    /// Whether the leading thread should open the next transaction with
+    /// this one's COMMIT: it leads (PostgreSQL), and no session is next (a
+    /// session opens its own). It opens one even with nothing queued: a
+    /// lone caller writing again and again (a worker's passes) then finds
+    /// a transaction open, and [`lead_on_thread`] rolls it back once the
+    /// writer has stayed idle for [`OPENED_LINGER`].
+    fn open_next(&self) -> bool {
         matches!(self.leader, Leader::Thread(_))
-            && lock(&self.queue)
+            && !lock(&self.queue)
                 .jobs
                 .front()
-                .is_some_and(|job| !job.is_lease())
+                .is_some_and(|job| job.is_lease())
+    }
+
+    /// Jobs queued while a batch ran, for the leading thread to add to it
+    /// before its COMMIT (up to `room`): a job that just missed a batch
+    /// would otherwise wait for that batch's commit and then its own.
+    fn absorb(&self, room: usize) -> Vec<Box<dyn Job>> {
+        if !matches!(self.leader, Leader::Thread(_)) || room == 0 {
+            return Vec::new();
+        }
+        let mut queue = lock(&self.queue);
+        let take = queue
+            .jobs
+            .iter()
+            .take(room)
+            .take_while(|job| !job.is_lease())
+            .count();
+        let jobs = queue.jobs.drain(..take).collect();
+        self.publish_depth(&queue);
+        jobs
+    }
+
+    /// Whether a transaction opened early waits for a batch.
+    fn has_opened(&self) -> bool {
+        lock(&self.conn).opened.is_some()
     }
 
     /// Rolls back a transaction opened early, if one is open; whether one was.
@@ -531,10 +575,11 @@ impl Writer {
 /// opens the next transaction, returned for that batch.
 fn run_jobs(
     tx: &mut WriteTx<'_>,
-    batch: &mut [Box<dyn Job>],
+    batch: &mut Vec<Box<dyn Job>>,
     begun: &mut Sequences,
     opened: Option<Sequences>,
     begin_next: &dyn Fn() -> bool,
+    absorb: &dyn Fn(usize) -> Vec<Box<dyn Job>>,
 ) -> Result<Option<Sequences>> {
     let committed = match opened {
         Some(counters) => Some(counters),
@@ -545,11 +590,22 @@ fn run_jobs(
     }
     *begun = tx.sequences;
     // A lone job needs no savepoint: if it fails, the whole transaction
-    // goes, which saves two statements (two round trips in PostgreSQL).
+    // goes, which saves two statements.
     let alone = batch.len() == 1;
-    for job in batch.iter_mut() {
-        if !alone {
-            tx.conn.control("SAVEPOINT job")?;
+    let mut next = 0;
+    loop {
+        if next == batch.len() {
+            let more = absorb(MAX_BATCH.saturating_sub(batch.len()));
+            if more.is_empty() {
+                break;
+            }
+            batch.extend(more);
+        }
+        let lone = alone && next == 0;
+        let job = &mut batch[next];
+        next += 1;
+        if !lone {
+            tx.conn.open_savepoint("job")?;
         }
         let hooks_before = tx.hooks.len();
         let pushes_before = tx.pushes.len();
@@ -563,17 +619,11 @@ fn run_jobs(
             tx.sequences = sequences_before;
             tx.save_sequences = save_before;
         }
-        match (succeeded, alone) {
-            (true, true) => {}
-            (true, false) => tx.conn.control("RELEASE job")?,
-            (false, true) => {
-                tx.conn.rollback();
-                return Ok(None);
-            }
-            (false, false) => {
-                tx.conn.control("ROLLBACK TO job")?;
-                tx.conn.control("RELEASE job")?;
-            }
+        if !lone {
+            tx.conn.close_savepoint("job", succeeded)?;
+        } else if !succeeded {
+            tx.conn.rollback();
+            return Ok(None);
         }
     }
     tx.conn.commit_write(
@@ -602,13 +652,23 @@ pub(super) fn lead_on_thread(writer: Arc<Writer>) {
                 if !queue.leader_active && job_first {
                     break;
                 }
-                if !job_first && writer.discard_opened() {
-                    // Its batch was withdrawn, or a session is next: the
-                    // session opens its own transaction.
+                let session_next = !queue.jobs.is_empty() && !job_first;
+                if session_next && writer.discard_opened() {
+                    // The session opens its own transaction.
                     continue;
                 }
                 if !queue.leader_active && !queue.jobs.is_empty() {
                     break;
+                }
+                if queue.jobs.is_empty() && writer.has_opened() {
+                    let (woken, waited) = wake
+                        .wait_timeout(queue, OPENED_LINGER)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    queue = woken;
+                    if waited.timed_out() && queue.jobs.is_empty() {
+                        writer.discard_opened();
+                    }
+                    continue;
                 }
                 queue = wake
                     .wait_timeout(queue, IDLE_CHECK)

@@ -27,7 +27,7 @@ use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, Config, NoTls, Notification, Row, SimpleQueryMessage, Statement};
 
 use crate::error::{Error, Result};
-use crate::store::sql::Param;
+use crate::store::sql::{Param, RowCount};
 use crate::store::write_tx::Sequences;
 use driver::{DriveError, Driver, Socket};
 
@@ -138,6 +138,9 @@ pub(crate) struct PgConn {
     /// Why the open transaction can no longer commit: a deferred statement
     /// failed.
     spoiled: RefCell<Option<String>>,
+    /// Savepoints opened and not yet closed, outermost first (see
+    /// [`PgConn::open_savepoint`]).
+    savepoints: RefCell<Vec<LazySavepoint>>,
     /// Where this store's commits are announced.
     channel: String,
     /// The tenure whose token every commit must still hold (the writer's
@@ -164,6 +167,7 @@ impl PgConn {
             statements: RefCell::new(HashMap::new()),
             deferred: RefCell::new(Vec::new()),
             spoiled: RefCell::new(None),
+            savepoints: RefCell::new(Vec::new()),
             channel: channel.to_string(),
             fence: std::cell::Cell::new(None),
         })
@@ -181,6 +185,7 @@ impl PgConn {
         &self,
         request: impl std::future::Future<Output = std::result::Result<T, tokio_postgres::Error>>,
     ) -> Result<T> {
+        self.place_savepoints();
         let deferred = std::mem::take(&mut *self.deferred.borrow_mut());
         let client = &self.client;
         let sent = futures_util::future::join_all(deferred.iter().map(|d| d.send(client)));
@@ -207,6 +212,21 @@ impl PgConn {
         Ok(())
     }
 
+    /// Queues a statement whose row count is read after it was sent.
+    pub(crate) fn execute_counted_later(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<RowCount> {
+        let statement = self.statement(sql)?;
+        let params = params.iter().map(OwnedParam::from).collect();
+        let rows = RowCount::unknown();
+        self.deferred
+            .borrow_mut()
+            .push(Deferred::Counted(statement, params, rows.clone()));
+        Ok(rows)
+    }
+
     /// Queues parameterless statements (transaction control).
     pub(crate) fn simple_later(&self, sql: &str) {
         self.deferred
@@ -214,11 +234,60 @@ impl PgConn {
             .push(Deferred::Simple(sql.to_string()));
     }
 
-    /// Starts afresh: nothing queued, nothing spoiled. For the start and
-    /// the end of a transaction.
+    /// Starts afresh: nothing queued, nothing spoiled, no savepoint open.
+    /// For the start and the end of a transaction.
     pub(crate) fn reset(&self) {
         self.deferred.borrow_mut().clear();
+        self.savepoints.borrow_mut().clear();
         self.spoiled.replace(None);
+    }
+
+    /// Opens savepoint `name`, lazily: its `SAVEPOINT` is placed in the
+    /// queue of deferred statements, where the savepoint began, only when
+    /// something queued after that point is about to be sent. A write made
+    /// only of deferred statements therefore costs no savepoint at all: if
+    /// it fails, its statements are dropped before they reach the server.
+    pub(crate) fn open_savepoint(&self, name: &'static str) {
+        let at = self.deferred.borrow().len();
+        self.savepoints.borrow_mut().push(LazySavepoint {
+            name,
+            at,
+            placed: false,
+        });
+    }
+
+    /// Closes the innermost savepoint, keeping or undoing what was written
+    /// since it opened.
+    pub(crate) fn close_savepoint(&self, keep: bool) {
+        let Some(savepoint) = self.savepoints.borrow_mut().pop() else {
+            return;
+        };
+        match (savepoint.placed, keep) {
+            (false, true) => {}
+            // Nothing after the savepoint was sent: drop it unsent.
+            (false, false) => self.deferred.borrow_mut().truncate(savepoint.at),
+            (true, true) => self.simple_later(&format!("RELEASE {}", savepoint.name)),
+            (true, false) => {
+                self.simple_later(&format!("ROLLBACK TO {0}; RELEASE {0}", savepoint.name))
+            }
+        }
+    }
+
+    /// Puts every open savepoint not yet placed into the queue, where it
+    /// began: the queue is about to be sent.
+    fn place_savepoints(&self) {
+        let mut savepoints = self.savepoints.borrow_mut();
+        let mut deferred = self.deferred.borrow_mut();
+        // Each insertion shifts the places of the savepoints after it by one.
+        let unplaced = savepoints.iter_mut().filter(|s| !s.placed);
+        for (inserted, savepoint) in unplaced.enumerate() {
+            savepoint.at += inserted;
+            deferred.insert(
+                savepoint.at,
+                Deferred::Simple(format!("SAVEPOINT {}", savepoint.name)),
+            );
+            savepoint.placed = true;
+        }
     }
 
     /// Why the open transaction cannot commit, if it cannot.
@@ -260,8 +329,8 @@ impl PgConn {
     /// in other processes queue behind it; returns them as committed.
     pub(crate) fn begin_write(&self) -> Result<Sequences> {
         self.reset();
-        let messages = self.simple(BEGIN_WRITE)?;
-        counters(&messages)
+        self.simple_later("BEGIN");
+        counters(&self.query(LOCK_COUNTERS, &[])?)
     }
 
     /// Commits the write transaction begun with counters `begun`: stores
@@ -286,36 +355,41 @@ impl PgConn {
             Some(token) => lease::fence_check(token),
             None => String::new(),
         };
+        // Prepared, unlike the COMMIT's text, so the server need not parse
+        // and plan them for every batch.
         if now != begun {
-            commit.push_str(&format!(
-                "UPDATE kv SET value = CASE key WHEN 'resource_version' THEN {} ELSE {} END \
-                 WHERE key IN ('resource_version', 'object_id'); ",
-                now.resource_version, now.object_id
-            ));
+            self.execute_later(
+                "UPDATE kv SET value = CASE key WHEN 'resource_version' THEN ?1::BIGINT ELSE ?2::BIGINT END \
+                 WHERE key IN ('resource_version', 'object_id')",
+                &[Param::Int(now.resource_version), Param::Int(now.object_id)],
+            )?;
         }
         if now.resource_version > begun.resource_version {
-            commit.push_str(&format!(
-                "NOTIFY {}, '{}'; ",
-                listen::quote_ident(&self.channel),
-                listen::payload(session, now.resource_version)
-            ));
+            let payload = listen::payload(session, now.resource_version);
+            self.execute_later(
+                "SELECT pg_notify(?1, ?2)",
+                &[Param::Text(&self.channel), Param::Text(&payload)],
+            )?;
         }
         commit.push_str("COMMIT");
         if !begin_next {
             self.simple(&commit).map_err(lost_lease)?;
             return Ok(None);
         }
-        // Two requests, so a next transaction that fails to open cannot
-        // hide that this one committed.
-        let (committed, next) = self.run(async {
-            Ok(futures_util::future::join(
+        let lock_counters = self.statement(LOCK_COUNTERS)?;
+        // Separate requests, so a next transaction that fails to open
+        // cannot hide that this one committed.
+        let (committed, begun, locked) = self.run(async {
+            Ok(futures_util::future::join3(
                 self.client.simple_query(&commit),
-                self.client.simple_query(BEGIN_WRITE),
+                self.client.batch_execute("BEGIN"),
+                self.client.query(&lock_counters, &[]),
             )
             .await)
         })?;
         committed.map_err(postgres_error).map_err(lost_lease)?;
-        match next.map_err(postgres_error).and_then(|m| counters(&m)) {
+        let next = begun.and(locked).map_err(postgres_error);
+        match next.and_then(|rows| counters(&rows)) {
             Ok(counters) => Ok(Some(counters)),
             Err(error) => {
                 tracing::warn!(%error, "could not open the next write transaction early");
@@ -362,16 +436,14 @@ impl PgConn {
     }
 }
 
-/// Opens a write transaction and reads the counters under a row lock.
-const BEGIN_WRITE: &str = "BEGIN; SELECT key, value FROM kv \
+/// Reads the counters under a row lock, so writers in other processes
+/// queue behind this transaction.
+const LOCK_COUNTERS: &str = "SELECT key, value FROM kv \
      WHERE key IN ('object_id', 'resource_version') ORDER BY key FOR UPDATE";
 
-/// The counters in the answer to [`BEGIN_WRITE`].
-fn counters(messages: &[SimpleQueryMessage]) -> Result<Sequences> {
-    let mut values = messages.iter().filter_map(|message| match message {
-        SimpleQueryMessage::Row(row) => row.get(1).and_then(|v| v.parse::<i64>().ok()),
-        _ => None,
-    });
+/// The counters in the answer to [`LOCK_COUNTERS`].
+fn counters(rows: &[Row]) -> Result<Sequences> {
+    let mut values = rows.iter().filter_map(|row| row.try_get::<_, i64>(1).ok());
     match (values.next(), values.next()) {
         (Some(object_id), Some(resource_version)) => Ok(Sequences {
             resource_version,
@@ -434,7 +506,17 @@ impl Drop for TempSchema {
 /// parameters.
 enum Deferred {
     Statement(Statement, Vec<OwnedParam>),
+    /// A statement whose row count someone reads once it was answered.
+    Counted(Statement, Vec<OwnedParam>, RowCount),
     Simple(String),
+}
+
+/// A savepoint [`PgConn::open_savepoint`] opened: where in the deferred
+/// queue it begins, and whether its `SAVEPOINT` statement is there yet.
+struct LazySavepoint {
+    name: &'static str,
+    at: usize,
+    placed: bool,
 }
 
 impl Deferred {
@@ -446,6 +528,12 @@ impl Deferred {
                     .execute(statement, &as_to_sql(&params))
                     .await
                     .map(|_| ())
+            }
+            Deferred::Counted(statement, params, rows) => {
+                let params: Vec<Param<'_>> = params.iter().map(OwnedParam::as_param).collect();
+                let changed = client.execute(statement, &as_to_sql(&params)).await?;
+                rows.set(changed);
+                Ok(())
             }
             Deferred::Simple(sql) => client.batch_execute(sql).await,
         }

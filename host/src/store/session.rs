@@ -16,6 +16,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::object::Timestamp;
 use crate::store::Reader;
+use crate::store::sql::Savepoint;
 use crate::store::write_tx::{Committed, Hook, Push, Sequences, WriteTx, announce};
 use crate::store::writer::{Writer, run_hooks};
 use crate::sync::lock;
@@ -143,14 +144,14 @@ impl Session {
             migrations: &writer_conn.migrations,
             verdicts: None,
         };
-        conn.open_savepoint("op")?;
+        conn.open_savepoint(Savepoint::Op)?;
         let result = catch_unwind(AssertUnwindSafe(|| work(&mut tx)))
             .unwrap_or_else(|_| Err(Error::Internal("a write in a transaction panicked".into())));
         inner.sequences = tx.sequences;
         inner.hooks = tx.hooks;
         inner.pushes = tx.pushes;
         inner.save_sequences = tx.save_sequences;
-        conn.close_savepoint("op", result.is_ok())?;
+        conn.close_savepoint(Savepoint::Op, result.is_ok())?;
         if result.is_err() {
             inner.restore(mark);
         }
@@ -172,7 +173,7 @@ impl Session {
         lock(&self.writer.conn)
             .conn
             .conn()
-            .open_savepoint("frame")?;
+            .open_savepoint(Savepoint::Frame)?;
         let mark = inner.mark();
         inner.frames.push(mark);
         Ok(())
@@ -185,7 +186,7 @@ impl Session {
         let mark = inner.frames.pop().ok_or(Error::NoTransaction)?;
         let writer_conn = lock(&self.writer.conn);
         let conn = writer_conn.conn.conn();
-        conn.close_savepoint("frame", keep)?;
+        conn.close_savepoint(Savepoint::Frame, keep)?;
         if !keep {
             inner.restore(mark);
         }

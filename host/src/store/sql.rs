@@ -41,6 +41,41 @@ impl Connection {
     }
 }
 
+/// The savepoints the store opens: a batch's job, an open transaction's
+/// call, and a nested frame inside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Savepoint {
+    Job,
+    Op,
+    Frame,
+}
+
+impl Savepoint {
+    pub(crate) fn open_sql(self) -> &'static str {
+        match self {
+            Savepoint::Job => "SAVEPOINT job",
+            Savepoint::Op => "SAVEPOINT op",
+            Savepoint::Frame => "SAVEPOINT frame",
+        }
+    }
+
+    pub(crate) fn release_sql(self) -> &'static str {
+        match self {
+            Savepoint::Job => "RELEASE job",
+            Savepoint::Op => "RELEASE op",
+            Savepoint::Frame => "RELEASE frame",
+        }
+    }
+
+    pub(crate) fn rollback_sql(self) -> &'static str {
+        match self {
+            Savepoint::Job => "ROLLBACK TO job",
+            Savepoint::Op => "ROLLBACK TO op",
+            Savepoint::Frame => "ROLLBACK TO frame",
+        }
+    }
+}
+
 /// How many rows a statement changed, once it is known: at once in SQLite,
 /// when its pipeline was answered in PostgreSQL. Shared with whoever waits
 /// to read it.
@@ -457,31 +492,27 @@ impl<'c> Conn<'c> {
         }
     }
 
-    /// Opens savepoint `name`; [`Conn::close_savepoint`] closes it. In
+    /// Opens `savepoint`; [`Conn::close_savepoint`] closes it. In
     /// PostgreSQL the `SAVEPOINT` is sent only if something written after it
     /// is sent before it closes (see `PgConn::open_savepoint`).
-    pub(crate) fn open_savepoint(&self, name: &'static str) -> Result<()> {
+    pub(crate) fn open_savepoint(&self, savepoint: Savepoint) -> Result<()> {
         match self {
-            Conn::Sqlite(conn) => {
-                conn.prepare_cached(&format!("SAVEPOINT {name}"))?
-                    .execute([])?;
-                Ok(())
-            }
+            Conn::Sqlite(_) => self.control(savepoint.open_sql()),
             Conn::Postgres(conn) => {
-                conn.open_savepoint(name);
+                conn.open_savepoint(savepoint);
                 Ok(())
             }
         }
     }
 
-    /// Closes the innermost savepoint, named `name`: `keep` keeps what was
+    /// Closes the innermost savepoint, `savepoint`: `keep` keeps what was
     /// written since it opened, otherwise that is undone.
-    pub(crate) fn close_savepoint(&self, name: &'static str, keep: bool) -> Result<()> {
+    pub(crate) fn close_savepoint(&self, savepoint: Savepoint, keep: bool) -> Result<()> {
         match self {
-            Conn::Sqlite(_) if keep => self.control(&format!("RELEASE {name}")),
+            Conn::Sqlite(_) if keep => self.control(savepoint.release_sql()),
             Conn::Sqlite(_) => {
-                self.control(&format!("ROLLBACK TO {name}"))?;
-                self.control(&format!("RELEASE {name}"))
+                self.control(savepoint.rollback_sql())?;
+                self.control(savepoint.release_sql())
             }
             Conn::Postgres(conn) => {
                 conn.close_savepoint(keep);

@@ -25,6 +25,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use crate::error::{Error, Result};
 use crate::object::Timestamp;
 use crate::store::slot::{Slot, SlotState, Wake};
+use crate::store::sql::Savepoint;
 use crate::store::write_tx::{
     CommitListener, Committed, Hook, Sequences, Verdict, WriteTx, WriterConn, announce,
 };
@@ -609,7 +610,7 @@ fn run_jobs(
         let job = &mut batch[next];
         next += 1;
         if !lone {
-            tx.conn.open_savepoint("job")?;
+            tx.conn.open_savepoint(Savepoint::Job)?;
         }
         let hooks_before = tx.hooks.len();
         let pushes_before = tx.pushes.len();
@@ -624,7 +625,7 @@ fn run_jobs(
             tx.save_sequences = save_before;
         }
         if !lone {
-            tx.conn.close_savepoint("job", succeeded)?;
+            tx.conn.close_savepoint(Savepoint::Job, succeeded)?;
         } else if !succeeded {
             tx.conn.rollback();
             return Ok(None);

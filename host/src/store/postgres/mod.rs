@@ -27,7 +27,7 @@ use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, Config, NoTls, Notification, Row, SimpleQueryMessage, Statement};
 
 use crate::error::{Error, Result};
-use crate::store::sql::{Param, RowCount};
+use crate::store::sql::{Param, RowCount, Savepoint};
 use crate::store::write_tx::Sequences;
 use driver::{DriveError, Driver, Socket};
 
@@ -247,10 +247,10 @@ impl PgConn {
     /// something queued after that point is about to be sent. A write made
     /// only of deferred statements therefore costs no savepoint at all: if
     /// it fails, its statements are dropped before they reach the server.
-    pub(crate) fn open_savepoint(&self, name: &'static str) {
+    pub(crate) fn open_savepoint(&self, savepoint: Savepoint) {
         let at = self.deferred.borrow().len();
         self.savepoints.borrow_mut().push(LazySavepoint {
-            name,
+            savepoint,
             at,
             placed: false,
         });
@@ -266,9 +266,10 @@ impl PgConn {
             (false, true) => {}
             // Nothing after the savepoint was sent: drop it unsent.
             (false, false) => self.deferred.borrow_mut().truncate(savepoint.at),
-            (true, true) => self.simple_later(&format!("RELEASE {}", savepoint.name)),
+            (true, true) => self.simple_later(savepoint.savepoint.release_sql()),
             (true, false) => {
-                self.simple_later(&format!("ROLLBACK TO {0}; RELEASE {0}", savepoint.name))
+                self.simple_later(savepoint.savepoint.rollback_sql());
+                self.simple_later(savepoint.savepoint.release_sql());
             }
         }
     }
@@ -284,7 +285,7 @@ impl PgConn {
             savepoint.at += inserted;
             deferred.insert(
                 savepoint.at,
-                Deferred::Simple(format!("SAVEPOINT {}", savepoint.name)),
+                Deferred::Simple(savepoint.savepoint.open_sql().to_string()),
             );
             savepoint.placed = true;
         }
@@ -514,7 +515,7 @@ enum Deferred {
 /// A savepoint [`PgConn::open_savepoint`] opened: where in the deferred
 /// queue it begins, and whether its `SAVEPOINT` statement is there yet.
 struct LazySavepoint {
-    name: &'static str,
+    savepoint: Savepoint,
     at: usize,
     placed: bool,
 }

@@ -664,6 +664,15 @@ mod tests {
             .block_on(store.write(work))
     }
 
+    /// Runs [`write_from_thread`] on a thread of its own.
+    fn write_on_thread<R: Send + 'static>(
+        store: &Store,
+        work: impl FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
+    ) -> thread::JoinHandle<Result<R>> {
+        let store = store.clone();
+        thread::spawn(move || write_from_thread(&store, work))
+    }
+
     /// Writes a kv row named `key` and reports the transaction it ran in.
     fn put(key: &'static str) -> impl FnOnce(&mut WriteTx<'_>) -> Result<u64> + Send + 'static {
         move |tx| {
@@ -716,21 +725,16 @@ mod tests {
         let store = store.clone();
         let (release, holder) = hold_writer(&store);
 
-        type Job = Box<dyn FnOnce(&mut WriteTx<'_>) -> Result<u64> + Send>;
-        let spawn = |job: Job| {
-            let store = store.clone();
-            thread::spawn(move || write_from_thread(&store, job))
-        };
-        let first = spawn(Box::new(put("first")));
+        let first = write_on_thread(&store, put("first"));
         wait_for_queue(&store, 1);
         let (failing_batch_tx, failing_batch_rx) = mpsc::channel();
-        let failing = spawn(Box::new(move |tx: &mut WriteTx<'_>| {
+        let failing = write_on_thread(&store, move |tx| -> Result<u64> {
             put("failing")(tx)?;
             failing_batch_tx.send(tx.batch()).unwrap();
             Err(Error::Internal("this job fails".into()))
-        }));
+        });
         wait_for_queue(&store, 2);
-        let last = spawn(Box::new(put("last")));
+        let last = write_on_thread(&store, put("last"));
         wait_for_queue(&store, 3);
 
         release.send(()).unwrap();
@@ -777,10 +781,7 @@ mod tests {
         assert!(abandoned.is_err(), "timed out while queued");
         assert_eq!(store.inner.writer.queued(), 0, "withdrawn from the queue");
 
-        let waiting = {
-            let store = store.clone();
-            thread::spawn(move || write_from_thread(&store, put("after")))
-        };
+        let waiting = write_on_thread(&store, put("after"));
         wait_for_queue(&store, 1);
         release.send(()).unwrap();
         holder.join().unwrap().unwrap();
@@ -845,20 +846,17 @@ mod tests {
         for store in each_store() {
             let (release, holder) = hold_writer(&store);
             let spawn = |key: &'static str, also_fail: bool| {
-                let store = store.clone();
-                thread::spawn(move || {
-                    write_from_thread(&store, move |tx| {
-                        put(key)(tx)?;
-                        // kv's value may not be NULL.
-                        tx.conn().execute_later(
-                            "INSERT INTO kv (key, value) VALUES ('broken', NULL)",
-                            sql::params![],
-                        )?;
-                        if also_fail {
-                            return Err(Error::Internal("fails on its own".into()));
-                        }
-                        Ok(())
-                    })
+                write_on_thread(&store, move |tx| {
+                    put(key)(tx)?;
+                    // kv's value may not be NULL.
+                    tx.conn().execute_later(
+                        "INSERT INTO kv (key, value) VALUES ('broken', NULL)",
+                        sql::params![],
+                    )?;
+                    if also_fail {
+                        return Err(Error::Internal("fails on its own".into()));
+                    }
+                    Ok(())
                 })
             };
             let quiet = spawn("quiet", false);
@@ -882,20 +880,17 @@ mod tests {
         for store in each_store() {
             let (release, holder) = hold_writer(&store);
             let spawn = |key: &'static str, fail: bool| {
-                let store = store.clone();
-                thread::spawn(move || {
-                    write_from_thread(&store, move |tx| {
-                        // Deferred on PostgreSQL: no savepoint is ever sent
-                        // for this job, so failing must drop its statements.
-                        tx.conn().execute_later(
-                            "INSERT INTO kv (key, value) VALUES (?1, 1)",
-                            sql::params![key],
-                        )?;
-                        if fail {
-                            return Err(Error::Internal("fails after writing".into()));
-                        }
-                        Ok(())
-                    })
+                write_on_thread(&store, move |tx| {
+                    // Deferred on PostgreSQL: no savepoint is ever sent for
+                    // this job, so failing must drop its statements.
+                    tx.conn().execute_later(
+                        "INSERT INTO kv (key, value) VALUES (?1, 1)",
+                        sql::params![key],
+                    )?;
+                    if fail {
+                        return Err(Error::Internal("fails after writing".into()));
+                    }
+                    Ok(())
                 })
             };
             let kept = spawn("kept", false);

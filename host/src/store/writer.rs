@@ -408,14 +408,15 @@ impl Writer {
 
     /// The jobs at the front of the queue, up to [`MAX_BATCH`], stopping at a lease.
     fn take_batch(&self) -> Vec<Box<dyn Job>> {
-        self.drain_batch(&mut lock(&self.queue))
+        self.drain_batch(&mut lock(&self.queue), MAX_BATCH)
     }
 
-    fn drain_batch(&self, queue: &mut Queue) -> Vec<Box<dyn Job>> {
+    /// Up to `most` jobs from the front of the queue, stopping at a lease.
+    fn drain_batch(&self, queue: &mut Queue, most: usize) -> Vec<Box<dyn Job>> {
         let take = queue
             .jobs
             .iter()
-            .take(MAX_BATCH)
+            .take(most)
             .take_while(|job| !job.is_lease())
             .count();
         let batch = queue.jobs.drain(..take).collect();
@@ -522,16 +523,7 @@ impl Writer {
         if !matches!(self.leader, Leader::Thread(_)) || room == 0 {
             return Vec::new();
         }
-        let mut queue = lock(&self.queue);
-        let take = queue
-            .jobs
-            .iter()
-            .take(room)
-            .take_while(|job| !job.is_lease())
-            .count();
-        let jobs = queue.jobs.drain(..take).collect();
-        self.publish_depth(&queue);
-        jobs
+        self.drain_batch(&mut lock(&self.queue), room)
     }
 
     /// Whether a transaction opened early waits for a batch.
@@ -686,7 +678,7 @@ pub(super) fn lead_on_thread(writer: Arc<Writer>) {
                 lease.grant_lead();
                 continue;
             }
-            writer.drain_batch(&mut queue)
+            writer.drain_batch(&mut queue, MAX_BATCH)
         };
         writer.run_batch(batch);
         lock(&writer.queue).leader_active = false;

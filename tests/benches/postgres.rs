@@ -9,6 +9,8 @@
 //!   `synchronous_commit=off` in the connection string: a commit does not
 //!   wait for its WAL flush, the durability SQLite's default (`synchronous =
 //!   NORMAL`) gives;
+//! - `pg.converge_10k_c1_leased_per_s`: the same as the host `beehive run`
+//!   makes, holding the lease, so every commit checks its fencing token;
 //! - `pg.creates_seq_per_s`, `pg.get_by_id_us`: one caller creating 2,000
 //!   objects one at a time, then reading each back by id;
 //! - `pg.failover_s`: two hosts on one database with the default 5 s lease,
@@ -65,8 +67,18 @@ fn outstanding(store: &Store) -> i64 {
         .expect("a number")
 }
 
-async fn converge(url: &str) -> f64 {
+/// The converge workload; `leased`: as `beehive run` serves, holding the
+/// lease, so every commit checks its fencing token.
+async fn converge(url: &str, leased: bool) -> f64 {
     let store = Store::open(url).expect("store");
+    let tenure = match leased {
+        true => Some(
+            beehive::engine::Tenure::take(&store, Duration::from_secs(30))
+                .await
+                .expect("lease"),
+        ),
+        false => None,
+    };
     let host = Host::new(&store, HostOptions::new()).expect("host");
     host.register(kind(), WriteStatus, ControllerOptions::new().concurrency(1))
         .await
@@ -96,6 +108,9 @@ async fn converge(url: &str) -> f64 {
     }
     let elapsed = start.elapsed().as_secs_f64();
     running.stop(Duration::from_secs(30)).await.expect("stop");
+    if let Some(tenure) = tenure {
+        tenure.release();
+    }
     elapsed
 }
 
@@ -258,7 +273,7 @@ fn main() {
     }
     if wanted("pg.converge_10k_c1_per_s") {
         let server = TestPostgres::start();
-        let elapsed = runtime.block_on(converge(server.url()));
+        let elapsed = runtime.block_on(converge(server.url(), false));
         figure(
             "pg.converge_10k_c1_per_s",
             OBJECTS as f64 / elapsed,
@@ -268,9 +283,18 @@ fn main() {
     if wanted("pg.converge_10k_c1_async_commit_per_s") {
         let server = TestPostgres::start();
         let url = format!("{}&options=-c%20synchronous_commit%3Doff", server.url());
-        let elapsed = runtime.block_on(converge(&url));
+        let elapsed = runtime.block_on(converge(&url, false));
         figure(
             "pg.converge_10k_c1_async_commit_per_s",
+            OBJECTS as f64 / elapsed,
+            "obj/s",
+        );
+    }
+    if wanted("pg.converge_10k_c1_leased_per_s") {
+        let server = TestPostgres::start();
+        let elapsed = runtime.block_on(converge(server.url(), true));
+        figure(
+            "pg.converge_10k_c1_leased_per_s",
             OBJECTS as f64 / elapsed,
             "obj/s",
         );

@@ -27,7 +27,7 @@ pub struct LeaseHolder {
     pub live: bool,
 }
 
-/// The prefix of the error a fenced commit raises; see [`fence_check`].
+/// The prefix of the error a fenced commit raises; see [`FENCE_CHECK`].
 pub(crate) const LOST: &str = "lease lost";
 
 fn millis(period: Duration) -> i64 {
@@ -85,19 +85,9 @@ pub(crate) fn holder(conn: Conn<'_>) -> Result<Option<LeaseHolder>> {
 
 /// The statement a fenced write transaction runs just before COMMIT: locks
 /// the lease row against a takeover until the commit ends, and fails the
-/// transaction unless tenure `token` is still current.
-pub(crate) fn fence_check(token: i64) -> String {
-    format!(
-        "DO $$ BEGIN \
-           PERFORM 1 FROM host_lease \
-             WHERE id = 1 AND token = {token} AND expires_at > clock_timestamp() FOR SHARE; \
-           IF NOT FOUND THEN \
-             RAISE EXCEPTION '{LOST}: this host is no longer the active one (its tenure {token} \
-                              expired or was taken over)'; \
-           END IF; \
-         END $$; "
-    )
-}
+/// transaction unless tenure `?1` is still current (`beehive_fence` is
+/// made by the fourth migration).
+pub(crate) const FENCE_CHECK: &str = "SELECT beehive_fence(?1)";
 
 /// The error for operations that need a lease on a store that has none.
 pub(crate) fn unsupported() -> Error {

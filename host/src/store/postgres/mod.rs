@@ -352,10 +352,6 @@ impl PgConn {
                 message: format!("the transaction cannot commit: {why}"),
             });
         }
-        let mut commit = match self.fence.get() {
-            Some(token) => lease::fence_check(token),
-            None => String::new(),
-        };
         // Prepared, unlike the COMMIT's text, so the server need not parse
         // and plan them for every batch.
         if now != begun {
@@ -372,22 +368,27 @@ impl PgConn {
                 &[Param::Text(&self.channel), Param::Text(&payload)],
             )?;
         }
-        commit.push_str("COMMIT");
+        if let Some(token) = self.fence.get() {
+            // Last before the COMMIT: its share lock is held the shortest.
+            self.execute_later(lease::FENCE_CHECK, &[Param::Int(token)])?;
+        }
         if !begin_next {
-            self.simple(&commit).map_err(lost_lease)?;
+            self.simple("COMMIT").map_err(lost_lease)?;
             return Ok(None);
         }
         let lock_counters = self.statement(LOCK_COUNTERS)?;
         // Separate requests, so a next transaction that fails to open
         // cannot hide that this one committed.
-        let (committed, begun, locked) = self.run(async {
-            Ok(futures_util::future::join3(
-                self.client.simple_query(&commit),
-                self.client.batch_execute("BEGIN"),
-                self.client.query(&lock_counters, &[]),
-            )
-            .await)
-        })?;
+        let (committed, begun, locked) = self
+            .run(async {
+                Ok(futures_util::future::join3(
+                    self.client.simple_query("COMMIT"),
+                    self.client.batch_execute("BEGIN"),
+                    self.client.query(&lock_counters, &[]),
+                )
+                .await)
+            })
+            .map_err(lost_lease)?;
         committed.map_err(postgres_error).map_err(lost_lease)?;
         let next = begun.and(locked).map_err(postgres_error);
         match next.and_then(|rows| counters(&rows)) {

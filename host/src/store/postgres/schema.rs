@@ -11,7 +11,22 @@ use crate::error::{Error, Result};
 use crate::store::postgres::PgConn;
 
 /// Every migration, oldest first. Never edit one that has shipped: add another.
-const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
+
+/// The fence check every commit of an active host runs (see
+/// `postgres::lease`), as a function: PL/pgSQL keeps its plan per
+/// connection, where an inline `DO` block was compiled anew for every
+/// commit. Its message starts with `lease::LOST`.
+const MIGRATION_4: &str = r#"
+CREATE FUNCTION beehive_fence(tenure BIGINT) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM host_lease
+        WHERE id = 1 AND token = tenure AND expires_at > clock_timestamp() FOR SHARE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'lease lost: this host is no longer the active one (its tenure % expired or was taken over)', tenure;
+    END IF;
+END $$;
+"#;
 
 /// Plugins that travel with the store: every pushed component once, by the
 /// SHA-256 of its bytes, and the set hosts serve (a name, the version it
@@ -216,4 +231,15 @@ fn step(conn: &PgConn) -> Result<()> {
         ))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fence_says_the_lease_was_lost_as_the_store_recognises_it() {
+        let prefix = format!("'{}:", crate::store::postgres::lease::LOST);
+        assert!(MIGRATION_4.contains(&prefix));
+    }
 }

@@ -1,11 +1,6 @@
 //! Event watches: one object's timeline, then every run written to it.
 
-use std::time::Duration;
-
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
-
-use super::{End, Ended, Feed, PAGE, WatchOptions, next_wake};
+use super::{Delivery, End, Feed, PAGE, WatchOptions, debug_stream};
 use crate::client::RawClient;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventFilter};
@@ -31,10 +26,8 @@ stream_from_feed!(EventStream, Event);
 
 impl std::fmt::Debug for EventStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventStream")
-            .field("runs", &self.runs.len())
-            .field("resource_version", &self.resource_version)
-            .finish_non_exhaustive()
+        let runs = self.runs.len();
+        debug_stream(f, "EventStream", ("runs", &runs), self.resource_version)
     }
 }
 
@@ -55,7 +48,7 @@ impl RawClient {
         category: Option<&str>,
         options: WatchOptions,
     ) -> Result<EventStream> {
-        let host_stopped = self.watch_lifetime()?;
+        let (feed, delivery) = self.open_stream(options.floor_interval)?;
         let store = self.store().clone();
         let category = category.map(str::to_string);
         let (runs, head) = store.read(|r| {
@@ -77,8 +70,6 @@ impl RawClient {
                 Ok((runs, head))
             })
         })?;
-        let ended = Ended::default();
-        let (sender, receiver) = mpsc::channel(PAGE);
         let cursor = options.resume_from.unwrap_or(head);
         if cursor > head {
             return Err(Error::WatchTooNew {
@@ -90,16 +81,13 @@ impl RawClient {
             id,
             category,
             cursor,
-            sender,
-            ended: ended.clone(),
-            floor: options.floor_interval,
-            host_stopped,
+            delivery,
         };
         tokio::spawn(tail.run());
         Ok(EventStream {
             runs,
             resource_version: cursor,
-            feed: Feed::new(receiver, self.group_kind().clone(), ended, self.store()),
+            feed,
         })
     }
 }
@@ -110,15 +98,11 @@ struct EventTail {
     id: ObjectId,
     category: Option<String>,
     cursor: i64,
-    sender: mpsc::Sender<Event>,
-    ended: Ended,
-    floor: Duration,
-    host_stopped: CancellationToken,
+    delivery: Delivery<Event>,
 }
 
 impl EventTail {
     async fn run(mut self) {
-        let mut commits = self.store.commits();
         loop {
             let page = self.store.read(|r| {
                 r.consistent(|r| {
@@ -133,18 +117,18 @@ impl EventTail {
             });
             match page {
                 Ok(None) => {
-                    self.ended.set(End::TooOld);
+                    self.delivery.end(End::TooOld);
                     return;
                 }
                 Ok(Some((false, _))) => {
-                    self.ended.set(End::Gone(self.id));
+                    self.delivery.end(End::Gone(self.id));
                     return;
                 }
                 Ok(Some((true, runs))) => {
                     let full = runs.len() == PAGE;
                     for run in runs {
                         self.cursor = self.cursor.max(run.resource_version);
-                        if self.sender.send(run).await.is_err() {
+                        if !self.delivery.send(run).await {
                             return;
                         }
                     }
@@ -156,15 +140,7 @@ impl EventTail {
                     tracing::warn!(object = self.id, %error, "an event watch could not read; retrying at the next wake");
                 }
             }
-            if !next_wake(
-                &mut commits,
-                self.floor,
-                &self.sender,
-                &self.host_stopped,
-                &self.ended,
-            )
-            .await
-            {
+            if !self.delivery.next_wake().await {
                 return;
             }
         }

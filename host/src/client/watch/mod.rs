@@ -219,23 +219,82 @@ impl RawClient {
     }
 }
 
-/// Waits for the next reason to read again: a commit in this process or the
-/// floor tick. `false` when the stream should end instead: its reader hung
-/// up, or the host it was opened through stopped (recorded in `ended`).
-async fn next_wake<T>(
-    commits: &mut tokio::sync::watch::Receiver<i64>,
+/// A tail task's end of its stream: where it delivers, why the stream
+/// ended, and what wakes it to read again.
+struct Delivery<T> {
+    sender: mpsc::Sender<T>,
+    ended: Ended,
     floor: Duration,
-    sender: &mpsc::Sender<T>,
-    host_stopped: &CancellationToken,
-    ended: &Ended,
-) -> bool {
-    tokio::select! {
-        _ = commits.changed() => true,
-        _ = tokio::time::sleep(floor) => true,
-        _ = sender.closed() => false,
-        _ = host_stopped.cancelled() => {
-            ended.set(End::Stopped);
-            false
+    host_stopped: CancellationToken,
+    commits: tokio::sync::watch::Receiver<i64>,
+}
+
+impl<T> Delivery<T> {
+    /// Hands `item` to the reader; `false` once the reader has gone.
+    async fn send(&self, item: T) -> bool {
+        self.sender.send(item).await.is_ok()
+    }
+
+    /// Records why the stream ends. Set before the sender drops, so a
+    /// reader that sees the close also sees why.
+    fn end(&self, end: End) {
+        self.ended.set(end);
+    }
+
+    /// Waits for the next reason to read again: a commit in this process
+    /// or the floor tick. `false` when the stream should end instead: its
+    /// reader hung up, or the host it was opened through stopped.
+    async fn next_wake(&mut self) -> bool {
+        tokio::select! {
+            _ = self.commits.changed() => true,
+            _ = tokio::time::sleep(self.floor) => true,
+            _ = self.sender.closed() => false,
+            _ = self.host_stopped.cancelled() => {
+                self.ended.set(End::Stopped);
+                false
+            }
         }
     }
+}
+
+impl RawClient {
+    /// Opens a stream's two ends: the feed its reader polls and the
+    /// delivery its tail task sends into, woken by this store's commits
+    /// and every `floor`.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] when the host this client came from has stopped.
+    fn open_stream<T>(&self, floor: Duration) -> Result<(Feed<T>, Delivery<T>)> {
+        let host_stopped = self.watch_lifetime()?;
+        let ended = Ended::default();
+        let (sender, receiver) = mpsc::channel(PAGE);
+        let feed = Feed::new(
+            receiver,
+            self.group_kind().clone(),
+            ended.clone(),
+            self.store(),
+        );
+        let delivery = Delivery {
+            sender,
+            ended,
+            floor,
+            host_stopped,
+            commits: self.store().commits(),
+        };
+        Ok((feed, delivery))
+    }
+}
+
+/// Formats a stream for `Debug`: its name, the size or id of its snapshot,
+/// and its position.
+fn debug_stream(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    snapshot: (&str, &dyn std::fmt::Debug),
+    resource_version: i64,
+) -> std::fmt::Result {
+    f.debug_struct(name)
+        .field(snapshot.0, snapshot.1)
+        .field("resource_version", &resource_version)
+        .finish_non_exhaustive()
 }

@@ -1,12 +1,8 @@
 //! Object watches: a kind, one object, or one owner's children.
 
 use std::collections::HashSet;
-use std::time::Duration;
 
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
-
-use super::{ChangeType, End, Ended, Feed, ObjectChange, PAGE, WatchOptions, next_wake};
+use super::{ChangeType, Delivery, End, Feed, ObjectChange, PAGE, WatchOptions, debug_stream};
 use crate::client::RawClient;
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, Loads, ObjectId, RawObject};
@@ -33,10 +29,13 @@ stream_from_feed!(ObjectListStream, ObjectChange);
 
 impl std::fmt::Debug for ObjectListStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ObjectListStream")
-            .field("objects", &self.objects.len())
-            .field("resource_version", &self.resource_version)
-            .finish_non_exhaustive()
+        let objects = self.objects.len();
+        debug_stream(
+            f,
+            "ObjectListStream",
+            ("objects", &objects),
+            self.resource_version,
+        )
     }
 }
 
@@ -54,10 +53,8 @@ stream_from_feed!(ObjectStream, ObjectChange);
 
 impl std::fmt::Debug for ObjectStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ObjectStream")
-            .field("object", &self.object.as_ref().map(|o| o.meta.id))
-            .field("resource_version", &self.resource_version)
-            .finish_non_exhaustive()
+        let id = self.object.as_ref().map(|o| o.meta.id);
+        debug_stream(f, "ObjectStream", ("object", &id), self.resource_version)
     }
 }
 
@@ -102,11 +99,9 @@ impl RawClient {
 
     /// Reads the snapshot (or checks the resume position) and starts the tail.
     fn start_watch(&self, scope: Scope, options: WatchOptions) -> Result<ObjectListStream> {
-        let host_stopped = self.watch_lifetime()?;
+        let (feed, delivery) = self.open_stream(options.floor_interval)?;
         let store = self.store().clone();
         let group_kind = self.group_kind().clone();
-        let ended = Ended::default();
-        let (sender, changes) = mpsc::channel(PAGE);
         let (objects, position) = match options.resume_from {
             Some(position) => {
                 let head = store.read(|r| r.kind_head(&group_kind))?;
@@ -137,16 +132,13 @@ impl RawClient {
             scope,
             loads: options.loads,
             cursor: position,
-            sender,
-            ended: ended.clone(),
-            floor: options.floor_interval,
-            host_stopped,
+            delivery,
         };
         tokio::spawn(tail.run());
         Ok(ObjectListStream {
             objects,
             resource_version: position,
-            feed: Feed::new(changes, group_kind, ended, self.store()),
+            feed,
         })
     }
 }
@@ -249,35 +241,21 @@ struct Tail {
     loads: Loads,
     cursor: i64,
     known: HashSet<ObjectId>,
-    sender: mpsc::Sender<ObjectChange>,
-    ended: Ended,
-    floor: Duration,
-    host_stopped: CancellationToken,
+    delivery: Delivery<ObjectChange>,
 }
 
 impl Tail {
     async fn run(mut self) {
-        let mut commits = self.store.commits();
         loop {
             match self.drain().await {
                 Ok(true) => {}
                 Ok(false) => return,
                 Err(end) => {
-                    // Set before the sender drops, so a reader that sees the
-                    // close also sees why.
-                    self.ended.set(end);
+                    self.delivery.end(end);
                     return;
                 }
             }
-            if !next_wake(
-                &mut commits,
-                self.floor,
-                &self.sender,
-                &self.host_stopped,
-                &self.ended,
-            )
-            .await
-            {
+            if !self.delivery.next_wake().await {
                 return;
             }
         }
@@ -306,7 +284,7 @@ impl Tail {
                 let Some(change) = self.change(moved) else {
                     continue;
                 };
-                if self.sender.send(change).await.is_err() {
+                if !self.delivery.send(change).await {
                     return Ok(false);
                 }
             }

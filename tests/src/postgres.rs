@@ -1,7 +1,7 @@
 //! A throwaway PostgreSQL server for tests and benchmarks: `initdb` into a
-//! temporary directory, started on a Unix socket there (no TCP port), and
-//! stopped and removed when dropped. PostgreSQL refuses to run as root; as
-//! root the server runs as `nobody`.
+//! temporary directory, started on a Unix socket there (no TCP port, unless
+//! it also serves TLS), and stopped and removed when dropped. PostgreSQL
+//! refuses to run as root; as root the server runs as `nobody`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,6 +12,7 @@ pub struct TestPostgres {
     bindir: PathBuf,
     as_nobody: bool,
     url: String,
+    port: u16,
 }
 
 impl TestPostgres {
@@ -22,6 +23,44 @@ impl TestPostgres {
     /// # Panics
     /// When PostgreSQL's server binaries are missing or it fails to start.
     pub fn start() -> TestPostgres {
+        let server = TestPostgres::init(5432);
+        server.run_server("-c listen_addresses=''");
+        server
+    }
+
+    /// Starts a fresh server that also listens on 127.0.0.1 with TLS, its
+    /// certificate issued for `localhost` (only) by a throwaway authority
+    /// ([`TestPostgres::ca_file`]).
+    ///
+    /// # Panics
+    /// As [`TestPostgres::start`]; when `openssl` is missing.
+    pub fn start_with_tls() -> TestPostgres {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let server = TestPostgres::init(port);
+        server.make_certificates();
+        let dir = server.dir.path().display();
+        server.run_server(&format!(
+            "-c listen_addresses=127.0.0.1 -c ssl=on \
+             -c ssl_cert_file={dir}/server.pem -c ssl_key_file={dir}/server.key"
+        ));
+        server
+    }
+
+    /// The certificate of the authority that issued a TLS server's.
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// A connection string over TCP to `host` (`localhost`, `127.0.0.1`)
+    /// with `query` (`sslmode=…`) appended.
+    pub fn tcp_url(&self, host: &str, query: &str) -> String {
+        format!("postgres://beehive@{host}:{}/postgres?{query}", self.port)
+    }
+
+    fn init(port: u16) -> TestPostgres {
         let bindir = server_bindir();
         let dir = tempfile::Builder::new()
             .prefix("beehive-pg-")
@@ -35,12 +74,13 @@ impl TestPostgres {
         let data = dir.path().join("data");
         let server = TestPostgres {
             url: format!(
-                "postgres://beehive@localhost/postgres?host={}&port=5432",
+                "postgres://beehive@localhost/postgres?host={}&port={port}",
                 dir.path().display()
             ),
             dir,
             bindir,
             as_nobody,
+            port,
         };
         run(server
             .command("initdb")
@@ -48,18 +88,83 @@ impl TestPostgres {
             .arg(&data)
             .args(["-A", "trust", "-U", "beehive", "--no-sync", "-E", "UTF8"])
             .arg("--locale=C"));
+        server
+    }
+
+    fn run_server(&self, listen: &str) {
         let options = format!(
-            "-k {} -p 5432 -c listen_addresses='' -c max_connections=200",
-            server.dir.path().display()
+            "-k {} -p {} {listen} -c max_connections=200",
+            self.dir.path().display(),
+            self.port
         );
-        run(server
+        run(self
             .command("pg_ctl")
             .arg("-D")
-            .arg(&data)
+            .arg(self.data())
             .arg("-l")
-            .arg(server.dir.path().join("log"))
+            .arg(self.dir.path().join("log"))
             .args(["-w", "-o", &options, "start"]));
-        server
+    }
+
+    /// A throwaway authority and a server certificate it signed for
+    /// `localhost`, the key readable by the server's user alone.
+    fn make_certificates(&self) {
+        let dir = self.dir.path();
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        run(Command::new("openssl")
+            .current_dir(dir)
+            .args(["req", "-x509"])
+            .args(ec)
+            .args(["-days", "2", "-subj", "/CN=beehive test authority"])
+            .args(["-addext", "basicConstraints=critical,CA:TRUE"])
+            .args(["-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+            .args(["-keyout", "ca.key", "-out", "ca.pem"]));
+        run(Command::new("openssl")
+            .current_dir(dir)
+            .arg("req")
+            .args(ec)
+            .args([
+                "-subj",
+                "/CN=localhost",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+            ]));
+        std::fs::write(
+            dir.join("server.ext"),
+            "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n\
+             keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+        )
+        .expect("the extensions file");
+        run(Command::new("openssl").current_dir(dir).args([
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
+        ]));
+        let key = dir.join("server.key");
+        if self.as_nobody {
+            run(Command::new("chown").arg("nobody").arg(&key));
+        }
+        run(Command::new("chmod").arg("600").arg(&key));
     }
 
     /// Its connection string.

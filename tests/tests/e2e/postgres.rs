@@ -389,3 +389,57 @@ fn an_object_written_by_another_process_is_reconciled_at_once() {
     });
     host.terminate();
 }
+
+/// Whether the store's connection to the server is encrypted, as the
+/// server sees it.
+fn encrypted(store: &Store) -> bool {
+    let row = store
+        .inspect(
+            "SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .expect("pg_stat_ssl")
+        .expect("a row");
+    row[0].as_deref() == Some("true")
+}
+
+#[test]
+fn tls_encrypts_and_verifies_the_server_as_sslmode_asks() {
+    let server = TestPostgres::start_with_tls();
+    let ca = format!("sslrootcert={}", server.ca_file().display());
+
+    let full = Store::open(server.tcp_url("localhost", &format!("sslmode=verify-full&{ca}")))
+        .expect("verify-full against the certificate's own name");
+    assert!(encrypted(&full));
+    let client = RawClient::new(&full, GroupKind::new("tls.dev", "W"));
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(client.create("w", Json::parse("{}").unwrap(), CreateOptions::new()))
+        .expect("a write over TLS");
+
+    // The certificate names `localhost`, not the address.
+    let wrong_name = Store::open(server.tcp_url("127.0.0.1", &format!("sslmode=verify-full&{ca}")))
+        .expect_err("verify-full refuses a certificate for another name");
+    assert!(
+        wrong_name.to_string().contains("not valid for name"),
+        "{wrong_name}"
+    );
+    let chain_only = Store::open(server.tcp_url("127.0.0.1", &format!("sslmode=verify-ca&{ca}")))
+        .expect("verify-ca checks the issuer only");
+    assert!(encrypted(&chain_only));
+
+    // Without the throwaway authority among the trusted roots.
+    let unknown = Store::open(server.tcp_url("localhost", "sslmode=verify-full"))
+        .expect_err("an unknown issuer is refused");
+    assert!(unknown.to_string().contains("UnknownIssuer"), "{unknown}");
+
+    let require = Store::open(server.tcp_url("127.0.0.1", "sslmode=require")).expect("require");
+    assert!(encrypted(&require), "require encrypts without verifying");
+    let default = Store::open(server.tcp_url("127.0.0.1", "")).expect("the default, prefer");
+    assert!(
+        encrypted(&default),
+        "prefer takes TLS when the server offers it"
+    );
+    let plain = Store::open(server.tcp_url("127.0.0.1", "sslmode=disable")).expect("disable");
+    assert!(!encrypted(&plain));
+}

@@ -20,8 +20,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio_postgres::tls::NoTlsStream;
 use tokio_postgres::{AsyncMessage, Connection, Notification};
+
+use super::tls::TlsSocket;
 
 /// A connected socket, non-blocking, that reports "would block" as
 /// `Pending` without arranging a wake: the driver waits on it itself.
@@ -180,7 +181,7 @@ impl Wake for Flag {
 
 /// One connection's protocol state and socket, driven by whoever asks.
 pub(crate) struct Driver {
-    connection: Connection<Socket, NoTlsStream>,
+    connection: Connection<Socket, TlsSocket>,
     socket: Arc<SocketState>,
     flag: Arc<Flag>,
     waker: Waker,
@@ -190,7 +191,7 @@ pub(crate) struct Driver {
 
 impl Driver {
     pub(crate) fn new(
-        connection: Connection<Socket, NoTlsStream>,
+        connection: Connection<Socket, TlsSocket>,
         socket: Arc<SocketState>,
     ) -> Driver {
         let flag = Arc::new(Flag(AtomicBool::new(false)));
@@ -289,7 +290,7 @@ fn drive<F: Future>(
 /// Moves a connection's traffic until it would block, keeping what
 /// notifications arrive.
 fn pump(
-    connection: &mut Connection<Socket, NoTlsStream>,
+    connection: &mut Connection<Socket, TlsSocket>,
     notifications: &mut Vec<Notification>,
     cx: &mut Context<'_>,
 ) -> Result<(), DriveError> {

@@ -18,18 +18,20 @@ pub(crate) mod lease;
 pub(crate) mod listen;
 pub(crate) mod plugins;
 pub(crate) mod schema;
+mod tls;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Duration;
 
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Client, Config, NoTls, Notification, Row, SimpleQueryMessage, Statement};
+use tokio_postgres::{Client, Config, Notification, Row, SimpleQueryMessage, Statement};
 
 use crate::error::{Error, Result};
 use crate::store::sql::{Param, RowCount, Savepoint};
 use crate::store::write_tx::Sequences;
 use driver::{DriveError, Driver, Socket};
+use tls::TlsSettings;
 
 /// How long a statement may wait for the server's answer before the call
 /// fails. Long enough for any statement the store runs on a healthy server.
@@ -49,13 +51,16 @@ pub(crate) struct Target {
     pub(crate) config: Config,
     /// The connection string as shown to people: no password.
     pub(crate) display: String,
+    /// `sslmode` and `sslrootcert`, which the store reads itself.
+    tls: TlsSettings,
 }
 
 impl Target {
     /// Parses `url` (`postgres://user@host:port/db`, or with `?host=/dir` for
     /// a Unix socket directory).
     pub(crate) fn parse(url: &str) -> Result<Target> {
-        let config: Config = url.parse().map_err(|e| {
+        let (rest, tls) = TlsSettings::split(url)?;
+        let mut config: Config = rest.parse().map_err(|e| {
             Error::InvalidOption(format!(
                 "{}: not a PostgreSQL connection string: {e}",
                 redact(url)
@@ -67,9 +72,13 @@ impl Target {
                 redact(url)
             )));
         }
+        if let Some(mode) = tls.mode {
+            config.ssl_mode(mode);
+        }
         Ok(Target {
             display: redact(url),
             config,
+            tls,
         })
     }
 
@@ -80,24 +89,28 @@ impl Target {
         Target {
             config,
             display: format!("{} (schema {schema})", self.display),
+            tls: self.tls.clone(),
         }
     }
 
-    fn socket(&self) -> Result<Socket> {
+    /// A connected socket, and the name the server is known by there (for
+    /// TLS).
+    fn socket(&self) -> Result<(Socket, String)> {
         let ports = self.config.get_ports();
         let mut last = None;
         for (index, host) in self.config.get_hosts().iter().enumerate() {
             let port = ports.get(index).or(ports.first()).copied().unwrap_or(5432);
-            let socket = match host {
+            let (socket, name) = match host {
                 tokio_postgres::config::Host::Tcp(name) => {
-                    Socket::tcp(name, port, CONNECT_DEADLINE)
+                    (Socket::tcp(name, port, CONNECT_DEADLINE), name.as_str())
                 }
-                tokio_postgres::config::Host::Unix(dir) => {
-                    Socket::unix(&dir.join(format!(".s.PGSQL.{port}")))
-                }
+                tokio_postgres::config::Host::Unix(dir) => (
+                    Socket::unix(&dir.join(format!(".s.PGSQL.{port}"))),
+                    "localhost",
+                ),
             };
             match socket {
-                Ok(socket) => return Ok(socket),
+                Ok(socket) => return Ok((socket, name.to_string())),
                 Err(error) => last = Some(error),
             }
         }
@@ -152,10 +165,11 @@ impl PgConn {
     /// Opens a connection to `target`, whose commits are announced on
     /// `channel`.
     pub(crate) fn connect(target: &Target, channel: &str) -> Result<PgConn> {
-        let socket = target.socket()?;
+        let (socket, host) = target.socket()?;
+        let tls = target.tls.connector(&host)?;
         let state = socket.state();
         let (client, connection) = driver::handshake(
-            target.config.connect_raw(socket, NoTls),
+            target.config.connect_raw(socket, tls),
             &state,
             CONNECT_DEADLINE,
         )
@@ -609,7 +623,17 @@ fn postgres_error(error: tokio_postgres::Error) -> Error {
             Some(detail) => format!("{} ({}): {detail}", db.message(), db.code().code()),
             None => format!("{} ({})", db.message(), db.code().code()),
         },
-        None => error.to_string(),
+        // The cause (a TLS handshake's certificate error, an I/O error) is
+        // in the source chain, not in the top error's text.
+        None => {
+            let mut message = error.to_string();
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                message.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            message
+        }
     };
     Error::Database {
         backend: "postgres",

@@ -261,13 +261,21 @@ impl Workspace {
             .spawn()
             .expect("beehive run starts");
         let mut host = HostProcess { child, log: path };
-        wait_until(what, || {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
             if let Ok(Some(status)) = host.child.try_wait() {
                 panic!("the host exited ({status}): {}", host.log());
             }
-            ready(&host.log())
-        });
-        host
+            let logged = host.log();
+            if ready(&logged) {
+                return host;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting until {what}; the host logged:\n{logged}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

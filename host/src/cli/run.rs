@@ -456,7 +456,7 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
         return Err(why);
     }
     let stopped = running.stop(args.stop_timeout).await;
-    if let Some(tenure) = tenure {
+    if let Some(tenure) = &tenure {
         tenure.release();
     }
     stopped.map_err(|e| e.to_string())?;

@@ -10,14 +10,17 @@ use crate::Store;
 /// takeover comes at most this long after it does.
 const STANDBY_POLL: Duration = Duration::from_millis(250);
 
-/// This process's hold on a PostgreSQL store's host lease.
+/// This process's hold on a PostgreSQL store's host lease, renewed in the
+/// background from the moment it is taken until it is released or dropped:
+/// a host that takes longer to start than its lease lasts keeps it.
 ///
 /// # Example
 /// ```no_run
 /// # async fn serve(store: beehive::Store) -> beehive::Result<()> {
 /// use std::time::Duration;
 /// let tenure = beehive::engine::Tenure::take(&store, Duration::from_secs(5)).await?;
-/// // ... start the host, then serve until the lease is lost:
+/// // ... start the host (the lease is renewed meanwhile), then serve
+/// // until the lease is lost:
 /// let why = tenure.hold().await;
 /// eprintln!("stepping down: {why}");
 /// # Ok(()) }
@@ -26,7 +29,9 @@ pub struct Tenure {
     store: Store,
     holder: String,
     token: i64,
-    period: Duration,
+    /// Why the lease was lost, once it is.
+    lost: tokio::sync::watch::Receiver<Option<String>>,
+    renewals: tokio::task::AbortHandle,
 }
 
 impl Tenure {
@@ -53,11 +58,20 @@ impl Tenure {
             };
             if let Some(token) = taken {
                 tracing::info!(holder = %holder, tenure = token, "active: this host holds the lease");
+                let (tell, lost) = tokio::sync::watch::channel(None);
+                let renewer = Renewer {
+                    store: store.clone(),
+                    holder: holder.clone(),
+                    token,
+                    period,
+                };
+                let renewals = tokio::spawn(renewer.run(tell)).abort_handle();
                 return Ok(Tenure {
                     store: store.clone(),
                     holder,
                     token,
-                    period,
+                    lost,
+                    renewals,
                 });
             }
             let active = store.lease_holder().ok().flatten();
@@ -73,10 +87,55 @@ impl Tenure {
         }
     }
 
-    /// Renews the lease every third of its period; returns (with why) once
-    /// it is lost: not renewed in time, or taken over. The store's writes
-    /// fail from then on; the caller should stop its host.
+    /// Waits until the lease is lost (not renewed in time, or taken over)
+    /// and says why. The store's writes fail from then on; the caller
+    /// should stop its host.
     pub async fn hold(&self) -> String {
+        let mut lost = self.lost.clone();
+        match lost.wait_for(Option::is_some).await {
+            Ok(why) => why.clone().unwrap_or_default(),
+            Err(_) => "the lease's renewals stopped".to_string(),
+        }
+    }
+
+    /// The tenure's fencing token.
+    pub fn token(&self) -> i64 {
+        self.token
+    }
+
+    /// Stops renewing and gives the lease up, so a standby takes over at
+    /// once.
+    pub fn release(&self) {
+        self.renewals.abort();
+        if let Err(error) = self.store.release_lease(&self.holder, self.token) {
+            tracing::warn!(%error, "could not release the host lease; it lapses on its own");
+        }
+    }
+}
+
+impl Drop for Tenure {
+    /// Stops renewing; the lease lapses on its own.
+    fn drop(&mut self) {
+        self.renewals.abort();
+    }
+}
+
+/// The task that renews a tenure every third of its period.
+struct Renewer {
+    store: Store,
+    holder: String,
+    token: i64,
+    period: Duration,
+}
+
+impl Renewer {
+    /// Renews until the lease is lost, then says why through `tell`.
+    async fn run(self, tell: tokio::sync::watch::Sender<Option<String>>) {
+        let why = self.renew_until_lost().await;
+        tell.send_replace(Some(why));
+    }
+
+    async fn renew_until_lost(&self) -> String {
         let mut last_renewed = tokio::time::Instant::now();
         loop {
             tokio::time::sleep(self.period / 3).await;
@@ -96,18 +155,6 @@ impl Tenure {
                 }
                 Err(error) => tracing::warn!(%error, "renewing the host lease; retrying"),
             }
-        }
-    }
-
-    /// The tenure's fencing token.
-    pub fn token(&self) -> i64 {
-        self.token
-    }
-
-    /// Gives the lease up, so a standby takes over at once.
-    pub fn release(self) {
-        if let Err(error) = self.store.release_lease(&self.holder, self.token) {
-            tracing::warn!(%error, "could not release the host lease; it lapses on its own");
         }
     }
 }

@@ -443,3 +443,28 @@ fn tls_encrypts_and_verifies_the_server_as_sslmode_asks() {
     let plain = Store::open(server.tcp_url("127.0.0.1", "sslmode=disable")).expect("disable");
     assert!(!encrypted(&plain));
 }
+
+/// A host may take longer to start (compiling its plugins, a first pass)
+/// than its lease lasts: the lease is renewed from the moment it is taken,
+/// not from when the host starts waiting on it.
+#[test]
+fn a_tenure_is_renewed_from_the_moment_it_is_taken() {
+    let server = TestPostgres::start();
+    let store = Store::open(server.url()).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let period = std::time::Duration::from_secs(1);
+    let tenure = runtime
+        .block_on(beehive::engine::Tenure::take(&store, period))
+        .unwrap();
+    // A slow start: more than two lease periods before anyone holds on.
+    std::thread::sleep(period * 5 / 2);
+    let holder = store.lease_holder().unwrap().expect("a holder");
+    assert!(holder.live, "the lease lapsed while nobody held on");
+    assert_eq!(holder.token, tenure.token());
+    let client = RawClient::new(&store, GroupKind::new("lease.dev", "W"));
+    runtime
+        .block_on(client.create("w", Json::parse("{}").unwrap(), CreateOptions::new()))
+        .expect("a commit still passes the fence");
+    tenure.release();
+    assert!(!store.lease_holder().unwrap().expect("a holder").live);
+}

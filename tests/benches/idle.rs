@@ -162,12 +162,24 @@ fn main() {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0.0)
         };
-        let commits_before = commits(&store.metrics().encode());
+        let metrics_before = store.metrics().encode();
+        let commits_before = commits(&metrics_before);
         let version_before = store.resource_version();
         let cpu_before = cpu_time();
         tokio::time::sleep(IDLE).await;
         let cpu = cpu_time() - cpu_before;
-        let commits_after = commits(&store.metrics().encode());
+        let metrics_after = store.metrics().encode();
+        let commits_after = commits(&metrics_after);
+        if commits_after > commits_before {
+            // Say what moved, so a write in the idle minute can be traced.
+            let before: std::collections::HashSet<&str> = metrics_before.lines().collect();
+            for line in metrics_after
+                .lines()
+                .filter(|l| !l.starts_with('#') && !before.contains(l))
+            {
+                eprintln!("moved while idle: {line}");
+            }
+        }
         println!(
             "figure host.idle_cpu_ms_per_min {:.2} ms/min",
             cpu.as_secs_f64() * 1000.0 * 60.0 / IDLE.as_secs_f64()

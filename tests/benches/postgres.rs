@@ -271,32 +271,22 @@ fn main() {
         figure("pg.failover_s", seconds, "s");
         figure("pg.lost_writes", lost as f64, "writes");
     }
-    if wanted("pg.converge_10k_c1_per_s") {
-        let server = TestPostgres::start();
-        let elapsed = runtime.block_on(converge(server.url(), false));
-        figure(
-            "pg.converge_10k_c1_per_s",
-            OBJECTS as f64 / elapsed,
-            "obj/s",
-        );
-    }
-    if wanted("pg.converge_10k_c1_async_commit_per_s") {
-        let server = TestPostgres::start();
-        let url = format!("{}&options=-c%20synchronous_commit%3Doff", server.url());
-        let elapsed = runtime.block_on(converge(&url, false));
-        figure(
+    // (figure, settings appended to the connection string, holding the lease)
+    let variants = [
+        ("pg.converge_10k_c1_per_s", "", false),
+        (
             "pg.converge_10k_c1_async_commit_per_s",
-            OBJECTS as f64 / elapsed,
-            "obj/s",
-        );
-    }
-    if wanted("pg.converge_10k_c1_leased_per_s") {
-        let server = TestPostgres::start();
-        let elapsed = runtime.block_on(converge(server.url(), true));
-        figure(
-            "pg.converge_10k_c1_leased_per_s",
-            OBJECTS as f64 / elapsed,
-            "obj/s",
-        );
+            "&options=-c%20synchronous_commit%3Doff",
+            false,
+        ),
+        ("pg.converge_10k_c1_leased_per_s", "", true),
+    ];
+    for (name, settings, leased) in variants {
+        if wanted(name) {
+            let server = TestPostgres::start();
+            let url = format!("{}{settings}", server.url());
+            let elapsed = runtime.block_on(converge(&url, leased));
+            figure(name, OBJECTS as f64 / elapsed, "obj/s");
+        }
     }
 }

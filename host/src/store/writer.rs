@@ -151,6 +151,12 @@ pub(crate) enum Leader {
 /// is still open.
 const IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How long the leading thread waits for the callers it just answered to
+/// queue their next writes before it starts a batch without them: about
+/// what a caller takes to wake and queue again on a busy machine, and
+/// little next to the WAL flush every batch waits for.
+const GATHER: std::time::Duration = std::time::Duration::from_micros(150);
+
 /// How long a transaction opened early waits for a job before the leading
 /// thread rolls it back: longer than a worker takes between two writes of
 /// consecutive passes, short enough that other processes' writers, which
@@ -638,6 +644,7 @@ pub(super) fn lead_on_thread(writer: Arc<Writer>) {
     let Leader::Thread(wake) = &writer.leader else {
         return;
     };
+    let mut last_answered = 0;
     loop {
         let batch = {
             let mut queue = lock(&writer.queue);
@@ -672,6 +679,9 @@ pub(super) fn lead_on_thread(writer: Arc<Writer>) {
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .0;
             }
+            if queue.jobs.front().is_some_and(|job| !job.is_lease()) {
+                queue = gather(wake, queue, last_answered);
+            }
             queue.leader_active = true;
             if let Some(lease) = queue.jobs.front().filter(|job| job.is_lease()) {
                 // The session leads until it ends, then hands the writer back.
@@ -680,9 +690,32 @@ pub(super) fn lead_on_thread(writer: Arc<Writer>) {
             }
             writer.drain_batch(&mut queue, MAX_BATCH)
         };
+        last_answered = batch.len();
         writer.run_batch(batch);
         lock(&writer.queue).leader_active = false;
     }
+}
+
+/// Waits, for at most [`GATHER`], until as many jobs are queued as the last
+/// batch answered: its callers, answered a moment ago, are about to queue
+/// their next writes, and one COMMIT (one WAL flush) can carry them all.
+fn gather<'q>(
+    wake: &Condvar,
+    mut queue: std::sync::MutexGuard<'q, Queue>,
+    last_answered: usize,
+) -> std::sync::MutexGuard<'q, Queue> {
+    let deadline = std::time::Instant::now() + GATHER;
+    while queue.jobs.len() < last_answered {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        queue = wake
+            .wait_timeout(queue, left)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0;
+    }
+    queue
 }
 
 pub(super) fn run_hooks(hooks: Vec<Hook>) {

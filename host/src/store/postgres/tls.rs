@@ -97,28 +97,26 @@ impl TlsSettings {
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(|e| tls_error(format!("no TLS version to offer: {e}")))?;
-        let config = match self.verify {
-            Verify::Nothing => builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AnyCertificate(
-                    provider.signature_verification_algorithms,
-                )))
-                .with_no_client_auth(),
-            Verify::Chain | Verify::ChainAndName => {
-                let roots = Arc::new(self.roots()?);
-                let verifier = WebPkiServerVerifier::builder_with_provider(roots, provider)
-                    .build()
-                    .map_err(|e| tls_error(format!("the trusted roots are unusable: {e}")))?;
-                let verifier: Arc<dyn ServerCertVerifier> = match self.verify {
-                    Verify::Chain => Arc::new(AnyName(verifier)),
-                    _ => verifier,
-                };
-                builder
-                    .dangerous()
-                    .with_custom_certificate_verifier(verifier)
-                    .with_no_client_auth()
-            }
+        let chain = match self.verify {
+            Verify::Nothing => None,
+            Verify::Chain | Verify::ChainAndName => Some(
+                WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(self.roots()?),
+                    provider.clone(),
+                )
+                .build()
+                .map_err(|e| tls_error(format!("the trusted roots are unusable: {e}")))?,
+            ),
         };
+        let verifier = Verifier {
+            chain,
+            check_name: self.verify == Verify::ChainAndName,
+            algorithms: provider.signature_verification_algorithms,
+        };
+        let config = builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth();
         let server_name = ServerName::try_from(host.to_string())
             .map_err(|e| tls_error(format!("{host:?} cannot name a TLS server: {e}")))?;
         Ok(Tls {
@@ -200,51 +198,18 @@ fn tls_error(message: String) -> Error {
     Error::InvalidOption(format!("PostgreSQL TLS: {message}"))
 }
 
-/// Accepts any certificate (libpq's `require`), still checking that the
-/// server holds its key.
+/// Checks the server's certificate as far as `sslmode` asks: not at all,
+/// its chain, or its chain and name. Whatever it checks, the server must
+/// prove it holds the certificate's key.
 #[derive(Debug)]
-struct AnyCertificate(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
+struct Verifier {
+    /// The chain's check against the trusted roots, if the chain is checked.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    check_name: bool,
+    algorithms: WebPkiSupportedAlgorithms,
 }
 
-/// A verifier that checks the chain but not the name (`verify-ca`).
-#[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for AnyName {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -253,13 +218,15 @@ impl ServerCertVerifier for AnyName {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
         let verified =
-            self.0
-                .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
+            chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
         match verified {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
+            )) if !self.check_name => Ok(ServerCertVerified::assertion()),
             other => other,
         }
     }
@@ -270,7 +237,7 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
 
     fn verify_tls13_signature(
@@ -279,11 +246,11 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.algorithms.supported_schemes()
     }
 }
 

@@ -22,6 +22,7 @@ mod tls;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
@@ -31,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::store::sql::{Param, RowCount, Savepoint};
 use crate::store::write_tx::Sequences;
 use driver::{DriveError, Driver, Socket};
-use tls::TlsSettings;
+use tls::{Tls, TlsSettings};
 
 /// How long a statement may wait for the server's answer before the call
 /// fails. Long enough for any statement the store runs on a healthy server.
@@ -51,8 +52,8 @@ pub(crate) struct Target {
     pub(crate) config: Config,
     /// The connection string as shown to people: no password.
     pub(crate) display: String,
-    /// `sslmode` and `sslrootcert`, which the store reads itself.
-    tls: TlsSettings,
+    /// The TLS configuration `sslmode` and `sslrootcert` ask for.
+    tls: Arc<rustls::ClientConfig>,
 }
 
 impl Target {
@@ -78,7 +79,7 @@ impl Target {
         Ok(Target {
             display: redact(url),
             config,
-            tls,
+            tls: tls.client_config()?,
         })
     }
 
@@ -166,7 +167,7 @@ impl PgConn {
     /// `channel`.
     pub(crate) fn connect(target: &Target, channel: &str) -> Result<PgConn> {
         let (socket, host) = target.socket()?;
-        let tls = target.tls.connector(&host)?;
+        let tls = Tls::new(&target.tls, &host)?;
         let state = socket.state();
         let (client, connection) = driver::handshake(
             target.config.connect_raw(socket, tls),

@@ -91,8 +91,10 @@ impl TlsSettings {
         Ok((url, settings))
     }
 
-    /// The connector for a connection to `host`.
-    pub(crate) fn connector(&self, host: &str) -> Result<Tls> {
+    /// The TLS configuration these settings ask for: built once per store
+    /// (reading `sslrootcert`, if named), so a bad root file is refused when
+    /// the store opens and no connection reads it again.
+    pub(crate) fn client_config(&self) -> Result<Arc<ClientConfig>> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -117,12 +119,7 @@ impl TlsSettings {
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(verifier))
             .with_no_client_auth();
-        let server_name = ServerName::try_from(host.to_string())
-            .map_err(|e| tls_error(format!("{host:?} cannot name a TLS server: {e}")))?;
-        Ok(Tls {
-            config: Arc::new(config),
-            server_name,
-        })
+        Ok(Arc::new(config))
     }
 
     fn roots(&self) -> Result<RootCertStore> {
@@ -260,6 +257,18 @@ pub(crate) struct Tls {
     server_name: ServerName<'static>,
 }
 
+impl Tls {
+    /// The connector for a connection to `host`, with `config`.
+    pub(crate) fn new(config: &Arc<ClientConfig>, host: &str) -> Result<Tls> {
+        let server_name = ServerName::try_from(host.to_string())
+            .map_err(|e| tls_error(format!("{host:?} cannot name a TLS server: {e}")))?;
+        Ok(Tls {
+            config: config.clone(),
+            server_name,
+        })
+    }
+}
+
 impl TlsConnect<Socket> for Tls {
     type Stream = TlsSocket;
     type Error = io::Error;
@@ -349,7 +358,7 @@ mod tests {
             path.display()
         ))
         .unwrap();
-        let error = settings.connector("h").err().unwrap();
+        let error = settings.client_config().err().unwrap();
         assert!(
             error.to_string().contains("no usable certificate"),
             "{error}"

@@ -1,16 +1,18 @@
 //! The single writer, with group commit.
 //!
 //! Writes are jobs: closures that run against the write connection inside
-//! their own savepoint (on PostgreSQL, only if they send anything). On SQLite there is no writer thread: the first caller
-//! to find the writer idle becomes the *leader*: it takes every job queued so
-//! far (up to [`MAX_BATCH`]), runs them in one transaction, commits, answers
-//! each, and hands the leadership to whoever queued next. A caller that finds
-//! a leader at work waits for its answer, which arrives after the COMMIT that
+//! their own savepoint (on PostgreSQL, only if they send anything). On
+//! SQLite there is no writer thread: the first caller to find the writer
+//! idle becomes the *leader*: it takes every job queued so far (up to
+//! [`MAX_BATCH`]), runs them in one transaction, commits, answers each, and
+//! hands the leadership to whoever queued next. A caller that finds a leader
+//! at work waits for its answer, which arrives after the COMMIT that
 //! included its job. One caller alone therefore pays no thread hop, and many
 //! callers share commits. On PostgreSQL, whose round trips must not hold up
 //! the callers' threads, a thread of the store's own leads every batch
-//! ([`Leader::Thread`]); it also adds jobs queued while a batch runs to that
-//! batch, and opens the next transaction with each COMMIT.
+//! ([`Leader::Thread`]); it waits briefly for the callers it just answered
+//! ([`GATHER`]), adds jobs queued while a batch runs to that batch, and
+//! opens the next transaction with each COMMIT.
 //!
 //! A job that fails rolls back its own savepoint only; the others in the batch
 //! still commit. A COMMIT that fails fails every job in the batch. A job may

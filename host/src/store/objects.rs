@@ -60,7 +60,7 @@ impl Create {
                 kind: self.group_kind.to_string(),
                 name: self.name.clone(),
             };
-            tx.fail_if_nothing_written(rows, taken);
+            tx.fail_if_nothing_written(rows, taken)?;
             object
         } else {
             rows::insert_object(tx.conn(), new)?

@@ -110,10 +110,19 @@ impl<'c> WriteTx<'c> {
     /// Makes the job fail with `failure` if the statement counting `rows`
     /// changed nothing. Only where [`WriteTx::defers_verdicts`], and only
     /// for a statement that leaves nothing behind when it changes nothing.
-    pub(crate) fn fail_if_nothing_written(&mut self, rows: RowCount, failure: Error) {
+    pub(crate) fn fail_if_nothing_written(
+        &mut self,
+        rows: RowCount,
+        failure: Error,
+    ) -> crate::error::Result<()> {
         match &mut self.verdicts {
-            Some(verdicts) => verdicts.push(Verdict { rows, failure }),
-            None => debug_assert!(false, "a deferred verdict outside a batch"),
+            Some(verdicts) => {
+                verdicts.push(Verdict { rows, failure });
+                Ok(())
+            }
+            None => Err(Error::Internal(
+                "a write left its outcome to the commit where it must answer at once".into(),
+            )),
         }
     }
 

@@ -6,7 +6,7 @@
 //! directory.
 //!
 //! ```
-//! use beehive_guest::{Action, Client, Controller, Object, Registration, Result};
+//! use beehive_guest::{Action, Client, ClientOf, Controller, ObjectOf, Registration, Result};
 //!
 //! #[derive(serde::Deserialize)]
 //! pub struct Spec { name: String }
@@ -20,14 +20,14 @@
 //!     type Spec = Spec;
 //!     type Status = Status;
 //!
-//!     fn registration() -> Registration {
-//!         Registration::new("example.dev", "Greeting")
-//!     }
-//!
-//!     fn reconcile(&self, client: &Client<'_, Status>, object: &Object<Spec, Status>) -> Result<Action> {
+//!     fn reconcile(&self, client: &ClientOf<'_, Self>, object: &ObjectOf<Self>) -> Result<Action> {
 //!         let message = format!("Hello, {}!", object.spec.name);
 //!         client.update_status(&Status { message })?;
 //!         Ok(Action::settled())
+//!     }
+//!
+//!     fn registration() -> Registration {
+//!         Registration::new("example.dev", "Greeting")
 //!     }
 //! }
 //!
@@ -35,7 +35,7 @@
 //!
 //! // On the host target, the same reconcile runs against the fake client:
 //! let fake = beehive_guest::fake::FakeClient::new();
-//! let object = beehive_guest::Object { meta: Default::default(), spec: Spec { name: "Ada".into() }, status: None };
+//! let object = beehive_guest::Object::new("ada", Spec { name: "Ada".into() });
 //! let action = Greeter.reconcile(&Client::new(&fake), &object).unwrap();
 //! assert_eq!(action, Action::settled());
 //! assert_eq!(fake.status().unwrap()["message"], "Hello, Ada!");
@@ -90,6 +90,12 @@ pub use types::{
     ObjectRef, RawObject, Registration, Result, Verdict,
 };
 
+/// The object controller `C` reconciles: its kind's spec and status.
+pub type ObjectOf<C> = Object<<C as Controller>::Spec, <C as Controller>::Status>;
+
+/// The client a pass of controller `C` reads and writes through.
+pub type ClientOf<'a, C> = Client<'a, <C as Controller>::Status>;
+
 /// A controller: the one trait a plugin implements.
 pub trait Controller: Default + 'static {
     /// The kind's spec.
@@ -106,15 +112,11 @@ pub trait Controller: Default + 'static {
     /// # Errors
     /// Whatever stopped the pass; [`Controller::error_policy`] decides what
     /// happens next.
-    fn reconcile(
-        &self,
-        client: &Client<'_, Self::Status>,
-        object: &Object<Self::Spec, Self::Status>,
-    ) -> Result<Action>;
+    fn reconcile(&self, client: &ClientOf<'_, Self>, object: &ObjectOf<Self>) -> Result<Action>;
 
     /// What a pass that returned `error` does next. The default is the
     /// backoff ladder, with a `ReconcileFailed` event carrying the error.
-    fn error_policy(&self, object: &Object<Self::Spec, Self::Status>, error: &Error) -> Action {
+    fn error_policy(&self, object: &ObjectOf<Self>, error: &Error) -> Action {
         let _ = object;
         Action::backoff(error)
     }

@@ -303,6 +303,21 @@ pub struct Object<Spec, Status> {
     pub status: Option<Status>,
 }
 
+impl<Spec, Status> Object<Spec, Status> {
+    /// An object named `name` with `spec` and no status yet, as a unit test
+    /// hands one to `reconcile`; the rest of its metadata is zero.
+    pub fn new(name: impl Into<String>, spec: Spec) -> Self {
+        Object {
+            meta: Meta {
+                name: name.into(),
+                ..Meta::default()
+            },
+            spec,
+            status: None,
+        }
+    }
+}
+
 impl<Spec: DeserializeOwned, Status: DeserializeOwned> Object<Spec, Status> {
     /// Decodes an untyped object.
     ///

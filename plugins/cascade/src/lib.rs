@@ -11,10 +11,14 @@ use std::collections::BTreeSet;
 
 use beehive_guest::finalizer::{Event, finalizer};
 use beehive_guest::{
-    Action, Client, Condition, ConditionStatus, Controller, CreateOptions, Kind, Object,
-    Registration, Result,
+    Action, Client, ClientOf, Condition, ConditionStatus, Controller, CreateOptions, Kind, Object,
+    ObjectOf, Registration, Result,
 };
 use serde::{Deserialize, Serialize};
+
+/// The controller.
+#[derive(Default)]
+pub struct Cascade;
 
 /// The finalizer that keeps a set until its children are gone.
 pub const FINALIZER: &str = "example.dev/greetings";
@@ -45,28 +49,20 @@ pub struct GreetingSpec {
 /// A child's status, whatever version of `greeting` wrote it.
 type GreetingStatus = serde_json::Value;
 
-/// The controller.
-#[derive(Default)]
-pub struct Cascade;
-
 impl Controller for Cascade {
     type Spec = GreetingSetSpec;
     type Status = GreetingSetStatus;
 
-    fn registration() -> Registration {
-        Registration::new("example.dev", "GreetingSet").finalizers([FINALIZER])
-    }
-
-    fn reconcile(
-        &self,
-        client: &Client<'_, GreetingSetStatus>,
-        set: &Object<GreetingSetSpec, GreetingSetStatus>,
-    ) -> Result<Action> {
+    fn reconcile(&self, client: &ClientOf<'_, Self>, set: &ObjectOf<Self>) -> Result<Action> {
         let greetings = client.kind("example.dev", "Greeting");
         finalizer(client, FINALIZER, set, |event| match event {
             Event::Apply(set) => converge(client, &greetings, set),
             Event::Cleanup(set) => tear_down(&greetings, set),
         })
+    }
+
+    fn registration() -> Registration {
+        Registration::new("example.dev", "GreetingSet").finalizers([FINALIZER])
     }
 }
 

@@ -9,9 +9,13 @@
 //!   it; the plugin asks for a pass of every object at each start to do so.
 
 use beehive_guest::{
-    Action, Client, Condition, ConditionStatus, Controller, Object, Registration, Result,
+    Action, ClientOf, Condition, ConditionStatus, Controller, ObjectOf, Registration, Result,
 };
 use serde::{Deserialize, Serialize};
+
+/// The controller.
+#[derive(Default)]
+pub struct Services;
 
 /// A service to run.
 #[derive(Debug, Deserialize)]
@@ -34,23 +38,11 @@ pub struct ServiceStatus {
     pub endpoint: Option<String>,
 }
 
-/// The controller.
-#[derive(Default)]
-pub struct Services;
-
 impl Controller for Services {
     type Spec = ServiceSpec;
     type Status = ServiceStatus;
 
-    fn registration() -> Registration {
-        Registration::new("example.dev", "Service").startup_full_pass(true)
-    }
-
-    fn reconcile(
-        &self,
-        client: &Client<'_, ServiceStatus>,
-        service: &Object<ServiceSpec, ServiceStatus>,
-    ) -> Result<Action> {
+    fn reconcile(&self, client: &ClientOf<'_, Self>, service: &ObjectOf<Self>) -> Result<Action> {
         let port = service.spec.port;
         let valid = (1..=65535).contains(&port);
         let configured = if valid {
@@ -74,6 +66,10 @@ impl Controller for Services {
         client.update_status(&ServiceStatus { endpoint })?;
         Ok(Action::settled())
     }
+
+    fn registration() -> Registration {
+        Registration::new("example.dev", "Service").startup_full_pass(true)
+    }
 }
 
 beehive_guest::export!(Services);
@@ -81,19 +77,12 @@ beehive_guest::export!(Services);
 #[cfg(test)]
 mod tests {
     use beehive_guest::fake::FakeClient;
-    use beehive_guest::{Meta, Object};
+    use beehive_guest::{Client, Object};
 
     use super::*;
 
     fn service(port: u32, enabled: bool) -> Object<ServiceSpec, ServiceStatus> {
-        Object {
-            meta: Meta {
-                name: "web".into(),
-                ..Meta::default()
-            },
-            spec: ServiceSpec { port, enabled },
-            status: None,
-        }
+        Object::new("web", ServiceSpec { port, enabled })
     }
 
     #[test]

@@ -24,9 +24,14 @@ use std::time::{Duration, Instant};
 
 use beehive_guest::http::{HttpError, Request};
 use beehive_guest::{
-    Action, Client, Condition, ConditionStatus, Controller, EventSpec, Object, Registration, Result,
+    Action, Client, ClientOf, Condition, ConditionStatus, Controller, EventSpec, ObjectOf,
+    Registration, Result,
 };
 use serde::{Deserialize, Serialize};
+
+/// The controller.
+#[derive(Default)]
+pub struct Connections;
 
 /// The timeline's category.
 pub const CATEGORY: &str = "connection";
@@ -83,27 +88,18 @@ struct Outcome<'a> {
     failure: Option<String>,
 }
 
-/// The controller.
-#[derive(Default)]
-pub struct Connections;
-
 impl Controller for Connections {
     type Spec = ConnectionSpec;
     type Status = ConnectionStatus;
 
-    fn registration() -> Registration {
-        Registration::new("example.dev", "Connection").startup_full_pass(true)
+    fn reconcile(&self, client: &ClientOf<'_, Self>, conn: &ObjectOf<Self>) -> Result<Action> {
+        let outcome = probe(&conn.spec);
+        record(client, &outcome)?;
+        Ok(Action::settled().requeue_after(Duration::from_millis(conn.spec.probe_interval_ms)))
     }
 
-    fn reconcile(
-        &self,
-        client: &Client<'_, ConnectionStatus>,
-        connection: &Object<ConnectionSpec, ConnectionStatus>,
-    ) -> Result<Action> {
-        let outcome = probe(&connection.spec);
-        record(client, &outcome)?;
-        Ok(Action::settled()
-            .requeue_after(Duration::from_millis(connection.spec.probe_interval_ms)))
+    fn registration() -> Registration {
+        Registration::new("example.dev", "Connection").startup_full_pass(true)
     }
 }
 
@@ -169,22 +165,19 @@ beehive_guest::export!(Connections);
 mod tests {
     use beehive_guest::fake::{self, FakeClient};
     use beehive_guest::http::Response;
-    use beehive_guest::{EventType, Meta, Object};
+    use beehive_guest::{EventType, Object};
 
     use super::*;
 
     const URL: &str = "http://db.internal:8080/health";
 
     fn connection() -> Object<ConnectionSpec, ConnectionStatus> {
-        Object {
-            meta: Meta::default(),
-            spec: ConnectionSpec {
-                url: URL.into(),
-                probe_interval_ms: 1000,
-                timeout_ms: 100,
-            },
-            status: None,
-        }
+        let spec = ConnectionSpec {
+            url: URL.into(),
+            probe_interval_ms: 1000,
+            timeout_ms: 100,
+        };
+        Object::new("db", spec)
     }
 
     #[test]

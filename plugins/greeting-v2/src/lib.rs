@@ -2,8 +2,12 @@
 //! `Greeting.example.dev`, with a formal greeting. Dropping its file in place
 //! of `greeting.wasm` shows a hot swap: every greeting is rewritten.
 
-use beehive_guest::{Action, Client, Controller, Object, Registration, Result};
+use beehive_guest::{Action, ClientOf, Controller, ObjectOf, Registration, Result};
 use serde::{Deserialize, Serialize};
+
+/// The controller.
+#[derive(Default)]
+pub struct FormalGreeter;
 
 /// What a greeting asks for (unchanged from the first release).
 #[derive(Debug, Deserialize)]
@@ -23,29 +27,21 @@ pub struct GreetingStatus {
     pub release: u32,
 }
 
-/// The controller.
-#[derive(Default)]
-pub struct FormalGreeter;
-
 impl Controller for FormalGreeter {
     type Spec = GreetingSpec;
     type Status = GreetingStatus;
 
-    fn registration() -> Registration {
-        Registration::new("example.dev", "Greeting")
-    }
-
-    fn reconcile(
-        &self,
-        client: &Client<'_, GreetingStatus>,
-        object: &Object<GreetingSpec, GreetingStatus>,
-    ) -> Result<Action> {
+    fn reconcile(&self, client: &ClientOf<'_, Self>, object: &ObjectOf<Self>) -> Result<Action> {
         let status = GreetingStatus {
             message: format!("Good day, {}.", object.spec.name),
             release: 2,
         };
         client.update_status(&status)?;
         Ok(Action::settled())
+    }
+
+    fn registration() -> Registration {
+        Registration::new("example.dev", "Greeting")
     }
 }
 
@@ -54,18 +50,14 @@ beehive_guest::export!(FormalGreeter);
 #[cfg(test)]
 mod tests {
     use beehive_guest::fake::FakeClient;
-    use beehive_guest::{Meta, Object};
+    use beehive_guest::{Client, Object};
 
     use super::*;
 
     #[test]
     fn greets_formally_and_says_which_release() {
         let fake = FakeClient::new();
-        let object = Object {
-            meta: Meta::default(),
-            spec: GreetingSpec { name: "Ada".into() },
-            status: None,
-        };
+        let object = Object::new("ada", GreetingSpec { name: "Ada".into() });
         let result = FormalGreeter
             .reconcile(&Client::new(&fake), &object)
             .unwrap();

@@ -4,8 +4,13 @@
 //! passes only ever see the new shape; a spec written afterwards is stored
 //! at version 1.
 
-use beehive_guest::{Action, Client, Controller, Object, Registration};
+use beehive_guest::{Action, ClientOf, Controller, ObjectOf, Registration, Result};
 use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+/// The controller.
+#[derive(Default)]
+pub struct Greeter;
 
 /// What a greeting asks for, from spec version 1 on.
 #[derive(Debug, Deserialize)]
@@ -24,23 +29,11 @@ pub struct GreetingStatus {
     pub release: u32,
 }
 
-/// The controller.
-#[derive(Default)]
-pub struct Greeter;
-
 impl Controller for Greeter {
     type Spec = GreetingSpec;
     type Status = GreetingStatus;
 
-    fn registration() -> Registration {
-        Registration::new("example.dev", "Greeting").schema_versions(1, 0)
-    }
-
-    fn reconcile(
-        &self,
-        client: &Client<'_, GreetingStatus>,
-        object: &Object<GreetingSpec, GreetingStatus>,
-    ) -> beehive_guest::Result<Action> {
+    fn reconcile(&self, client: &ClientOf<'_, Self>, object: &ObjectOf<Self>) -> Result<Action> {
         let status = GreetingStatus {
             message: format!("Hello, {}!", object.spec.who),
             release: 3,
@@ -49,7 +42,11 @@ impl Controller for Greeter {
         Ok(Action::settled())
     }
 
-    fn convert_spec(from: u32, mut spec: serde_json::Value) -> Result<serde_json::Value, String> {
+    fn registration() -> Registration {
+        Registration::new("example.dev", "Greeting").schema_versions(1, 0)
+    }
+
+    fn convert_spec(from: u32, mut spec: Json) -> std::result::Result<Json, String> {
         match from {
             0 => {
                 let fields = spec.as_object_mut().ok_or("a spec must be a JSON object")?;
@@ -68,7 +65,7 @@ beehive_guest::export!(Greeter);
 #[cfg(test)]
 mod tests {
     use beehive_guest::fake::FakeClient;
-    use beehive_guest::{Meta, Object};
+    use beehive_guest::{Client, Object};
 
     use super::*;
 
@@ -83,11 +80,7 @@ mod tests {
     #[test]
     fn greets_who_the_new_spec_names() {
         let fake = FakeClient::new();
-        let object = Object {
-            meta: Meta::default(),
-            spec: GreetingSpec { who: "Ada".into() },
-            status: None,
-        };
+        let object = Object::new("ada", GreetingSpec { who: "Ada".into() });
         let result = Greeter.reconcile(&Client::new(&fake), &object).unwrap();
         assert_eq!(result, Action::settled());
         assert_eq!(fake.status().unwrap()["release"], 3);

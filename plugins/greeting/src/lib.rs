@@ -1,8 +1,12 @@
 //! The `greeting` plugin: reconciles `Greeting.example.dev` objects, whose
 //! spec names someone, by writing a greeting for them into the status.
 
-use beehive_guest::{Action, Client, Controller, Object, Registration, Result};
+use beehive_guest::{Action, ClientOf, Controller, ObjectOf, Registration, Result};
 use serde::{Deserialize, Serialize};
+
+/// The controller.
+#[derive(Default)]
+pub struct Greeter;
 
 /// What a greeting asks for.
 #[derive(Debug, Deserialize)]
@@ -18,26 +22,18 @@ pub struct GreetingStatus {
     pub message: String,
 }
 
-/// The controller.
-#[derive(Default)]
-pub struct Greeter;
-
 impl Controller for Greeter {
     type Spec = GreetingSpec;
     type Status = GreetingStatus;
 
-    fn registration() -> Registration {
-        Registration::new("example.dev", "Greeting")
-    }
-
-    fn reconcile(
-        &self,
-        client: &Client<'_, GreetingStatus>,
-        object: &Object<GreetingSpec, GreetingStatus>,
-    ) -> Result<Action> {
+    fn reconcile(&self, client: &ClientOf<'_, Self>, object: &ObjectOf<Self>) -> Result<Action> {
         let message = format!("Hello, {}!", object.spec.name);
         client.update_status(&GreetingStatus { message })?;
         Ok(Action::settled())
+    }
+
+    fn registration() -> Registration {
+        Registration::new("example.dev", "Greeting")
     }
 }
 
@@ -46,18 +42,14 @@ beehive_guest::export!(Greeter);
 #[cfg(test)]
 mod tests {
     use beehive_guest::fake::FakeClient;
-    use beehive_guest::{Meta, Object};
+    use beehive_guest::{Client, Object};
 
     use super::*;
 
     #[test]
     fn greets_the_name_in_the_spec() {
         let fake = FakeClient::new();
-        let object = Object {
-            meta: Meta::default(),
-            spec: GreetingSpec { name: "Ada".into() },
-            status: None,
-        };
+        let object = Object::new("ada", GreetingSpec { name: "Ada".into() });
         let result = Greeter.reconcile(&Client::new(&fake), &object).unwrap();
         assert_eq!(result, Action::settled());
         assert_eq!(fake.status().unwrap()["message"], "Hello, Ada!");

@@ -1,7 +1,7 @@
 //! A plugin whose `describe` never returns: the host must bound the call
 //! and refuse the plugin, not hang its start or a hot swap.
 
-use beehive_guest::{Action, Client, Controller, Object, Registration, Result};
+use beehive_guest::{Action, ClientOf, Controller, ObjectOf, Registration, Result};
 
 /// The controller.
 #[derive(Default)]
@@ -11,19 +11,15 @@ impl Controller for Stuck {
     type Spec = serde::de::IgnoredAny;
     type Status = ();
 
+    fn reconcile(&self, _client: &ClientOf<'_, Self>, _object: &ObjectOf<Self>) -> Result<Action> {
+        Ok(Action::settled())
+    }
+
     fn registration() -> Registration {
         let mut n: u64 = 0;
         loop {
             n = std::hint::black_box(n.wrapping_add(1));
         }
-    }
-
-    fn reconcile(
-        &self,
-        _client: &Client<'_, ()>,
-        _object: &Object<Self::Spec, ()>,
-    ) -> Result<Action> {
-        Ok(Action::settled())
     }
 }
 

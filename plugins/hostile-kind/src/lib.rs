@@ -2,7 +2,7 @@
 //! 200 KiB group: the host must refuse it with a clear error, and no log line
 //! or table may carry the text raw.
 
-use beehive_guest::{Action, Client, Controller, Object, Registration, Result};
+use beehive_guest::{Action, ClientOf, Controller, ObjectOf, Registration, Result};
 
 /// The controller.
 #[derive(Default)]
@@ -12,16 +12,12 @@ impl Controller for BadKind {
     type Spec = serde::de::IgnoredAny;
     type Status = ();
 
-    fn registration() -> Registration {
-        Registration::new("g".repeat(200 << 10), "Bad\nERROR forged")
+    fn reconcile(&self, _client: &ClientOf<'_, Self>, _object: &ObjectOf<Self>) -> Result<Action> {
+        Ok(Action::settled())
     }
 
-    fn reconcile(
-        &self,
-        _client: &Client<'_, ()>,
-        _object: &Object<Self::Spec, ()>,
-    ) -> Result<Action> {
-        Ok(Action::settled())
+    fn registration() -> Registration {
+        Registration::new("g".repeat(200 << 10), "Bad\nERROR forged")
     }
 }
 

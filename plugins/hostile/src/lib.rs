@@ -24,7 +24,7 @@
 
 use std::time::Duration;
 
-use beehive_guest::{Action, Client, Controller, Error, Object, Registration, Result};
+use beehive_guest::{Action, ClientOf, Controller, Error, ObjectOf, Registration, Result};
 use serde::{Deserialize, Serialize};
 
 /// The attack.
@@ -57,23 +57,7 @@ impl Controller for Hostile {
     type Spec = Spec;
     type Status = Status;
 
-    fn registration() -> Registration {
-        let mut registration = Registration::new("test.dev", "Hostile")
-            .concurrency(u32::MAX)
-            .pass_deadline(31 * YEAR)
-            .full_pass_interval(Duration::from_millis(1))
-            .max_retry_interval(Duration::from_millis(1))
-            .schema_versions(1, 0);
-        registration.owed_pass_interval = Some(Duration::from_millis(1));
-        registration.individual_pass_interval = Some(Duration::from_millis(1));
-        registration
-    }
-
-    fn reconcile(
-        &self,
-        client: &Client<'_, Status>,
-        object: &Object<Spec, Status>,
-    ) -> Result<Action> {
+    fn reconcile(&self, client: &ClientOf<'_, Self>, object: &ObjectOf<Self>) -> Result<Action> {
         let outcome = match object.spec.act.as_str() {
             "spin" => spin(),
             "sleep" => loop {
@@ -152,6 +136,18 @@ impl Controller for Hostile {
             filler: String::new(),
         })?;
         Ok(Action::settled())
+    }
+
+    fn registration() -> Registration {
+        let mut registration = Registration::new("test.dev", "Hostile")
+            .concurrency(u32::MAX)
+            .pass_deadline(31 * YEAR)
+            .full_pass_interval(Duration::from_millis(1))
+            .max_retry_interval(Duration::from_millis(1))
+            .schema_versions(1, 0);
+        registration.owed_pass_interval = Some(Duration::from_millis(1));
+        registration.individual_pass_interval = Some(Duration::from_millis(1));
+        registration
     }
 
     fn convert_spec(_from: u32, spec: serde_json::Value) -> Result<serde_json::Value, String> {

@@ -8,8 +8,12 @@
 
 use std::time::Duration;
 
-use beehive_guest::{Action, Client, Controller, Error, Object, Registration, Result};
+use beehive_guest::{Action, ClientOf, Controller, Error, ObjectOf, Registration, Result};
 use serde::{Deserialize, Serialize};
+
+/// The controller.
+#[derive(Default)]
+pub struct Misbehave;
 
 /// What to do.
 #[derive(Debug, Deserialize)]
@@ -25,24 +29,11 @@ pub struct Status {
     pub outcome: String,
 }
 
-/// The controller.
-#[derive(Default)]
-pub struct Misbehave;
-
 impl Controller for Misbehave {
     type Spec = Spec;
     type Status = Status;
 
-    fn registration() -> Registration {
-        // A short deadline, so the endless loop is cut quickly.
-        Registration::new("test.dev", "Misbehave").pass_deadline(Duration::from_millis(300))
-    }
-
-    fn reconcile(
-        &self,
-        client: &Client<'_, Status>,
-        object: &Object<Spec, Status>,
-    ) -> Result<Action> {
+    fn reconcile(&self, client: &ClientOf<'_, Self>, object: &ObjectOf<Self>) -> Result<Action> {
         let outcome = match object.spec.act.as_str() {
             "loop" => {
                 let mut n: u64 = 0;
@@ -81,6 +72,11 @@ impl Controller for Misbehave {
         };
         client.update_status(&Status { outcome })?;
         Ok(Action::settled())
+    }
+
+    fn registration() -> Registration {
+        // A short deadline, so the endless loop is cut quickly.
+        Registration::new("test.dev", "Misbehave").pass_deadline(Duration::from_millis(300))
     }
 }
 

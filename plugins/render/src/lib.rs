@@ -16,7 +16,7 @@
 //! error and retries.
 
 use beehive_guest::finalizer::{Event, finalizer};
-use beehive_guest::{Action, Client, Controller, Error, Object, Registration, Result};
+use beehive_guest::{Action, ClientOf, Controller, Error, ObjectOf, Registration, Result};
 use serde::{Deserialize, Serialize};
 
 /// The finalizer that keeps a page until its file is removed.
@@ -66,15 +66,7 @@ impl Controller for Renderer {
     type Spec = PageSpec;
     type Status = PageStatus;
 
-    fn registration() -> Registration {
-        Registration::new("example.dev", "Page").finalizers([FINALIZER])
-    }
-
-    fn reconcile(
-        &self,
-        client: &Client<'_, PageStatus>,
-        page: &Object<PageSpec, PageStatus>,
-    ) -> Result<Action> {
+    fn reconcile(&self, client: &ClientOf<'_, Self>, page: &ObjectOf<Self>) -> Result<Action> {
         let path = file_of(&page.meta.name);
         finalizer(client, FINALIZER, page, |event| match event {
             Event::Apply(page) => {
@@ -95,6 +87,10 @@ impl Controller for Renderer {
                 Err(error) => Err(Error::msg(format!("cannot remove {path}: {error}"))),
             },
         })
+    }
+
+    fn registration() -> Registration {
+        Registration::new("example.dev", "Page").finalizers([FINALIZER])
     }
 }
 

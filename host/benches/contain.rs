@@ -14,20 +14,18 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn plugin_wasm(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/wasm32-wasip2/release")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/build-plugins",
-        path.display()
-    );
-    path
+/// Copies the example plugin `name`, built by `scripts/build-plugins`, into
+/// `dir`.
+fn copy_plugin(name: &str, dir: &Path) {
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../target/wasm32-wasip2/release/{name}.wasm"));
+    if let Err(error) = std::fs::copy(&built, dir.join(format!("{name}.wasm"))) {
+        panic!("{}: {error} (run scripts/build-plugins)", built.display());
+    }
 }
 
 /// A `beehive run` in a scratch directory, killed when dropped.
@@ -41,11 +39,7 @@ impl Running {
         let dir = tempfile::tempdir().expect("scratch directory");
         std::fs::create_dir(dir.path().join("plugins")).expect("plugins directory");
         for plugin in plugins {
-            std::fs::copy(
-                plugin_wasm(plugin),
-                dir.path().join("plugins").join(format!("{plugin}.wasm")),
-            )
-            .expect("copy plugin");
+            copy_plugin(plugin, &dir.path().join("plugins"));
         }
         let child = Command::new(env!("CARGO_BIN_EXE_beehive"))
             .arg("--log-level")

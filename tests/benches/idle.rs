@@ -21,8 +21,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use beehive::plugin::{Change, PluginDirectory, PluginRuntime, RuntimeOptions};
-use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
-use beehive_e2e::plugin_wasm;
+use beehive::{GroupKind, Host, HostOptions, Json, RawClient, Store};
+use beehive_e2e::bench::{
+    block_on, create_all, figure, object_name, outstanding, wait_for, write_all,
+};
+use beehive_e2e::plugin_dir;
 
 const GREETINGS: usize = 7_500;
 const SERVICES: usize = 2_500;
@@ -51,42 +54,25 @@ fn status_mib(field: &str) -> f64 {
     kib / 1024.0
 }
 
-fn outstanding(conn: &rusqlite::Connection) -> i64 {
-    conn.query_row(
-        "SELECT COUNT(*) FROM objects WHERE observed_generation IS NULL \
-         OR observed_generation < generation OR reconcile_owed > 0",
-        [],
-        |row| row.get(0),
-    )
-    .expect("count")
+/// Rewrites the spec of every object [`create_all`] made.
+async fn update_all<S>(client: &RawClient, count: usize, spec: S)
+where
+    S: Fn(usize) -> String + Clone + Send + Sync + 'static,
+{
+    write_all(client, count, move |client, i| {
+        let spec = Json::parse(&spec(i)).expect("spec");
+        async move {
+            client
+                .update_by_name(&object_name(i), spec)
+                .await
+                .expect("update");
+        }
+    })
+    .await;
 }
 
 async fn settled(conn: &rusqlite::Connection) {
-    while outstanding(conn) > 0 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn create_all(client: &RawClient, count: usize, spec: impl Fn(usize) -> String) {
-    for i in 0..count {
-        client
-            .create(
-                &format!("o{i}"),
-                Json::parse(&spec(i)).expect("spec"),
-                CreateOptions::new(),
-            )
-            .await
-            .expect("create");
-    }
-}
-
-async fn update_all(client: &RawClient, count: usize, spec: impl Fn(usize) -> String) {
-    for i in 0..count {
-        client
-            .update_by_name(&format!("o{i}"), Json::parse(&spec(i)).expect("spec"))
-            .await
-            .expect("update");
-    }
+    wait_for(Duration::from_millis(20), || outstanding(conn, None) == 0).await;
 }
 
 /// Set in the child that fills the cache: the plugin and cache directories.
@@ -107,27 +93,16 @@ async fn load(plugins: &Path, cache: &Path, store: &Store) -> (Host, Arc<PluginD
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
     if let Ok(dirs) = std::env::var(WARM) {
         let (plugins, cache) = dirs.split_once('\n').expect("two directories");
-        runtime.block_on(async {
+        block_on(async {
             let store = Store::temporary().expect("store");
             load(Path::new(plugins), Path::new(cache), &store).await;
         });
         return;
     }
-    runtime.block_on(async {
-        let plugins = tempfile::tempdir().expect("dir");
-        for name in ["greeting", "cascade", "conditions", "events"] {
-            std::fs::copy(
-                plugin_wasm(name),
-                plugins.path().join(format!("{name}.wasm")),
-            )
-            .expect("copy");
-        }
+    block_on(async {
+        let plugins = plugin_dir(&["greeting", "cascade", "conditions", "events"]);
         let cache = tempfile::tempdir().expect("cache");
         let warmed = std::process::Command::new(std::env::current_exe().expect("this bench"))
             .env(
@@ -150,7 +125,7 @@ fn main() {
         update_all(&greetings, GREETINGS, |i| format!(r#"{{"name":"m{i}"}}"#)).await;
         update_all(&services, SERVICES, |i| format!(r#"{{"port":{}}}"#, 2 + i)).await;
         settled(&conn).await;
-        println!("figure host.rss_peak_mib {:.1} MiB", status_mib("VmHWM"));
+        figure("host.rss_peak_mib", status_mib("VmHWM"), "MiB");
 
         // Let the last handshakes drain and the first sweep after the burst
         // run (it gives back the pages the updates freed: a one-off write),
@@ -180,20 +155,16 @@ fn main() {
                 eprintln!("moved while idle: {line}");
             }
         }
-        println!(
-            "figure host.idle_cpu_ms_per_min {:.2} ms/min",
-            cpu.as_secs_f64() * 1000.0 * 60.0 / IDLE.as_secs_f64()
-        );
-        println!(
-            "figure host.idle_writes {} commits",
-            commits_after - commits_before
-        );
+        let per_minute = cpu.as_secs_f64() * 1000.0 * 60.0 / IDLE.as_secs_f64();
+        figure("host.idle_cpu_ms_per_min", per_minute, "ms/min");
+        let writes = commits_after - commits_before;
+        figure("host.idle_writes", writes, "commits");
         assert_eq!(
             store.resource_version(),
             version_before,
             "an idle host writes nothing"
         );
-        println!("figure host.rss_idle_mib {:.1} MiB", status_mib("VmRSS"));
+        figure("host.rss_idle_mib", status_mib("VmRSS"), "MiB");
         running.stop(Duration::from_secs(30)).await.expect("stop");
     });
 }

@@ -32,11 +32,12 @@ use beehive::{
     Client, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions, Json,
     Object, RawClient, ReconcileResult, Reconciler, Store, Typed,
 };
-use beehive_e2e::{TestServer, plugin_wasm, shared_plugin_cache};
+use beehive_e2e::bench::{OBJECTS, block_on, create_all, figure, median, outstanding, wait_for};
+use beehive_e2e::{TestServer, plugin_dir, plugin_wasm, shared_plugin_cache};
 use serde::{Deserialize, Serialize};
 
-const OBJECTS: usize = 10_000;
-const WRITERS: usize = 8;
+/// How often a wait polls.
+const POLL: Duration = Duration::from_millis(5);
 
 #[derive(Serialize, Deserialize)]
 struct Spec {
@@ -69,58 +70,23 @@ fn greeting() -> GroupKind {
     GroupKind::new("example.dev", "Greeting")
 }
 
-fn outstanding(conn: &rusqlite::Connection) -> i64 {
-    conn.query_row(
-        "SELECT COUNT(*) FROM objects INDEXED BY objects_owed \
-         WHERE (observed_generation IS NULL OR observed_generation < generation \
-                OR reconcile_owed > 0 OR deletion_requested_at IS NOT NULL)",
-        [],
-        |row| row.get(0),
-    )
-    .expect("count")
-}
-
-async fn wait_for(mut done: impl FnMut() -> bool) {
-    while !done() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 async fn converge(store: Store, host: Host) -> f64 {
     converge_kind(store, host, greeting(), |i| format!(r#"{{"name":"n{i}"}}"#)).await
 }
 
-/// Creates `OBJECTS` objects of `kind` (`spec(i)` each) from `WRITERS` tasks
-/// and waits until all are observed; objects per second.
+/// Creates [`OBJECTS`] objects of `kind` (`spec(i)` each) and waits until all
+/// are observed; objects per second.
 async fn converge_kind(
     store: Store,
     host: Host,
     kind: GroupKind,
-    spec: impl Fn(usize) -> String + Clone + Send + 'static,
+    spec: impl Fn(usize) -> String + Clone + Send + Sync + 'static,
 ) -> f64 {
     let running = host.start().await.expect("start");
     let conn = rusqlite::Connection::open(store.path()).expect("observer");
-    let client: RawClient = host.client(kind);
     let start = Instant::now();
-    let tasks: Vec<_> = (0..WRITERS)
-        .map(|writer| {
-            let client = client.clone();
-            let make = spec.clone();
-            tokio::spawn(async move {
-                for i in (writer..OBJECTS).step_by(WRITERS) {
-                    let spec = Json::parse(&make(i)).expect("spec");
-                    client
-                        .create(&format!("g{i}"), spec, CreateOptions::new())
-                        .await
-                        .expect("create");
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.expect("writer");
-    }
-    wait_for(|| outstanding(&conn) == 0).await;
+    create_all(&host.client(kind.clone()), OBJECTS, spec).await;
+    wait_for(POLL, || outstanding(&conn, Some(&kind)) == 0).await;
     let elapsed = start.elapsed().as_secs_f64();
     running.stop(Duration::from_secs(30)).await.expect("stop");
     OBJECTS as f64 / elapsed
@@ -141,8 +107,7 @@ async fn load(
 }
 
 async fn wasm() -> f64 {
-    let dir = tempfile::tempdir().expect("dir");
-    std::fs::copy(plugin_wasm("greeting"), dir.path().join("greeting.wasm")).expect("copy");
+    let dir = plugin_dir(&["greeting"]);
     let store = Store::temporary().expect("store");
     let host = Host::new(&store, HostOptions::new()).expect("host");
     load(RuntimeOptions::new(), &host, dir.path()).await;
@@ -163,10 +128,7 @@ async fn native() -> f64 {
 }
 
 async fn cold_start() -> f64 {
-    let dir = tempfile::tempdir().expect("dir");
-    for name in ["greeting", "cascade", "conditions", "events"] {
-        std::fs::copy(plugin_wasm(name), dir.path().join(format!("{name}.wasm"))).expect("copy");
-    }
+    let dir = plugin_dir(&["greeting", "cascade", "conditions", "events"]);
     let cache = tempfile::tempdir().expect("cache");
     {
         // Fill the cache, as an earlier run of the host would have.
@@ -205,7 +167,7 @@ async fn cold_start() -> f64 {
         "everything came from the cache"
     );
     let running = host.start().await.expect("start");
-    wait_for(|| {
+    wait_for(POLL, || {
         typed
             .get(created.id())
             .map(|o| o.meta.is_observed())
@@ -240,7 +202,7 @@ async fn hot_swap() -> f64 {
             .map(|s| s.to_value()["message"].to_string())
             .unwrap_or_default()
     };
-    wait_for(|| message().contains("Hello")).await;
+    wait_for(POLL, || message().contains("Hello")).await;
     let mut samples = Vec::new();
     for (version, greets) in [("greeting_v2", "Good day"), ("greeting", "Hello")]
         .repeat(3)
@@ -253,7 +215,7 @@ async fn hot_swap() -> f64 {
         std::fs::copy(plugin_wasm(version), &staging).expect("stage");
         let start = Instant::now();
         std::fs::rename(&staging, &target).expect("rename");
-        wait_for(|| message().contains(greets)).await;
+        wait_for(POLL, || message().contains(greets)).await;
         samples.push(start.elapsed().as_secs_f64() * 1000.0);
     }
     watching.stop().await;
@@ -294,12 +256,7 @@ async fn instance_rss() -> f64 {
 /// services with one worker; the Python one compiles once into the shared
 /// test cache.
 async fn conditions(plugin: &str, group: &str) -> f64 {
-    let dir = tempfile::tempdir().expect("dir");
-    std::fs::copy(
-        plugin_wasm(plugin),
-        dir.path().join(format!("{plugin}.wasm")),
-    )
-    .expect("copy");
+    let dir = plugin_dir(&[plugin]);
     let store = Store::temporary().expect("store");
     let host = Host::new(&store, HostOptions::new()).expect("host");
     let options = RuntimeOptions::new().cache_dir(shared_plugin_cache());
@@ -336,18 +293,12 @@ const GET_ROUNDS: usize = 10;
 /// GETs one `fetch-timed` pass makes.
 const GETS_PER_PASS: usize = 10;
 
-fn median(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
-
 /// The plugin's and native GET times, microseconds each: the `hostile`
 /// plugin's `fetch-timed` passes each time ten GETs inside the guest; the
 /// native side makes the same GETs with hyper on a new connection each, as
 /// wasi:http does.
 async fn http_gets(server: &TestServer) -> (Vec<f64>, Vec<f64>) {
-    let dir = tempfile::tempdir().expect("dir");
-    std::fs::copy(plugin_wasm("hostile"), dir.path().join("hostile.wasm")).expect("copy");
+    let dir = plugin_dir(&["hostile"]);
     std::fs::write(
         dir.path().join("hostile.toml"),
         format!("[http]\nallow = [{:?}]\n", server.authority()),
@@ -379,7 +330,7 @@ async fn http_gets(server: &TestServer) -> (Vec<f64>, Vec<f64>) {
                 .expect("create");
         }
         // A cheap check while passes run, so polling takes little from them.
-        wait_for(|| outstanding(&conn) == 0).await;
+        wait_for(POLL, || outstanding(&conn, None) == 0).await;
         for _ in 0..per_round {
             native.push(native_get(server).await);
         }
@@ -424,41 +375,25 @@ async fn native_get(server: &TestServer) -> f64 {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        println!(
-            "figure plugin.converge_10k_wasm_per_s {:.1} obj/s",
-            wasm().await
-        );
-        println!(
-            "figure plugin.converge_10k_native_per_s {:.1} obj/s",
-            native().await
-        );
-        println!("figure plugin.cold_start_ms {:.1} ms", cold_start().await);
-        println!("figure plugin.hot_swap_ms {:.1} ms", hot_swap().await);
-        println!(
-            "figure plugin.instance_rss_kib {:.1} KiB",
-            instance_rss().await
-        );
-        println!(
-            "figure plugin.converge_10k_conditions_per_s {:.1} obj/s",
-            conditions("conditions", "example.dev").await
-        );
-        println!(
-            "figure plugin.converge_10k_python_per_s {:.1} obj/s",
-            conditions("conditions-py", "py.example.dev").await
-        );
-        println!(
-            "figure plugin.python_cached_load_ms {:.1} ms",
-            python_cached_load().await
+    block_on(async {
+        figure("plugin.converge_10k_wasm_per_s", wasm().await, "obj/s");
+        figure("plugin.converge_10k_native_per_s", native().await, "obj/s");
+        figure("plugin.cold_start_ms", cold_start().await, "ms");
+        figure("plugin.hot_swap_ms", hot_swap().await, "ms");
+        figure("plugin.instance_rss_kib", instance_rss().await, "KiB");
+        let rust = conditions("conditions", "example.dev").await;
+        figure("plugin.converge_10k_conditions_per_s", rust, "obj/s");
+        let python = conditions("conditions-py", "py.example.dev").await;
+        figure("plugin.converge_10k_python_per_s", python, "obj/s");
+        figure(
+            "plugin.python_cached_load_ms",
+            python_cached_load().await,
+            "ms",
         );
         let server = TestServer::start();
         server.route("/ok", 200, "ok");
         let (plugin, native) = http_gets(&server).await;
-        println!("figure plugin.http_get_us {:.1} us", median(plugin));
-        println!("figure plugin.http_get_native_us {:.1} us", median(native));
+        figure("plugin.http_get_us", median(plugin), "us");
+        figure("plugin.http_get_native_us", median(native), "us");
     });
 }

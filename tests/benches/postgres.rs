@@ -29,24 +29,9 @@ use beehive::{
     Json, RawObject, ReconcileResult, Store,
 };
 use beehive_e2e::TestPostgres;
-
-const OBJECTS: usize = 10_000;
-const WRITERS: usize = 8;
-
-struct WriteStatus;
-
-impl Controller for WriteStatus {
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
-        match client.update_status_json(object.spec.clone()).await {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
-    }
-}
-
-fn kind() -> GroupKind {
-    GroupKind::new("bench.dev", "Widget")
-}
+use beehive_e2e::bench::{
+    OBJECTS, WriteStatus, block_on, create_all, figure, wait_for, wanted, widget,
+};
 
 /// Objects not yet observed at their generation, read as an outside
 /// observer would.
@@ -80,32 +65,20 @@ async fn converge(url: &str, leased: bool) -> f64 {
         false => None,
     };
     let host = Host::new(&store, HostOptions::new()).expect("host");
-    host.register(kind(), WriteStatus, ControllerOptions::new().concurrency(1))
-        .await
-        .expect("register");
+    host.register(
+        widget(),
+        WriteStatus,
+        ControllerOptions::new().concurrency(1),
+    )
+    .await
+    .expect("register");
     let running = host.start().await.expect("start");
-    let client = host.client(kind());
     let start = Instant::now();
-    let tasks: Vec<_> = (0..WRITERS)
-        .map(|writer| {
-            let client = client.clone();
-            tokio::spawn(async move {
-                for i in (writer..OBJECTS).step_by(WRITERS) {
-                    let spec = Json::parse(&format!(r#"{{"replicas":{i}}}"#)).expect("spec");
-                    client
-                        .create(&format!("w{i}"), spec, CreateOptions::new())
-                        .await
-                        .expect("create");
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.expect("writer");
-    }
-    while outstanding(&store) > 0 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    create_all(&host.client(widget()), OBJECTS, |i| {
+        format!(r#"{{"replicas":{i}}}"#)
+    })
+    .await;
+    wait_for(Duration::from_millis(10), || outstanding(&store) == 0).await;
     let elapsed = start.elapsed().as_secs_f64();
     running.stop(Duration::from_secs(30)).await.expect("stop");
     if let Some(tenure) = tenure {
@@ -164,7 +137,7 @@ fn spawn_host(
             .enable_all()
             .build()
             .expect("runtime");
-        runtime.block_on(async move {
+        block_on(async move {
             let store = Store::open(&url).expect("store");
             let tenure = beehive::engine::Tenure::take(&store, Duration::from_secs(5))
                 .await
@@ -172,7 +145,7 @@ fn spawn_host(
             let options =
                 HostOptions::new().cadence(beehive::engine::Cadence::new().startup_full_pass(true));
             let host = Host::new(&store, options).expect("host");
-            host.register(kind(), FirstPass(first_pass), ControllerOptions::new())
+            host.register(widget(), FirstPass(first_pass), ControllerOptions::new())
                 .await
                 .expect("register");
             let _running = host.start().await.expect("start");
@@ -191,7 +164,7 @@ async fn failover(url: &str) -> (f64, usize) {
     let seen_by_first = Arc::new(Mutex::new(None));
     let mut first = Some(spawn_host(url.to_string(), seen_by_first.clone()));
     let writer = Store::open(url).expect("store");
-    let client = beehive::RawClient::new(&writer, kind());
+    let client = beehive::RawClient::new(&writer, widget());
     let create = |i: usize| {
         let client = client.clone();
         async move {
@@ -248,26 +221,16 @@ async fn failover(url: &str) -> (f64, usize) {
     ((took_over - killed_at).as_secs_f64(), lost)
 }
 
-fn figure(name: &str, value: f64, unit: &str) {
-    println!("figure {name} {value:.3} {unit}");
-}
-
 fn main() {
-    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
     if wanted("pg.creates_seq_per_s") || wanted("pg.get_by_id_us") {
         let server = TestPostgres::start();
-        let (creates, get_us) = runtime.block_on(sequential(server.url()));
+        let (creates, get_us) = block_on(sequential(server.url()));
         figure("pg.creates_seq_per_s", creates, "obj/s");
         figure("pg.get_by_id_us", get_us, "us");
     }
     if wanted("pg.failover_s") || wanted("pg.lost_writes") {
         let server = TestPostgres::start();
-        let (seconds, lost) = runtime.block_on(failover(server.url()));
+        let (seconds, lost) = block_on(failover(server.url()));
         figure("pg.failover_s", seconds, "s");
         figure("pg.lost_writes", lost as f64, "writes");
     }
@@ -285,7 +248,7 @@ fn main() {
         if wanted(name) {
             let server = TestPostgres::start();
             let url = format!("{}{settings}", server.url());
-            let elapsed = runtime.block_on(converge(&url, leased));
+            let elapsed = block_on(converge(&url, leased));
             figure(name, OBJECTS as f64 / elapsed, "obj/s");
         }
     }

@@ -1,6 +1,7 @@
 //! Helpers for the end-to-end tests in `tests/tests/e2e/`: each test gets its own
 //! directory and runs the real `beehive` binary in it.
 
+pub mod bench;
 mod http_server;
 mod postgres;
 
@@ -39,6 +40,24 @@ pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
+/// Creates the object `name` with the JSON `spec` through `client`.
+///
+/// # Panics
+/// When `spec` is not JSON or the create fails.
+pub async fn create(client: &beehive::RawClient, name: &str, spec: &str) -> beehive::RawObject {
+    let spec = beehive::Json::parse(spec).expect("a JSON spec");
+    client
+        .create(name, spec, beehive::CreateOptions::new())
+        .await
+        .unwrap_or_else(|error| panic!("create {name}: {error}"))
+}
+
+/// Why each plugin file in `directory` failed to load.
+pub fn load_failures(directory: &beehive::plugin::PluginDirectory) -> Vec<String> {
+    let failures = directory.failures();
+    failures.iter().map(|f| f.error.to_string()).collect()
+}
+
 /// A fresh directory holding the named example plugins, each as `NAME.wasm`.
 ///
 /// # Panics
@@ -52,6 +71,38 @@ pub fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
     dir
 }
 
+/// The directory of this build's profile (`target/<profile>`), where the
+/// running test or benchmark executable sits in `deps/`.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable has a path");
+    exe.ancestors()
+        .nth(2)
+        .expect("the test executable lives in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// The build's target directory, above [`profile_dir`].
+fn target_dir() -> PathBuf {
+    let profile = profile_dir();
+    profile
+        .parent()
+        .expect("a profile sits in a target directory")
+        .to_path_buf()
+}
+
+/// `path`, which a build step makes.
+///
+/// # Panics
+/// When it is missing; the message names the step.
+fn built(path: PathBuf, step: &str) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run {step} (scripts/test does)",
+        path.display()
+    );
+    path
+}
+
 /// A compiled-plugin cache shared by every test run of this build
 /// (`target/test-plugin-cache`, private to the user): big plugins (Python's
 /// are 18 MB) compile once, not once per test. Artifacts are sealed to the
@@ -62,12 +113,7 @@ pub fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
 pub fn shared_plugin_cache() -> PathBuf {
     use std::os::unix::fs::DirBuilderExt;
 
-    let exe = std::env::current_exe().expect("the test executable has a path");
-    let dir = exe
-        .ancestors()
-        .nth(3)
-        .expect("the test executable lives in target/<profile>/deps")
-        .join("test-plugin-cache");
+    let dir = target_dir().join("test-plugin-cache");
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -79,20 +125,10 @@ pub fn shared_plugin_cache() -> PathBuf {
 /// The `beehive` binary of this build, next to the test executable's `deps/`.
 ///
 /// # Panics
-/// When the binary has not been built; `scripts/test` builds it first.
+/// When the binary has not been built.
 pub fn beehive_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test executable has a path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test executable lives in target/<profile>/deps");
-    let bin = profile_dir.join(format!("beehive{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p beehive --bins` (scripts/test does)",
-        bin.display()
-    );
-    bin
+    let bin = format!("beehive{}", std::env::consts::EXE_SUFFIX);
+    built(profile_dir().join(bin), "`cargo build -p beehive --bins`")
 }
 
 /// The example plugin `name`, built as a component by `scripts/build-plugins`.
@@ -100,21 +136,8 @@ pub fn beehive_bin() -> PathBuf {
 /// # Panics
 /// When it has not been built.
 pub fn plugin_wasm(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test executable has a path");
-    let target_dir = exe
-        .ancestors()
-        .nth(3)
-        .expect("the test executable lives in target/<profile>/deps");
-    let wasm = target_dir
-        .join("wasm32-wasip2")
-        .join("release")
-        .join(format!("{name}.wasm"));
-    assert!(
-        wasm.exists(),
-        "{} is missing: run scripts/build-plugins (scripts/test does)",
-        wasm.display()
-    );
-    wasm
+    let wasm = format!("wasm32-wasip2/release/{name}.wasm");
+    built(target_dir().join(wasm), "scripts/build-plugins")
 }
 
 /// A scratch directory and a way to run `beehive` inside it.
@@ -132,6 +155,16 @@ impl Workspace {
             dir: tempfile::tempdir().expect("a temporary directory"),
             db: None,
         }
+    }
+
+    /// A fresh directory whose `plugins/` holds the named example plugins,
+    /// each as `NAME.wasm`.
+    pub fn with_plugins(names: &[&str]) -> Self {
+        let workspace = Workspace::new();
+        for name in names {
+            workspace.install_plugin(name, &format!("{name}.wasm"));
+        }
+        workspace
     }
 
     /// A fresh, empty directory whose commands all use the store at `db`
@@ -188,6 +221,13 @@ impl Workspace {
         let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
         assert_eq!(errors.len(), 1, "one error line from {args:?}: {stderr}");
         errors[0].to_string()
+    }
+
+    /// Writes `text` to `file` and applies it, expecting success; returns
+    /// what `apply` printed.
+    pub fn apply(&self, file: &str, text: &str) -> String {
+        self.write(file, text);
+        self.ok(&["apply", "-f", file])
     }
 
     /// Writes `text` to `file` and applies it, expecting the apply to fail;
@@ -323,15 +363,20 @@ impl HostProcess {
     }
 
     /// Waits up to `patience` for the host to exit, and says how it did.
-    pub fn exited_within(&mut self, patience: Duration) -> Option<std::process::ExitStatus> {
+    ///
+    /// # Panics
+    /// When it is still running then; the message holds its log.
+    pub fn exits_within(&mut self, patience: Duration) -> std::process::ExitStatus {
         let deadline = Instant::now() + patience;
         loop {
             if let Some(status) = self.child.try_wait().expect("the host can be waited on") {
-                return Some(status);
+                return status;
             }
-            if Instant::now() >= deadline {
-                return None;
-            }
+            assert!(
+                Instant::now() < deadline,
+                "the host still runs after {patience:?}: {}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }

@@ -4,6 +4,7 @@ a component built by componentize-py (it needs `wit_world`); everywhere
 else importing it raises ImportError, which is how the rest of the SDK
 knows it runs under pytest."""
 
+import dataclasses
 import json
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -248,35 +249,26 @@ def exception(error: Any) -> errors.BeehiveError:
     return cls(value if value is not None else case)
 
 
+def _copied(cls: Any, source: Any, **given: Any) -> Any:
+    """The dataclass `cls` with each field read from `source` by the same
+    name, except those `given`: the WIT records and the SDK's model share
+    their field names."""
+    names = [f.name for f in dataclasses.fields(cls) if f.name not in given]
+    return cls(**{name: getattr(source, name) for name in names}, **given)
+
+
 def raw_object(o: Any) -> RawObject:
-    meta = Meta(
-        id=o.id,
-        group=o.group,
-        kind=o.kind,
-        name=o.name,
-        generation=o.generation,
-        observed_generation=o.observed_generation,
-        resource_version=o.resource_version,
-        deletion_requested_at_ms=o.deletion_requested_at_ms,
+    meta = _copied(
+        Meta,
+        o,
         finalizers=list(o.finalizers),
         conditions=[condition(c) for c in o.conditions],
-        created_at_ms=o.created_at_ms,
-        updated_at_ms=o.updated_at_ms,
     )
     return RawObject(meta=meta, spec=o.spec, status=o.status)
 
 
 def condition(c: Any) -> Condition:
-    return Condition(
-        type=c.type,
-        status=_STATUS_FROM_WIT[c.status],
-        reason=c.reason,
-        message=c.message,
-        liveness=c.liveness,
-        unconfirmed=c.unconfirmed,
-        transitioned_at_ms=c.transitioned_at_ms,
-        updated_at_ms=c.updated_at_ms,
-    )
+    return _copied(Condition, c, status=_STATUS_FROM_WIT[c.status])
 
 
 def wit_condition(c: Condition) -> Any:

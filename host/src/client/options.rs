@@ -47,13 +47,9 @@ impl CreateOptions {
     }
 
     /// Finalizers that a controller must clear before the row can be removed.
-    pub fn finalizers<I, S>(mut self, finalizers: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.finalizers
-            .extend(finalizers.into_iter().map(Into::into));
+    pub fn finalizers(mut self, finalizers: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let finalizers = finalizers.into_iter().map(Into::into);
+        self.finalizers.extend(finalizers);
         self
     }
 

@@ -253,13 +253,9 @@ impl ControllerOptions {
     }
 
     /// Finalizers this controller owns, recorded with the registration.
-    pub fn finalizers<I, S>(mut self, finalizers: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.finalizers
-            .extend(finalizers.into_iter().map(Into::into));
+    pub fn finalizers(mut self, finalizers: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let finalizers = finalizers.into_iter().map(Into::into);
+        self.finalizers.extend(finalizers);
         self
     }
 

@@ -109,52 +109,66 @@ fn raised(table: &str) -> String {
     )
 }
 
+/// A condition on `key` that holds for the rows of `table` beyond the
+/// newest `?1` of each `partition`.
+fn beyond_cap(table: &str, key: &str, partition: &str) -> String {
+    format!(
+        "{key} IN ( \
+             SELECT {key} FROM ( \
+                 SELECT {key}, ROW_NUMBER() OVER ( \
+                     PARTITION BY {partition} ORDER BY {key} DESC) AS newest \
+                 FROM {table}) AS ranked \
+             WHERE newest > ?1)"
+    )
+}
+
+/// Raises the horizons of what a removal from one table takes away.
+type RaiseHorizons = fn(Conn<'_>, &str, i64) -> Result<()>;
+
 fn trim(
     tx: &mut WriteTx<'_>,
     retention: Retention,
     log_cutoff: Option<i64>,
     event_cutoff: Option<i64>,
 ) -> Result<()> {
+    let cap = |n: usize| (n > 0).then_some(n as i64);
+    // (table, the rows to remove, their `?1`, the horizons they raise);
+    // a step without a parameter is off.
+    let steps: [(&str, String, Option<i64>, RaiseHorizons); 4] = [
+        (
+            "object_writes",
+            "written_at < ?1".into(),
+            log_cutoff,
+            raise_horizons,
+        ),
+        (
+            "object_writes",
+            beyond_cap("object_writes", "resource_version", "grp, kind"),
+            cap(retention.write_log_per_kind),
+            raise_horizons,
+        ),
+        (
+            "events",
+            "last_at < ?1".into(),
+            event_cutoff,
+            raise_event_horizons,
+        ),
+        (
+            "events",
+            beyond_cap("events", "id", "object_id, category"),
+            cap(retention.event_runs_per_timeline),
+            raise_event_horizons,
+        ),
+    ];
     let conn = tx.conn();
     let mut removed = 0;
-    if let Some(cutoff) = log_cutoff {
-        raise_horizons(conn, "written_at < ?1", cutoff)?;
-        removed += conn.execute(
-            "DELETE FROM object_writes WHERE written_at < ?1",
-            params![cutoff],
-        )?;
-    }
-    if retention.write_log_per_kind > 0 {
-        let beyond_cap = "resource_version IN ( \
-                SELECT resource_version FROM ( \
-                    SELECT resource_version, ROW_NUMBER() OVER ( \
-                        PARTITION BY grp, kind ORDER BY resource_version DESC) AS newest \
-                    FROM object_writes) AS ranked \
-                WHERE newest > ?1)";
-        let cap = retention.write_log_per_kind as i64;
-        raise_horizons(conn, beyond_cap, cap)?;
-        removed += conn.execute(
-            &format!("DELETE FROM object_writes WHERE {beyond_cap}"),
-            params![cap],
-        )?;
-    }
-    if let Some(cutoff) = event_cutoff {
-        raise_event_horizons(conn, "last_at < ?1", cutoff)?;
-        removed += conn.execute("DELETE FROM events WHERE last_at < ?1", params![cutoff])?;
-    }
-    if retention.event_runs_per_timeline > 0 {
-        let beyond_cap = "id IN ( \
-                SELECT id FROM ( \
-                    SELECT id, ROW_NUMBER() OVER ( \
-                        PARTITION BY object_id, category ORDER BY id DESC) AS newest \
-                    FROM events) AS ranked \
-                WHERE newest > ?1)";
-        let cap = retention.event_runs_per_timeline as i64;
-        raise_event_horizons(conn, beyond_cap, cap)?;
-        removed += conn.execute(
-            &format!("DELETE FROM events WHERE {beyond_cap}"),
-            params![cap],
-        )?;
+    for (table, condition, parameter, raise) in steps {
+        let Some(parameter) = parameter else {
+            continue;
+        };
+        raise(conn, &condition, parameter)?;
+        let delete = format!("DELETE FROM {table} WHERE {condition}");
+        removed += conn.execute(&delete, params![parameter])?;
     }
     if removed > 0 {
         // The newest log entry or event may be gone: keep the counters.

@@ -78,6 +78,16 @@ fn options(spec: u32, fail: &Arc<AtomicBool>) -> ControllerOptions {
     })
 }
 
+/// A host whose `Reporter` reads clusters through a migrator at spec
+/// version `spec`; the flag makes the converter fail.
+async fn migrating_host(store: &Store, spec: u32) -> (Host, Arc<AtomicBool>) {
+    let host = Host::new(store, HostOptions::new()).unwrap();
+    let fail = Arc::new(AtomicBool::new(false));
+    let options = options(spec, &fail);
+    host.register(cluster(), Reporter, options).await.unwrap();
+    (host, fail)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
     let store = crate::common::store();
@@ -90,11 +100,7 @@ async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
         .unwrap();
     assert_eq!(stored_versions(&store, "prod"), (0, 0));
 
-    let host = Host::new(&store, HostOptions::new()).unwrap();
-    let fail = Arc::new(AtomicBool::new(false));
-    host.register(cluster(), Reporter, options(1, &fail))
-        .await
-        .unwrap();
+    let (host, _fail) = migrating_host(&store, 1).await;
     let read = clusters.get_by_name("prod").unwrap();
     assert_eq!(read.spec.as_str(), r#"{"replicas":3}"#, "upgraded on read");
     assert_eq!(
@@ -134,11 +140,7 @@ async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
     let store = crate::common::store();
-    let host = Host::new(&store, HostOptions::new()).unwrap();
-    let fail = Arc::new(AtomicBool::new(false));
-    host.register(cluster(), Reporter, options(2, &fail))
-        .await
-        .unwrap();
+    let (host, fail) = migrating_host(&store, 2).await;
     let clusters = RawClient::new(&store, cluster());
     let spec = Json::parse(r#"{"replicas":1}"#).unwrap();
     clusters
@@ -187,11 +189,7 @@ async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_writer_without_the_migrator_never_lowers_a_stored_version() {
     let store = crate::common::store();
-    let host = Host::new(&store, HostOptions::new()).unwrap();
-    let fail = Arc::new(AtomicBool::new(false));
-    host.register(cluster(), Reporter, options(2, &fail))
-        .await
-        .unwrap();
+    let (_host, _fail) = migrating_host(&store, 2).await;
     let spec = Json::parse(r#"{"replicas":1}"#).unwrap();
     let created = RawClient::new(&store, cluster())
         .create("prod", spec.clone(), CreateOptions::new())

@@ -12,18 +12,14 @@ fn json(text: &str) -> serde_json::Value {
 }
 
 fn with_plugins() -> Workspace {
-    let workspace = Workspace::new();
-    workspace.install_plugin("greeting", "greeting.wasm");
-    workspace.install_plugin("cascade", "cascade.wasm");
-    workspace
+    Workspace::with_plugins(&["greeting", "cascade"])
 }
 
 #[test]
 fn a_host_converges_applied_manifests_hot_swaps_and_cascades_deletes() {
     let workspace = with_plugins();
     let host = workspace.start_host(&[]);
-    workspace.write("team.yaml", TEAM);
-    let applied = workspace.ok(&["apply", "-f", "team.yaml"]);
+    let applied = workspace.apply("team.yaml", TEAM);
     assert_eq!(applied, "GreetingSet.example.dev/team created\n");
 
     workspace.ok(&["wait", "GreetingSet", "team", "--for", "condition=Ready"]);
@@ -84,10 +80,8 @@ fn a_killed_host_restarts_and_everything_converges_with_nothing_lost() {
     let objects: Vec<String> = (0..60)
         .map(|i| format!("{{\"kind\":\"Greeting.example.dev\",\"name\":\"g{i}\",\"spec\":{{\"name\":\"n{i}\"}}}}"))
         .collect();
-    workspace.write("many.json", &format!("[{}]", objects.join(",")));
-    workspace.ok(&["apply", "-f", "many.json"]);
-    workspace.write("team.yaml", TEAM);
-    workspace.ok(&["apply", "-f", "team.yaml"]);
+    workspace.apply("many.json", &format!("[{}]", objects.join(",")));
+    workspace.apply("team.yaml", TEAM);
     host.kill();
 
     // The killed host left its socket behind; commands still work.
@@ -214,8 +208,7 @@ fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
         "{error}"
     );
 
-    workspace.write("ok.yaml", "kind: Thing\nname: real\n");
-    workspace.ok(&["apply", "-f", "ok.yaml"]);
+    workspace.apply("ok.yaml", "kind: Thing\nname: real\n");
     let things = workspace.ok(&["get", "Thing", "-o", "name"]);
     assert_eq!(things, "Thing/real\n", "no bad file applied anything");
     let error = workspace.fails(&["get", "Thnig"]);
@@ -307,11 +300,10 @@ fn get_watch_streams_changes_from_a_running_host() {
             .contains("needs a running host")
     );
     let host = workspace.start_host(&[]);
-    workspace.write(
+    workspace.apply(
         "ada.yaml",
         "kind: Greeting.example.dev\nname: ada\nspec: {name: Ada}\n",
     );
-    workspace.ok(&["apply", "-f", "ada.yaml"]);
     let mut watch = std::process::Command::new(beehive_e2e::beehive_bin())
         .args(["get", "Greeting", "-w", "-o", "json"])
         .current_dir(workspace.path())
@@ -325,11 +317,10 @@ fn get_watch_streams_changes_from_a_running_host() {
         (Some("ADDED"), Some("ada"))
     );
 
-    workspace.write(
+    workspace.apply(
         "grace.yaml",
         "kind: Greeting.example.dev\nname: grace\nspec: {name: Grace}\n",
     );
-    workspace.ok(&["apply", "-f", "grace.yaml"]);
     // Grace arrives, and then her greeting, as the plugin writes it.
     let mut greeted = false;
     while !greeted {
@@ -356,14 +347,10 @@ fn events_watch_streams_runs_as_the_plugin_records_them() {
         &format!("[http]\nallow = [{:?}]\n", endpoint.authority()),
     );
     let host = workspace.start_host(&[]);
-    workspace.write(
-        "db.json",
-        &format!(
+    workspace.apply("db.json", &format!(
             r#"{{"kind":"Connection.example.dev","name":"db","spec":{{"url":"{}","probe_interval_ms":50}}}}"#,
             endpoint.url("/health")
-        ),
-    );
-    workspace.ok(&["apply", "-f", "db.json"]);
+        ));
     workspace.ok(&["wait", "Connection", "db", "--for", "condition=Connected"]);
     let mut watch = std::process::Command::new(beehive_e2e::beehive_bin())
         .args([
@@ -416,11 +403,10 @@ fn a_plugin_granted_a_directory_renders_into_it_and_cleans_up_on_delete() {
         "a config value was shown: {plugins}"
     );
 
-    workspace.write(
+    workspace.apply(
         "home.yaml",
         "kind: Page.example.dev\nname: home\nspec: {title: Welcome, body: Hello}\n",
     );
-    workspace.ok(&["apply", "-f", "home.yaml"]);
     workspace.ok(&["wait", "Page", "home", "--for", "settled"]);
     let stored = workspace.ok(&["get", "Page", "home", "-o", "json"]);
     assert!(
@@ -464,7 +450,7 @@ fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() 
             "kind: Connection.example.dev\nname: {name}\nspec: {{url: \"{url}\", probe_interval_ms: 200}}\n"
         )
     };
-    workspace.write(
+    workspace.apply(
         "connections.yaml",
         &format!(
             "{}---\n{}",
@@ -472,7 +458,6 @@ fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() 
             connection("rogue", &format!("http://localhost:{port}/health"))
         ),
     );
-    workspace.ok(&["apply", "-f", "connections.yaml"]);
     workspace.ok(&["wait", "Connection", "db", "--for", "condition=Connected"]);
     assert_eq!(
         endpoint.last_header("/health", "authorization").as_deref(),
@@ -519,8 +504,7 @@ fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() 
 #[test]
 fn exit_codes_say_what_failed_with_or_without_a_host() {
     let workspace = Workspace::new();
-    workspace.write("note.yaml", "kind: Note\nname: a\nspec: {x: 1}\n");
-    workspace.ok(&["apply", "-f", "note.yaml"]);
+    workspace.apply("note.yaml", "kind: Note\nname: a\nspec: {x: 1}\n");
     let code = |args: &[&str]| workspace.run(args).status.code();
     // Without a host: the commands open the database themselves.
     assert_eq!(code(&["get", "Note", "missing"]), Some(3), "not found");

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, RuntimeOptions};
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
-use beehive_e2e::{eventually, plugin_dir};
+use beehive_e2e::{create, eventually, load_failures, plugin_dir};
 
 fn hostile_kind() -> GroupKind {
     GroupKind::new("test.dev", "Hostile")
@@ -146,14 +146,7 @@ async fn every_attack_fails_its_own_pass_with_a_clear_event() {
     act(&hostile, "touch-memory", "touch-memory").await;
     act(&hostile, "forge-log", "forge-log").await;
     let greetings = host.client(GroupKind::new("example.dev", "Greeting"));
-    greetings
-        .create(
-            "ada",
-            Json::parse(r#"{"name":"Ada"}"#).unwrap(),
-            CreateOptions::new(),
-        )
-        .await
-        .unwrap();
+    create(&greetings, "ada", r#"{"name":"Ada"}"#).await;
 
     eventually("every attack is reported", || {
         attacks
@@ -197,11 +190,7 @@ async fn a_describe_that_never_returns_or_names_a_forged_kind_is_refused() {
         "loading took {:?}",
         started.elapsed()
     );
-    let failures: Vec<String> = directory
-        .failures()
-        .iter()
-        .map(|f| f.error.to_string())
-        .collect();
+    let failures = load_failures(&directory);
     assert_eq!(failures.len(), 2, "{failures:?}");
     let stuck = failures
         .iter()

@@ -43,9 +43,7 @@ fn value(text: &str, series: &str) -> f64 {
 
 #[test]
 fn metrics_move_with_passes_failures_and_watches() {
-    let workspace = Workspace::new();
-    workspace.install_plugin("greeting", "greeting.wasm");
-    workspace.install_plugin("misbehave", "misbehave.wasm");
+    let workspace = Workspace::with_plugins(&["greeting", "misbehave"]);
     let host = workspace.start_host(&["--metrics-addr", "127.0.0.1:0"]);
     let address = metrics_address(&host);
     let before = scrape(&address);
@@ -61,13 +59,12 @@ fn metrics_move_with_passes_failures_and_watches() {
         .unwrap_or_else(|| panic!("no plugin info in:\n{before}"));
     assert!(info.ends_with(" 1"), "{info}");
 
-    workspace.write(
+    workspace.apply(
         "objects.yaml",
         "kind: Greeting.example.dev\nname: a\nspec: {name: A}\n---\n\
          kind: Greeting.example.dev\nname: b\nspec: {name: B}\n---\n\
          kind: Misbehave.test.dev\nname: boom\nspec: {act: panic}\n",
     );
-    workspace.ok(&["apply", "-f", "objects.yaml"]);
     for name in ["a", "b"] {
         workspace.ok(&["wait", "Greeting", name, "--for", "settled"]);
     }
@@ -127,14 +124,12 @@ fn metrics_move_with_passes_failures_and_watches() {
 
 #[test]
 fn a_plugins_log_lines_carry_the_pass_they_came_from() {
-    let workspace = Workspace::new();
-    workspace.install_plugin("hostile", "hostile.wasm");
+    let workspace = Workspace::with_plugins(&["hostile"]);
     let host = workspace.start_host(&["--log-format", "json"]);
-    workspace.write(
+    workspace.apply(
         "logs.yaml",
         "kind: Hostile.test.dev\nname: chatty\nspec: {act: forge-log}\n",
     );
-    workspace.ok(&["apply", "-f", "logs.yaml"]);
     workspace.ok(&["wait", "Hostile", "chatty", "--for", "settled"]);
     let mut line = None;
     wait_until("the plugin's line is logged", || {
@@ -160,15 +155,13 @@ fn a_plugins_log_lines_carry_the_pass_they_came_from() {
 
 #[test]
 fn top_shows_kinds_and_plugins_and_wants_a_terminal_for_the_live_view() {
-    let workspace = Workspace::new();
-    workspace.install_plugin("greeting", "greeting.wasm");
+    let workspace = Workspace::with_plugins(&["greeting"]);
     let host = workspace.start_host(&[]);
-    workspace.write(
+    workspace.apply(
         "greetings.yaml",
         "kind: Greeting.example.dev\nname: a\nspec: {name: A}\n---\n\
          kind: Greeting.example.dev\nname: b\nspec: {name: B}\n",
     );
-    workspace.ok(&["apply", "-f", "greetings.yaml"]);
     workspace.ok(&["wait", "Greeting", "b", "--for", "settled"]);
     let frame = workspace.ok(&["top", "--once", "--interval", "200ms"]);
     let row = frame

@@ -9,7 +9,7 @@ use beehive::plugin::{
     Change, Limits, PluginDirectory, PluginLimits, PluginRuntime, Policy, RuntimeOptions,
 };
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
-use beehive_e2e::{TestServer, eventually, plugin_dir, plugin_wasm};
+use beehive_e2e::{TestServer, create, eventually, load_failures, plugin_dir, plugin_wasm};
 
 /// Replaces `to` with `from`'s bytes the way an operator should: written
 /// under a hidden name, then renamed into place.
@@ -52,6 +52,14 @@ fn greet(name: &str) -> Json {
     Json::parse(&format!(r#"{{"name":"{name}"}}"#)).unwrap()
 }
 
+/// Creates the greeting `ada` through `host` and waits until it is observed.
+async fn greet_ada(host: &Host) -> RawClient {
+    let client = host.client(greeting_kind());
+    create(&client, "ada", r#"{"name":"Ada"}"#).await;
+    eventually("ada is observed", || all_observed(&client)).await;
+    client
+}
+
 /// Whether `object`'s status was written by greeting release `release`.
 fn written_by_release(object: &beehive::RawObject, release: u64) -> bool {
     object
@@ -75,11 +83,7 @@ async fn the_greeting_plugin_converges_its_objects() {
     let directory = PluginDirectory::new(runtime, host.clone(), plugins.path());
     let changes = directory.sync().await.unwrap();
     assert_eq!(changes.len(), 3);
-    let failures: Vec<String> = directory
-        .failures()
-        .iter()
-        .map(|f| f.error.to_string())
-        .collect();
+    let failures = load_failures(&directory);
     assert_eq!(failures.len(), 2, "{failures:?}");
     assert!(
         failures[0].contains("broken.wasm") && failures[0].contains("not a WebAssembly component"),
@@ -144,30 +148,15 @@ async fn a_misbehaving_plugin_fails_only_its_own_passes() {
         ("read-file", "no file access"),
     ];
     for (act, _) in acts {
-        let spec = Json::parse(&format!(r#"{{"act":"{act}"}}"#)).unwrap();
-        misbehave
-            .create(act, spec, CreateOptions::new())
-            .await
-            .unwrap();
+        create(&misbehave, act, &format!(r#"{{"act":"{act}"}}"#)).await;
     }
     // Neither behaving nor waiting in a host call past the 300 ms deadline
     // (which counts guest time only) fails a pass.
     for (name, act) in [("calm", "behave"), ("sleepy", "sleep")] {
-        let spec = Json::parse(&format!(r#"{{"act":"{act}"}}"#)).unwrap();
-        misbehave
-            .create(name, spec, CreateOptions::new())
-            .await
-            .unwrap();
+        create(&misbehave, name, &format!(r#"{{"act":"{act}"}}"#)).await;
     }
     let greetings = host.client(GroupKind::new("example.dev", "Greeting"));
-    greetings
-        .create(
-            "ada",
-            Json::parse(r#"{"name":"Ada"}"#).unwrap(),
-            CreateOptions::new(),
-        )
-        .await
-        .unwrap();
+    create(&greetings, "ada", r#"{"name":"Ada"}"#).await;
 
     let failure = |name: &str| {
         let object = misbehave.get_by_name(name).unwrap();
@@ -361,12 +350,7 @@ async fn a_broken_replacement_leaves_the_old_version_serving() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removing_a_file_unregisters_its_kind_and_a_new_kind_swaps_registrations() {
     let (plugins, store, host, directory, running) = serving(&["greeting", "misbehave"]).await;
-    let client = host.client(greeting_kind());
-    client
-        .create("ada", greet("Ada"), CreateOptions::new())
-        .await
-        .unwrap();
-    eventually("ada is observed", || all_observed(&client)).await;
+    let client = greet_ada(&host).await;
 
     std::fs::remove_file(plugins.path().join("greeting.wasm")).unwrap();
     let changes = directory.sync().await.unwrap();
@@ -558,12 +542,7 @@ async fn a_plugin_replaced_while_the_host_was_stopped_reconciles_every_object_at
         let host = Host::new(&store, HostOptions::new()).unwrap();
         let _directory = load_all(&host, plugins.path()).await;
         let running = host.start().await.unwrap();
-        let client = host.client(greeting_kind());
-        client
-            .create("ada", greet("Ada"), CreateOptions::new())
-            .await
-            .unwrap();
-        eventually("ada is observed", || all_observed(&client)).await;
+        greet_ada(&host).await;
         running.stop(Duration::from_secs(10)).await.unwrap();
     }
     swap_in(

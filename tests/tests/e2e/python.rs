@@ -7,23 +7,20 @@ use beehive_e2e::{Workspace, shared_plugin_cache, wait_until};
 
 #[test]
 fn a_python_plugin_converges_beside_rust_ones_and_hot_swaps() {
-    let workspace = Workspace::new();
-    workspace.install_plugin("conditions", "conditions.wasm");
-    workspace.install_plugin("conditions-py", "conditions-py.wasm");
+    let workspace = Workspace::with_plugins(&["conditions", "conditions-py"]);
     let cache = shared_plugin_cache();
     let host = workspace.start_host(&["--plugin-cache", cache.to_str().unwrap()]);
     let plugins = workspace.ok(&["plugins"]);
     assert!(plugins.contains("Service.py.example.dev"), "{plugins}");
     assert!(plugins.contains("Service.example.dev"), "{plugins}");
 
-    workspace.write(
+    workspace.apply(
         "services.yaml",
         "kind: Service.example.dev\nname: web\nspec: {port: 8080}\n---\n\
          kind: Service.py.example.dev\nname: web\nspec: {port: 8080}\n---\n\
          kind: Service.py.example.dev\nname: broken\nspec: {port: 70000}\n---\n\
          kind: Service.py.example.dev\nname: garbled\nspec: {port: \"eighty\"}\n",
     );
-    workspace.ok(&["apply", "-f", "services.yaml"]);
     for kind in ["Service.example.dev", "Service.py.example.dev"] {
         workspace.ok(&["wait", kind, "web", "--for", "condition=Serving=True"]);
     }
@@ -63,8 +60,7 @@ fn a_python_plugin_converges_beside_rust_ones_and_hot_swaps() {
 
 #[test]
 fn a_plugin_that_cannot_start_within_its_memory_cap_is_refused_with_both_numbers() {
-    let workspace = Workspace::new();
-    workspace.install_plugin("conditions-py", "conditions-py.wasm");
+    let workspace = Workspace::with_plugins(&["conditions-py"]);
     let host = workspace.start_host(&["--plugin-memory", "8MiB"]);
     let plugins = workspace.ok(&["plugins"]);
     assert!(
@@ -96,7 +92,7 @@ fn a_python_plugin_reaches_a_granted_endpoint_with_its_token_and_is_denied_elsew
             "kind: Probe.py.example.dev\nname: {name}\nspec: {{url: \"{url}\", interval_seconds: 0.2}}\n"
         )
     };
-    workspace.write(
+    workspace.apply(
         "probes.yaml",
         &format!(
             "{}---\n{}",
@@ -104,7 +100,6 @@ fn a_python_plugin_reaches_a_granted_endpoint_with_its_token_and_is_denied_elsew
             probe("rogue", &format!("http://localhost:{port}/health"))
         ),
     );
-    workspace.ok(&["apply", "-f", "probes.yaml"]);
     wait_until("the granted probe is reachable", || {
         workspace
             .ok(&["get", "Probe.py.example.dev", "up", "-o", "json"])

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use beehive::{CreateOptions, GroupKind, Json, RawClient, Store, client::WatchOptions};
+use beehive_e2e::bench::{block_on, figure};
 use futures_util::StreamExt;
 
 const UPDATES: i64 = 1_000;
@@ -16,12 +17,9 @@ const UPDATES: i64 = 1_000;
 async fn latencies() -> Vec<Duration> {
     let store = Store::temporary().expect("store");
     let client = RawClient::new(&store, GroupKind::new("bench.dev", "Watched"));
+    let first = Json::parse(r#"{"n":-1}"#).expect("json");
     let object = client
-        .create(
-            "w",
-            Json::parse(r#"{"n":-1}"#).expect("json"),
-            CreateOptions::new(),
-        )
+        .create("w", first, CreateOptions::new())
         .await
         .expect("create");
     let mut stream = client.watch_list(WatchOptions::new()).expect("watch");
@@ -66,12 +64,8 @@ fn main() {
     if std::env::args().skip(1).any(|a| !a.starts_with('-')) {
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let waits = runtime.block_on(latencies());
+    let waits = block_on(latencies());
     let at = |q: usize| waits[(waits.len() * q / 100).min(waits.len() - 1)].as_secs_f64() * 1000.0;
-    println!("figure watch.latency_p50_ms {:.2} ms", at(50));
-    println!("figure watch.latency_p99_ms {:.2} ms", at(99));
+    figure("watch.latency_p50_ms", at(50), "ms");
+    figure("watch.latency_p99_ms", at(99), "ms");
 }

@@ -12,82 +12,20 @@
 
 use std::time::{Duration, Instant};
 
-use beehive::{
-    Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
-    Json, RawClient, RawObject, ReconcileResult, Store,
+use beehive::{ControllerOptions, CreateOptions, GroupKind, Host, HostOptions, Json, Store};
+use beehive_e2e::bench::{
+    OBJECTS, WriteStatus, block_on, create_all, figure, object_name, outstanding, wait_for, wanted,
+    widget, write_all,
 };
 
-const OBJECTS: usize = 10_000;
-const WRITERS: usize = 8;
-
-struct WriteStatus;
-
-impl Controller for WriteStatus {
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
-        match client.update_status_json(object.spec.clone()).await {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
-    }
-}
-
-fn kind() -> GroupKind {
-    GroupKind::new("bench.dev", "Widget")
-}
-
-fn figure(name: &str, value: f64, unit: &str) {
-    println!("figure {name} {value:.3} {unit}");
-}
-
-/// Counts settled objects straight from the file, as an outside observer
-/// would: the total minus what the partial index of outstanding work holds,
-/// so a poll costs what is left to do rather than a scan of every row.
-fn observed(conn: &rusqlite::Connection) -> usize {
-    let count = |sql: &str| {
-        conn.query_row(sql, [], |row| row.get::<_, i64>(0))
-            .expect("count") as usize
-    };
-    let total = count("SELECT COUNT(*) FROM objects");
-    let outstanding = count(
-        "SELECT COUNT(*) FROM objects INDEXED BY objects_owed \
-         WHERE (observed_generation IS NULL OR observed_generation < generation \
-                OR reconcile_owed > 0 OR deletion_requested_at IS NOT NULL)",
-    );
-    total - outstanding
-}
-
-async fn wait_for(mut done: impl FnMut() -> bool) {
-    while !done() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-/// Runs `write(client, i)` for every i in 0..OBJECTS, spread over 8 tasks.
-async fn write_all<F, Fut>(client: &RawClient, write: F)
-where
-    F: Fn(RawClient, usize) -> Fut + Clone + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
-{
-    let tasks: Vec<_> = (0..WRITERS)
-        .map(|writer| {
-            let (client, write) = (client.clone(), write.clone());
-            tokio::spawn(async move {
-                for i in (writer..OBJECTS).step_by(WRITERS) {
-                    write(client.clone(), i).await;
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.expect("writer");
-    }
-}
+/// How often a wait polls the store file.
+const POLL: Duration = Duration::from_millis(5);
 
 async fn started_host(workers: usize) -> (Store, Host, beehive::engine::StopHandle) {
     let store = Store::temporary().expect("store");
     let host = Host::new(&store, HostOptions::new()).expect("host");
     host.register(
-        kind(),
+        widget(),
         WriteStatus,
         ControllerOptions::new().concurrency(workers),
     )
@@ -101,34 +39,28 @@ async fn started_host(workers: usize) -> (Store, Host, beehive::engine::StopHand
 async fn converge(workers: usize) -> (f64, Store, Host, beehive::engine::StopHandle) {
     let (store, host, running) = started_host(workers).await;
     let conn = rusqlite::Connection::open(store.path()).expect("observer");
-    let client = host.client(kind());
     let start = Instant::now();
-    write_all(&client, |client, i| async move {
-        let spec = Json::parse(&format!(r#"{{"replicas":{i}}}"#)).expect("spec");
-        client
-            .create(&format!("w{i}"), spec, CreateOptions::new())
-            .await
-            .expect("create");
+    create_all(&host.client(widget()), OBJECTS, |i| {
+        format!(r#"{{"replicas":{i}}}"#)
     })
     .await;
-    wait_for(|| observed(&conn) == OBJECTS).await;
+    wait_for(POLL, || outstanding(&conn, None) == 0).await;
     (start.elapsed().as_secs_f64(), store, host, running)
 }
 
 async fn reconverge() -> f64 {
     let (_elapsed, store, host, running) = converge(4).await;
     let conn = rusqlite::Connection::open(store.path()).expect("observer");
-    let client = host.client(kind());
     let start = Instant::now();
-    write_all(&client, |client, i| async move {
+    write_all(&host.client(widget()), OBJECTS, |client, i| async move {
         let spec = Json::parse(&format!(r#"{{"replicas":{i},"round":2}}"#)).expect("spec");
         client
-            .update_by_name(&format!("w{i}"), spec)
+            .update_by_name(&object_name(i), spec)
             .await
             .expect("update");
     })
     .await;
-    wait_for(|| observed(&conn) == OBJECTS).await;
+    wait_for(POLL, || outstanding(&conn, None) == 0).await;
     let elapsed = start.elapsed().as_secs_f64();
     running.stop(Duration::from_secs(30)).await.expect("stop");
     elapsed
@@ -138,7 +70,7 @@ async fn cascade() -> f64 {
     let store = Store::temporary().expect("store");
     let host = Host::new(&store, HostOptions::new()).expect("host");
     let parent = GroupKind::new("bench.dev", "Parent");
-    for gk in [parent.clone(), kind()] {
+    for gk in [parent.clone(), widget()] {
         host.register(gk, WriteStatus, ControllerOptions::new())
             .await
             .expect("register");
@@ -154,7 +86,7 @@ async fn cascade() -> f64 {
         )
         .await
         .expect("owner");
-    let children = host.client(kind());
+    let children = host.client(widget());
     for i in 0..1_000 {
         children
             .create(
@@ -165,7 +97,7 @@ async fn cascade() -> f64 {
             .await
             .expect("child");
     }
-    wait_for(|| observed(&conn) == 1_001).await;
+    wait_for(POLL, || outstanding(&conn, None) == 0).await;
     let start = Instant::now();
     host.client(parent)
         .delete(owner.meta.id)
@@ -180,20 +112,14 @@ async fn cascade() -> f64 {
         .expect("probe")
             == 0
     };
-    wait_for(gone).await;
+    wait_for(POLL, gone).await;
     let elapsed = start.elapsed().as_secs_f64();
     running.stop(Duration::from_secs(30)).await.expect("stop");
     elapsed
 }
 
 fn main() {
-    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    block_on(async {
         for (name, workers) in [
             ("engine.converge_10k_c1_per_s", 1),
             ("engine.converge_10k_c4_per_s", 4),

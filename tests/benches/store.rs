@@ -8,6 +8,7 @@
 use std::time::Instant;
 
 use beehive::{Client, CreateOptions, GroupKind, Store};
+use beehive_e2e::bench::{block_on, figure, median, wanted};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -36,18 +37,8 @@ fn clusters(store: &Store) -> Clusters {
     Client::new(store, GroupKind::new("bench.dev", "Cluster"))
 }
 
-fn figure(name: &str, value: f64, unit: &str) {
-    println!("figure {name} {value:.1} {unit}");
-}
-
-/// How many times each measurement runs; the median is reported, since one
-/// run on a shared two-core machine swings by ±15%.
+/// How many times each measurement runs; the median is reported.
 const RUNS: usize = 5;
-
-fn median(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
 
 async fn creates_sequential(count: u32) -> f64 {
     let store = Store::temporary().expect("temporary store");
@@ -107,14 +98,7 @@ async fn get_by_id(objects: u32, reads: u32) -> f64 {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    // `cargo bench -- NAME` runs only the figures whose name contains NAME.
-    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
-    runtime.block_on(async {
+    block_on(async {
         if wanted("store.creates_seq_per_s") {
             let mut samples = Vec::new();
             for _ in 0..RUNS {

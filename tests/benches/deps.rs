@@ -14,6 +14,7 @@ use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
     Json, RawObject, ReconcileResult, Store,
 };
+use beehive_e2e::bench::{block_on, figure, outstanding, wait_for};
 
 const DEPENDENTS: usize = 1_000;
 
@@ -34,23 +35,8 @@ impl Controller for Dependent {
     }
 }
 
-fn outstanding(conn: &rusqlite::Connection) -> i64 {
-    conn.query_row(
-        "SELECT COUNT(*) FROM objects INDEXED BY objects_owed \
-         WHERE grp = 'bench.dev' AND kind = 'App' \
-           AND (observed_generation IS NULL OR observed_generation < generation \
-                OR reconcile_owed > 0 OR deletion_requested_at IS NOT NULL)",
-        [],
-        |row| row.get(0),
-    )
-    .expect("count")
-}
-
-async fn wait_for(mut done: impl FnMut() -> bool) {
-    while !done() {
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-}
+/// How often a wait polls.
+const POLL: Duration = Duration::from_millis(2);
 
 async fn fanout() -> f64 {
     let store = Store::temporary().expect("store");
@@ -68,15 +54,12 @@ async fn fanout() -> f64 {
     .expect("register");
     let running = host.start().await.expect("start");
     let configs = host.client(GroupKind::core("Config"));
+    let settings = Json::parse(r#"{"v":1}"#).expect("spec");
     let target = configs
-        .create(
-            "settings",
-            Json::parse(r#"{"v":1}"#).expect("spec"),
-            CreateOptions::new(),
-        )
+        .create("settings", settings, CreateOptions::new())
         .await
         .expect("target");
-    let client = host.client(apps);
+    let client = host.client(apps.clone());
     for i in 0..DEPENDENTS {
         let spec = Json::parse(&format!(r#"{{"target":{}}}"#, target.meta.id)).expect("spec");
         client
@@ -86,7 +69,7 @@ async fn fanout() -> f64 {
     }
     let conn = rusqlite::Connection::open(store.path()).expect("observer");
     // Counting dependents only: the client-only target never settles.
-    wait_for(|| outstanding(&conn) == 0).await;
+    wait_for(POLL, || outstanding(&conn, Some(&apps)) == 0).await;
     // Let the re-enqueue floor of every dependent's last pass run out, as it
     // has for any target that changes less than once a second.
     tokio::time::sleep(Duration::from_millis(1100)).await;
@@ -96,17 +79,15 @@ async fn fanout() -> f64 {
         .update(target.meta.id, Json::parse(r#"{"v":2}"#).expect("spec"))
         .await
         .expect("update");
-    wait_for(|| passes.load(Ordering::SeqCst) >= before + DEPENDENTS).await;
+    wait_for(POLL, || {
+        passes.load(Ordering::SeqCst) >= before + DEPENDENTS
+    })
+    .await;
     let elapsed = start.elapsed().as_secs_f64();
     running.stop(Duration::from_secs(30)).await.expect("stop");
     elapsed
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let elapsed = runtime.block_on(fanout());
-    println!("figure deps.fanout_1k_s {elapsed:.3} s");
+    figure("deps.fanout_1k_s", block_on(fanout()), "s");
 }

@@ -1,0 +1,153 @@
+//! What the benchmarks in `tests/benches/` share: the runtime and the figure
+//! lines, the throughput workload (its kind, its controller, its writers) and
+//! the wait for a store to settle.
+
+use std::future::Future;
+use std::time::Duration;
+
+use beehive::{
+    Controller, ControllerClient, CreateOptions, GroupKind, Json, RawClient, RawObject,
+    ReconcileResult,
+};
+
+/// How many objects a throughput workload creates.
+pub const OBJECTS: usize = 10_000;
+
+/// How many tasks write them, as the concurrent callers of an application.
+pub const WRITERS: usize = 8;
+
+/// Prints `figure NAME VALUE UNIT` on a line of its own.
+pub fn figure(name: &str, value: f64, unit: &str) {
+    println!("figure {name} {value:.3} {unit}");
+}
+
+/// Whether the figure `name` is wanted: `cargo bench -- NAME` runs only the
+/// figures whose name contains NAME (`cargo bench` itself passes `--bench`).
+pub fn wanted(name: &str) -> bool {
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    filter.is_none_or(|f| name.contains(&f))
+}
+
+/// Runs a benchmark on a multi-threaded runtime, as `beehive run` serves.
+///
+/// # Panics
+/// When the runtime cannot be built.
+pub fn block_on<F: Future>(body: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(body)
+}
+
+/// The median of `samples`: one run on a shared two-core machine swings by
+/// ±15%, so a figure measured several times reports the middle one.
+///
+/// # Panics
+/// When `samples` is empty.
+pub fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// The kind the throughput workloads create.
+pub fn widget() -> GroupKind {
+    GroupKind::new("bench.dev", "Widget")
+}
+
+/// The name of the workload's `i`th object.
+pub fn object_name(i: usize) -> String {
+    format!("o{i}")
+}
+
+/// The throughput workloads' controller: it copies the spec into the status
+/// and settles, the cheapest real pass, so a figure measures the engine and
+/// the store rather than the controller.
+pub struct WriteStatus;
+
+impl Controller for WriteStatus {
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+        match client.update_status_json(object.spec.clone()).await {
+            Ok(()) => ReconcileResult::settled(),
+            Err(error) => ReconcileResult::fail(error),
+        }
+    }
+}
+
+/// Runs `write(client, i)` for every `i` in `0..count`, spread over
+/// [`WRITERS`] tasks.
+///
+/// # Panics
+/// When a writer panics.
+pub async fn write_all<F, Fut>(client: &RawClient, count: usize, write: F)
+where
+    F: Fn(RawClient, usize) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let tasks: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let (client, write) = (client.clone(), write.clone());
+            tokio::spawn(async move {
+                for i in (writer..count).step_by(WRITERS) {
+                    write(client.clone(), i).await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("writer");
+    }
+}
+
+/// Creates `count` objects of the client's kind, the `i`th named
+/// [`object_name`]`(i)` with the spec `spec(i)`, from [`WRITERS`] tasks.
+///
+/// # Panics
+/// When a spec is not JSON or a create fails.
+pub async fn create_all<S>(client: &RawClient, count: usize, spec: S)
+where
+    S: Fn(usize) -> String + Clone + Send + Sync + 'static,
+{
+    write_all(client, count, move |client, i| {
+        let spec = spec.clone();
+        async move {
+            let spec = Json::parse(&spec(i)).expect("spec");
+            client
+                .create(&object_name(i), spec, CreateOptions::new())
+                .await
+                .expect("create");
+        }
+    })
+    .await;
+}
+
+/// Objects that still owe a pass — of `kind`, or of every kind — counted in
+/// an SQLite store's file as an outside observer would: through the partial
+/// index of outstanding work, so a poll costs what is left to do.
+///
+/// # Panics
+/// When the query fails.
+pub fn outstanding(conn: &rusqlite::Connection, kind: Option<&GroupKind>) -> i64 {
+    let owed = "(observed_generation IS NULL OR observed_generation < generation \
+                 OR reconcile_owed > 0 OR deletion_requested_at IS NOT NULL)";
+    let count = |sql: String, params: &[&dyn rusqlite::ToSql]| {
+        conn.query_row(&sql, params, |row| row.get(0))
+            .expect("count")
+    };
+    let sql = format!("SELECT COUNT(*) FROM objects INDEXED BY objects_owed WHERE {owed}");
+    match kind {
+        None => count(sql, &[]),
+        Some(kind) => count(
+            format!("{sql} AND grp = ?1 AND kind = ?2"),
+            &[&kind.group, &kind.kind],
+        ),
+    }
+}
+
+/// Polls `done` every `every` until it holds. A benchmark has no deadline:
+/// a workload that never settles is a bug, not a figure.
+pub async fn wait_for(every: Duration, mut done: impl FnMut() -> bool) {
+    while !done() {
+        tokio::time::sleep(every).await;
+    }
+}

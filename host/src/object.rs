@@ -276,11 +276,17 @@ impl Relations {
 }
 
 /// Metadata every object carries, whatever its spec and status types.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Serialized with camelCase keys and the kind as two keys, `group` and
+/// `kind`, as [`ObjectDocument`] carries it; the engine's bookkeeping
+/// (passes owed, the requeue time) stays out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Meta {
     /// The object's id.
     pub id: ObjectId,
     /// Its kind.
+    #[serde(flatten)]
     pub group_kind: GroupKind,
     /// Its name: unique within the kind, immutable, never empty.
     pub name: String,
@@ -302,11 +308,18 @@ pub struct Meta {
     pub created_at: Timestamp,
     /// When the object was last written.
     pub updated_at: Timestamp,
+    /// The schema version the spec was written at; documents logged before
+    /// versions were recorded hold none.
+    #[serde(default)]
     pub(crate) spec_version: i64,
+    /// The version the status was written at, as `spec_version`.
+    #[serde(default)]
     pub(crate) status_version: i64,
     /// Passes owed by dependency wakes, drained by successful passes.
+    #[serde(skip)]
     pub(crate) reconcile_owed: i64,
     /// When the last pass asked to run again, kept across restarts.
+    #[serde(skip)]
     pub(crate) requeue_at: Option<Timestamp>,
 }
 
@@ -402,70 +415,24 @@ impl<Spec, Status> Object<Spec, Status> {
 
 /// An object as one JSON document (camelCase keys): what the CLI prints and
 /// sends over its socket, and what the write log keeps as a collected
-/// object's final state.
+/// object's final state. The metadata's keys sit beside `spec` and `status`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct ObjectDocument {
-    /// [`Meta::id`].
-    pub id: ObjectId,
-    /// The group of [`Meta::group_kind`].
-    pub group: String,
-    /// The kind of [`Meta::group_kind`].
-    pub kind: String,
-    /// [`Meta::name`].
-    pub name: String,
-    /// [`Meta::generation`].
-    pub generation: i64,
-    /// [`Meta::observed_generation`].
-    pub observed_generation: Option<i64>,
-    /// [`Meta::observed_at`].
-    pub observed_at: Option<Timestamp>,
-    /// [`Meta::resource_version`].
-    pub resource_version: i64,
-    /// [`Meta::deletion_requested_at`].
-    pub deletion_requested_at: Option<Timestamp>,
-    /// [`Meta::finalizers`].
-    pub finalizers: Vec<String>,
-    /// [`Meta::conditions`].
-    pub conditions: Vec<Condition>,
-    /// [`Meta::created_at`].
-    pub created_at: Timestamp,
-    /// [`Meta::updated_at`].
-    pub updated_at: Timestamp,
+    /// Identity and metadata.
+    #[serde(flatten)]
+    pub meta: Meta,
     /// The spec.
     pub spec: serde_json::Value,
     /// The status, if any was written.
     pub status: Option<serde_json::Value>,
-    /// The version the spec was written at; documents logged before versions were
-    /// recorded hold none.
-    #[serde(default)]
-    pub spec_version: i64,
-    /// The version the status was written at, as `spec_version`.
-    #[serde(default)]
-    pub status_version: i64,
 }
 
 impl From<&RawObject> for ObjectDocument {
     fn from(object: &RawObject) -> Self {
-        let meta = &object.meta;
         ObjectDocument {
-            id: meta.id,
-            group: meta.group_kind.group.clone(),
-            kind: meta.group_kind.kind.clone(),
-            name: meta.name.clone(),
-            generation: meta.generation,
-            observed_generation: meta.observed_generation,
-            observed_at: meta.observed_at,
-            resource_version: meta.resource_version,
-            deletion_requested_at: meta.deletion_requested_at,
-            finalizers: meta.finalizers.clone(),
-            conditions: meta.conditions.clone(),
-            created_at: meta.created_at,
-            updated_at: meta.updated_at,
+            meta: object.meta.clone(),
             spec: object.spec.to_value(),
             status: object.status.as_ref().map(Json::to_value),
-            spec_version: meta.spec_version,
-            status_version: meta.status_version,
         }
     }
 }
@@ -475,24 +442,7 @@ impl ObjectDocument {
     /// nothing owed.
     pub(crate) fn into_raw(self) -> RawObject {
         RawObject {
-            meta: Meta {
-                id: self.id,
-                group_kind: GroupKind::new(self.group, self.kind),
-                name: self.name,
-                generation: self.generation,
-                observed_generation: self.observed_generation,
-                observed_at: self.observed_at,
-                resource_version: self.resource_version,
-                deletion_requested_at: self.deletion_requested_at,
-                finalizers: self.finalizers,
-                conditions: self.conditions,
-                created_at: self.created_at,
-                updated_at: self.updated_at,
-                spec_version: self.spec_version,
-                status_version: self.status_version,
-                reconcile_owed: 0,
-                requeue_at: None,
-            },
+            meta: self.meta,
             spec: Json::from_value(&self.spec),
             status: self.status.as_ref().map(Json::from_value),
             relations: Relations::default(),
@@ -531,10 +481,9 @@ mod tests {
 
     #[test]
     fn a_document_reads_back_as_the_object_it_was_made_from() {
-        let document = ObjectDocument {
+        let meta = Meta {
             id: 7,
-            group: "acme.com".into(),
-            kind: "Db".into(),
+            group_kind: GroupKind::new("acme.com", "Db"),
             name: "orders".into(),
             generation: 3,
             observed_generation: Some(2),
@@ -545,13 +494,20 @@ mod tests {
             conditions: vec![Condition::new("Ready", ConditionStatus::True).reason("Up")],
             created_at: Timestamp::from_millis(1),
             updated_at: Timestamp::from_millis(4),
-            spec: serde_json::json!({"size": 2}),
-            status: Some(serde_json::json!({"ready": true})),
             spec_version: 1,
             status_version: 0,
+            reconcile_owed: 0,
+            requeue_at: None,
+        };
+        let document = ObjectDocument {
+            meta,
+            spec: serde_json::json!({"size": 2}),
+            status: Some(serde_json::json!({"ready": true})),
         };
         let text = serde_json::to_string(&document).unwrap();
         assert!(text.contains("\"observedGeneration\":2"), "{text}");
+        assert!(text.contains("\"group\":\"acme.com\",\"kind\":\"Db\""), "{text}");
+        assert!(!text.contains("reconcileOwed"), "{text}");
         let object = serde_json::from_str::<ObjectDocument>(&text)
             .unwrap()
             .into_raw();

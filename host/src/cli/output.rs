@@ -36,7 +36,7 @@ pub fn objects(objects: &[ObjectDocument], format: Format, single: bool) -> Stri
         Format::Yaml => yaml(&objects),
         Format::Name => objects
             .iter()
-            .map(|o| format!("{}/{}\n", kind_of(o), o.name))
+            .map(|o| format!("{}/{}\n", kind_of(o), o.meta.name))
             .collect(),
         Format::Table | Format::Wide => table(objects, format == Format::Wide),
     }
@@ -86,10 +86,13 @@ fn rfc3339_times(value: &mut serde_json::Value) {
 }
 
 fn kind_of(object: &ObjectDocument) -> String {
-    if object.group.is_empty() {
-        object.kind.clone()
+    if object.meta.group_kind.group.is_empty() {
+        object.meta.group_kind.kind.clone()
     } else {
-        format!("{}.{}", object.kind, object.group)
+        format!(
+            "{}.{}",
+            object.meta.group_kind.kind, object.meta.group_kind.group
+        )
     }
 }
 
@@ -113,24 +116,26 @@ fn table_header(wide: bool) -> Vec<&'static str> {
 
 fn table_row(o: &ObjectDocument, wide: bool) -> Vec<String> {
     let mut row = vec![
-        o.name.clone(),
-        o.generation.to_string(),
-        o.observed_generation
+        o.meta.name.clone(),
+        o.meta.generation.to_string(),
+        o.meta
+            .observed_generation
             .map_or_else(|| "-".into(), |g| g.to_string()),
         ready(o),
-        age(o.created_at),
+        age(o.meta.created_at),
     ];
     if wide {
         let conditions: Vec<String> = o
+            .meta
             .conditions
             .iter()
             .map(|c| format!("{}={}", c.type_, c.status.as_str()))
             .collect();
         row.extend([
             kind_of(o),
-            o.id.to_string(),
+            o.meta.id.to_string(),
             or_dash(conditions.join(",")),
-            o.deletion_requested_at.map_or_else(|| "-".into(), age),
+            o.meta.deletion_requested_at.map_or_else(|| "-".into(), age),
         ]);
     }
     row
@@ -157,7 +162,7 @@ impl WatchPrinter {
     pub fn snapshot(&mut self, objects: &[ObjectDocument]) {
         if !matches!(self.format, Format::Table | Format::Wide) {
             for o in objects {
-                self.change("ADDED", o.id, Some(o), None);
+                self.change("ADDED", o.meta.id, Some(o), None);
             }
             return;
         }
@@ -181,7 +186,7 @@ impl WatchPrinter {
         }
         print_now(&text);
         for o in objects {
-            self.seen.insert(o.id, o.clone());
+            self.seen.insert(o.meta.id, o.clone());
         }
     }
 
@@ -226,7 +231,7 @@ impl WatchPrinter {
                 }
                 format!("{}\n", for_people(&line))
             }
-            (Format::Name, Some(o)) => format!("{event} {}/{}\n", kind_of(o), o.name),
+            (Format::Name, Some(o)) => format!("{event} {}/{}\n", kind_of(o), o.meta.name),
             (Format::Table | Format::Wide, Some(o)) => self.padded(&self.row(event, o)),
             (_, None) => format!("{event} #{id}\n"),
         };
@@ -246,18 +251,19 @@ pub fn print_now(text: &str) {
 /// The READY column: the `Ready` condition if there is one, otherwise how
 /// many conditions are True, otherwise `-`.
 fn ready(object: &ObjectDocument) -> String {
-    if let Some(ready) = object.conditions.iter().find(|c| c.type_ == "Ready") {
+    if let Some(ready) = object.meta.conditions.iter().find(|c| c.type_ == "Ready") {
         return ready.status.as_str().into();
     }
-    if object.conditions.is_empty() {
+    if object.meta.conditions.is_empty() {
         return "-".into();
     }
     let holding = object
+        .meta
         .conditions
         .iter()
         .filter(|c| c.status == ConditionStatus::True)
         .count();
-    format!("{holding}/{}", object.conditions.len())
+    format!("{holding}/{}", object.meta.conditions.len())
 }
 
 fn or_dash(text: String) -> String {
@@ -361,24 +367,29 @@ pub fn description(d: &Description) -> String {
     let mut field = |name: &str, value: String| {
         let _ = writeln!(out, "{:<14}{}", format!("{name}:"), escape(&value));
     };
-    field("Name", o.name.clone());
+    field("Name", o.meta.name.clone());
     field("Kind", kind_of(o));
-    field("Id", o.id.to_string());
+    field("Id", o.meta.id.to_string());
     let observed = o
+        .meta
         .observed_generation
         .map_or_else(|| "never observed".into(), |g| format!("observed {g}"));
-    field("Generation", format!("{} ({observed})", o.generation));
+    field("Generation", format!("{} ({observed})", o.meta.generation));
     field(
         "Created",
-        format!("{} ({} ago)", rfc3339(o.created_at), age(o.created_at)),
+        format!(
+            "{} ({} ago)",
+            rfc3339(o.meta.created_at),
+            age(o.meta.created_at)
+        ),
     );
-    if let Some(at) = o.deletion_requested_at {
+    if let Some(at) = o.meta.deletion_requested_at {
         field(
             "Deleting",
             format!("since {} ({} ago)", rfc3339(at), age(at)),
         );
     }
-    field("Finalizers", or_none(o.finalizers.join(", ")));
+    field("Finalizers", or_none(o.meta.finalizers.join(", ")));
     field(
         "Owner",
         d.owner
@@ -437,10 +448,10 @@ fn next_pass(d: &Description) -> String {
 }
 
 fn conditions(o: &ObjectDocument) -> String {
-    if o.conditions.is_empty() {
+    if o.meta.conditions.is_empty() {
         return "  <none>\n".into();
     }
-    let rows = o.conditions.iter().map(|c| {
+    let rows = o.meta.conditions.iter().map(|c| {
         let since = if c.unconfirmed {
             "unconfirmed since restart".into()
         } else {

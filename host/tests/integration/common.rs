@@ -95,6 +95,13 @@ pub async fn create(
         .unwrap()
 }
 
+/// Deletes object `id` through `client` and waits until its row is gone:
+/// its finalizers cleared and the sweeper done with it.
+pub async fn delete_and_wait_gone(client: &beehive::RawClient, id: beehive::ObjectId) {
+    client.delete(id).await.unwrap();
+    wait_until("the row is gone", PATIENCE, || client.get(id).is_err()).await;
+}
+
 /// The integer in the first column of `sql`'s first row (0 if none or
 /// NULL), read straight from the tables.
 pub fn scalar(store: &beehive::Store, sql: &str, params: &[i64]) -> i64 {

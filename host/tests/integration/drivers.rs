@@ -4,7 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{PATIENCE, PassCounter, create, metric, spec, wait_until};
+use crate::common::{
+    PATIENCE, PassCounter, create, delete_and_wait_gone, metric, spec, wait_until,
+};
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
@@ -339,11 +341,7 @@ async fn a_collected_object_leaves_its_final_state_in_the_write_log() {
     let running = host.start().await.unwrap();
     let client = host.client(widget());
     let created = create(&client, "w", r#"{"keep":"me"}"#).await;
-    client.delete(created.meta.id).await.unwrap();
-    wait_until("the row is gone", PATIENCE, || {
-        client.get(created.meta.id).is_err()
-    })
-    .await;
+    delete_and_wait_gone(&client, created.meta.id).await;
     running.stop(Duration::from_secs(10)).await.unwrap();
     let image = store
         .inspect(

@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{PATIENCE, create, run_after_restart, run_then_crash, spec, wait_until};
+use crate::common::{
+    PATIENCE, create, delete_and_wait_gone, run_after_restart, run_then_crash, spec, wait_until,
+};
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
@@ -89,6 +91,11 @@ fn all_observed(host: &Host, gk: &GroupKind) -> bool {
         .all(|o| o.meta.is_observed())
 }
 
+/// Waits until every widget is observed.
+async fn widgets_observed(host: &Host, what: &str) {
+    wait_until(what, PATIENCE, || all_observed(host, &widget())).await;
+}
+
 /// Starts `host`, creates widget `w` and waits until it is observed.
 async fn start_and_observe_one_widget(host: &Host) -> (StopHandle, RawObject) {
     let running = host.start().await.unwrap();
@@ -121,25 +128,16 @@ async fn each_generation_of_each_object_is_reconciled_exactly_once() {
         let created = create(&client, &format!("w{i}"), &format!(r#"{{"v":{i}}}"#)).await;
         ids.push(created.meta.id);
     }
-    wait_until("every widget is observed", PATIENCE, || {
-        all_observed(&host, &widget())
-    })
-    .await;
+    widgets_observed(&host, "every widget is observed").await;
     for id in &ids[..10] {
         client.update(*id, spec(r#"{"v":"second"}"#)).await.unwrap();
     }
-    wait_until("the updates are observed", PATIENCE, || {
-        all_observed(&host, &widget())
-    })
-    .await;
+    widgets_observed(&host, "the updates are observed").await;
     // A last round on other objects, so a stray extra pass would have run by now.
     for id in &ids[10..] {
         client.update(*id, spec(r#"{"v":"third"}"#)).await.unwrap();
     }
-    wait_until("the last round is observed", PATIENCE, || {
-        all_observed(&host, &widget())
-    })
-    .await;
+    widgets_observed(&host, "the last round is observed").await;
     running.stop(Duration::from_secs(10)).await.unwrap();
 
     let counts = recorder.counts();
@@ -221,10 +219,7 @@ async fn a_client_kept_past_its_pass_is_refused() {
         .create("w", spec("{}"), CreateOptions::new())
         .await
         .unwrap();
-    wait_until("the widget is observed", PATIENCE, || {
-        all_observed(&host, &widget())
-    })
-    .await;
+    widgets_observed(&host, "the widget is observed").await;
     let client = kept.lock().unwrap().clone().unwrap();
     let err = client
         .update_status_json(spec(r#"{"late":true}"#))
@@ -330,15 +325,8 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
         )
         .await
         .unwrap();
-    wait_until("the widget is observed", PATIENCE, || {
-        all_observed(&host, &widget())
-    })
-    .await;
-    client.delete(created.meta.id).await.unwrap();
-    wait_until("the row is gone", PATIENCE, || {
-        client.get(created.meta.id).is_err()
-    })
-    .await;
+    widgets_observed(&host, "the widget is observed").await;
+    delete_and_wait_gone(&client, created.meta.id).await;
     assert_eq!(cleaned.load(Ordering::SeqCst), 1);
     let registrations = store.registrations().unwrap();
     assert_eq!(registrations.len(), 1);
@@ -380,11 +368,7 @@ async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
         client.get(created.meta.id).unwrap().meta.finalizers == ["test.dev/cleanup"]
     })
     .await;
-    client.delete(created.meta.id).await.unwrap();
-    wait_until("the row is gone", PATIENCE, || {
-        client.get(created.meta.id).is_err()
-    })
-    .await;
+    delete_and_wait_gone(&client, created.meta.id).await;
     let refusals = std::mem::take(&mut *refusals.lock().unwrap());
     assert!(
         matches!(refusals.as_slice(), [Err(Error::DeletionPending { .. })]),
@@ -466,10 +450,7 @@ async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
     let running = host.start().await.unwrap();
     let client = host.client(widget());
     let created = create(&client, "w", "{}").await;
-    wait_until("the widget is observed", PATIENCE, || {
-        all_observed(&host, &widget())
-    })
-    .await;
+    widgets_observed(&host, "the widget is observed").await;
     running.stop(Duration::from_secs(10)).await.unwrap();
 
     let object = client.get(created.meta.id).unwrap();
@@ -803,10 +784,7 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
         .await
         .unwrap();
         let running = host.start().await.unwrap();
-        wait_until("every widget converges after the restart", PATIENCE, || {
-            all_observed(&host, &widget())
-        })
-        .await;
+        widgets_observed(&host, "every widget converges after the restart").await;
         for object in host.client(widget()).list().unwrap() {
             assert_eq!(object.status.as_ref(), Some(&object.spec));
         }

@@ -15,9 +15,12 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use crate::client::{ControllerClient, CreateOptions, KindClient};
+use crate::client::{Client, ControllerClient, CreateOptions, KindClient};
 use crate::http::{HttpError, Request, Response};
-use crate::types::{Condition, Error, EventSpec, Meta, ObjectId, ObjectRef, RawObject, Result};
+use crate::types::{
+    Action, Condition, Error, EventSpec, Meta, ObjectId, ObjectRef, RawObject, Result,
+};
+use crate::{Controller, ObjectOf};
 
 /// Records what a pass did.
 #[derive(Default)]
@@ -102,6 +105,15 @@ impl FakeClient {
         Ok(state)
     }
 
+    /// Runs one pass of `controller` over `object` against this fake, as the
+    /// host runs it against the store.
+    ///
+    /// # Errors
+    /// Whatever the pass returned.
+    pub fn reconcile<C: Controller>(&self, controller: &C, object: &ObjectOf<C>) -> Result<Action> {
+        controller.reconcile(&Client::new(self), object)
+    }
+
     /// The last status written, decoded.
     pub fn status(&self) -> Option<serde_json::Value> {
         let text = self.state.borrow().status.clone()?;
@@ -140,18 +152,14 @@ impl ControllerClient for FakeClient {
     }
 
     fn add_finalizer(&self, finalizer: &str) -> Result<()> {
-        self.state
-            .borrow_mut()
-            .added_finalizers
-            .push(finalizer.to_string());
+        let mut state = self.state.borrow_mut();
+        state.added_finalizers.push(finalizer.to_string());
         Ok(())
     }
 
     fn delete_finalizer(&self, finalizer: &str) -> Result<()> {
-        self.state
-            .borrow_mut()
-            .deleted_finalizers
-            .push(finalizer.to_string());
+        let mut state = self.state.borrow_mut();
+        state.deleted_finalizers.push(finalizer.to_string());
         Ok(())
     }
 

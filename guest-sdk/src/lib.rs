@@ -36,7 +36,7 @@
 //! // On the host target, the same reconcile runs against the fake client:
 //! let fake = beehive_guest::fake::FakeClient::new();
 //! let object = beehive_guest::Object::new("ada", Spec { name: "Ada".into() });
-//! let action = Greeter.reconcile(&Client::new(&fake), &object).unwrap();
+//! let action = fake.reconcile(&Greeter, &object).unwrap();
 //! assert_eq!(action, Action::settled());
 //! assert_eq!(fake.status().unwrap()["message"], "Hello, Ada!");
 //! ```

@@ -506,7 +506,10 @@ mod tests {
         };
         let text = serde_json::to_string(&document).unwrap();
         assert!(text.contains("\"observedGeneration\":2"), "{text}");
-        assert!(text.contains("\"group\":\"acme.com\",\"kind\":\"Db\""), "{text}");
+        assert!(
+            text.contains("\"group\":\"acme.com\",\"kind\":\"Db\""),
+            "{text}"
+        );
         assert!(!text.contains("reconcileOwed"), "{text}");
         let object = serde_json::from_str::<ObjectDocument>(&text)
             .unwrap()

@@ -181,9 +181,7 @@ mod tests {
     #[test]
     fn creates_a_child_per_name_and_waits_for_them() {
         let fake = FakeClient::new();
-        let result = Cascade
-            .reconcile(&Client::new(&fake), &set(&["ada", "grace"]))
-            .unwrap();
+        let result = fake.reconcile(&Cascade, &set(&["ada", "grace"])).unwrap();
         assert_eq!(result, Action::unsettled());
         assert_eq!(children(&fake), ["team-ada", "team-grace"]);
         let record = fake.record();
@@ -195,18 +193,14 @@ mod tests {
     #[test]
     fn is_ready_once_every_child_is_greeted() {
         let fake = FakeClient::new();
-        let first = Cascade
-            .reconcile(&Client::new(&fake), &set(&["ada"]))
-            .unwrap();
+        let first = fake.reconcile(&Cascade, &set(&["ada"])).unwrap();
         assert_eq!(first, Action::unsettled());
         let child = fake.objects()[0].meta.id;
         fake.edit_object(child, |o| {
             o.status = Some(r#"{"message":"Hello, ada!"}"#.into());
             o.meta.observed_generation = Some(o.meta.generation);
         });
-        let result = Cascade
-            .reconcile(&Client::new(&fake), &set(&["ada"]))
-            .unwrap();
+        let result = fake.reconcile(&Cascade, &set(&["ada"])).unwrap();
         assert_eq!(result, Action::settled());
         assert_eq!(fake.status().unwrap()["ready"], 1);
         assert_eq!(fake.record().conditions["Ready"].reason, "AllGreeted");
@@ -216,7 +210,7 @@ mod tests {
     fn prunes_children_no_longer_named() {
         let fake = FakeClient::new();
         for names in [&["ada", "grace"][..], &["ada"]] {
-            let result = Cascade.reconcile(&Client::new(&fake), &set(names)).unwrap();
+            let result = fake.reconcile(&Cascade, &set(names)).unwrap();
             assert_eq!(result, Action::unsettled());
         }
         assert_eq!(children(&fake), ["team-ada"]);
@@ -226,21 +220,19 @@ mod tests {
     #[test]
     fn a_deleted_set_removes_its_children_before_its_finalizer() {
         let fake = FakeClient::new();
-        let first = Cascade
-            .reconcile(&Client::new(&fake), &set(&["ada"]))
-            .unwrap();
+        let first = fake.reconcile(&Cascade, &set(&["ada"])).unwrap();
         assert_eq!(first, Action::unsettled());
         let mut deleting = set(&["ada"]);
         deleting.meta.deletion_requested_at_ms = Some(1);
         deleting.meta.finalizers = vec![FINALIZER.into()];
 
-        let result = Cascade.reconcile(&Client::new(&fake), &deleting).unwrap();
+        let result = fake.reconcile(&Cascade, &deleting).unwrap();
         assert_eq!(result, Action::unsettled());
         assert!(children(&fake).is_empty(), "the children are being deleted");
         assert!(fake.record().deleted_finalizers.is_empty(), "not yet");
 
         fake.collect_garbage();
-        let result = Cascade.reconcile(&Client::new(&fake), &deleting).unwrap();
+        let result = fake.reconcile(&Cascade, &deleting).unwrap();
         assert_eq!(result, Action::settled());
         assert_eq!(fake.record().deleted_finalizers, [FINALIZER]);
     }

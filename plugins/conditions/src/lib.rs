@@ -77,21 +77,23 @@ beehive_guest::export!(Services);
 #[cfg(test)]
 mod tests {
     use beehive_guest::fake::FakeClient;
-    use beehive_guest::{Client, Object};
+    use beehive_guest::Object;
 
     use super::*;
 
-    fn service(port: u32, enabled: bool) -> Object<ServiceSpec, ServiceStatus> {
-        Object::new("web", ServiceSpec { port, enabled })
+    /// One pass over the service `web`, which must settle; the fake holds
+    /// what the pass wrote.
+    fn pass(port: u32, enabled: bool) -> FakeClient {
+        let fake = FakeClient::new();
+        let service = Object::new("web", ServiceSpec { port, enabled });
+        let action = fake.reconcile(&Services, &service).unwrap();
+        assert_eq!(action, Action::settled());
+        fake
     }
 
     #[test]
     fn a_valid_enabled_service_is_configured_and_serving() {
-        let fake = FakeClient::new();
-        let result = Services
-            .reconcile(&Client::new(&fake), &service(8080, true))
-            .unwrap();
-        assert_eq!(result, Action::settled());
+        let fake = pass(8080, true);
         let conditions = fake.record().conditions;
         assert_eq!(conditions["Configured"].status, ConditionStatus::True);
         assert!(!conditions["Configured"].liveness, "durable");
@@ -102,11 +104,7 @@ mod tests {
 
     #[test]
     fn an_invalid_port_is_reported_not_failed() {
-        let fake = FakeClient::new();
-        let result = Services
-            .reconcile(&Client::new(&fake), &service(0, true))
-            .unwrap();
-        assert_eq!(result, Action::settled());
+        let fake = pass(0, true);
         let conditions = fake.record().conditions;
         assert_eq!(conditions["Configured"].reason, "InvalidPort");
         assert_eq!(conditions["Serving"].reason, "NotConfigured");
@@ -115,11 +113,7 @@ mod tests {
 
     #[test]
     fn a_disabled_service_does_not_serve() {
-        let fake = FakeClient::new();
-        let result = Services
-            .reconcile(&Client::new(&fake), &service(8080, false))
-            .unwrap();
-        assert_eq!(result, Action::settled());
+        let fake = pass(8080, false);
         let conditions = fake.record().conditions;
         assert_eq!(conditions["Configured"].status, ConditionStatus::True);
         assert_eq!(conditions["Serving"].reason, "Disabled");

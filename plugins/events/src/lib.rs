@@ -185,9 +185,7 @@ mod tests {
         fake::clear_http();
         fake::stub_http("GET", URL, Ok(Response::new(200, "ok")));
         let fake = FakeClient::new();
-        let result = Connections
-            .reconcile(&Client::new(&fake), &connection())
-            .unwrap();
+        let result = fake.reconcile(&Connections, &connection()).unwrap();
         assert_eq!(
             result,
             Action::settled().requeue_after(Duration::from_secs(1))
@@ -208,9 +206,7 @@ mod tests {
         fake::set_config("token", "t0ken");
         fake::stub_http("GET", URL, Ok(Response::new(200, "ok")));
         let fake = FakeClient::new();
-        let _ = Connections
-            .reconcile(&Client::new(&fake), &connection())
-            .unwrap();
+        let _ = fake.reconcile(&Connections, &connection()).unwrap();
         fake::clear_config();
         let sent = &fake::sent_requests()[0];
         assert_eq!(
@@ -233,9 +229,7 @@ mod tests {
             fake::clear_http();
             fake::stub_http("GET", URL, answer);
             let fake = FakeClient::new();
-            let result = Connections
-                .reconcile(&Client::new(&fake), &connection())
-                .unwrap();
+            let result = fake.reconcile(&Connections, &connection()).unwrap();
             assert_eq!(result.verdict, beehive_guest::Verdict::Settled);
             let record = fake.record();
             let event = &record.events[0];
@@ -259,9 +253,7 @@ mod tests {
     fn a_url_the_policy_does_not_grant_is_reported_as_denied() {
         fake::clear_http();
         let fake = FakeClient::new();
-        let _ = Connections
-            .reconcile(&Client::new(&fake), &connection())
-            .unwrap();
+        let _ = fake.reconcile(&Connections, &connection()).unwrap();
         assert_eq!(
             fake.record().events[0].message,
             "denied by the plugin's policy"

@@ -50,7 +50,7 @@ beehive_guest::export!(FormalGreeter);
 #[cfg(test)]
 mod tests {
     use beehive_guest::fake::FakeClient;
-    use beehive_guest::{Client, Object};
+    use beehive_guest::Object;
 
     use super::*;
 
@@ -58,9 +58,7 @@ mod tests {
     fn greets_formally_and_says_which_release() {
         let fake = FakeClient::new();
         let object = Object::new("ada", GreetingSpec { name: "Ada".into() });
-        let result = FormalGreeter
-            .reconcile(&Client::new(&fake), &object)
-            .unwrap();
+        let result = fake.reconcile(&FormalGreeter, &object).unwrap();
         assert_eq!(result, Action::settled());
         let status = fake.status().unwrap();
         assert_eq!(status["message"], "Good day, Ada.");

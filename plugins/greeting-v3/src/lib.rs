@@ -65,7 +65,7 @@ beehive_guest::export!(Greeter);
 #[cfg(test)]
 mod tests {
     use beehive_guest::fake::FakeClient;
-    use beehive_guest::{Client, Object};
+    use beehive_guest::Object;
 
     use super::*;
 
@@ -81,7 +81,7 @@ mod tests {
     fn greets_who_the_new_spec_names() {
         let fake = FakeClient::new();
         let object = Object::new("ada", GreetingSpec { who: "Ada".into() });
-        let result = Greeter.reconcile(&Client::new(&fake), &object).unwrap();
+        let result = fake.reconcile(&Greeter, &object).unwrap();
         assert_eq!(result, Action::settled());
         assert_eq!(fake.status().unwrap()["release"], 3);
     }

@@ -42,7 +42,7 @@ beehive_guest::export!(Greeter);
 #[cfg(test)]
 mod tests {
     use beehive_guest::fake::FakeClient;
-    use beehive_guest::{Client, Object};
+    use beehive_guest::Object;
 
     use super::*;
 
@@ -50,7 +50,7 @@ mod tests {
     fn greets_the_name_in_the_spec() {
         let fake = FakeClient::new();
         let object = Object::new("ada", GreetingSpec { name: "Ada".into() });
-        let result = Greeter.reconcile(&Client::new(&fake), &object).unwrap();
+        let result = fake.reconcile(&Greeter, &object).unwrap();
         assert_eq!(result, Action::settled());
         assert_eq!(fake.status().unwrap()["message"], "Hello, Ada!");
     }

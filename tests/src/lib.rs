@@ -195,6 +195,22 @@ impl Workspace {
         self.command().args(args).output().expect("beehive runs")
     }
 
+    /// Starts `beehive ARGS` (a watch: `get -w`, `events -w`) in the
+    /// background, its output read line by line; stopped when dropped.
+    pub fn follow(&self, args: &[&str]) -> Following {
+        let mut child = self
+            .command()
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("beehive runs");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        Following {
+            child,
+            lines: std::io::BufRead::lines(std::io::BufReader::new(stdout)),
+        }
+    }
+
     /// Runs `beehive ARGS`, which must succeed, and returns its stdout.
     ///
     /// # Panics
@@ -316,6 +332,30 @@ impl Workspace {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+/// A command that streams, from [`Workspace::follow`]; killed when dropped.
+pub struct Following {
+    child: Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Following {
+    /// The next line it prints, waiting for it.
+    ///
+    /// # Panics
+    /// When the command ends first.
+    pub fn next_line(&mut self) -> String {
+        let line = self.lines.next().expect("the command goes on printing");
+        line.expect("its output is text")
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

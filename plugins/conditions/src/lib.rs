@@ -76,8 +76,8 @@ beehive_guest::export!(Services);
 
 #[cfg(test)]
 mod tests {
-    use beehive_guest::fake::FakeClient;
     use beehive_guest::Object;
+    use beehive_guest::fake::FakeClient;
 
     use super::*;
 

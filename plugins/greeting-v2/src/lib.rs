@@ -49,8 +49,8 @@ beehive_guest::export!(FormalGreeter);
 
 #[cfg(test)]
 mod tests {
-    use beehive_guest::fake::FakeClient;
     use beehive_guest::Object;
+    use beehive_guest::fake::FakeClient;
 
     use super::*;
 

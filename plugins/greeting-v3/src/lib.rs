@@ -64,8 +64,8 @@ beehive_guest::export!(Greeter);
 
 #[cfg(test)]
 mod tests {
-    use beehive_guest::fake::FakeClient;
     use beehive_guest::Object;
+    use beehive_guest::fake::FakeClient;
 
     use super::*;
 

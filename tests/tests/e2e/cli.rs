@@ -291,8 +291,6 @@ fn help_and_completions_explain_the_flags() {
 
 #[test]
 fn get_watch_streams_changes_from_a_running_host() {
-    use std::io::BufRead;
-
     let workspace = with_plugins();
     assert!(
         workspace
@@ -304,14 +302,8 @@ fn get_watch_streams_changes_from_a_running_host() {
         "ada.yaml",
         "kind: Greeting.example.dev\nname: ada\nspec: {name: Ada}\n",
     );
-    let mut watch = std::process::Command::new(beehive_e2e::beehive_bin())
-        .args(["get", "Greeting", "-w", "-o", "json"])
-        .current_dir(workspace.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
-    let first = json(&lines.next().unwrap().unwrap());
+    let mut watch = workspace.follow(&["get", "Greeting", "-w", "-o", "json"]);
+    let first = json(&watch.next_line());
     assert_eq!(
         (first["type"].as_str(), first["object"]["name"].as_str()),
         (Some("ADDED"), Some("ada"))
@@ -324,20 +316,17 @@ fn get_watch_streams_changes_from_a_running_host() {
     // Grace arrives, and then her greeting, as the plugin writes it.
     let mut greeted = false;
     while !greeted {
-        let line = json(&lines.next().expect("the watch goes on").unwrap());
+        let line = json(&watch.next_line());
         assert!(line["resourceVersion"].is_i64(), "{line}");
         greeted = line["object"]["name"] == "grace"
             && line["object"]["status"]["message"] == "Hello, Grace!";
     }
-    watch.kill().unwrap();
-    watch.wait().unwrap();
+    drop(watch);
     host.terminate();
 }
 
 #[test]
 fn events_watch_streams_runs_as_the_plugin_records_them() {
-    use std::io::BufRead;
-
     let workspace = Workspace::new();
     let endpoint = beehive_e2e::TestServer::start();
     endpoint.route("/health", 200, "ok");
@@ -352,32 +341,24 @@ fn events_watch_streams_runs_as_the_plugin_records_them() {
             endpoint.url("/health")
         ));
     workspace.ok(&["wait", "Connection", "db", "--for", "condition=Connected"]);
-    let mut watch = std::process::Command::new(beehive_e2e::beehive_bin())
-        .args([
-            "events",
-            "Connection",
-            "db",
-            "--category",
-            "connection",
-            "-w",
-        ])
-        .current_dir(workspace.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
-    let header = lines.next().unwrap().unwrap();
+    let mut watch = workspace.follow(&[
+        "events",
+        "Connection",
+        "db",
+        "--category",
+        "connection",
+        "-w",
+    ]);
+    let header = watch.next_line();
     assert!(header.starts_with("TIME"), "{header}");
     // The Connected run grows with every probe: it comes again and again.
     let mut extended = 0;
     while extended < 3 {
-        let line = lines.next().expect("the watch goes on").unwrap();
-        if line.contains("✓ Connected") {
+        if watch.next_line().contains("✓ Connected") {
             extended += 1;
         }
     }
-    watch.kill().unwrap();
-    watch.wait().unwrap();
+    drop(watch);
     host.terminate();
 }
 

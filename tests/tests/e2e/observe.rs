@@ -100,17 +100,11 @@ fn metrics_move_with_passes_failures_and_watches() {
         "{after}"
     );
 
-    let mut watch = std::process::Command::new(beehive_e2e::beehive_bin())
-        .args(["get", "Greeting", "-w"])
-        .current_dir(workspace.path())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let watch = workspace.follow(&["get", "Greeting", "-w"]);
     wait_until("the watch is counted", || {
         value(&scrape(&address), "beehive_watches_open") == 1.0
     });
-    watch.kill().unwrap();
-    watch.wait().unwrap();
+    drop(watch);
     wait_until("the closed watch is no longer counted", || {
         value(&scrape(&address), "beehive_watches_open") == 0.0
     });

@@ -505,6 +505,27 @@ mod tests {
         })
     }
 
+    /// How long until the queue hands out its next object.
+    async fn time_to_next(queue: &WorkQueue) -> Duration {
+        let start = Instant::now();
+        queue.next().await;
+        start.elapsed()
+    }
+
+    /// A successful pass that asks to run again in `seconds`.
+    fn requeue_after(seconds: u64) -> Outcome {
+        Outcome::Succeeded {
+            requeue: Some(Duration::from_secs(seconds)),
+        }
+    }
+
+    /// Wakes `id` at once, takes it and finishes its pass with `outcome`.
+    async fn pass(queue: &WorkQueue, id: ObjectId, outcome: Outcome) {
+        queue.wake(id, Wake::Immediate);
+        assert_eq!(queue.next().await, Some(id));
+        queue.done(id, outcome);
+    }
+
     /// The next object, or `None` if nothing is due within `within`.
     async fn next_within(queue: &WorkQueue, within: Duration) -> Option<ObjectId> {
         tokio::time::timeout(within, queue.next())
@@ -516,9 +537,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_recorded_appointment_never_overrides_what_this_process_decided() {
         let q = queue();
-        q.wake(1, Wake::Immediate);
-        assert_eq!(q.next().await, Some(1));
-        q.done(1, Outcome::Failed);
+        pass(&q, 1, Outcome::Failed).await;
         // Read back from the store after this process's own failure: ignored,
         // so the backoff alarm keeps absorbing ordinary wakes.
         q.wake_at_if_new(1, Instant::now());
@@ -560,9 +579,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_ordinary_wake_waits_for_the_floor_and_an_immediate_one_does_not() {
         let q = queue();
-        q.wake(1, Wake::Immediate);
-        assert_eq!(q.next().await, Some(1));
-        q.done(1, Outcome::Succeeded { requeue: None });
+        pass(&q, 1, Outcome::Succeeded { requeue: None }).await;
 
         let start = Instant::now();
         q.wake(1, Wake::Ordinary);
@@ -595,13 +612,9 @@ mod tests {
         assert_eq!(gaps, [1, 2, 4, 8, 8, 8]);
 
         q.done(1, Outcome::Succeeded { requeue: None });
-        q.wake(1, Wake::Immediate);
-        q.next().await;
-        q.done(1, Outcome::Failed);
-        let start = Instant::now();
-        q.next().await;
+        pass(&q, 1, Outcome::Failed).await;
         assert_eq!(
-            start.elapsed(),
+            time_to_next(&q).await,
             Duration::from_secs(1),
             "the ladder starts over"
         );
@@ -610,9 +623,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_backoff_alarm_absorbs_ordinary_wakes_but_not_immediate_ones() {
         let q = queue();
-        q.wake(1, Wake::Immediate);
-        q.next().await;
-        q.done(1, Outcome::Failed);
+        pass(&q, 1, Outcome::Failed).await;
         tokio::time::advance(Duration::from_secs(2)).await;
         // The alarm fired at 1 s; take the retry and fail again: now 2 s.
         assert_eq!(q.next().await, Some(1));
@@ -633,75 +644,54 @@ mod tests {
         assert_eq!(start.elapsed(), Duration::ZERO, "cancelled the alarm");
         // The ladder was kept: the next failure steps from 4 s to 8 s.
         q.done(1, Outcome::Failed);
-        let start = Instant::now();
-        q.next().await;
-        assert_eq!(start.elapsed(), Duration::from_secs(8));
+        assert_eq!(time_to_next(&q).await, Duration::from_secs(8));
     }
 
     #[tokio::test(start_paused = true)]
     async fn requeue_keeps_the_backoff_unless_asked_to_reset_it() {
         let q = queue();
-        q.wake(1, Wake::Immediate);
-        q.next().await;
-        q.done(1, Outcome::Failed); // 1 s
+        pass(&q, 1, Outcome::Failed).await; // 1 s
         q.requeue(1, false);
         q.next().await;
         q.done(1, Outcome::Failed);
-        let start = Instant::now();
-        q.next().await;
-        assert_eq!(start.elapsed(), Duration::from_secs(2), "ladder kept");
+        assert_eq!(
+            time_to_next(&q).await,
+            Duration::from_secs(2),
+            "ladder kept"
+        );
 
         q.done(1, Outcome::Failed); // 4 s
         q.requeue(1, true);
         q.next().await;
         q.done(1, Outcome::Failed);
-        let start = Instant::now();
-        q.next().await;
-        assert_eq!(start.elapsed(), Duration::from_secs(1), "ladder reset");
+        assert_eq!(
+            time_to_next(&q).await,
+            Duration::from_secs(1),
+            "ladder reset"
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_requeue_delay_schedules_the_next_pass_and_zero_means_the_floor() {
         let q = queue();
-        q.wake(1, Wake::Immediate);
-        q.next().await;
-        q.done(
-            1,
-            Outcome::Succeeded {
-                requeue: Some(Duration::from_secs(5)),
-            },
-        );
+        pass(&q, 1, requeue_after(5)).await;
         assert_ne!(q.due_of(1), Due::Nothing);
-        let start = Instant::now();
-        q.next().await;
-        assert_eq!(start.elapsed(), Duration::from_secs(5));
+        assert_eq!(time_to_next(&q).await, Duration::from_secs(5));
 
-        q.done(
-            1,
-            Outcome::Succeeded {
-                requeue: Some(Duration::ZERO),
-            },
+        q.done(1, requeue_after(0));
+        assert_eq!(
+            time_to_next(&q).await,
+            Duration::from_secs(1),
+            "held to the floor"
         );
-        let start = Instant::now();
-        q.next().await;
-        assert_eq!(start.elapsed(), Duration::from_secs(1), "held to the floor");
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_ordinary_wake_overrides_a_later_requeue_alarm() {
         let q = queue();
-        q.wake(1, Wake::Immediate);
-        q.next().await;
-        q.done(
-            1,
-            Outcome::Succeeded {
-                requeue: Some(Duration::from_secs(30)),
-            },
-        );
+        pass(&q, 1, requeue_after(30)).await;
         q.wake(1, Wake::Ordinary);
-        let start = Instant::now();
-        q.next().await;
-        assert_eq!(start.elapsed(), Duration::from_secs(1));
+        assert_eq!(time_to_next(&q).await, Duration::from_secs(1));
     }
 
     #[tokio::test(start_paused = true)]

@@ -95,6 +95,18 @@ pub async fn create(
         .unwrap()
 }
 
+/// Registers `controller` for `kind` with default options and starts
+/// `host`.
+pub async fn serve(
+    host: &beehive::Host,
+    kind: beehive::GroupKind,
+    controller: impl beehive::Controller,
+) -> beehive::engine::StopHandle {
+    let options = beehive::ControllerOptions::new();
+    host.register(kind, controller, options).await.unwrap();
+    host.start().await.unwrap()
+}
+
 /// Deletes object `id` through `client` and waits until its row is gone:
 /// its finalizers cleared and the sweeper done with it.
 pub async fn delete_and_wait_gone(client: &beehive::RawClient, id: beehive::ObjectId) {

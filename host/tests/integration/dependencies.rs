@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{
-    PATIENCE, create, metric, run_after_restart, run_then_crash, spec, wait_until,
+    PATIENCE, create, metric, run_after_restart, run_then_crash, serve, spec, wait_until,
 };
 use beehive::engine::Cadence;
 use beehive::{
@@ -123,10 +123,7 @@ async fn host_with(store: &Store, apps: &Apps, dbs: &Dbs) -> (Host, beehive::eng
     host.register(app(), apps.clone(), ControllerOptions::new())
         .await
         .unwrap();
-    host.register(db(), dbs.clone(), ControllerOptions::new())
-        .await
-        .unwrap();
-    let running = host.start().await.unwrap();
+    let running = serve(&host, db(), dbs.clone()).await;
     (host, running)
 }
 
@@ -165,11 +162,7 @@ async fn a_client_only_target_wakes_each_dependent_once_per_change() {
     let store = crate::common::store();
     let (apps, dbs) = (Apps::default(), Dbs::default());
     let (host, running) = host_with(&store, &apps, &dbs).await;
-    let target = host
-        .client(config())
-        .create("settings", spec(r#"{"color":"red"}"#), CreateOptions::new())
-        .await
-        .unwrap();
+    let target = create(&host.client(config()), "settings", r#"{"color":"red"}"#).await;
     let ids = apps_on(&host, target.meta.id, "Config", 5).await;
     wait_until("the apps settle with their edges", PATIENCE, || {
         settled(&host, app()) && owed_total(&store) == 0
@@ -210,11 +203,7 @@ async fn a_targets_status_change_wakes_its_dependents() {
     let store = crate::common::store();
     let (apps, dbs) = (Apps::default(), Dbs::default());
     let (host, running) = host_with(&store, &apps, &dbs).await;
-    let target = host
-        .client(db())
-        .create("main", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let target = create(&host.client(db()), "main", "{}").await;
     let ids = apps_on(&host, target.meta.id, "Db", 3).await;
     wait_until("everything settles", PATIENCE, || {
         settled(&host, app()) && settled(&host, db()) && owed_total(&store) == 0
@@ -406,15 +395,8 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
         let store = Store::open(&crash_path).unwrap();
         let host = Host::new(&store, options()).unwrap();
         let apps = HangingApps::default();
-        host.register(app(), apps.clone(), ControllerOptions::new())
-            .await
-            .unwrap();
-        let running = host.start().await.unwrap();
-        let target = host
-            .client(config())
-            .create("settings", spec(r#"{"v":1}"#), CreateOptions::new())
-            .await
-            .unwrap();
+        let running = serve(&host, app(), apps.clone()).await;
+        let target = create(&host.client(config()), "settings", r#"{"v":1}"#).await;
         let dependent = apps_on(&host, target.meta.id, "Config", 1).await[0];
         *crash_ids.lock().unwrap() = (target.meta.id, dependent);
         wait_until("the app settles", PATIENCE, || {
@@ -455,10 +437,7 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
         );
         let host = Host::new(&store, options()).unwrap();
         let apps = Apps::default();
-        host.register(app(), apps.clone(), ControllerOptions::new())
-            .await
-            .unwrap();
-        let running = host.start().await.unwrap();
+        let running = serve(&host, app(), apps.clone()).await;
         wait_until(
             "the stale-dependents pass brings the app up to date",
             PATIENCE,
@@ -477,10 +456,7 @@ async fn a_self_dependency_is_accepted_and_costs_no_pass() {
     let store = crate::common::store();
     // Created before the start, so the startup owed pass is its only wake:
     // a push racing that scan could queue a second pass under load.
-    let selfish = beehive::RawClient::new(&store, app())
-        .create("selfish", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let selfish = create(&beehive::RawClient::new(&store, app()), "selfish", "{}").await;
     let (apps, dbs) = (Apps::default(), Dbs::default());
     let (host, running) = host_with(&store, &apps, &dbs).await;
     let id = selfish.meta.id;

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{
-    PATIENCE, PassCounter, create, delete_and_wait_gone, metric, spec, wait_until,
+    PATIENCE, PassCounter, create, delete_and_wait_gone, metric, serve, spec, wait_until,
 };
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
@@ -145,10 +145,7 @@ async fn stop_reports_a_pass_that_outlives_its_deadline() {
             ReconcileResult::settled()
         }
     }
-    host.register(widget(), Stuck(started.clone()), ControllerOptions::new())
-        .await
-        .unwrap();
-    let running = host.start().await.unwrap();
+    let running = serve(&host, widget(), Stuck(started.clone())).await;
     started.notified().await;
     let stopped = running.stop(Duration::from_millis(100)).await;
     assert!(
@@ -197,10 +194,7 @@ impl Reconciler<Greeting, Greeted> for Greeter {
 async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
     let store = crate::common::store();
     let host = Host::new(&store, quiet()).unwrap();
-    host.register(widget(), Typed::new(Greeter), ControllerOptions::new())
-        .await
-        .unwrap();
-    let running = host.start().await.unwrap();
+    let running = serve(&host, widget(), Typed::new(Greeter)).await;
     let client = host.typed_client::<Greeting, Greeted>(widget());
     let created = client
         .create(
@@ -210,11 +204,7 @@ async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
         )
         .await
         .unwrap();
-    let bad = host
-        .client(widget())
-        .create("bad", spec(r#"{"nom":"x"}"#), CreateOptions::new())
-        .await
-        .unwrap();
+    let bad = create(&host.client(widget()), "bad", r#"{"nom":"x"}"#).await;
     wait_until("the greeting is written", PATIENCE, || {
         client.get(created.id()).unwrap().meta.is_observed()
     })
@@ -253,10 +243,7 @@ async fn an_idle_host_writes_nothing() {
         .gc_interval(Duration::from_millis(100));
     let host = Host::new(&store, options).unwrap();
     let counter = PassCounter::default();
-    host.register(widget(), counter.clone(), ControllerOptions::new())
-        .await
-        .unwrap();
-    let running = host.start().await.unwrap();
+    let running = serve(&host, widget(), counter.clone()).await;
     let client = host.client(widget());
     wait_until("the kind converged", PATIENCE, || {
         client.list().unwrap().iter().all(|o| o.meta.is_observed())
@@ -307,10 +294,7 @@ async fn the_sweeper_applies_event_and_write_log_retention() {
             ReconcileResult::settled()
         }
     }
-    host.register(widget(), Chatty(counter), ControllerOptions::new())
-        .await
-        .unwrap();
-    let running = host.start().await.unwrap();
+    let running = serve(&host, widget(), Chatty(counter)).await;
     let client = host.client(widget());
     let created = create(&client, "w", "{}").await;
     for round in 0..5 {
@@ -335,10 +319,7 @@ async fn the_sweeper_applies_event_and_write_log_retention() {
 async fn a_collected_object_leaves_its_final_state_in_the_write_log() {
     let store = crate::common::store();
     let host = Host::new(&store, quiet()).unwrap();
-    host.register(widget(), PassCounter::default(), ControllerOptions::new())
-        .await
-        .unwrap();
-    let running = host.start().await.unwrap();
+    let running = serve(&host, widget(), PassCounter::default()).await;
     let client = host.client(widget());
     let created = create(&client, "w", r#"{"keep":"me"}"#).await;
     delete_and_wait_gone(&client, created.meta.id).await;

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    PATIENCE, create, delete_and_wait_gone, run_after_restart, run_then_crash, spec, wait_until,
+    PATIENCE, create, delete_and_wait_gone, run_after_restart, run_then_crash, serve, spec,
+    wait_until,
 };
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
@@ -118,10 +119,7 @@ async fn each_generation_of_each_object_is_reconciled_exactly_once() {
     let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
     let recorder = Recorder::default();
-    host.register(widget(), recorder.controller(), ControllerOptions::new())
-        .await
-        .unwrap();
-    let running = host.start().await.unwrap();
+    let running = serve(&host, widget(), recorder.controller()).await;
     let client = host.client(widget());
     let mut ids = Vec::new();
     for i in 0..20 {
@@ -201,7 +199,8 @@ async fn a_client_kept_past_its_pass_is_refused() {
     let host = Host::new(&store, fast_options()).unwrap();
     let kept: Arc<Mutex<Option<ControllerClient>>> = Arc::default();
     let stash = kept.clone();
-    host.register(
+    let running = serve(
+        &host,
         widget(),
         controller(move |client, _object| {
             let stash = stash.clone();
@@ -210,15 +209,9 @@ async fn a_client_kept_past_its_pass_is_refused() {
                 ReconcileResult::settled()
             }
         }),
-        ControllerOptions::new(),
     )
-    .await
-    .unwrap();
-    let running = host.start().await.unwrap();
-    host.client(widget())
-        .create("w", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    .await;
+    create(&host.client(widget()), "w", "{}").await;
     widgets_observed(&host, "the widget is observed").await;
     let client = kept.lock().unwrap().clone().unwrap();
     let err = client
@@ -249,11 +242,7 @@ async fn deleting_an_owner_cascades_to_a_hundred_children_and_removes_every_row(
         .unwrap();
     }
     let running = host.start().await.unwrap();
-    let owner = host
-        .client(parent.clone())
-        .create("p", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let owner = create(&host.client(parent.clone()), "p", "{}").await;
     let children = host.client(widget());
     for i in 0..100 {
         children
@@ -404,7 +393,8 @@ async fn a_client_only_kind_is_collected_by_the_sweeper() {
 async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
     let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
-    host.register(
+    let running = serve(
+        &host,
         widget(),
         controller(|client, object| async move {
             let report = async {
@@ -443,11 +433,8 @@ async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
                 Err(error) => ReconcileResult::fail(error),
             }
         }),
-        ControllerOptions::new(),
     )
-    .await
-    .unwrap();
-    let running = host.start().await.unwrap();
+    .await;
     let client = host.client(widget());
     let created = create(&client, "w", "{}").await;
     widgets_observed(&host, "the widget is observed").await;
@@ -531,19 +518,8 @@ async fn a_second_host_over_the_same_database_is_refused() {
 async fn requeue_needs_an_object_of_the_kind_and_a_controller() {
     let store = crate::common::store();
     let host = Host::new(&store, fast_options()).unwrap();
-    host.register(
-        widget(),
-        Recorder::default().controller(),
-        ControllerOptions::new(),
-    )
-    .await
-    .unwrap();
-    let running = host.start().await.unwrap();
-    let created = host
-        .client(widget())
-        .create("w", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let running = serve(&host, widget(), Recorder::default().controller()).await;
+    let created = create(&host.client(widget()), "w", "{}").await;
     let note = host
         .client(GroupKind::core("Note"))
         .create("n", spec("{}"), CreateOptions::new())
@@ -602,7 +578,8 @@ async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
     let first_pass_tx = Arc::new(Mutex::new(Some(first_pass_tx)));
     let (inner, wait) = (recorder.controller(), gate.clone());
     let inner = Arc::new(inner);
-    host.register(
+    let running = serve(
+        &host,
         widget(),
         controller(move |client, object| {
             let (inner, wait, signal) = (inner.clone(), wait.clone(), first_pass_tx.clone());
@@ -615,11 +592,8 @@ async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
                 inner.reconcile(&client, &object).await
             }
         }),
-        ControllerOptions::new(),
     )
-    .await
-    .unwrap();
-    let running = host.start().await.unwrap();
+    .await;
     let client = host.client(widget());
     let created = create(&client, "w", r#"{"v":1}"#).await;
     first_pass_rx.await.unwrap();
@@ -735,7 +709,8 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
         let store = Store::open(&crash_path).unwrap();
         let host = Host::new(&store, fast_options()).unwrap();
         // A slow controller, so the crash lands with work outstanding.
-        host.register(
+        let running = serve(
+            &host,
             widget(),
             controller(|client, object| async move {
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -744,11 +719,8 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
                     Err(error) => ReconcileResult::fail(error),
                 }
             }),
-            ControllerOptions::new(),
         )
-        .await
-        .unwrap();
-        let running = host.start().await.unwrap();
+        .await;
         let client = host.client(widget());
         for i in 0..200 {
             create(&client, &format!("w{i}"), &format!(r#"{{"i":{i}}}"#)).await;
@@ -776,14 +748,7 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
             "the crash left work outstanding"
         );
         let host = Host::new(&store, fast_options()).unwrap();
-        host.register(
-            widget(),
-            Recorder::default().controller(),
-            ControllerOptions::new(),
-        )
-        .await
-        .unwrap();
-        let running = host.start().await.unwrap();
+        let running = serve(&host, widget(), Recorder::default().controller()).await;
         widgets_observed(&host, "every widget converges after the restart").await;
         for object in host.client(widget()).list().unwrap() {
             assert_eq!(object.status.as_ref(), Some(&object.spec));
@@ -809,11 +774,7 @@ async fn a_schedule_watch_follows_backoff_and_requeues_as_a_gauge() {
         host.watch_schedule(&GroupKind::core("Note"), 1),
         Err(Error::NoController(_))
     ));
-    let created = host
-        .client(widget())
-        .create("w", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    let created = create(&host.client(widget()), "w", "{}").await;
     let mut schedule = host.watch_schedule(&widget(), created.meta.id).unwrap();
     let running = host.start().await.unwrap();
     let mut seen = Vec::new();

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{PATIENCE, metric, spec, wait_until};
+use crate::common::{PATIENCE, create, metric, serve, spec, wait_until};
 use beehive::engine::Cadence;
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
@@ -342,21 +342,16 @@ async fn writers_outside_a_transaction_wait_for_it_and_then_proceed() {
             }
         }
     }
-    host.register(
+    let running = serve(
+        &host,
         parent(),
         Holder {
             entered,
             release: release.clone(),
         },
-        ControllerOptions::new(),
     )
-    .await
-    .unwrap();
-    let running = host.start().await.unwrap();
-    host.client(parent())
-        .create("p", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    .await;
+    create(&host.client(parent()), "p", "{}").await;
     entered_rx.await.unwrap();
     let outside = {
         let notes = host.client(child());

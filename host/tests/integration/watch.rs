@@ -290,10 +290,12 @@ async fn a_typed_watch_decodes_and_skips_what_does_not_fit() {
     assert_eq!(stream.objects[0].spec, Spec { replicas: 1 });
 
     // A spec another writer made that these types cannot read is skipped.
-    RawClient::new(&store, kind())
-        .create("odd", spec(r#"{"replicas":"many"}"#), CreateOptions::new())
-        .await
-        .unwrap();
+    create(
+        &RawClient::new(&store, kind()),
+        "odd",
+        r#"{"replicas":"many"}"#,
+    )
+    .await;
     let b = typed
         .create("b", &Spec { replicas: 2 }, CreateOptions::new())
         .await
@@ -488,10 +490,7 @@ async fn watches_opened_through_a_host_end_when_it_stops() {
         Err(Error::Stopped)
     ));
 
-    RawClient::new(&store, kind())
-        .create("later", spec("{}"), CreateOptions::new())
-        .await
-        .unwrap();
+    create(&RawClient::new(&store, kind()), "later", "{}").await;
     let change = next(&mut on_store).await;
     assert_eq!(change.object.unwrap().meta.name, "later");
 }

@@ -102,7 +102,16 @@ pub async fn serve(
     kind: beehive::GroupKind,
     controller: impl beehive::Controller,
 ) -> beehive::engine::StopHandle {
-    let options = beehive::ControllerOptions::new();
+    serve_with(host, kind, controller, beehive::ControllerOptions::new()).await
+}
+
+/// Registers `controller` for `kind` with `options` and starts `host`.
+pub async fn serve_with(
+    host: &beehive::Host,
+    kind: beehive::GroupKind,
+    controller: impl beehive::Controller,
+    options: beehive::ControllerOptions,
+) -> beehive::engine::StopHandle {
     host.register(kind, controller, options).await.unwrap();
     host.start().await.unwrap()
 }

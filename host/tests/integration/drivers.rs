@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{
-    PATIENCE, PassCounter, create, delete_and_wait_gone, metric, serve, spec, wait_until,
+    PATIENCE, PassCounter, create, delete_and_wait_gone, metric, serve, serve_with, spec,
+    wait_until,
 };
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
@@ -36,14 +37,13 @@ async fn seed(store: &Store, count: usize) {
 async fn counting_host(store: &Store, cadence: Cadence) -> (Host, PassCounter, StopHandle) {
     let host = Host::new(store, quiet()).unwrap();
     let counter = PassCounter::default();
-    host.register(
+    let running = serve_with(
+        &host,
         widget(),
         counter.clone(),
         ControllerOptions::new().cadence(cadence),
     )
-    .await
-    .unwrap();
-    let running = host.start().await.unwrap();
+    .await;
     (host, counter, running)
 }
 

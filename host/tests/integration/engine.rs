@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    PATIENCE, create, delete_and_wait_gone, run_after_restart, run_then_crash, serve, spec,
-    wait_until,
+    PATIENCE, create, delete_and_wait_gone, run_after_restart, run_then_crash, serve, serve_with,
+    spec, wait_until,
 };
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
@@ -108,6 +108,13 @@ async fn start_and_observe_one_widget(host: &Host) -> (StopHandle, RawObject) {
     (running, created)
 }
 
+/// A fresh store and a host on it with [`fast_options`].
+fn fast_host() -> (Store, Host) {
+    let store = crate::common::store();
+    let host = Host::new(&store, fast_options()).unwrap();
+    (store, host)
+}
+
 fn fast_options() -> HostOptions {
     HostOptions::new()
         .cadence(Cadence::new().owed_pass_interval(Duration::from_secs(60)))
@@ -116,8 +123,7 @@ fn fast_options() -> HostOptions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_generation_of_each_object_is_reconciled_exactly_once() {
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (_store, host) = fast_host();
     let recorder = Recorder::default();
     let running = serve(&host, widget(), recorder.controller()).await;
     let client = host.client(widget());
@@ -149,8 +155,7 @@ async fn each_generation_of_each_object_is_reconciled_exactly_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_controller_backs_off_and_recovers() {
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (_store, host) = fast_host();
     let calls = Arc::new(Mutex::new(Vec::<Instant>::new()));
     let seen = calls.clone();
     host.register(
@@ -195,8 +200,7 @@ async fn a_failing_controller_backs_off_and_recovers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_kept_past_its_pass_is_refused() {
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (_store, host) = fast_host();
     let kept: Arc<Mutex<Option<ControllerClient>>> = Arc::default();
     let stash = kept.clone();
     let running = serve(
@@ -229,8 +233,7 @@ async fn a_client_kept_past_its_pass_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_an_owner_cascades_to_a_hundred_children_and_removes_every_row() {
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (_store, host) = fast_host();
     let parent = GroupKind::new("test.dev", "Parent");
     for gk in [parent.clone(), widget()] {
         host.register(
@@ -268,8 +271,7 @@ async fn deleting_an_owner_cascades_to_a_hundred_children_and_removes_every_row(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (store, host) = fast_host();
     let cleaned = Arc::new(AtomicUsize::new(0));
     let count = cleaned.clone();
     let unregistered = host
@@ -286,7 +288,8 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
         "{unregistered}"
     );
 
-    host.register(
+    let running = serve_with(
+        &host,
         widget(),
         controller(move |client, object| {
             let count = count.clone();
@@ -302,9 +305,7 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
         }),
         ControllerOptions::new().finalizers(["test.dev/cleanup"]),
     )
-    .await
-    .unwrap();
-    let running = host.start().await.unwrap();
+    .await;
     let client = host.client(widget());
     let created = client
         .create(
@@ -325,11 +326,11 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (_store, host) = fast_host();
     let refusals = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = refusals.clone();
-    host.register(
+    let running = serve_with(
+        &host,
         widget(),
         controller(move |client, object| {
             let seen = seen.clone();
@@ -348,9 +349,7 @@ async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
         }),
         ControllerOptions::new().finalizers(["test.dev/cleanup"]),
     )
-    .await
-    .unwrap();
-    let running = host.start().await.unwrap();
+    .await;
     let client = host.client(widget());
     let created = create(&client, "w", "{}").await;
     wait_until("the widget carries the finalizer", PATIENCE, || {
@@ -368,8 +367,7 @@ async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_only_kind_is_collected_by_the_sweeper() {
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (_store, host) = fast_host();
     let running = host.start().await.unwrap();
     let notes = host.client(GroupKind::core("Note"));
     let owner = create(&notes, "owner", "{}").await;
@@ -391,8 +389,7 @@ async fn a_client_only_kind_is_collected_by_the_sweeper() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (store, host) = fast_host();
     let running = serve(
         &host,
         widget(),
@@ -516,8 +513,7 @@ async fn a_second_host_over_the_same_database_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requeue_needs_an_object_of_the_kind_and_a_controller() {
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (_store, host) = fast_host();
     let running = serve(&host, widget(), Recorder::default().controller()).await;
     let created = create(&host.client(widget()), "w", "{}").await;
     let note = host
@@ -548,8 +544,7 @@ async fn requeue_needs_an_object_of_the_kind_and_a_controller() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unsettled_pass_comes_back_and_a_requeue_delay_is_scheduled() {
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (_store, host) = fast_host();
     let (passes, script) = scripted(|pass| match pass {
         0 => ReconcileResult::unsettled().requeue_after(Duration::from_millis(1500)),
         _ => ReconcileResult::settled().requeue_after(Duration::from_secs(3600)),
@@ -570,8 +565,7 @@ async fn an_unsettled_pass_comes_back_and_a_requeue_delay_is_scheduled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (_store, host) = fast_host();
     let recorder = Recorder::default();
     let gate = Arc::new(tokio::sync::Notify::new());
     let (first_pass_tx, first_pass_rx) = tokio::sync::oneshot::channel::<()>();
@@ -642,13 +636,9 @@ fn status_version(object: &RawObject) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replacing_a_controller_under_load_loses_no_pass() {
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (_store, host) = fast_host();
     let options = || ControllerOptions::new().concurrency(2);
-    host.register(widget(), versioned(1), options())
-        .await
-        .unwrap();
-    let running = host.start().await.unwrap();
+    let running = serve_with(&host, widget(), versioned(1), options()).await;
     let client = host.client(widget());
     let writer = {
         let client = client.clone();
@@ -761,8 +751,7 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
 async fn a_schedule_watch_follows_backoff_and_requeues_as_a_gauge() {
     use futures_util::StreamExt;
 
-    let store = crate::common::store();
-    let host = Host::new(&store, fast_options()).unwrap();
+    let (_store, host) = fast_host();
     let (_passes, script) = scripted(|pass| match pass {
         0 => ReconcileResult::fail("not yet"),
         _ => ReconcileResult::settled().requeue_after(Duration::from_secs(3600)),

@@ -59,6 +59,16 @@ impl TestServer {
         }
     }
 
+    /// A server whose `/health` answers 200 `ok`.
+    ///
+    /// # Panics
+    /// When no port can be bound.
+    pub fn healthy() -> TestServer {
+        let server = TestServer::start();
+        server.route("/health", 200, "ok");
+        server
+    }
+
     /// `host:port`, as a policy grants it.
     pub fn authority(&self) -> String {
         self.address.to_string()
@@ -67,6 +77,13 @@ impl TestServer {
     /// The URL of `path` on this server.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.address)
+    }
+
+    /// The URL of `path` on this server by the name `localhost`: the same
+    /// server, but another destination than the `127.0.0.1` authority a
+    /// policy grants.
+    pub fn localhost_url(&self, path: &str) -> String {
+        format!("http://localhost:{}{path}", self.address.port())
     }
 
     /// Makes `path` answer `status` with `body`.

@@ -328,8 +328,7 @@ fn get_watch_streams_changes_from_a_running_host() {
 #[test]
 fn events_watch_streams_runs_as_the_plugin_records_them() {
     let workspace = Workspace::new();
-    let endpoint = beehive_e2e::TestServer::start();
-    endpoint.route("/health", 200, "ok");
+    let endpoint = beehive_e2e::TestServer::healthy();
     workspace.install_plugin("events", "events.wasm");
     workspace.write(
         "plugins/events.toml",
@@ -412,9 +411,7 @@ fn a_plugin_granted_a_directory_renders_into_it_and_cleans_up_on_delete() {
 #[test]
 fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() {
     let workspace = Workspace::new();
-    let endpoint = beehive_e2e::TestServer::start();
-    endpoint.route("/health", 200, "ok");
-    let port = endpoint.authority().rsplit(':').next().unwrap().to_string();
+    let endpoint = beehive_e2e::TestServer::healthy();
     workspace.write("probe-token", "tok-5ecret-42\n");
     workspace.install_plugin("events", "events.wasm");
     workspace.write(
@@ -436,7 +433,7 @@ fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() 
         &format!(
             "{}---\n{}",
             connection("db", &endpoint.url("/health")),
-            connection("rogue", &format!("http://localhost:{port}/health"))
+            connection("rogue", &endpoint.localhost_url("/health"))
         ),
     );
     workspace.ok(&["wait", "Connection", "db", "--for", "condition=Connected"]);
@@ -452,7 +449,7 @@ fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() 
     });
     let denied = workspace.ok(&["events", "Connection", "rogue"]);
     assert!(
-        denied.contains(&format!("http://localhost:{port}")),
+        denied.contains(&endpoint.localhost_url("")),
         "the event names the destination: {denied}"
     );
     assert!(denied.contains("denied by the plugin's policy"), "{denied}");

@@ -15,12 +15,18 @@ fn hostile_kind() -> GroupKind {
     GroupKind::new("test.dev", "Hostile")
 }
 
+/// Writes the `hostile` plugin's policy file in `plugins`.
+fn write_policy(plugins: &Path, policy: &str) {
+    std::fs::write(plugins.join("hostile.toml"), policy).unwrap();
+}
+
+/// A policy granting `out` as `/out` with `access`.
 fn grant(plugins: &Path, out: &Path, access: &str) {
-    let text = format!(
-        "[files.\"/out\"]\npath = {:?}\naccess = \"{access}\"\n",
-        out.display().to_string()
+    let out = out.display().to_string();
+    write_policy(
+        plugins,
+        &format!("[files.\"/out\"]\npath = {out:?}\naccess = \"{access}\"\n"),
     );
-    std::fs::write(plugins.join("hostile.toml"), text).unwrap();
 }
 
 async fn act(client: &RawClient, name: &str, spec: &str) {
@@ -191,14 +197,13 @@ async fn config_values_reach_the_plugin_and_nothing_else() {
     let world = tempfile::tempdir().unwrap();
     let secret = world.path().join("token");
     std::fs::write(&secret, "s3cr3t-from-a-file\n").unwrap();
-    std::fs::write(
-        plugins.path().join("hostile.toml"),
-        format!(
+    write_policy(
+        plugins.path(),
+        &format!(
             "[config]\nregion = \"eu-west-1\"\ntoken = {{ file = {:?} }}\n",
             secret.display().to_string()
         ),
-    )
-    .unwrap();
+    );
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, HostOptions::new()).unwrap();
     let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
@@ -251,14 +256,13 @@ async fn outbound_http_reaches_granted_hosts_only_and_within_the_limits() {
     server.route_after("/slow", Duration::from_secs(5), 200, "late");
     server.route("/big", 200, vec![b'x'; 10_000]);
     let plugins = plugin_dir(&["hostile"]);
-    std::fs::write(
-        plugins.path().join("hostile.toml"),
-        format!(
+    write_policy(
+        plugins.path(),
+        &format!(
             "[http]\nallow = [{:?}]\nfirst_byte_timeout_ms = 300\nmax_response_bytes = 4096\n",
             server.authority()
         ),
-    )
-    .unwrap();
+    );
     let (directory, host) = served_directory(plugins.path()).await;
     let shown = directory.served()[0].policy.http.allow[0].to_string();
     assert_eq!(shown, server.authority());
@@ -279,8 +283,7 @@ async fn outbound_http_reaches_granted_hosts_only_and_within_the_limits() {
     assert!(big.contains("larger than the 4096-byte cap"), "{big}");
 
     // The same server under another name is another destination.
-    let port = server.authority().rsplit(':').next().unwrap().to_string();
-    let other = format!("http://localhost:{port}/denied");
+    let other = server.localhost_url("/denied");
     let denied = fetch(&hostile, "denied", &other).await.unwrap_err();
     assert!(denied.contains("does not grant"), "{denied}");
     assert_eq!(server.hits("/denied"), 0, "no connection was made");
@@ -293,9 +296,7 @@ async fn outbound_http_reaches_granted_hosts_only_and_within_the_limits() {
         .find(|e| e.reason == "HttpRequestDenied")
         .unwrap_or_else(|| panic!("no denial event in {events:?}"));
     assert!(
-        warning
-            .message
-            .contains(&format!("http://localhost:{port}")),
+        warning.message.contains(&server.localhost_url("")),
         "{}",
         warning.message
     );
@@ -315,11 +316,7 @@ async fn a_policy_change_grants_a_host_to_the_next_instances() {
         .unwrap_err();
     assert!(before.contains("does not grant"), "{before}");
 
-    std::fs::write(
-        plugins.path().join("hostile.toml"),
-        "[http]\nallow = [\"127.0.0.1:*\"]\n",
-    )
-    .unwrap();
+    write_policy(plugins.path(), "[http]\nallow = [\"127.0.0.1:*\"]\n");
     let changes = directory.sync().await.unwrap();
     assert!(
         matches!(changes.as_slice(), [Change::Loaded { .. }]),
@@ -339,14 +336,13 @@ async fn requests_past_the_plugins_cap_in_flight_wait_then_fail() {
     // Long enough that the second pass starts while the first waits.
     server.route_after("/wait", Duration::from_millis(2500), 200, "done");
     let plugins = plugin_dir(&["hostile"]);
-    std::fs::write(
-        plugins.path().join("hostile.toml"),
-        format!(
+    write_policy(
+        plugins.path(),
+        &format!(
             "[http]\nallow = [{:?}]\nmax_concurrent_requests = 1\nconnect_timeout_ms = 300\n",
             server.authority()
         ),
-    )
-    .unwrap();
+    );
     let (_directory, host) = served_directory(plugins.path()).await;
     let running = host.start().await.unwrap();
     let hostile = host.client(hostile_kind());

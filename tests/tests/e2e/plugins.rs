@@ -395,8 +395,7 @@ fn condition(client: &RawClient, name: &str, type_: &str) -> Option<(String, Str
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_plugins_converge_together() {
     let plugins = plugin_dir(&["greeting", "cascade", "conditions", "events"]);
-    let endpoint = TestServer::start();
-    endpoint.route("/health", 200, "ok");
+    let endpoint = TestServer::healthy();
     std::fs::write(
         plugins.path().join("events.toml"),
         format!("[http]\nallow = [{:?}]\n", endpoint.authority()),

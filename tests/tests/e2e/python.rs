@@ -74,9 +74,7 @@ fn a_plugin_that_cannot_start_within_its_memory_cap_is_refused_with_both_numbers
 #[test]
 fn a_python_plugin_reaches_a_granted_endpoint_with_its_token_and_is_denied_elsewhere() {
     let workspace = Workspace::new();
-    let endpoint = beehive_e2e::TestServer::start();
-    endpoint.route("/health", 200, "ok");
-    let port = endpoint.authority().rsplit(':').next().unwrap().to_string();
+    let endpoint = beehive_e2e::TestServer::healthy();
     workspace.install_plugin("probe-py", "probe-py.wasm");
     workspace.write(
         "plugins/probe-py.toml",
@@ -97,7 +95,7 @@ fn a_python_plugin_reaches_a_granted_endpoint_with_its_token_and_is_denied_elsew
         &format!(
             "{}---\n{}",
             probe("up", &endpoint.url("/health")),
-            probe("rogue", &format!("http://localhost:{port}/health"))
+            probe("rogue", &endpoint.localhost_url("/health"))
         ),
     );
     wait_until("the granted probe is reachable", || {

@@ -42,8 +42,8 @@ pub struct ControllerClient {
 
 struct PassState {
     store: Store,
-    group_kind: GroupKind,
-    object_id: ObjectId,
+    /// The object the pass is about.
+    object: ObjectRef,
     status: Mutex<StatusSlot>,
     returned: AtomicBool,
     /// The transaction the pass has open, if any: every write of the pass,
@@ -102,8 +102,7 @@ impl StatusSlot {
 impl std::fmt::Debug for ControllerClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ControllerClient")
-            .field("group_kind", &self.pass.group_kind)
-            .field("object_id", &self.pass.object_id)
+            .field("object", &self.pass.object)
             .finish()
     }
 }
@@ -119,8 +118,10 @@ impl ControllerClient {
         ControllerClient {
             pass: Arc::new(PassState {
                 store,
-                group_kind,
-                object_id,
+                object: ObjectRef {
+                    id: object_id,
+                    group_kind,
+                },
                 status: Mutex::new(StatusSlot {
                     latest: status,
                     pending: None,
@@ -176,9 +177,9 @@ impl ControllerClient {
         // A status reported before the transaction is not part of it.
         let held = lock(&pass.status).pending.take();
         if let Some(status) = held {
-            let (group_kind, id) = (pass.group_kind.clone(), pass.object_id);
+            let object = pass.object.clone();
             pass.store
-                .write(move |tx| ops::write_status(tx, &group_kind, id, &status))
+                .write(move |tx| ops::write_status(tx, &object, &status))
                 .await?;
         }
         let session = pass.store.begin_session(pass.hold_limit).await?;
@@ -269,7 +270,7 @@ impl ControllerClient {
 
     /// The id of the object this pass is about.
     pub fn object_id(&self) -> ObjectId {
-        self.pass.object_id
+        self.pass.object.id
     }
 
     fn live(&self) -> Result<&PassState> {
@@ -285,23 +286,22 @@ impl ControllerClient {
     /// the pass made them.
     async fn write<R: Send + 'static>(
         &self,
-        work: impl FnOnce(&mut WriteTx<'_>, &GroupKind, ObjectId) -> Result<R> + Send + 'static,
+        work: impl FnOnce(&mut WriteTx<'_>, &ObjectRef) -> Result<R> + Send + 'static,
     ) -> Result<R> {
         let pass = self.live()?;
-        let group_kind = pass.group_kind.clone();
-        let id = pass.object_id;
+        let object = pass.object.clone();
         if let Some(session) = pass.open_transaction() {
             // Inside a transaction nothing is held: status writes go straight in.
-            return session.run(move |tx| work(tx, &group_kind, id));
+            return session.run(move |tx| work(tx, &object));
         }
         let answer = {
             let mut slot = lock(&pass.status);
             let pending = slot.pending.take();
             pass.store.submit(move |tx| {
                 if let Some(status) = pending {
-                    ops::write_status(tx, &group_kind, id, &status)?;
+                    ops::write_status(tx, &object, &status)?;
                 }
-                work(tx, &group_kind, id)
+                work(tx, &object)
             })
         };
         answer.await
@@ -320,12 +320,12 @@ impl ControllerClient {
             let Some(status) = slot.pending.take() else {
                 return;
             };
-            let (group_kind, id) = (pass.group_kind.clone(), pass.object_id);
+            let object = pass.object.clone();
             pass.store
-                .submit(move |tx| ops::write_status(tx, &group_kind, id, &status))
+                .submit(move |tx| ops::write_status(tx, &object, &status))
         };
         if let Err(error) = answer.await {
-            tracing::warn!(object = pass.object_id, %error, "a held status could not be written");
+            tracing::warn!(object = pass.object.id, %error, "a held status could not be written");
         }
     }
 
@@ -361,7 +361,7 @@ impl ControllerClient {
         }
         if pass.open_transaction().is_some() {
             let written = status.clone();
-            self.write(move |tx, gk, id| ops::write_status(tx, gk, id, &written))
+            self.write(move |tx, object| ops::write_status(tx, object, &written))
                 .await?;
             // A rollback would make this stale; it then only costs a write.
             lock(&pass.status).latest = Some(status);
@@ -409,7 +409,7 @@ impl ControllerClient {
             return Ok(());
         }
         validate_conditions(&conditions)?;
-        self.write(move |tx, gk, id| ops::set_conditions(tx, gk, id, &conditions))
+        self.write(move |tx, object| ops::set_conditions(tx, object, &conditions))
             .await
             .map(drop)
     }
@@ -424,7 +424,7 @@ impl ControllerClient {
     /// handed to the writer may still commit. Read back to know.
     pub async fn delete_condition(&self, type_: &str) -> Result<()> {
         let type_ = type_.to_string();
-        self.write(move |tx, gk, id| ops::delete_condition(tx, gk, id, &type_))
+        self.write(move |tx, object| ops::delete_condition(tx, object, &type_))
             .await
             .map(drop)
     }
@@ -441,7 +441,7 @@ impl ControllerClient {
     pub async fn add_event(&self, event: EventSpec) -> Result<()> {
         self.live()?;
         event.validate()?;
-        self.write(move |tx, gk, id| ops::add_event(tx, gk, id, &event))
+        self.write(move |tx, object| ops::add_event(tx, object, &event))
             .await
     }
 
@@ -463,7 +463,7 @@ impl ControllerClient {
             return Err(Error::InvalidOption(problem));
         }
         let finalizer = finalizer.to_string();
-        self.write(move |tx, gk, id| ops::add_finalizer(tx, gk, id, &finalizer))
+        self.write(move |tx, object| ops::add_finalizer(tx, object, &finalizer))
             .await
             .map(drop)
     }
@@ -479,7 +479,7 @@ impl ControllerClient {
     /// handed to the writer may still commit. Read back to know.
     pub async fn delete_finalizer(&self, finalizer: &str) -> Result<()> {
         let finalizer = finalizer.to_string();
-        self.write(move |tx, gk, id| ops::delete_finalizer(tx, gk, id, &finalizer))
+        self.write(move |tx, object| ops::delete_finalizer(tx, object, &finalizer))
             .await
             .map(drop)
     }
@@ -503,7 +503,7 @@ impl ControllerClient {
     pub async fn add_dependency(&self, target: ObjectId) -> Result<()> {
         self.live()?.store.note_dependency_edge();
         let added = self
-            .write(move |tx, gk, id| ops::add_dependency(tx, gk, id, target))
+            .write(move |tx, object| ops::add_dependency(tx, object, target))
             .await;
         if let Err(Error::DependencyCycle { cycle }) = &added {
             let event = EventSpec::warning("DependencyCycle")
@@ -513,7 +513,7 @@ impl ControllerClient {
                     cycle.join(" → ")
                 ));
             if let Err(error) = self.add_event(event).await {
-                tracing::warn!(object = self.pass.object_id, %error, "could not record the cycle");
+                tracing::warn!(object = self.pass.object.id, %error, "could not record the cycle");
             }
         }
         added.map(drop)
@@ -529,7 +529,7 @@ impl ControllerClient {
     /// Dropping the future does not undo the write: one dropped after it was
     /// handed to the writer may still commit. Read back to know.
     pub async fn delete_dependency(&self, target: ObjectId) -> Result<()> {
-        self.write(move |tx, gk, id| ops::delete_dependency(tx, gk, id, target))
+        self.write(move |tx, object| ops::delete_dependency(tx, object, target))
             .await
             .map(drop)
     }
@@ -539,7 +539,7 @@ impl ControllerClient {
     /// on it, so a shared resource outlives its last real user.
     pub fn has_incoming_edges(&self) -> Result<bool> {
         let pass = self.live()?;
-        let id = pass.object_id;
+        let id = pass.object.id;
         match pass.open_transaction() {
             Some(session) => session.read(|r| r.has_live_claims(id)),
             None => pass.store.read(|r| r.has_live_claims(id)),
@@ -568,7 +568,7 @@ impl ControllerClient {
 
     fn refs(&self, direction: Direction) -> Result<Vec<ObjectRef>> {
         let pass = self.live()?;
-        let id = pass.object_id;
+        let id = pass.object.id;
         match pass.open_transaction() {
             Some(session) => session.read(|r| r.refs(id, direction)),
             None => pass.store.read(|r| r.refs(id, direction)),

@@ -218,7 +218,7 @@ fn handshake(
     let meta = &object.meta;
     let (id, generation, owed) = (meta.id, meta.generation, meta.reconcile_owed);
     let label = meta.label();
-    let group_kind = kind.group_kind.clone();
+    let object_ref = meta.to_ref();
     let settings = kind.settings();
     let requeue = result.requeue_after;
     let (outcome, job): (Outcome, Option<Job>) = match result.verdict {
@@ -230,11 +230,11 @@ fn handshake(
             let recorded = meta.observed_generation == Some(generation) && owed == 0;
             let job: Option<Job> = match held_status {
                 Some(status) => Some(Box::new(move |tx| {
-                    ops::settle_with_status(tx, &group_kind, id, &status, generation, owed)
+                    ops::settle_with_status(tx, &object_ref, &status, generation, owed)
                 })),
                 None if recorded => None,
                 None => Some(Box::new(move |tx| {
-                    ops::stamp_observed(tx, &group_kind, id, generation, owed)
+                    ops::stamp_observed(tx, &object_ref, generation, owed)
                 })),
             };
             (outcome, job)
@@ -246,7 +246,7 @@ fn handshake(
             let job: Option<Job> = (held_status.is_some() || owed > 0).then(|| {
                 Box::new(move |tx: &mut WriteTx<'_>| {
                     if let Some(status) = held_status {
-                        ops::write_status(tx, &group_kind, id, &status)?;
+                        ops::write_status(tx, &object_ref, &status)?;
                     }
                     ops::subtract_owed(tx, id, owed)
                 }) as Job
@@ -261,9 +261,9 @@ fn handshake(
                 .message(message);
             let job: Job = Box::new(move |tx| {
                 if let Some(status) = held_status {
-                    ops::write_status(tx, &group_kind, id, &status)?;
+                    ops::write_status(tx, &object_ref, &status)?;
                 }
-                ops::add_event(tx, &group_kind, id, &event)
+                ops::add_event(tx, &object_ref, &event)
             });
             (Outcome::Failed, Some(job))
         }

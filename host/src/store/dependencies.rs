@@ -3,8 +3,9 @@
 //! dependency waker and the stale-dependents pass.
 
 use crate::error::{Error, Result};
-use crate::object::{GroupKind, ObjectId};
+use crate::object::{GroupKind, ObjectId, ObjectRef};
 use crate::store::collect::has_live_claims;
+use crate::store::observed::require_own;
 use crate::store::rows::group_kind_at;
 use crate::store::sql::{Conn, Dialect, params};
 use crate::store::{Push, WriteTx, rows};
@@ -21,11 +22,11 @@ use crate::store::{Push, WriteTx, rows};
 /// close a cycle (nothing is written).
 pub(crate) fn add_dependency(
     tx: &mut WriteTx<'_>,
-    gk: &GroupKind,
-    from: ObjectId,
+    object: &ObjectRef,
     to: ObjectId,
 ) -> Result<bool> {
-    require_kind(tx.conn(), gk, from)?;
+    require_own(tx, object)?;
+    let from = object.id;
     if rows::select_kind_and_deletion(tx.conn(), to)?.is_none() {
         return Err(Error::not_found(format!("dependency target {to}")));
     }
@@ -60,7 +61,7 @@ pub(crate) fn add_dependency(
     record_watermark(tx, from, seen)?;
     tx.push(Push {
         id: from,
-        group_kind: gk.clone(),
+        group_kind: object.group_kind.clone(),
     });
     Ok(true)
 }
@@ -69,14 +70,13 @@ pub(crate) fn add_dependency(
 /// target whose last live claim this was is pushed, so it is collected now.
 pub(crate) fn delete_dependency(
     tx: &mut WriteTx<'_>,
-    gk: &GroupKind,
-    from: ObjectId,
+    object: &ObjectRef,
     to: ObjectId,
 ) -> Result<bool> {
-    require_kind(tx.conn(), gk, from)?;
+    require_own(tx, object)?;
     let deleted = tx.conn().execute(
         "DELETE FROM edges WHERE from_id = ?1 AND relation = 'depends_on' AND to_id = ?2",
-        params![from, to],
+        params![object.id, to],
     )?;
     if deleted > 0 {
         push_if_unblocked(tx, to)?;
@@ -111,18 +111,6 @@ fn push_if_unblocked(tx: &mut WriteTx<'_>, target: ObjectId) -> Result<()> {
         });
     }
     Ok(())
-}
-
-fn require_kind(conn: Conn<'_>, gk: &GroupKind, id: ObjectId) -> Result<()> {
-    match rows::select_kind_and_deletion(conn, id)? {
-        None => Err(Error::not_found(format!("{gk} {id}"))),
-        Some((actual, _)) if &actual != gk => Err(Error::WrongKind {
-            id,
-            expected: gk.to_string(),
-            actual: actual.to_string(),
-        }),
-        Some(_) => Ok(()),
-    }
 }
 
 /// The cycle that an edge `from` → `to` would close, as `Kind/name` labels

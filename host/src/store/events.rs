@@ -3,21 +3,17 @@
 use crate::error::Result;
 use crate::event::{Event, EventFilter, EventSpec, EventType};
 use crate::json::Json;
-use crate::object::{GroupKind, ObjectId, Timestamp};
+use crate::object::{ObjectId, ObjectRef, Timestamp};
 use crate::store::WriteTx;
 use crate::store::sql::{Conn, Row, params};
 
 /// Records `event` on object `id`: extends the latest run of its timeline when
 /// (type, reason) match, starts a new run otherwise. Moves no object version,
 /// so an object watch stays quiet through a controller that records events.
-pub(crate) fn add_event(
-    tx: &mut WriteTx<'_>,
-    gk: &GroupKind,
-    id: ObjectId,
-    event: &EventSpec,
-) -> Result<()> {
+pub(crate) fn add_event(tx: &mut WriteTx<'_>, object: &ObjectRef, event: &EventSpec) -> Result<()> {
     event.validate()?;
-    crate::store::observed::require_own(tx, gk, id)?;
+    crate::store::observed::require_own(tx, object)?;
+    let id = object.id;
     if let Some(detail) = &event.detail {
         detail.check_size()?;
     }

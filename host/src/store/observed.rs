@@ -6,18 +6,18 @@ use std::collections::HashSet;
 
 use crate::error::{Error, Result};
 use crate::json::Json;
-use crate::object::{Condition, GroupKind, ObjectId};
+use crate::object::{Condition, ObjectId, ObjectRef};
 use crate::policy::{label_problem, message_problem};
 use crate::store::rows::{self, LogEntry, WriteOp};
 use crate::store::sql::{Dialect, params};
 use crate::store::{Push, WriteTx};
 
-/// The object `id`, which must exist and be of kind `gk`.
-/// Whether object `id` is of `gk`, and being deleted.
+/// Whether `object` is being deleted; it must exist and be of its kind.
 ///
 /// # Errors
 /// [`Error::NotFound`] when it does not exist; [`Error::WrongKind`].
-pub(crate) fn require_own(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Result<bool> {
+pub(crate) fn require_own(tx: &WriteTx<'_>, object: &ObjectRef) -> Result<bool> {
+    let (gk, id) = (&object.group_kind, object.id);
     match rows::select_kind_and_deletion(tx.conn(), id)? {
         None => Err(Error::not_found(format!("{gk} {id}"))),
         Some((actual, _)) if &actual != gk => Err(Error::WrongKind {
@@ -31,14 +31,14 @@ pub(crate) fn require_own(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Res
 
 /// Records a real write to object `id` that changed something other than its
 /// spec: a new `resource_version`, `updated_at` and a log entry.
-fn touch(tx: &mut WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Result<()> {
+fn touch(tx: &mut WriteTx<'_>, object: &ObjectRef) -> Result<()> {
     let resource_version = tx.next_resource_version();
     let now = tx.now();
     tx.conn().execute_later(
         "UPDATE objects SET resource_version = ?2, updated_at = ?3 WHERE id = ?1",
-        params![id, resource_version, now.as_millis()],
+        params![object.id, resource_version, now.as_millis()],
     )?;
-    log_update(tx, gk, id, resource_version)
+    log_update(tx, object, resource_version)
 }
 
 /// Writes the status of object `id`; the bytes already stored write nothing.
@@ -47,12 +47,8 @@ fn touch(tx: &mut WriteTx<'_>, gk: &GroupKind, id: ObjectId) -> Result<()> {
 /// [`Error::NotFound`] when the object is gone; [`Error::WrongKind`];
 /// [`Error::SchemaVersionDowngrade`] when a newer build wrote the stored
 /// status.
-pub(crate) fn write_status(
-    tx: &mut WriteTx<'_>,
-    gk: &GroupKind,
-    id: ObjectId,
-    status: &Json,
-) -> Result<()> {
+pub(crate) fn write_status(tx: &mut WriteTx<'_>, object: &ObjectRef, status: &Json) -> Result<()> {
+    let (gk, id) = (&object.group_kind, object.id);
     status.check_size()?;
     let status_version = tx.schema_versions(gk).status;
     let resource_version = tx.next_resource_version();
@@ -76,21 +72,21 @@ pub(crate) fn write_status(
     )?;
     if written == 0 {
         tx.give_back_resource_version(resource_version);
-        return why_status_unwritten(tx, gk, id, status, status_version);
+        return why_status_unwritten(tx, object, status, status_version);
     }
-    log_update(tx, gk, id, resource_version)
+    log_update(tx, object, resource_version)
 }
 
 /// Why a status update matched no row: gone, another kind's, already these
 /// bytes (fine: nothing to write), or stored by a newer build.
 fn why_status_unwritten(
     tx: &WriteTx<'_>,
-    gk: &GroupKind,
-    id: ObjectId,
+    object: &ObjectRef,
     status: &Json,
     writer: i64,
 ) -> Result<()> {
-    require_own(tx, gk, id)?;
+    require_own(tx, object)?;
+    let (gk, id) = (&object.group_kind, object.id);
     let (stored, stored_version, name): (Option<String>, i64, String) = tx.conn().query_one(
         "SELECT status, status_version, name FROM objects WHERE id = ?1",
         params![id],
@@ -111,11 +107,11 @@ fn why_status_unwritten(
 /// serviced. Writes nothing for a generation already recorded.
 pub(crate) fn stamp_observed(
     tx: &mut WriteTx<'_>,
-    gk: &GroupKind,
-    id: ObjectId,
+    object: &ObjectRef,
     generation: i64,
     owed_serviced: i64,
 ) -> Result<()> {
+    let id = object.id;
     let resource_version = tx.next_resource_version();
     let now = tx.now().as_millis();
     let stamped = tx.conn().execute(
@@ -126,7 +122,7 @@ pub(crate) fn stamp_observed(
         params![id, generation, now, owed_serviced, resource_version],
     )?;
     if stamped > 0 {
-        return log_update(tx, gk, id, resource_version);
+        return log_update(tx, object, resource_version);
     }
     tx.give_back_resource_version(resource_version);
     subtract_owed(tx, id, owed_serviced)
@@ -136,12 +132,12 @@ pub(crate) fn stamp_observed(
 /// one write, so a watcher sees the status and the settled generation at once.
 pub(crate) fn settle_with_status(
     tx: &mut WriteTx<'_>,
-    gk: &GroupKind,
-    id: ObjectId,
+    object: &ObjectRef,
     status: &Json,
     generation: i64,
     owed_serviced: i64,
 ) -> Result<()> {
+    let (gk, id) = (&object.group_kind, object.id);
     let status_version = tx.schema_versions(gk).status;
     let resource_version = tx.next_resource_version();
     let now = tx.now().as_millis();
@@ -162,10 +158,10 @@ pub(crate) fn settle_with_status(
         return tx.conn().execute_later(SETTLE_AND_LOG, params);
     }
     if tx.conn().execute(SETTLE, params)? == 0 {
-        require_own(tx, gk, id)?;
+        require_own(tx, object)?;
         return Err(Error::Internal(format!("{gk} {id} could not be written")));
     }
-    log_update(tx, gk, id, resource_version)
+    log_update(tx, object, resource_version)
 }
 
 /// The settling update: the status, the settled generation (never moved
@@ -195,13 +191,13 @@ const SETTLE_AND_LOG: &str = concat!(
      SELECT ?5, id, grp, kind, 'update', ?6 FROM settled"
 );
 
-fn log_update(tx: &WriteTx<'_>, gk: &GroupKind, id: ObjectId, resource_version: i64) -> Result<()> {
+fn log_update(tx: &WriteTx<'_>, object: &ObjectRef, resource_version: i64) -> Result<()> {
     rows::log_write(
         tx.conn(),
         LogEntry {
             resource_version,
-            object_id: id,
-            group_kind: gk,
+            object_id: object.id,
+            group_kind: &object.group_kind,
             op: WriteOp::Update,
             written_at: tx.now(),
             row_image: None,
@@ -270,12 +266,12 @@ struct StoredCondition {
 /// what confirms it in this one.
 pub(crate) fn set_conditions(
     tx: &mut WriteTx<'_>,
-    gk: &GroupKind,
-    id: ObjectId,
+    object: &ObjectRef,
     conditions: &[Condition],
 ) -> Result<bool> {
+    let id = object.id;
     validate_conditions(conditions)?;
-    require_own(tx, gk, id)?;
+    require_own(tx, object)?;
     let now = tx.now().as_millis();
     let session = tx.session();
     let mut changed = false;
@@ -334,7 +330,7 @@ pub(crate) fn set_conditions(
         changed = true;
     }
     if changed {
-        touch(tx, gk, id)?;
+        touch(tx, object)?;
     }
     Ok(changed)
 }
@@ -342,17 +338,17 @@ pub(crate) fn set_conditions(
 /// Removes the condition of `type_`; returns whether there was one.
 pub(crate) fn delete_condition(
     tx: &mut WriteTx<'_>,
-    gk: &GroupKind,
-    id: ObjectId,
+    object: &ObjectRef,
     type_: &str,
 ) -> Result<bool> {
-    require_own(tx, gk, id)?;
+    let id = object.id;
+    require_own(tx, object)?;
     let deleted = tx.conn().execute(
         "DELETE FROM conditions WHERE object_id = ?1 AND type = ?2",
         params![id, type_],
     )?;
     if deleted > 0 {
-        touch(tx, gk, id)?;
+        touch(tx, object)?;
     }
     Ok(deleted > 0)
 }
@@ -361,11 +357,11 @@ pub(crate) fn delete_condition(
 /// object takes no new finalizers.
 pub(crate) fn add_finalizer(
     tx: &mut WriteTx<'_>,
-    gk: &GroupKind,
-    id: ObjectId,
+    object: &ObjectRef,
     finalizer: &str,
 ) -> Result<bool> {
-    if require_own(tx, gk, id)? {
+    let (gk, id) = (&object.group_kind, object.id);
+    if require_own(tx, object)? {
         return Err(Error::DeletionPending {
             what: format!("{gk} {id} (no finalizer can be added)"),
         });
@@ -376,7 +372,7 @@ pub(crate) fn add_finalizer(
     }
     finalizers.push(finalizer.to_string());
     store_finalizers(tx, id, &finalizers)?;
-    touch(tx, gk, id)?;
+    touch(tx, object)?;
     Ok(true)
 }
 
@@ -404,11 +400,11 @@ fn store_finalizers(tx: &WriteTx<'_>, id: ObjectId, finalizers: &[String]) -> Re
 /// the last finalizer of a deleting object pushes it, so it is collected.
 pub(crate) fn delete_finalizer(
     tx: &mut WriteTx<'_>,
-    gk: &GroupKind,
-    id: ObjectId,
+    object: &ObjectRef,
     finalizer: &str,
 ) -> Result<bool> {
-    let deleting = require_own(tx, gk, id)?;
+    let (gk, id) = (&object.group_kind, object.id);
+    let deleting = require_own(tx, object)?;
     let mut finalizers = stored_finalizers(tx, id)?;
     let before = finalizers.len();
     finalizers.retain(|f| f != finalizer);
@@ -416,7 +412,7 @@ pub(crate) fn delete_finalizer(
         return Ok(false);
     }
     store_finalizers(tx, id, &finalizers)?;
-    touch(tx, gk, id)?;
+    touch(tx, object)?;
     if finalizers.is_empty() && deleting {
         tx.push(Push {
             id,

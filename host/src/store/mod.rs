@@ -690,12 +690,21 @@ mod tests {
             .unwrap()
     }
 
-    fn wait_for_queue(store: &Store, jobs: usize) {
+    /// Starts what `spawn` starts (a write from another thread) and waits
+    /// until it is queued behind the held writer: jobs queue in the order
+    /// they are started.
+    fn queue_behind<T>(
+        store: &Store,
+        spawn: impl FnOnce() -> thread::JoinHandle<T>,
+    ) -> thread::JoinHandle<T> {
+        let queued = store.inner.writer.queued() + 1;
+        let handle = spawn();
         let deadline = Instant::now() + Duration::from_secs(10);
-        while store.inner.writer.queued() < jobs {
-            assert!(Instant::now() < deadline, "jobs never queued");
+        while store.inner.writer.queued() < queued {
+            assert!(Instant::now() < deadline, "the job never queued");
             thread::sleep(Duration::from_millis(1));
         }
+        handle
     }
 
     /// Starts a write that holds the writer until `release` is sent.
@@ -725,17 +734,16 @@ mod tests {
         let store = store.clone();
         let (release, holder) = hold_writer(&store);
 
-        let first = write_on_thread(&store, put("first"));
-        wait_for_queue(&store, 1);
+        let first = queue_behind(&store, || write_on_thread(&store, put("first")));
         let (failing_batch_tx, failing_batch_rx) = mpsc::channel();
-        let failing = write_on_thread(&store, move |tx| -> Result<u64> {
-            put("failing")(tx)?;
-            failing_batch_tx.send(tx.batch()).unwrap();
-            Err(Error::Internal("this job fails".into()))
+        let failing = queue_behind(&store, || {
+            write_on_thread(&store, move |tx| -> Result<u64> {
+                put("failing")(tx)?;
+                failing_batch_tx.send(tx.batch()).unwrap();
+                Err(Error::Internal("this job fails".into()))
+            })
         });
-        wait_for_queue(&store, 2);
-        let last = write_on_thread(&store, put("last"));
-        wait_for_queue(&store, 3);
+        let last = queue_behind(&store, || write_on_thread(&store, put("last")));
 
         release.send(()).unwrap();
         let holder_batch = holder.join().unwrap().unwrap();
@@ -781,8 +789,7 @@ mod tests {
         assert!(abandoned.is_err(), "timed out while queued");
         assert_eq!(store.inner.writer.queued(), 0, "withdrawn from the queue");
 
-        let waiting = write_on_thread(&store, put("after"));
-        wait_for_queue(&store, 1);
+        let waiting = queue_behind(&store, || write_on_thread(&store, put("after")));
         release.send(()).unwrap();
         holder.join().unwrap().unwrap();
         waiting.join().unwrap().unwrap();
@@ -859,10 +866,8 @@ mod tests {
                     Ok(())
                 })
             };
-            let quiet = spawn("quiet", false);
-            wait_for_queue(&store, 1);
-            let loud = spawn("loud", true);
-            wait_for_queue(&store, 2);
+            let quiet = queue_behind(&store, || spawn("quiet", false));
+            let loud = queue_behind(&store, || spawn("loud", true));
             release.send(()).unwrap();
             // On PostgreSQL the queued jobs may join the holder's batch,
             // whose commit then fails with theirs.
@@ -893,12 +898,9 @@ mod tests {
                     Ok(())
                 })
             };
-            let kept = spawn("kept", false);
-            wait_for_queue(&store, 1);
-            let dropped = spawn("dropped", true);
-            wait_for_queue(&store, 2);
-            let also_kept = spawn("also kept", false);
-            wait_for_queue(&store, 3);
+            let kept = queue_behind(&store, || spawn("kept", false));
+            let dropped = queue_behind(&store, || spawn("dropped", true));
+            let also_kept = queue_behind(&store, || spawn("also kept", false));
             release.send(()).unwrap();
             holder.join().unwrap().unwrap();
             kept.join().unwrap().unwrap();
@@ -928,10 +930,8 @@ mod tests {
                         .block_on(client.create("same", spec, Default::default()))
                 })
             };
-            let first = spawn();
-            wait_for_queue(&store, 1);
-            let second = spawn();
-            wait_for_queue(&store, 2);
+            let first = queue_behind(&store, spawn);
+            let second = queue_behind(&store, spawn);
             release.send(()).unwrap();
             holder.join().unwrap().unwrap();
             let first = first.join().unwrap();

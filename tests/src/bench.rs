@@ -128,20 +128,17 @@ where
 /// # Panics
 /// When the query fails.
 pub fn outstanding(conn: &rusqlite::Connection, kind: Option<&GroupKind>) -> i64 {
-    let owed = "(observed_generation IS NULL OR observed_generation < generation \
-                 OR reconcile_owed > 0 OR deletion_requested_at IS NOT NULL)";
-    let count = |sql: String, params: &[&dyn rusqlite::ToSql]| {
-        conn.query_row(&sql, params, |row| row.get(0))
-            .expect("count")
-    };
-    let sql = format!("SELECT COUNT(*) FROM objects INDEXED BY objects_owed WHERE {owed}");
-    match kind {
-        None => count(sql, &[]),
-        Some(kind) => count(
-            format!("{sql} AND grp = ?1 AND kind = ?2"),
-            &[&kind.group, &kind.kind],
-        ),
+    let mut sql = "SELECT COUNT(*) FROM objects INDEXED BY objects_owed \
+                   WHERE (observed_generation IS NULL OR observed_generation < generation \
+                          OR reconcile_owed > 0 OR deletion_requested_at IS NOT NULL)"
+        .to_string();
+    let mut params = Vec::new();
+    if let Some(kind) = kind {
+        sql.push_str(" AND grp = ?1 AND kind = ?2");
+        params = vec![&kind.group, &kind.kind];
     }
+    conn.query_row(&sql, rusqlite::params_from_iter(params), |row| row.get(0))
+        .expect("count")
 }
 
 /// Polls `done` every `every` until it holds. A benchmark has no deadline:

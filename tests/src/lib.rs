@@ -1,5 +1,5 @@
 //! Helpers for the end-to-end tests in `tests/tests/e2e/` (each test gets its
-//! own directory and runs the real `beehive` binary in it), and in [`bench`]
+//! own directory and runs the real `beehive` binary in it), and in [`bench`](mod@bench)
 //! what the benchmarks in `tests/benches/` share.
 
 pub mod bench;

@@ -18,7 +18,7 @@ use std::rc::Rc;
 use crate::client::{Client, ControllerClient, CreateOptions, KindClient};
 use crate::http::{HttpError, Request, Response};
 use crate::types::{
-    Action, Condition, Error, EventSpec, Meta, ObjectId, ObjectRef, RawObject, Result,
+    Action, Condition, Error, EventSpec, Meta, ObjectId, ObjectRef, RawObject, Result, Timestamp,
 };
 use crate::{Controller, ObjectOf};
 
@@ -365,7 +365,10 @@ impl KindClient for FakeKindClient {
             .by_id
             .get_mut(&id)
             .ok_or_else(|| Error::NotFound(format!("{id}")))?;
-        object.meta.deletion_requested_at_ms.get_or_insert(1);
+        object
+            .meta
+            .deletion_requested_at
+            .get_or_insert(Timestamp::from_millis(1));
         Ok(())
     }
 

@@ -66,13 +66,13 @@ pub fn finalizer<Spec, Status: Serialize>(
 mod tests {
     use super::*;
     use crate::fake::FakeClient;
-    use crate::types::Meta;
+    use crate::types::{Meta, Timestamp};
 
     fn object(finalizers: &[&str], deleting: bool) -> Object<(), ()> {
         Object {
             meta: Meta {
                 finalizers: finalizers.iter().map(ToString::to_string).collect(),
-                deletion_requested_at_ms: deleting.then_some(1),
+                deletion_requested_at: deleting.then_some(Timestamp::from_millis(1)),
                 ..Meta::default()
             },
             spec: (),

@@ -86,8 +86,8 @@ pub mod wasm;
 
 pub use client::{Client, ControllerClient, CreateOptions, Kind, KindClient};
 pub use types::{
-    Action, Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object, ObjectId,
-    ObjectRef, RawObject, Registration, Result, Verdict,
+    Action, Cadence, Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object,
+    ObjectId, ObjectRef, RawObject, Registration, Result, Timestamp, Verdict,
 };
 
 /// The object controller `C` reconciles: its kind's spec and status.

@@ -107,132 +107,7 @@ impl std::error::Error for Error {}
 /// The result type of the SDK.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What holds for a condition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum ConditionStatus {
-    True,
-    False,
-    Unknown,
-}
-
-/// A per-type observation about an object.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Condition {
-    /// Unique per object, e.g. `Ready`.
-    pub type_: String,
-    /// Whether it holds.
-    pub status: ConditionStatus,
-    /// A machine-readable token.
-    pub reason: String,
-    /// Human-readable detail.
-    pub message: String,
-    /// Valid only inside the process that wrote it.
-    pub liveness: bool,
-    /// Set on read: a liveness condition an earlier process left.
-    pub unconfirmed: bool,
-    /// When the status last changed (ms since the epoch); set by the store.
-    pub transitioned_at_ms: i64,
-    /// When it was last written (ms since the epoch); set by the store.
-    pub updated_at_ms: i64,
-}
-
-impl Condition {
-    /// A durable condition of `type_` with `status`.
-    pub fn new(type_: impl Into<String>, status: ConditionStatus) -> Self {
-        Condition {
-            type_: type_.into(),
-            status,
-            reason: String::new(),
-            message: String::new(),
-            liveness: false,
-            unconfirmed: false,
-            transitioned_at_ms: 0,
-            updated_at_ms: 0,
-        }
-    }
-
-    /// Sets the reason.
-    pub fn reason(mut self, reason: impl Into<String>) -> Self {
-        self.reason = reason.into();
-        self
-    }
-
-    /// Sets the message.
-    pub fn message(mut self, message: impl Into<String>) -> Self {
-        self.message = message.into();
-        self
-    }
-
-    /// Marks it as describing something alive in this process only.
-    pub fn liveness(mut self, liveness: bool) -> Self {
-        self.liveness = liveness;
-        self
-    }
-}
-
-/// Normal or Warning.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
-
-/// An observation to record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EventSpec {
-    /// The timeline; `""` is the default one.
-    pub category: String,
-    /// Normal or Warning.
-    pub event_type: EventType,
-    /// A machine-readable token; runs aggregate by (category, type, reason).
-    pub reason: String,
-    /// Human-readable text; the latest wins.
-    pub message: String,
-    /// A JSON payload; the latest wins.
-    pub detail: Option<String>,
-}
-
-impl EventSpec {
-    /// A Normal event with `reason`.
-    pub fn normal(reason: impl Into<String>) -> Self {
-        Self::of(EventType::Normal, reason)
-    }
-
-    /// A Warning event with `reason`.
-    pub fn warning(reason: impl Into<String>) -> Self {
-        Self::of(EventType::Warning, reason)
-    }
-
-    fn of(event_type: EventType, reason: impl Into<String>) -> Self {
-        EventSpec {
-            category: String::new(),
-            event_type,
-            reason: reason.into(),
-            message: String::new(),
-            detail: None,
-        }
-    }
-
-    /// Puts it in `category`'s timeline.
-    pub fn category(mut self, category: impl Into<String>) -> Self {
-        self.category = category.into();
-        self
-    }
-
-    /// Sets the message.
-    pub fn message(mut self, message: impl Into<String>) -> Self {
-        self.message = message.into();
-        self
-    }
-
-    /// Attaches a JSON payload.
-    pub fn detail(mut self, detail: &impl serde::Serialize) -> Self {
-        self.detail = serde_json::to_string(detail).ok();
-        self
-    }
-}
+pub use beehive_types::{Cadence, Condition, ConditionStatus, EventSpec, EventType, Timestamp};
 
 /// A pointer to a related object.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -262,22 +137,22 @@ pub struct Meta {
     pub observed_generation: Option<i64>,
     /// The store-wide version of its last write.
     pub resource_version: i64,
-    /// Set when deletion was requested (ms since the epoch).
-    pub deletion_requested_at_ms: Option<i64>,
+    /// When deletion was requested, if it was.
+    pub deletion_requested_at: Option<Timestamp>,
     /// What must be cleared before the row can go.
     pub finalizers: Vec<String>,
     /// Its conditions.
     pub conditions: Vec<Condition>,
-    /// Created (ms since the epoch).
-    pub created_at_ms: i64,
-    /// Last written (ms since the epoch).
-    pub updated_at_ms: i64,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it was last written.
+    pub updated_at: Timestamp,
 }
 
 impl Meta {
     /// Whether deletion was requested.
     pub fn is_deleting(&self) -> bool {
-        self.deletion_requested_at_ms.is_some()
+        self.deletion_requested_at.is_some()
     }
 }
 
@@ -412,16 +287,9 @@ pub struct Registration {
     pub finalizers: Vec<String>,
     /// Passes at once (host default 1).
     pub concurrency: Option<u32>,
-    /// The owed-pass interval.
-    pub owed_pass_interval: Option<Duration>,
-    /// The full-pass interval.
-    pub full_pass_interval: Option<Duration>,
-    /// The individual-pass interval.
-    pub individual_pass_interval: Option<Duration>,
-    /// A full pass at each start.
-    pub startup_full_pass: Option<bool>,
-    /// The backoff cap.
-    pub max_retry_interval: Option<Duration>,
+    /// When objects get passes besides the ones their writes push; unset
+    /// values take the host's.
+    pub cadence: Cadence,
     /// The spec schema version written.
     pub spec_schema_version: u32,
     /// The status schema version written.
@@ -468,24 +336,19 @@ impl Registration {
         self
     }
 
-    /// Every object is reconciled once each time the host starts: for
-    /// controllers whose pass establishes in-process state (a liveness
-    /// condition, a connection) that a restart lost.
-    pub fn startup_full_pass(mut self, enabled: bool) -> Self {
-        self.startup_full_pass = Some(enabled);
-        self
-    }
-
-    /// A pass of every object on this cadence (zero turns it off).
-    pub fn full_pass_interval(mut self, interval: Duration) -> Self {
-        self.full_pass_interval = Some(interval);
-        self
-    }
-
-    /// The longest wait between retries of a failing object (must be
-    /// positive: the host refuses a plugin asking for zero).
-    pub fn max_retry_interval(mut self, interval: Duration) -> Self {
-        self.max_retry_interval = Some(interval);
+    /// The cadence this kind asks for. The operator's limits are a ceiling:
+    /// a cadence faster than the host allows is slowed to it, and a zero
+    /// owed-pass interval or backoff cap is refused at load.
+    ///
+    /// ```
+    /// use beehive_guest::{Cadence, Registration};
+    ///
+    /// let registration = Registration::new("example.dev", "Connection")
+    ///     .cadence(Cadence::new().startup_full_pass(true));
+    /// assert_eq!(registration.cadence.startup_full_pass, Some(true));
+    /// ```
+    pub fn cadence(mut self, cadence: Cadence) -> Self {
+        self.cadence = cadence;
         self
     }
 }

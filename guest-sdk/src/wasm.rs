@@ -11,7 +11,7 @@ use crate::bindings::exports::beehive::controller::migrator::Guest as MigratorGu
 use crate::client::{Client, ControllerClient, CreateOptions, KindClient};
 use crate::types::{
     Action, Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object, ObjectId,
-    ObjectRef, RawObject, Result, Verdict,
+    ObjectRef, RawObject, Result, Timestamp, Verdict,
 };
 use crate::{Controller, Level};
 
@@ -36,11 +36,11 @@ impl<I: Instance> Guest for Adapter<I> {
             kind: r.kind,
             finalizers: r.finalizers,
             concurrency: r.concurrency,
-            owed_pass_interval_ms: ms(r.owed_pass_interval),
-            full_pass_interval_ms: ms(r.full_pass_interval),
-            individual_pass_interval_ms: ms(r.individual_pass_interval),
-            startup_full_pass: r.startup_full_pass,
-            max_retry_interval_ms: ms(r.max_retry_interval),
+            owed_pass_interval_ms: ms(r.cadence.owed_pass_interval),
+            full_pass_interval_ms: ms(r.cadence.full_pass_interval),
+            individual_pass_interval_ms: ms(r.cadence.individual_pass_interval),
+            startup_full_pass: r.cadence.startup_full_pass,
+            max_retry_interval_ms: ms(r.cadence.max_retry_interval),
             spec_schema_version: r.spec_schema_version,
             status_schema_version: r.status_schema_version,
             pass_deadline_ms: ms(r.pass_deadline),
@@ -141,13 +141,13 @@ impl ControllerClient for HostClient<'_> {
     fn add_event(&self, event: EventSpec) -> Result<()> {
         let event = wit::EventSpec {
             category: event.category,
-            event_type: match event.event_type {
+            event_type: match event.type_ {
                 EventType::Normal => wit::EventType::Normal,
                 EventType::Warning => wit::EventType::Warning,
             },
             reason: event.reason,
             message: event.message,
-            detail: event.detail,
+            detail: event.detail.map(|detail| detail.to_string()),
         };
         self.0.add_event(&event).map_err(error)
     }
@@ -319,11 +319,11 @@ fn raw_object(object: wit::Object) -> RawObject {
             generation: object.generation,
             observed_generation: object.observed_generation,
             resource_version: object.resource_version,
-            deletion_requested_at_ms: object.deletion_requested_at_ms,
+            deletion_requested_at: object.deletion_requested_at_ms.map(Timestamp::from_millis),
             finalizers: object.finalizers,
             conditions: object.conditions.into_iter().map(condition).collect(),
-            created_at_ms: object.created_at_ms,
-            updated_at_ms: object.updated_at_ms,
+            created_at: Timestamp::from_millis(object.created_at_ms),
+            updated_at: Timestamp::from_millis(object.updated_at_ms),
         },
         spec: object.spec,
         status: object.status,
@@ -342,8 +342,8 @@ fn condition(c: wit::Condition) -> Condition {
         message: c.message,
         liveness: c.liveness,
         unconfirmed: c.unconfirmed,
-        transitioned_at_ms: c.transitioned_at_ms,
-        updated_at_ms: c.updated_at_ms,
+        transitioned_at: Timestamp::from_millis(c.transitioned_at_ms),
+        updated_at: Timestamp::from_millis(c.updated_at_ms),
     }
 }
 
@@ -359,8 +359,8 @@ fn wit_condition(c: Condition) -> wit::Condition {
         message: c.message,
         liveness: c.liveness,
         unconfirmed: c.unconfirmed,
-        transitioned_at_ms: c.transitioned_at_ms,
-        updated_at_ms: c.updated_at_ms,
+        transitioned_at_ms: c.transitioned_at.as_millis(),
+        updated_at_ms: c.updated_at.as_millis(),
     }
 }
 

@@ -5,106 +5,26 @@
 //! the message and detail are sampled (the latest wins). Each category is an
 //! independent timeline, so unrelated concerns never break each other's runs.
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::object::{ObjectId, Timestamp};
 use crate::policy::{label_problem, message_problem};
 
-/// How an event reads: fine, or worth a look.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum EventType {
-    /// Things are as they should be (✓).
-    Normal,
-    /// Something went wrong (✗).
-    Warning,
-}
+pub use beehive_types::{EventSpec, EventType};
 
-impl EventType {
-    /// The stored spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        }
+/// Refuses an event the store would not keep: no reason, or a label or
+/// message over the limits in [`crate::policy`].
+pub(crate) fn validate(event: &EventSpec) -> Result<()> {
+    if event.reason.is_empty() {
+        return Err(Error::InvalidOption("an event needs a reason".into()));
     }
-
-    pub(crate) fn from_stored(text: &str) -> EventType {
-        match text {
-            "Warning" => EventType::Warning,
-            // The schema's CHECK admits nothing else.
-            _ => EventType::Normal,
-        }
+    let problem = label_problem("an event reason", &event.reason)
+        .or_else(|| label_problem("an event category", &event.category))
+        .or_else(|| message_problem("an event message", &event.message));
+    if let Some(problem) = problem {
+        return Err(Error::InvalidOption(problem));
     }
-}
-
-/// One observation, as a controller records it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EventSpec {
-    /// The timeline it belongs to; `""` is the default one.
-    pub category: String,
-    /// Normal or Warning.
-    pub type_: EventType,
-    /// A machine-readable token, e.g. `ProbeFailed`.
-    pub reason: String,
-    /// Human-readable text; sampled, not part of the run key.
-    pub message: String,
-    /// An optional machine-readable payload; sampled like the message.
-    pub detail: Option<Json>,
-}
-
-impl EventSpec {
-    /// A Normal event with `reason` in the default category.
-    pub fn normal(reason: impl Into<String>) -> Self {
-        Self::new(EventType::Normal, reason)
-    }
-
-    /// A Warning event with `reason` in the default category.
-    pub fn warning(reason: impl Into<String>) -> Self {
-        Self::new(EventType::Warning, reason)
-    }
-
-    fn new(type_: EventType, reason: impl Into<String>) -> Self {
-        EventSpec {
-            category: String::new(),
-            type_,
-            reason: reason.into(),
-            message: String::new(),
-            detail: None,
-        }
-    }
-
-    /// Puts the event in `category`'s timeline.
-    pub fn category(mut self, category: impl Into<String>) -> Self {
-        self.category = category.into();
-        self
-    }
-
-    /// Sets the message.
-    pub fn message(mut self, message: impl Into<String>) -> Self {
-        self.message = message.into();
-        self
-    }
-
-    /// Attaches a JSON payload.
-    pub fn detail(mut self, detail: Json) -> Self {
-        self.detail = Some(detail);
-        self
-    }
-
-    pub(crate) fn validate(&self) -> Result<()> {
-        if self.reason.is_empty() {
-            return Err(Error::InvalidOption("an event needs a reason".into()));
-        }
-        let problem = label_problem("an event reason", &self.reason)
-            .or_else(|| label_problem("an event category", &self.category))
-            .or_else(|| message_problem("an event message", &self.message));
-        if let Some(problem) = problem {
-            return Err(Error::InvalidOption(problem));
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// One run of consecutive observations in an object's timeline.

@@ -1,12 +1,12 @@
 //! The object model: identity, metadata, conditions and secondary lookups.
 
-use std::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::json::Json;
+
+pub use beehive_types::{Condition, ConditionStatus, Timestamp};
 
 /// The store-assigned identity of one object incarnation. Never reused.
 pub type ObjectId = i64;
@@ -45,46 +45,6 @@ impl fmt::Display for GroupKind {
     }
 }
 
-/// A point in time, in UTC milliseconds since the Unix epoch, as the store keeps it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Timestamp(i64);
-
-impl Timestamp {
-    /// The current time.
-    pub fn now() -> Timestamp {
-        let since_epoch = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO);
-        Timestamp(since_epoch.as_millis() as i64)
-    }
-
-    /// A timestamp from milliseconds since the epoch.
-    pub fn from_millis(ms: i64) -> Timestamp {
-        Timestamp(ms)
-    }
-
-    /// Milliseconds since the epoch.
-    pub fn as_millis(self) -> i64 {
-        self.0
-    }
-
-    /// How long ago this was, or zero if it is in the future.
-    pub fn elapsed(self) -> Duration {
-        Duration::from_millis(Timestamp::now().0.saturating_sub(self.0).max(0) as u64)
-    }
-}
-
-impl From<std::time::SystemTime> for Timestamp {
-    fn from(time: std::time::SystemTime) -> Timestamp {
-        let ms = match time.duration_since(std::time::UNIX_EPOCH) {
-            Ok(since) => since.as_millis() as i64,
-            Err(before) => -(before.duration().as_millis() as i64),
-        };
-        Timestamp(ms)
-    }
-}
-
 /// A pointer to a related object, with the kind needed to address it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ObjectRef {
@@ -93,97 +53,6 @@ pub struct ObjectRef {
     /// Its kind.
     #[serde(flatten)]
     pub group_kind: GroupKind,
-}
-
-/// The state a condition reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ConditionStatus {
-    /// The condition holds.
-    True,
-    /// The condition does not hold.
-    False,
-    /// Nobody can currently tell.
-    Unknown,
-}
-
-impl ConditionStatus {
-    /// The stored spelling: `True`, `False` or `Unknown`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConditionStatus::True => "True",
-            ConditionStatus::False => "False",
-            ConditionStatus::Unknown => "Unknown",
-        }
-    }
-
-    pub(crate) fn from_stored(text: &str) -> ConditionStatus {
-        match text {
-            "True" => ConditionStatus::True,
-            "False" => ConditionStatus::False,
-            // The schema's CHECK admits nothing else.
-            _ => ConditionStatus::Unknown,
-        }
-    }
-}
-
-/// One per-type observation a controller reports about an object.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Condition {
-    /// The condition's type, unique per object, e.g. `Ready`.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// Whether it holds.
-    pub status: ConditionStatus,
-    /// A machine-readable token, e.g. `DialTimeout`.
-    pub reason: String,
-    /// Human-readable detail.
-    pub message: String,
-    /// Valid only inside the process that wrote it: read back by a later
-    /// process as `Unknown` with [`Condition::unconfirmed`] set.
-    pub liveness: bool,
-    /// Set on read when `status` is a downgrade of a liveness condition left by
-    /// an earlier process, not a status anyone wrote. Ignored on write.
-    pub unconfirmed: bool,
-    /// When `status` last changed. Stamped by the store; ignored on write.
-    pub transitioned_at: Timestamp,
-    /// When the condition was last written with different content. Stamped by
-    /// the store; ignored on write.
-    pub updated_at: Timestamp,
-}
-
-impl Condition {
-    /// A durable condition of `type_` with `status`, no reason and no message.
-    pub fn new(type_: impl Into<String>, status: ConditionStatus) -> Self {
-        Condition {
-            type_: type_.into(),
-            status,
-            reason: String::new(),
-            message: String::new(),
-            liveness: false,
-            unconfirmed: false,
-            transitioned_at: Timestamp::from_millis(0),
-            updated_at: Timestamp::from_millis(0),
-        }
-    }
-
-    /// Sets the machine-readable reason.
-    pub fn reason(mut self, reason: impl Into<String>) -> Self {
-        self.reason = reason.into();
-        self
-    }
-
-    /// Sets the human-readable message.
-    pub fn message(mut self, message: impl Into<String>) -> Self {
-        self.message = message.into();
-        self
-    }
-
-    /// Marks the condition as describing something alive in this process, so
-    /// a later process reads it as `Unknown` until a controller confirms it.
-    pub fn liveness(mut self, liveness: bool) -> Self {
-        self.liveness = liveness;
-        self
-    }
 }
 
 /// Which secondary lookups a read loads alongside each object.

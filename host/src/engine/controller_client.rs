@@ -440,7 +440,7 @@ impl ControllerClient {
     /// handed to the writer may still commit. Read back to know.
     pub async fn add_event(&self, event: EventSpec) -> Result<()> {
         self.live()?;
-        event.validate()?;
+        crate::event::validate(&event)?;
         self.write(move |tx, object| ops::add_event(tx, object, &event))
             .await
     }

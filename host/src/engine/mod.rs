@@ -1,7 +1,7 @@
 //! The reconcile engine: controllers, the work queue, passes and drivers.
 
 mod admin;
-mod cadence;
+pub(crate) mod cadence;
 mod controller;
 mod controller_client;
 mod host;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::engine::ControllerOptions;
-use crate::engine::cadence::{Cadence, Resolved};
+use crate::engine::cadence::{self, Cadence, Resolved};
 use crate::error::{Error, Result};
 
 /// Settings for a whole host. A kind's [`ControllerOptions`] override its
@@ -115,7 +115,7 @@ impl HostOptions {
 
     pub(crate) fn validate(&self) -> Result<()> {
         require_positive("stale-dependents interval", self.stale_dependents_interval)?;
-        self.cadence.resolve()?;
+        cadence::resolve(self.cadence)?;
         require_positive("GC interval", self.gc_interval)?;
         require_positive("transaction hold limit", self.transaction_hold_limit)?;
         Ok(())
@@ -128,7 +128,7 @@ impl HostOptions {
     pub(crate) fn resolve(&self, options: &ControllerOptions) -> Result<KindSettings> {
         Ok(KindSettings {
             concurrency: options.concurrency.unwrap_or(self.concurrency).max(1),
-            cadence: options.cadence.over(self.cadence).resolve()?,
+            cadence: cadence::resolve(options.cadence.over(self.cadence))?,
             transaction_hold_limit: self.transaction_hold_limit,
         })
     }

@@ -58,7 +58,7 @@ pub(crate) fn host_condition(c: wit::Condition) -> Condition {
 
 pub(crate) fn event_spec(e: wit::EventSpec) -> Result<EventSpec, Error> {
     let detail = match e.detail {
-        Some(text) => Some(Json::parse(&text)?),
+        Some(text) => Some(Json::parse(&text)?.to_value()),
         None => None,
     };
     Ok(EventSpec {

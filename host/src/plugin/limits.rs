@@ -91,7 +91,7 @@ pub(crate) fn registration_problem(registration: &wit::Registration) -> Option<S
     if let Some(problem) = policy::kind_problem(&registration.group, &registration.kind) {
         return Some(format!("an invalid kind: {problem}"));
     }
-    if let Err(error) = cadence(registration).resolve() {
+    if let Err(error) = crate::engine::cadence::resolve(cadence(registration)) {
         return Some(error.to_string());
     }
     registration

@@ -11,10 +11,11 @@ use crate::store::sql::{Conn, Row, params};
 /// (type, reason) match, starts a new run otherwise. Moves no object version,
 /// so an object watch stays quiet through a controller that records events.
 pub(crate) fn add_event(tx: &mut WriteTx<'_>, object: &ObjectRef, event: &EventSpec) -> Result<()> {
-    event.validate()?;
+    crate::event::validate(event)?;
     crate::store::observed::require_own(tx, object)?;
     let id = object.id;
-    if let Some(detail) = &event.detail {
+    let detail = event.detail.as_ref().map(Json::from_value);
+    if let Some(detail) = &detail {
         detail.check_size()?;
     }
     let now = tx.now().as_millis();
@@ -31,7 +32,7 @@ pub(crate) fn add_event(tx: &mut WriteTx<'_>, object: &ObjectRef, event: &EventS
         },
     )?;
     let resource_version = tx.next_resource_version();
-    let detail = event.detail.as_ref().map(Json::as_str);
+    let detail = detail.as_ref().map(Json::as_str);
     match latest {
         Some((run, type_, reason)) if type_ == event.type_.as_str() && reason == event.reason => {
             tx.conn().execute_later(
@@ -97,12 +98,21 @@ pub(crate) fn list_events(
 const EVENT_COLUMNS: &str = "id, object_id, category, type, reason, message, detail, count, \
      first_at, last_at, resource_version";
 
+fn event_type(stored: &str) -> EventType {
+    match stored {
+        "Warning" => EventType::Warning,
+        // The schema's CHECK admits nothing else.
+        _ => EventType::Normal,
+    }
+}
+
 fn event_from_row(row: &Row<'_>) -> Result<Event> {
     Ok(Event {
         id: row.get(0)?,
         object_id: row.get(1)?,
         category: row.get(2)?,
-        type_: EventType::from_stored(&row.get::<String>(3)?),
+        // The schema's CHECK admits only the two spellings.
+        type_: event_type(&row.get::<String>(3)?),
         reason: row.get(4)?,
         message: row.get(5)?,
         detail: row.get::<Option<String>>(6)?.map(Json::from_stored),

@@ -203,16 +203,18 @@ fn condition_from_row(row: &Row<'_>, session: i64) -> Result<(ObjectId, Conditio
     let liveness: bool = row.get(5)?;
     let written_session: i64 = row.get(6)?;
     let stale = liveness && written_session != session;
-    let status: String = row.get(2)?;
+    let status = match row.get::<String>(2)?.as_str() {
+        _ if stale => ConditionStatus::Unknown,
+        "True" => ConditionStatus::True,
+        "False" => ConditionStatus::False,
+        // The schema's CHECK admits nothing else.
+        _ => ConditionStatus::Unknown,
+    };
     Ok((
         row.get::<ObjectId>(0)?,
         Condition {
             type_: row.get(1)?,
-            status: if stale {
-                ConditionStatus::Unknown
-            } else {
-                ConditionStatus::from_stored(&status)
-            },
+            status,
             reason: row.get(3)?,
             message: row.get(4)?,
             liveness,

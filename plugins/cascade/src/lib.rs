@@ -223,7 +223,7 @@ mod tests {
         let first = fake.reconcile(&Cascade, &set(&["ada"])).unwrap();
         assert_eq!(first, Action::unsettled());
         let mut deleting = set(&["ada"]);
-        deleting.meta.deletion_requested_at_ms = Some(1);
+        deleting.meta.deletion_requested_at = Some(beehive_guest::Timestamp::from_millis(1));
         deleting.meta.finalizers = vec![FINALIZER.into()];
 
         let result = fake.reconcile(&Cascade, &deleting).unwrap();

@@ -9,7 +9,8 @@
 //!   it; the plugin asks for a pass of every object at each start to do so.
 
 use beehive_guest::{
-    Action, ClientOf, Condition, ConditionStatus, Controller, ObjectOf, Registration, Result,
+    Action, Cadence, ClientOf, Condition, ConditionStatus, Controller, ObjectOf, Registration,
+    Result,
 };
 use serde::{Deserialize, Serialize};
 
@@ -68,7 +69,7 @@ impl Controller for Services {
     }
 
     fn registration() -> Registration {
-        Registration::new("example.dev", "Service").startup_full_pass(true)
+        Registration::new("example.dev", "Service").cadence(Cadence::new().startup_full_pass(true))
     }
 }
 

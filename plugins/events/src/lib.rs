@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use beehive_guest::http::{HttpError, Request};
 use beehive_guest::{
-    Action, Client, ClientOf, Condition, ConditionStatus, Controller, EventSpec, ObjectOf,
+    Action, Cadence, Client, ClientOf, Condition, ConditionStatus, Controller, EventSpec, ObjectOf,
     Registration, Result,
 };
 use serde::{Deserialize, Serialize};
@@ -99,7 +99,8 @@ impl Controller for Connections {
     }
 
     fn registration() -> Registration {
-        Registration::new("example.dev", "Connection").startup_full_pass(true)
+        Registration::new("example.dev", "Connection")
+            .cadence(Cadence::new().startup_full_pass(true))
     }
 }
 
@@ -150,7 +151,11 @@ fn record(client: &Client<'_, ConnectionStatus>, outcome: &Outcome<'_>) -> Resul
             "unreachable",
         ),
     };
-    client.add_event(event.detail(outcome).category(CATEGORY))?;
+    client.add_event(
+        event
+            .detail(serde_json::to_value(outcome)?)
+            .category(CATEGORY),
+    )?;
     client.set_condition(condition.liveness(true))?;
     client.update_status(&ConnectionStatus {
         state: state.into(),
@@ -195,7 +200,7 @@ mod tests {
             (event.category.as_str(), event.reason.as_str()),
             (CATEGORY, "Connected")
         );
-        assert_eq!(event.event_type, EventType::Normal);
+        assert_eq!(event.type_, EventType::Normal);
         assert_eq!(fake.status().unwrap()["statusCode"], 200);
         assert_eq!(fake::sent_requests()[0].method(), "GET");
     }
@@ -233,14 +238,12 @@ mod tests {
             assert_eq!(result.verdict, beehive_guest::Verdict::Settled);
             let record = fake.record();
             let event = &record.events[0];
-            assert_eq!(event.event_type, EventType::Warning);
+            assert_eq!(event.type_, EventType::Warning);
             assert_eq!(
                 (event.reason.as_str(), event.message.as_str()),
                 ("ProbeFailed", message)
             );
-            let detail: serde_json::Value =
-                serde_json::from_str(event.detail.as_deref().unwrap()).unwrap();
-            assert_eq!(detail["url"], URL);
+            assert_eq!(event.detail.as_ref().unwrap()["url"], URL);
             assert_eq!(
                 record.conditions["Connected"].status,
                 ConditionStatus::False

@@ -24,7 +24,7 @@
 
 use std::time::Duration;
 
-use beehive_guest::{Action, ClientOf, Controller, Error, ObjectOf, Registration, Result};
+use beehive_guest::{Action, Cadence, ClientOf, Controller, Error, ObjectOf, Registration, Result};
 use serde::{Deserialize, Serialize};
 
 /// The attack.
@@ -139,15 +139,18 @@ impl Controller for Hostile {
     }
 
     fn registration() -> Registration {
-        let mut registration = Registration::new("test.dev", "Hostile")
+        let every_millisecond = Duration::from_millis(1);
+        Registration::new("test.dev", "Hostile")
             .concurrency(u32::MAX)
             .pass_deadline(31 * YEAR)
-            .full_pass_interval(Duration::from_millis(1))
-            .max_retry_interval(Duration::from_millis(1))
-            .schema_versions(1, 0);
-        registration.owed_pass_interval = Some(Duration::from_millis(1));
-        registration.individual_pass_interval = Some(Duration::from_millis(1));
-        registration
+            .cadence(
+                Cadence::new()
+                    .owed_pass_interval(every_millisecond)
+                    .full_pass_interval(every_millisecond)
+                    .individual_pass_interval(every_millisecond)
+                    .max_retry_interval(every_millisecond),
+            )
+            .schema_versions(1, 0)
     }
 
     fn convert_spec(_from: u32, spec: serde_json::Value) -> Result<serde_json::Value, String> {

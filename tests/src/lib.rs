@@ -41,6 +41,18 @@ pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
+/// Asserts that `text` (a command's output, a log) mentions every one of
+/// `phrases`, and shows the whole text when it does not.
+#[track_caller]
+pub fn assert_mentions(text: &str, phrases: &[&str]) {
+    let missing: Vec<&str> = phrases
+        .iter()
+        .copied()
+        .filter(|phrase| !text.contains(phrase))
+        .collect();
+    assert!(missing.is_empty(), "{missing:?} not mentioned in:\n{text}");
+}
+
 /// Creates the object `name` with the JSON `spec` through `client`.
 ///
 /// # Panics
@@ -271,6 +283,14 @@ impl Workspace {
         let staging = dir.join(format!(".{file}.tmp"));
         std::fs::copy(plugin_wasm(plugin), &staging).expect("copy plugin");
         std::fs::rename(&staging, dir.join(file)).expect("rename plugin");
+    }
+
+    /// Installs example plugin `plugin` as `plugins/PLUGIN.wasm` with `policy`
+    /// as its grants file, `plugins/PLUGIN.toml`, written first so a running
+    /// host never sees the plugin without its grants.
+    pub fn install_granted(&self, plugin: &str, policy: &str) {
+        self.write(&format!("plugins/{plugin}.toml"), policy);
+        self.install_plugin(plugin, &format!("{plugin}.wasm"));
     }
 
     /// Starts `beehive run ARGS` in the background and waits until it

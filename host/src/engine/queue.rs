@@ -506,10 +506,10 @@ mod tests {
     }
 
     /// How long until the queue hands out its next object.
-    async fn time_to_next(queue: &WorkQueue) -> Duration {
+    async fn seconds_to_next(queue: &WorkQueue) -> f64 {
         let start = Instant::now();
         queue.next().await;
-        start.elapsed()
+        start.elapsed().as_secs_f64()
     }
 
     /// A successful pass that asks to run again in `seconds`.
@@ -613,11 +613,7 @@ mod tests {
 
         q.done(1, Outcome::Succeeded { requeue: None });
         pass(&q, 1, Outcome::Failed).await;
-        assert_eq!(
-            time_to_next(&q).await,
-            Duration::from_secs(1),
-            "the ladder starts over"
-        );
+        assert_eq!(seconds_to_next(&q).await, 1.0, "the ladder starts over");
     }
 
     #[tokio::test(start_paused = true)]
@@ -644,7 +640,7 @@ mod tests {
         assert_eq!(start.elapsed(), Duration::ZERO, "cancelled the alarm");
         // The ladder was kept: the next failure steps from 4 s to 8 s.
         q.done(1, Outcome::Failed);
-        assert_eq!(time_to_next(&q).await, Duration::from_secs(8));
+        assert_eq!(seconds_to_next(&q).await, 8.0);
     }
 
     #[tokio::test(start_paused = true)]
@@ -654,21 +650,13 @@ mod tests {
         q.requeue(1, false);
         q.next().await;
         q.done(1, Outcome::Failed);
-        assert_eq!(
-            time_to_next(&q).await,
-            Duration::from_secs(2),
-            "ladder kept"
-        );
+        assert_eq!(seconds_to_next(&q).await, 2.0, "ladder kept");
 
         q.done(1, Outcome::Failed); // 4 s
         q.requeue(1, true);
         q.next().await;
         q.done(1, Outcome::Failed);
-        assert_eq!(
-            time_to_next(&q).await,
-            Duration::from_secs(1),
-            "ladder reset"
-        );
+        assert_eq!(seconds_to_next(&q).await, 1.0, "ladder reset");
     }
 
     #[tokio::test(start_paused = true)]
@@ -676,14 +664,10 @@ mod tests {
         let q = queue();
         pass(&q, 1, requeue_after(5)).await;
         assert_ne!(q.due_of(1), Due::Nothing);
-        assert_eq!(time_to_next(&q).await, Duration::from_secs(5));
+        assert_eq!(seconds_to_next(&q).await, 5.0);
 
         q.done(1, requeue_after(0));
-        assert_eq!(
-            time_to_next(&q).await,
-            Duration::from_secs(1),
-            "held to the floor"
-        );
+        assert_eq!(seconds_to_next(&q).await, 1.0, "held to the floor");
     }
 
     #[tokio::test(start_paused = true)]
@@ -691,7 +675,7 @@ mod tests {
         let q = queue();
         pass(&q, 1, requeue_after(30)).await;
         q.wake(1, Wake::Ordinary);
-        assert_eq!(time_to_next(&q).await, Duration::from_secs(1));
+        assert_eq!(seconds_to_next(&q).await, 1.0);
     }
 
     #[tokio::test(start_paused = true)]

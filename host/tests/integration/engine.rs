@@ -41,6 +41,17 @@ where
     FnController(f)
 }
 
+/// A controller like [`controller`]'s whose closure is also handed a clone of
+/// `shared` (the test's view of what its passes did) on every pass.
+fn sharing<S, F, Fut>(shared: S, f: F) -> impl Controller
+where
+    S: Clone + Send + Sync + 'static,
+    F: Fn(S, ControllerClient, RawObject) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ReconcileResult> + Send + 'static,
+{
+    controller(move |client, object| f(shared.clone(), client, object))
+}
+
 /// A controller whose passes return `script(n)` for the n-th pass (from 0),
 /// with the count of passes so far.
 fn scripted(script: fn(usize) -> ReconcileResult) -> (Arc<AtomicUsize>, impl Controller) {
@@ -62,19 +73,15 @@ struct Recorder {
 
 impl Recorder {
     fn controller(&self) -> impl Controller {
-        let passes = self.passes.clone();
-        controller(move |client, object| {
-            let passes = passes.clone();
-            async move {
-                *passes
-                    .lock()
-                    .unwrap()
-                    .entry((object.meta.id, object.meta.generation))
-                    .or_default() += 1;
-                match client.update_status_json(object.spec.clone()).await {
-                    Ok(()) => ReconcileResult::settled(),
-                    Err(error) => ReconcileResult::fail(error),
-                }
+        sharing(self.passes.clone(), |passes, client, object| async move {
+            *passes
+                .lock()
+                .unwrap()
+                .entry((object.meta.id, object.meta.generation))
+                .or_default() += 1;
+            match client.update_status_json(object.spec.clone()).await {
+                Ok(()) => ReconcileResult::settled(),
+                Err(error) => ReconcileResult::fail(error),
             }
         })
     }
@@ -157,19 +164,15 @@ async fn each_generation_of_each_object_is_reconciled_exactly_once() {
 async fn a_failing_controller_backs_off_and_recovers() {
     let (_store, host) = fast_host();
     let calls = Arc::new(Mutex::new(Vec::<Instant>::new()));
-    let seen = calls.clone();
     host.register(
         widget(),
-        controller(move |_client, _object| {
-            let seen = seen.clone();
-            async move {
-                let mut calls = seen.lock().unwrap();
-                calls.push(Instant::now());
-                if calls.len() <= 4 {
-                    ReconcileResult::fail("not yet")
-                } else {
-                    ReconcileResult::settled()
-                }
+        sharing(calls.clone(), |seen, _client, _object| async move {
+            let mut calls = seen.lock().unwrap();
+            calls.push(Instant::now());
+            if calls.len() <= 4 {
+                ReconcileResult::fail("not yet")
+            } else {
+                ReconcileResult::settled()
             }
         }),
         ControllerOptions::new().cadence(Cadence::new().max_retry_interval(Duration::from_secs(2))),
@@ -202,16 +205,12 @@ async fn a_failing_controller_backs_off_and_recovers() {
 async fn a_client_kept_past_its_pass_is_refused() {
     let (_store, host) = fast_host();
     let kept: Arc<Mutex<Option<ControllerClient>>> = Arc::default();
-    let stash = kept.clone();
     let running = serve(
         &host,
         widget(),
-        controller(move |client, _object| {
-            let stash = stash.clone();
-            async move {
-                *stash.lock().unwrap() = Some(client);
-                ReconcileResult::settled()
-            }
+        sharing(kept.clone(), |stash, client, _object| async move {
+            *stash.lock().unwrap() = Some(client);
+            ReconcileResult::settled()
         }),
     )
     .await;
@@ -273,7 +272,6 @@ async fn deleting_an_owner_cascades_to_a_hundred_children_and_removes_every_row(
 async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
     let (store, host) = fast_host();
     let cleaned = Arc::new(AtomicUsize::new(0));
-    let count = cleaned.clone();
     let unregistered = host
         .client(widget())
         .create(
@@ -291,17 +289,14 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
     let running = serve_with(
         &host,
         widget(),
-        controller(move |client, object| {
-            let count = count.clone();
-            async move {
-                if object.meta.deletion_requested_at.is_some() {
-                    count.fetch_add(1, Ordering::SeqCst);
-                    if let Err(error) = client.delete_finalizer("test.dev/cleanup").await {
-                        return ReconcileResult::fail(error);
-                    }
+        sharing(cleaned.clone(), |count, client, object| async move {
+            if object.meta.deletion_requested_at.is_some() {
+                count.fetch_add(1, Ordering::SeqCst);
+                if let Err(error) = client.delete_finalizer("test.dev/cleanup").await {
+                    return ReconcileResult::fail(error);
                 }
-                ReconcileResult::settled()
             }
+            ReconcileResult::settled()
         }),
         ControllerOptions::new().finalizers(["test.dev/cleanup"]),
     )
@@ -328,24 +323,20 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
 async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
     let (_store, host) = fast_host();
     let refusals = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = refusals.clone();
     let running = serve_with(
         &host,
         widget(),
-        controller(move |client, object| {
-            let seen = seen.clone();
-            async move {
-                let added = client.add_finalizer("test.dev/cleanup").await;
-                if object.meta.deletion_requested_at.is_some() {
-                    seen.lock().unwrap().push(added);
-                    if let Err(error) = client.delete_finalizer("test.dev/cleanup").await {
-                        return ReconcileResult::fail(error);
-                    }
-                } else if let Err(error) = added {
+        sharing(refusals.clone(), |seen, client, object| async move {
+            let added = client.add_finalizer("test.dev/cleanup").await;
+            if object.meta.deletion_requested_at.is_some() {
+                seen.lock().unwrap().push(added);
+                if let Err(error) = client.delete_finalizer("test.dev/cleanup").await {
                     return ReconcileResult::fail(error);
                 }
-                ReconcileResult::settled()
+            } else if let Err(error) = added {
+                return ReconcileResult::fail(error);
             }
+            ReconcileResult::settled()
         }),
         ControllerOptions::new().finalizers(["test.dev/cleanup"]),
     )
@@ -570,21 +561,17 @@ async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
     let gate = Arc::new(tokio::sync::Notify::new());
     let (first_pass_tx, first_pass_rx) = tokio::sync::oneshot::channel::<()>();
     let first_pass_tx = Arc::new(Mutex::new(Some(first_pass_tx)));
-    let (inner, wait) = (recorder.controller(), gate.clone());
-    let inner = Arc::new(inner);
+    let shared = (Arc::new(recorder.controller()), gate.clone(), first_pass_tx);
     let running = serve(
         &host,
         widget(),
-        controller(move |client, object| {
-            let (inner, wait, signal) = (inner.clone(), wait.clone(), first_pass_tx.clone());
-            async move {
-                let first = signal.lock().unwrap().take();
-                if let Some(signal) = first {
-                    let _ = signal.send(());
-                    wait.notified().await;
-                }
-                inner.reconcile(&client, &object).await
+        sharing(shared, |(inner, wait, signal), client, object| async move {
+            let first = signal.lock().unwrap().take();
+            if let Some(signal) = first {
+                let _ = signal.send(());
+                wait.notified().await;
             }
+            inner.reconcile(&client, &object).await
         }),
     )
     .await;

@@ -3,7 +3,7 @@
 //! without a host.
 
 use beehive::{CreateOptions, GroupKind, Json, RawClient, Store};
-use beehive_e2e::{Workspace, wait_until};
+use beehive_e2e::{Workspace, assert_mentions, wait_until};
 
 use crate::TEAM;
 
@@ -28,7 +28,7 @@ fn a_host_converges_applied_manifests_hot_swaps_and_cascades_deletes() {
     assert_eq!(ada["status"]["message"], "Hello, ada!");
     let table = workspace.ok(&["get", "GreetingSet"]);
     assert!(table.starts_with("NAME"), "{table}");
-    assert!(table.contains("team") && table.contains("True"), "{table}");
+    assert_mentions(&table, &["team", "True"]);
     let names = workspace.ok(&["get", "Greeting", "-o", "name"]);
     assert_eq!(
         names,
@@ -64,10 +64,7 @@ fn a_host_converges_applied_manifests_hot_swaps_and_cascades_deletes() {
 
     // Deleting the owner takes its children down, then its finalizer.
     let deleted = workspace.ok(&["delete", "GreetingSet.example.dev", "team"]);
-    assert!(
-        deleted.contains("waiting on finalizers: example.dev/greetings"),
-        "{deleted}"
-    );
+    assert_mentions(&deleted, &["waiting on finalizers: example.dev/greetings"]);
     workspace.ok(&["wait", "Greeting", "team-ada", "--for", "delete"]);
     workspace.ok(&["wait", "GreetingSet", "team", "--for", "delete"]);
     host.terminate();
@@ -125,15 +122,13 @@ fn commands_work_without_a_host() {
     );
     let team = json(&workspace.ok(&["get", "GreetingSet", "team", "-o", "json"]));
     assert_eq!(team["spec"]["names"][1], "grace");
-    assert!(
-        workspace
-            .ok(&["get", "GreetingSet", "-o", "yaml"])
-            .contains("name: team")
+    assert_mentions(
+        &workspace.ok(&["get", "GreetingSet", "-o", "yaml"]),
+        &["name: team"],
     );
-    assert!(
-        workspace
-            .ok(&["describe", "GreetingSet", "team"])
-            .contains("no host is running")
+    assert_mentions(
+        &workspace.ok(&["describe", "GreetingSet", "team"]),
+        &["no host is running"],
     );
     assert_eq!(
         workspace.ok(&["events", "GreetingSet", "team"]),
@@ -149,17 +144,13 @@ fn commands_work_without_a_host() {
         "--timeout",
         "300ms",
     ]);
-    assert!(
-        waited.contains("timed out") && waited.contains("no host is running"),
-        "{waited}"
-    );
-    assert!(
-        workspace
-            .fails(&["requeue", "GreetingSet", "team"])
-            .contains("needs a running host")
+    assert_mentions(&waited, &["timed out", "no host is running"]);
+    assert_mentions(
+        &workspace.fails(&["requeue", "GreetingSet", "team"]),
+        &["needs a running host"],
     );
     let deleted = workspace.ok(&["delete", "GreetingSet", "team"]);
-    assert!(deleted.contains("marked for deletion"), "{deleted}");
+    assert_mentions(&deleted, &["marked for deletion"]);
     let wide = workspace.ok(&["get", "GreetingSet", "-o", "wide"]);
     assert!(
         wide.contains("DELETING") && !wide.trim_end().ends_with('-'),
@@ -171,11 +162,7 @@ fn commands_work_without_a_host() {
 #[test]
 fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
     let workspace = Workspace::new();
-    assert!(
-        workspace
-            .fails(&["get", "Greeting"])
-            .contains("no database at")
-    );
+    assert_mentions(&workspace.fails(&["get", "Greeting"]), &["no database at"]);
     assert!(
         !workspace.path().join("beehive.db").exists(),
         "reads create nothing"
@@ -185,51 +172,37 @@ fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
         "mixed.yaml",
         "kind: Thing\nname: good\n---\nkind: Thing\nname: \"\"\n",
     );
-    assert!(
-        error.contains("mixed.yaml: object 2") && error.contains("name is empty"),
-        "{error}"
+    assert_mentions(&error, &["mixed.yaml: object 2", "name is empty"]);
+    assert_mentions(
+        &workspace.apply_fails("broken.json", "{\"kind\": "),
+        &["invalid JSON"],
     );
-    assert!(
-        workspace
-            .apply_fails("broken.json", "{\"kind\": ")
-            .contains("invalid JSON")
-    );
-    assert!(
-        workspace
-            .fails(&["apply", "-f", "missing.yaml"])
-            .contains("missing.yaml: no such file")
+    assert_mentions(
+        &workspace.fails(&["apply", "-f", "missing.yaml"]),
+        &["missing.yaml: no such file"],
     );
     let error = workspace.apply_fails(
         "owned.yaml",
         "kind: Thing\nname: a\n---\nkind: Thing\nname: b\nowner: Thing/nobody\n",
     );
-    assert!(
-        error.contains("owner") && error.contains("nobody"),
-        "{error}"
-    );
+    assert_mentions(&error, &["owner", "nobody"]);
 
     workspace.apply("ok.yaml", "kind: Thing\nname: real\n");
     let things = workspace.ok(&["get", "Thing", "-o", "name"]);
     assert_eq!(things, "Thing/real\n", "no bad file applied anything");
     let error = workspace.fails(&["get", "Thnig"]);
-    assert!(
-        error.contains("unknown kind Thnig") && error.contains("Thing"),
-        "{error}"
+    assert_mentions(&error, &["unknown kind Thnig", "Thing"]);
+    assert_mentions(
+        &workspace.fails(&["get", "Thing", "nobody"]),
+        &["not found"],
     );
-    assert!(
-        workspace
-            .fails(&["get", "Thing", "nobody"])
-            .contains("not found")
+    assert_mentions(
+        &workspace.fails(&["run", "--plugins", "nowhere"]),
+        &["nowhere does not exist"],
     );
-    assert!(
-        workspace
-            .fails(&["run", "--plugins", "nowhere"])
-            .contains("nowhere does not exist")
-    );
-    assert!(
-        workspace
-            .fails(&["wait", "Thing", "real", "--for", "ready"])
-            .contains("settled")
+    assert_mentions(
+        &workspace.fails(&["wait", "Thing", "real", "--for", "ready"]),
+        &["settled"],
     );
 }
 
@@ -238,7 +211,7 @@ fn one_host_per_database_and_a_silent_lock_holder_is_named() {
     let workspace = with_plugins();
     let host = workspace.start_host(&[]);
     let error = workspace.fails(&["run"]);
-    assert!(error.contains("already running"), "{error}");
+    assert_mentions(&error, &["already running"]);
     host.terminate();
 
     // A process that holds the lock but serves nothing is reported, and the
@@ -246,7 +219,7 @@ fn one_host_per_database_and_a_silent_lock_holder_is_named() {
     let lock = std::fs::File::create(workspace.path().join("beehive.db.lock")).unwrap();
     lock.lock().unwrap();
     let error = workspace.fails(&["get", "Greeting"]);
-    assert!(error.contains("does not answer"), "{error}");
+    assert_mentions(&error, &["does not answer"]);
     drop(lock);
     workspace.ok(&["plugins"]);
 }
@@ -292,10 +265,9 @@ fn help_and_completions_explain_the_flags() {
 #[test]
 fn get_watch_streams_changes_from_a_running_host() {
     let workspace = with_plugins();
-    assert!(
-        workspace
-            .fails(&["get", "Greeting", "-w"])
-            .contains("needs a running host")
+    assert_mentions(
+        &workspace.fails(&["get", "Greeting", "-w"]),
+        &["needs a running host"],
     );
     let host = workspace.start_host(&[]);
     workspace.apply(
@@ -329,9 +301,8 @@ fn get_watch_streams_changes_from_a_running_host() {
 fn events_watch_streams_runs_as_the_plugin_records_them() {
     let workspace = Workspace::new();
     let endpoint = beehive_e2e::TestServer::healthy();
-    workspace.install_plugin("events", "events.wasm");
-    workspace.write(
-        "plugins/events.toml",
+    workspace.install_granted(
+        "events",
         &format!("[http]\nallow = [{:?}]\n", endpoint.authority()),
     );
     let host = workspace.start_host(&[]);
@@ -366,9 +337,8 @@ fn a_plugin_granted_a_directory_renders_into_it_and_cleans_up_on_delete() {
     let workspace = Workspace::new();
     let out = workspace.path().join("site");
     std::fs::create_dir(&out).unwrap();
-    workspace.install_plugin("render", "render.wasm");
-    workspace.write(
-        "plugins/render.toml",
+    workspace.install_granted(
+        "render",
         &format!(
             "[files.\"/out\"]\npath = {:?}\naccess = \"read-write\"\n\n[config]\nfooter = \"served by beehive\"\n",
             out.display().to_string()
@@ -376,8 +346,7 @@ fn a_plugin_granted_a_directory_renders_into_it_and_cleans_up_on_delete() {
     );
     let host = workspace.start_host(&[]);
     let plugins = workspace.ok(&["plugins"]);
-    assert!(plugins.contains("/out="), "{plugins}");
-    assert!(plugins.contains("config:footer(value)"), "{plugins}");
+    assert_mentions(&plugins, &["/out=", "config:footer(value)"]);
     assert!(
         !plugins.contains("served by beehive"),
         "a config value was shown: {plugins}"
@@ -413,9 +382,8 @@ fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() 
     let workspace = Workspace::new();
     let endpoint = beehive_e2e::TestServer::healthy();
     workspace.write("probe-token", "tok-5ecret-42\n");
-    workspace.install_plugin("events", "events.wasm");
-    workspace.write(
-        "plugins/events.toml",
+    workspace.install_granted(
+        "events",
         &format!(
             "[http]\nallow = [{:?}]\n\n[config]\ntoken = {{ file = {:?} }}\n",
             endpoint.authority(),
@@ -452,14 +420,14 @@ fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() 
         denied.contains(&endpoint.localhost_url("")),
         "the event names the destination: {denied}"
     );
-    assert!(denied.contains("denied by the plugin's policy"), "{denied}");
+    assert_mentions(&denied, &["denied by the plugin's policy"]);
 
     let plugins = workspace.ok(&["plugins"]);
     assert!(
         plugins.contains(&format!("http:{}", endpoint.authority())),
         "{plugins}"
     );
-    assert!(plugins.contains("config:token(file:"), "{plugins}");
+    assert_mentions(&plugins, &["config:token(file:"]);
     let listed: serde_json::Value =
         serde_json::from_str(&workspace.ok(&["plugins", "-o", "json"])).unwrap();
     let http = &listed["plugins"][0]["limits"]["http"];
@@ -483,41 +451,29 @@ fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() 
 fn exit_codes_say_what_failed_with_or_without_a_host() {
     let workspace = Workspace::new();
     workspace.apply("note.yaml", "kind: Note\nname: a\nspec: {x: 1}\n");
-    let code = |args: &[&str]| workspace.run(args).status.code();
+    // `line` is the command line after `beehive`, split on spaces.
+    let code = |line: &str| {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        workspace.run(&args).status.code()
+    };
     // Without a host: the commands open the database themselves.
-    assert_eq!(code(&["get", "Note", "missing"]), Some(3), "not found");
-    assert_eq!(code(&["get", "Nope"]), Some(3), "unknown kind");
-    assert_eq!(code(&["requeue", "Note", "a"]), Some(6), "needs a host");
+    assert_eq!(code("get Note missing"), Some(3), "not found");
+    assert_eq!(code("get Nope"), Some(3), "unknown kind");
+    assert_eq!(code("requeue Note a"), Some(6), "needs a host");
     assert_eq!(
-        code(&[
-            "wait",
-            "Note",
-            "a",
-            "--for",
-            "settled",
-            "--timeout",
-            "100ms"
-        ]),
+        code("wait Note a --for settled --timeout 100ms"),
         Some(5),
         "timed out"
     );
-    assert_eq!(code(&["get", "--bogus"]), Some(2), "usage");
+    assert_eq!(code("get --bogus"), Some(2), "usage");
     // With one: the code travels over the socket.
     let host = workspace.start_host(&[]);
-    assert_eq!(code(&["get", "Note", "missing"]), Some(3));
+    assert_eq!(code("get Note missing"), Some(3));
     assert_eq!(
-        code(&[
-            "wait",
-            "Note",
-            "a",
-            "--for",
-            "condition=Ready",
-            "--timeout",
-            "100ms"
-        ]),
+        code("wait Note a --for condition=Ready --timeout 100ms"),
         Some(5)
     );
     workspace.write("held.yaml", "kind: Note\nname: a\nspec: {x: 2}\n");
-    assert_eq!(code(&["apply", "-f", "held.yaml"]), Some(0));
+    assert_eq!(code("apply -f held.yaml"), Some(0));
     host.terminate();
 }

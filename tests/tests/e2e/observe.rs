@@ -3,7 +3,7 @@
 
 use std::io::{Read, Write};
 
-use beehive_e2e::{HostProcess, Workspace, wait_until};
+use beehive_e2e::{HostProcess, Workspace, assert_mentions, wait_until};
 
 /// `beehive run --metrics-addr 127.0.0.1:0` logs where it serves them.
 fn metrics_address(host: &HostProcess) -> String {
@@ -30,7 +30,7 @@ fn scrape(address: &str) -> String {
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    assert_mentions(head, &["text/plain; version=0.0.4"]);
     body.to_string()
 }
 
@@ -113,7 +113,7 @@ fn metrics_move_with_passes_failures_and_watches() {
     assert!(value(&printed, success) >= 2.0, "{printed}");
     host.terminate();
     let offline = workspace.fails(&["metrics"]);
-    assert!(offline.contains("running host"), "{offline}");
+    assert_mentions(&offline, &["running host"]);
 }
 
 #[test]
@@ -164,10 +164,7 @@ fn top_shows_kinds_and_plugins_and_wants_a_terminal_for_the_live_view() {
         .unwrap_or_else(|| panic!("no kind row in:\n{frame}"));
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert!(cells.contains(&"2"), "two objects: {row}");
-    assert!(
-        frame.contains("PASSES/S") && frame.contains("P99"),
-        "{frame}"
-    );
+    assert_mentions(&frame, &["PASSES/S", "P99"]);
     assert!(
         frame
             .lines()
@@ -176,6 +173,6 @@ fn top_shows_kinds_and_plugins_and_wants_a_terminal_for_the_live_view() {
     );
     // Not a terminal here: the live view says how to get a frame instead.
     let refused = workspace.fails(&["top"]);
-    assert!(refused.contains("--once"), "{refused}");
+    assert_mentions(&refused, &["--once"]);
     host.terminate();
 }

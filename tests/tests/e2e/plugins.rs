@@ -9,7 +9,9 @@ use beehive::plugin::{
     Change, Limits, PluginDirectory, PluginLimits, PluginRuntime, Policy, RuntimeOptions,
 };
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
-use beehive_e2e::{TestServer, create, eventually, load_failures, plugin_dir, plugin_wasm};
+use beehive_e2e::{
+    TestServer, assert_mentions, create, eventually, load_failures, plugin_dir, plugin_wasm,
+};
 
 /// Replaces `to` with `from`'s bytes the way an operator should: written
 /// under a hidden name, then renamed into place.
@@ -319,7 +321,7 @@ async fn a_broken_replacement_leaves_the_old_version_serving() {
     })
     .await;
     let failure = directory.failures()[0].error.to_string();
-    assert!(failure.contains("greeting.wasm"), "{failure}");
+    assert_mentions(&failure, &["greeting.wasm"]);
     assert_eq!(directory.served(), served, "the old version still serves");
 
     let client = host.client(greeting_kind());

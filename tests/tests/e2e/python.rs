@@ -3,7 +3,7 @@
 //! hot-swapped to a release that migrates its specs, and reaching HTTP only
 //! where the operator grants it.
 
-use beehive_e2e::{Workspace, shared_plugin_cache, wait_until};
+use beehive_e2e::{Workspace, assert_mentions, shared_plugin_cache, wait_until};
 
 #[test]
 fn a_python_plugin_converges_beside_rust_ones_and_hot_swaps() {
@@ -11,8 +11,7 @@ fn a_python_plugin_converges_beside_rust_ones_and_hot_swaps() {
     let cache = shared_plugin_cache();
     let host = workspace.start_host(&["--plugin-cache", cache.to_str().unwrap()]);
     let plugins = workspace.ok(&["plugins"]);
-    assert!(plugins.contains("Service.py.example.dev"), "{plugins}");
-    assert!(plugins.contains("Service.example.dev"), "{plugins}");
+    assert_mentions(&plugins, &["Service.py.example.dev", "Service.example.dev"]);
 
     workspace.apply(
         "services.yaml",
@@ -25,8 +24,7 @@ fn a_python_plugin_converges_beside_rust_ones_and_hot_swaps() {
         workspace.ok(&["wait", kind, "web", "--for", "condition=Serving=True"]);
     }
     let described = workspace.ok(&["describe", "Service.py.example.dev", "web"]);
-    assert!(described.contains("http://web:8080"), "{described}");
-    assert!(described.contains("listening on :8080"), "{described}");
+    assert_mentions(&described, &["http://web:8080", "listening on :8080"]);
     workspace.ok(&[
         "wait",
         "Service.py.example.dev",
@@ -54,7 +52,7 @@ fn a_python_plugin_converges_beside_rust_ones_and_hot_swaps() {
     // Release 2 requires `enabled` (spec version 1); the stored version-0
     // spec reads upgraded through the plugin's Python migrator.
     let web = workspace.ok(&["get", "Service.py.example.dev", "web", "-o", "json"]);
-    assert!(web.contains("\"enabled\": true"), "{web}");
+    assert_mentions(&web, &["\"enabled\": true"]);
     host.terminate();
 }
 
@@ -63,11 +61,13 @@ fn a_plugin_that_cannot_start_within_its_memory_cap_is_refused_with_both_numbers
     let workspace = Workspace::with_plugins(&["conditions-py"]);
     let host = workspace.start_host(&["--plugin-memory", "8MiB"]);
     let plugins = workspace.ok(&["plugins"]);
-    assert!(
-        plugins.contains("of linear memory at start, more than its cap of 8.0 MiB"),
-        "{plugins}"
+    assert_mentions(
+        &plugins,
+        &[
+            "of linear memory at start, more than its cap of 8.0 MiB",
+            "needs 12.",
+        ],
     );
-    assert!(plugins.contains("needs 12."), "{plugins}");
     host.terminate();
 }
 
@@ -75,9 +75,8 @@ fn a_plugin_that_cannot_start_within_its_memory_cap_is_refused_with_both_numbers
 fn a_python_plugin_reaches_a_granted_endpoint_with_its_token_and_is_denied_elsewhere() {
     let workspace = Workspace::new();
     let endpoint = beehive_e2e::TestServer::healthy();
-    workspace.install_plugin("probe-py", "probe-py.wasm");
-    workspace.write(
-        "plugins/probe-py.toml",
+    workspace.install_granted(
+        "probe-py",
         &format!(
             "[http]\nallow = [{:?}]\n\n[config]\ntoken = \"py-t0ken\"\n",
             endpoint.authority()
@@ -113,6 +112,6 @@ fn a_python_plugin_reaches_a_granted_endpoint_with_its_token_and_is_denied_elsew
         events.contains("HttpRequestDenied") && events.contains("ProbeFailed")
     });
     let rogue = workspace.ok(&["get", "Probe.py.example.dev", "rogue", "-o", "json"]);
-    assert!(rogue.contains("\"unreachable\""), "{rogue}");
+    assert_mentions(&rogue, &["\"unreachable\""]);
     host.terminate();
 }

@@ -420,26 +420,16 @@ async fn watch_objects(
     format: Format,
 ) -> Result<String, Failure> {
     let mut printer = output::WatchPrinter::new(format);
-    follow(
-        paths,
-        Request::Watch { kind, name },
-        move |reply| match reply {
-            Reply::Objects { objects } => {
-                printer.snapshot(&objects);
-                Ok(())
+    follow(paths, Request::Watch { kind, name }, move |reply| {
+        match reply {
+            Reply::Objects { objects } => printer.snapshot(&objects),
+            Reply::Change(c) => {
+                printer.change(&c.change, c.id, c.object.as_ref(), c.resource_version)
             }
-            Reply::Change(change) => {
-                printer.change(
-                    &change.change,
-                    change.id,
-                    change.object.as_ref(),
-                    change.resource_version,
-                );
-                Ok(())
-            }
-            other => Err(unexpected(&other)),
-        },
-    )
+            other => return Err(unexpected(&other)),
+        }
+        Ok(())
+    })
     .await
 }
 
@@ -456,19 +446,20 @@ async fn watch_events(
         category,
     };
     let mut first = true;
-    follow(paths, request, move |reply| match reply {
-        Reply::Events { events } if first => {
-            first = false;
-            output::print_now(&output::events(&events));
-            Ok(())
+    follow(paths, request, move |reply| {
+        match reply {
+            Reply::Events { events } if first => {
+                first = false;
+                output::print_now(&output::events(&events));
+            }
+            Reply::Events { events } => {
+                for run in &events {
+                    output::print_now(&output::event_run(run));
+                }
+            }
+            other => return Err(unexpected(&other)),
         }
-        Reply::Events { events } => {
-            events
-                .iter()
-                .for_each(|e| output::print_now(&output::event_run(e)));
-            Ok(())
-        }
-        other => Err(unexpected(&other)),
+        Ok(())
     })
     .await
 }

@@ -11,12 +11,14 @@ use beehive::{
     event::{EventFilter, EventType},
     object::{ObjectDocument, ObjectRef},
 };
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
 
 use crate::cli::failure::Failure;
 use crate::cli::manifest::Manifest;
 use crate::cli::protocol::{
-    ActiveHostView, Applied, Description, EventView, HttpLimitsView, LimitsView, NextPass, Outcome,
-    PluginFailure, PluginRow, PluginsView, Related, Reply, Request, Until,
+    ActiveHostView, Applied, Change, Description, EventView, HttpLimitsView, LimitsView, NextPass,
+    Outcome, PluginFailure, PluginRow, PluginsView, Related, Reply, Request, Until,
 };
 
 /// How long `apply` may hold the writer for one batch of manifests.
@@ -58,68 +60,79 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
     }
 }
 
-/// A watch on a kind or on one object.
-pub enum Watching {
-    Kind(beehive::client::ObjectListStream),
-    Object(Box<beehive::client::ObjectStream>),
+/// What a watch request answers: a snapshot, then a reply per change until
+/// the stream ends; its last item says why.
+pub struct Following {
+    pub snapshot: Reply,
+    pub replies: BoxStream<'static, Outcome>,
 }
 
-impl Watching {
-    /// What it started from.
-    pub fn snapshot(&self) -> Vec<ObjectDocument> {
-        match self {
-            Watching::Kind(stream) => stream.objects.iter().map(ObjectDocument::from).collect(),
-            Watching::Object(stream) => stream.object.iter().map(ObjectDocument::from).collect(),
-        }
-    }
-
-    /// The next change, or why the stream ended; `None` after that.
-    pub async fn next(&mut self) -> Option<Result<beehive::client::ObjectChange, Failure>> {
-        use futures_util::StreamExt;
-        let next = match self {
-            Watching::Kind(stream) => stream.next().await,
-            Watching::Object(stream) => stream.next().await,
-        };
-        next.map(|item| item.map_err(error))
-    }
-}
-
-/// Starts watching an object's event timeline.
+/// Starts watching an object's event timeline: the runs so far, then each
+/// run as it is written.
 pub fn watch_events(
     ctx: &Context,
     kind: &str,
     name: &str,
     category: Option<&str>,
-) -> Result<beehive::client::EventStream, Failure> {
+) -> Result<Following, Failure> {
     let (_, object) = find(&ctx.store, kind, name)?;
-    watching_client(ctx, object.meta.group_kind.clone())
+    let mut stream = watching_client(ctx, object.meta.group_kind.clone())
         .watch_events(
             object.meta.id,
             category,
             beehive::client::WatchOptions::new(),
         )
-        .map_err(error)
+        .map_err(error)?;
+    let runs = std::mem::take(&mut stream.runs);
+    Ok(Following {
+        snapshot: Reply::Events {
+            events: runs.into_iter().map(event_view).collect(),
+        },
+        replies: stream
+            .map(|run| {
+                Ok(Reply::Events {
+                    events: vec![event_view(run?)],
+                })
+            })
+            .boxed(),
+    })
 }
 
-/// Starts watching a kind, or one object of it.
-pub fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Watching, Failure> {
+/// Starts watching a kind, or one object of it: what there is, then each
+/// change.
+pub fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Following, Failure> {
     let options = beehive::client::WatchOptions::new();
-    match name {
+    let (snapshot, changes) = match name {
         Some(name) => {
             let (_, object) = find(&ctx.store, kind, name)?;
             let stream = watching_client(ctx, object.meta.group_kind.clone())
                 .watch(object.meta.id, options)
                 .map_err(error)?;
-            Ok(Watching::Object(Box::new(stream)))
+            let snapshot = stream.object.iter().map(ObjectDocument::from).collect();
+            (snapshot, stream.boxed())
         }
         None => {
             let group_kind = resolve_kind(&ctx.store, kind)?;
             let stream = watching_client(ctx, group_kind)
                 .watch_list(options)
                 .map_err(error)?;
-            Ok(Watching::Kind(stream))
+            let snapshot = stream.objects.iter().map(ObjectDocument::from).collect();
+            (snapshot, stream.boxed())
         }
-    }
+    };
+    Ok(Following {
+        snapshot: Reply::Objects { objects: snapshot },
+        replies: changes.map(|change| Ok(change_reply(change?))).boxed(),
+    })
+}
+
+fn change_reply(change: beehive::client::ObjectChange) -> Reply {
+    Reply::Change(Box::new(Change {
+        change: format!("{:?}", change.change).to_uppercase(),
+        id: change.id,
+        object: change.object.as_ref().map(ObjectDocument::from),
+        resource_version: Some(change.resource_version),
+    }))
 }
 
 /// A client whose watches end when the running host stops, so a follower

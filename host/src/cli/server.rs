@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::cli::ops::{self, Context};
-use crate::cli::protocol::{self, Outcome, Reply, Request};
+use crate::cli::ops::{self, Context, Following};
+use crate::cli::protocol::{Outcome, Request};
 
 /// The largest request a command may send: room for an `apply` of many
 /// objects at the largest document size.
@@ -99,7 +99,7 @@ async fn read_request(
 /// Resolves once the command closes its end (or sends anything more, which
 /// no command does): a watch it started is then dropped at once rather than
 /// at its next change.
-async fn hung_up(mut read: tokio::net::unix::OwnedReadHalf) {
+async fn hung_up(mut read: OwnedReadHalf) {
     let mut byte = [0u8; 1];
     let _ = read.read(&mut byte).await;
 }
@@ -115,24 +115,18 @@ async fn answer(stream: UnixStream, ctx: &Context) {
         }
     };
     let outcome: Outcome = match serde_json::from_str::<Request>(&line) {
-        Ok(Request::Watch { kind, name }) => {
-            tokio::select! {
-                () = stream_changes(write, ctx, &kind, name) => {}
-                () = hung_up(read) => {}
-            }
-            return;
-        }
+        Ok(Request::Watch { kind, name }) => match ops::watch(ctx, &kind, name.as_deref()) {
+            Ok(following) => return relay_until_hung_up(write, read, following).await,
+            Err(why) => Err(why),
+        },
         Ok(Request::WatchEvents {
             kind,
             name,
             category,
-        }) => {
-            tokio::select! {
-                () = stream_events(write, ctx, &kind, &name, category) => {}
-                () = hung_up(read) => {}
-            }
-            return;
-        }
+        }) => match ops::watch_events(ctx, &kind, &name, category.as_deref()) {
+            Ok(following) => return relay_until_hung_up(write, read, following).await,
+            Err(why) => Err(why),
+        },
         Ok(request) => ops::execute(ctx, request).await,
         Err(e) => Err(format!("bad request: {e}").into()),
     };
@@ -148,85 +142,26 @@ async fn send(write: &mut OwnedWriteHalf, outcome: &Outcome) -> std::io::Result<
 
 /// Answers a watch: the snapshot, then a line per change, until the command
 /// hangs up or the stream ends (its last line then says why).
-async fn stream_changes(
-    mut write: OwnedWriteHalf,
-    ctx: &Context,
-    kind: &str,
-    name: Option<String>,
-) {
-    let mut watching = match ops::watch(ctx, kind, name.as_deref()) {
-        Ok(watching) => watching,
-        Err(error) => {
-            let _ = send(&mut write, &Err(error)).await;
-            return;
-        }
-    };
-    let snapshot = Reply::Objects {
-        objects: watching.snapshot(),
-    };
-    if send(&mut write, &Ok(snapshot)).await.is_err() {
-        return;
+async fn relay_until_hung_up(mut write: OwnedWriteHalf, read: OwnedReadHalf, following: Following) {
+    tokio::select! {
+        () = relay(&mut write, following) => {}
+        () = hung_up(read) => {}
     }
-    while let Some(next) = watching.next().await {
-        let change = match next {
-            Ok(change) => change,
-            Err(why) => {
-                let _ = send(&mut write, &Err(why)).await;
-                return;
-            }
-        };
-        let change = Reply::Change(Box::new(protocol::Change {
-            change: format!("{:?}", change.change).to_uppercase(),
-            id: change.id,
-            object: change
-                .object
-                .as_ref()
-                .map(beehive::object::ObjectDocument::from),
-            resource_version: Some(change.resource_version),
-        }));
-        if send(&mut write, &Ok(change)).await.is_err() {
-            return;
-        }
-    }
-    let _ = send(&mut write, &Err("the host stopped".into())).await;
 }
 
-/// Answers an event watch: the timeline, then a line per run written.
-async fn stream_events(
-    mut write: OwnedWriteHalf,
-    ctx: &Context,
-    kind: &str,
-    name: &str,
-    category: Option<String>,
-) {
-    let mut stream = match ops::watch_events(ctx, kind, name, category.as_deref()) {
-        Ok(stream) => stream,
-        Err(error) => {
-            let _ = send(&mut write, &Err(error)).await;
-            return;
-        }
-    };
-    let runs = std::mem::take(&mut stream.runs);
-    let snapshot = Reply::Events {
-        events: runs.into_iter().map(ops::event_view).collect(),
-    };
-    if send(&mut write, &Ok(snapshot)).await.is_err() {
+async fn relay(write: &mut OwnedWriteHalf, following: Following) {
+    let Following {
+        snapshot,
+        mut replies,
+    } = following;
+    if send(write, &Ok(snapshot)).await.is_err() {
         return;
     }
-    while let Some(next) = stream.next().await {
-        let run = match next {
-            Ok(run) => run,
-            Err(why) => {
-                let _ = send(&mut write, &Err(why.to_string().into())).await;
-                return;
-            }
-        };
-        let line = Reply::Events {
-            events: vec![ops::event_view(run)],
-        };
-        if send(&mut write, &Ok(line)).await.is_err() {
+    while let Some(reply) = replies.next().await {
+        let ended = reply.is_err();
+        if send(write, &reply).await.is_err() || ended {
             return;
         }
     }
-    let _ = send(&mut write, &Err("the host stopped".into())).await;
+    let _ = send(write, &Err("the host stopped".into())).await;
 }

@@ -200,6 +200,32 @@ struct View<'a> {
     interval: Duration,
 }
 
+impl<'a> View<'a> {
+    /// The rates between two readings, and the plugins as of the later one.
+    fn between(host: &'a str, before: &Reading, now: &'a Reading, interval: Duration) -> Self {
+        View {
+            host,
+            rows: rows(&before.snapshot, &now.snapshot, now.at - before.at),
+            plugins: &now.snapshot.plugins,
+            interval,
+        }
+    }
+}
+
+/// One export, read, and when.
+struct Reading {
+    snapshot: Snapshot,
+    at: Instant,
+}
+
+async fn read(source: &mut impl Source) -> Result<Reading, Failure> {
+    let snapshot = snapshot(&parse(&source.fetch().await?));
+    Ok(Reading {
+        snapshot,
+        at: Instant::now(),
+    })
+}
+
 fn draw(frame: &mut Frame, view: &View<'_>) {
     let [title, kinds, plugins] = Layout::vertical([
         Constraint::Length(1),
@@ -299,16 +325,10 @@ pub async fn once(
     host: &str,
     interval: Duration,
 ) -> Result<String, Failure> {
-    let before = snapshot(&parse(&source.fetch().await?));
-    let started = Instant::now();
+    let before = read(source).await?;
     tokio::time::sleep(interval).await;
-    let now = snapshot(&parse(&source.fetch().await?));
-    let view = View {
-        host,
-        rows: rows(&before, &now, started.elapsed()),
-        plugins: &now.plugins,
-        interval,
-    };
+    let now = read(source).await?;
+    let view = View::between(host, &before, &now, interval);
     Ok(render_text(
         &view,
         100,
@@ -354,24 +374,17 @@ async fn refresh_until_quit<B: Backend>(
 where
     B::Error: std::fmt::Display,
 {
-    let mut before = snapshot(&parse(&source.fetch().await?));
-    let mut taken = Instant::now();
+    let mut before = read(source).await?;
     loop {
         if wait_for_quit(interval).await? {
             return Ok(());
         }
-        let now = snapshot(&parse(&source.fetch().await?));
-        let view = View {
-            host,
-            rows: rows(&before, &now, taken.elapsed()),
-            plugins: &now.plugins,
-            interval,
-        };
+        let now = read(source).await?;
+        let view = View::between(host, &before, &now, interval);
         terminal
             .draw(|frame| draw(frame, &view))
             .map_err(|e| format!("cannot draw: {e}"))?;
         before = now;
-        taken = Instant::now();
     }
 }
 

@@ -1,10 +1,87 @@
 //! Conversions between the host's types and the contract's.
 
 use crate::error::Error;
-use crate::event::{EventSpec, EventType};
+use crate::event::{Event, EventSpec, EventType};
 use crate::json::Json;
 use crate::object::{Condition, ConditionStatus, ObjectRef, RawObject, Timestamp};
 use crate::plugin::bindings::beehive::controller::types as wit;
+
+/// A host value as the contract hands it to a plugin.
+pub(crate) trait ToWit {
+    /// The contract's type for it.
+    type Wit;
+
+    fn to_wit(&self) -> Self::Wit;
+}
+
+impl ToWit for RawObject {
+    type Wit = wit::Object;
+
+    fn to_wit(&self) -> wit::Object {
+        object(self)
+    }
+}
+
+impl ToWit for ObjectRef {
+    type Wit = wit::ObjectRef;
+
+    fn to_wit(&self) -> wit::ObjectRef {
+        wit::ObjectRef {
+            id: self.id,
+            group: self.group_kind.group.clone(),
+            kind: self.group_kind.kind.clone(),
+        }
+    }
+}
+
+impl ToWit for Event {
+    type Wit = wit::Event;
+
+    fn to_wit(&self) -> wit::Event {
+        event(self)
+    }
+}
+
+impl<T: ToWit> ToWit for Vec<T> {
+    type Wit = Vec<T::Wit>;
+
+    fn to_wit(&self) -> Vec<T::Wit> {
+        self.iter().map(T::to_wit).collect()
+    }
+}
+
+impl<T: ToWit> ToWit for Option<T> {
+    type Wit = Option<T::Wit>;
+
+    fn to_wit(&self) -> Option<T::Wit> {
+        self.as_ref().map(T::to_wit)
+    }
+}
+
+/// What `get-or-create` and `create-or-update` answer: the object, and
+/// whether this call created it.
+impl<T: ToWit> ToWit for (T, bool) {
+    type Wit = (T::Wit, bool);
+
+    fn to_wit(&self) -> (T::Wit, bool) {
+        (self.0.to_wit(), self.1)
+    }
+}
+
+/// Values the contract carries as they are.
+macro_rules! as_is {
+    ($($type:ty),*) => {$(
+        impl ToWit for $type {
+            type Wit = $type;
+
+            fn to_wit(&self) -> $type {
+                *self
+            }
+        }
+    )*};
+}
+
+as_is!((), bool);
 
 pub(crate) fn object(raw: &RawObject) -> wit::Object {
     let meta = &raw.meta;
@@ -73,7 +150,7 @@ pub(crate) fn event_spec(e: wit::EventSpec) -> Result<EventSpec, Error> {
     })
 }
 
-pub(crate) fn event(e: &crate::event::Event) -> wit::Event {
+fn event(e: &Event) -> wit::Event {
     wit::Event {
         id: e.id,
         object_id: e.object_id,
@@ -89,14 +166,6 @@ pub(crate) fn event(e: &crate::event::Event) -> wit::Event {
         first_at_ms: e.first_at.as_millis(),
         last_at_ms: e.last_at.as_millis(),
         resource_version: e.resource_version,
-    }
-}
-
-pub(crate) fn object_ref(r: &ObjectRef) -> wit::ObjectRef {
-    wit::ObjectRef {
-        id: r.id,
-        group: r.group_kind.group.clone(),
-        kind: r.group_kind.kind.clone(),
     }
 }
 

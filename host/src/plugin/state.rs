@@ -17,7 +17,7 @@ use crate::plugin::bindings::beehive::controller::config;
 use crate::plugin::bindings::beehive::controller::host::{self, Level};
 use crate::plugin::bindings::beehive::controller::types as wit;
 use crate::plugin::clock::PassClock;
-use crate::plugin::convert;
+use crate::plugin::convert::{self, ToWit};
 use crate::plugin::http::HttpGate;
 use crate::plugin::memory::MemoryLimiter;
 use crate::policy;
@@ -77,8 +77,9 @@ impl WasiView for PluginState {
 
 type HostResult<T> = wasmtime::Result<Result<T, wit::Error>>;
 
-fn reply<T>(result: crate::Result<T>) -> HostResult<T> {
-    Ok(result.map_err(convert::error))
+/// A host call's answer in the contract's terms.
+fn reply<T: ToWit>(result: crate::Result<T>) -> HostResult<T::Wit> {
+    Ok(result.map(|value| value.to_wit()).map_err(convert::error))
 }
 
 impl PluginState {
@@ -101,10 +102,6 @@ impl PluginState {
         let group_kind = self.table.get(handle)?.0.clone();
         Ok(self.pass_client().map(|pass| pass.kind_client(group_kind)))
     }
-}
-
-fn spec(text: &str) -> Result<Json, wit::Error> {
-    Json::parse(text).map_err(convert::error)
 }
 
 fn options(options: wit::CreateOptions) -> CreateOptions {
@@ -186,63 +183,49 @@ impl host::HostKindClient for PluginState {
         &mut self,
         handle: Resource<KindClientHandle>,
         name: String,
-        spec_text: String,
+        spec: String,
         opts: wit::CreateOptions,
     ) -> HostResult<wit::Object> {
-        with_kind!(self, handle, |client| {
-            let spec = match spec(&spec_text) {
-                Ok(s) => s,
-                Err(e) => return Ok(Err(e)),
-            };
-            reply(
+        with_kind!(self, handle, |client| reply(
+            async {
                 client
-                    .create(&name, spec, options(opts))
+                    .create(&name, Json::parse(&spec)?, options(opts))
                     .await
-                    .map(|o| convert::object(&o)),
-            )
-        })
+            }
+            .await
+        ))
     }
 
     async fn get_or_create(
         &mut self,
         handle: Resource<KindClientHandle>,
         name: String,
-        spec_text: String,
+        spec: String,
         opts: wit::CreateOptions,
     ) -> HostResult<(wit::Object, bool)> {
-        with_kind!(self, handle, |client| {
-            let spec = match spec(&spec_text) {
-                Ok(s) => s,
-                Err(e) => return Ok(Err(e)),
-            };
-            reply(
-                client
-                    .get_or_create(&name, spec, options(opts))
-                    .await
-                    .map(|(o, c)| (convert::object(&o), c)),
-            )
-        })
+        with_kind!(self, handle, |client| reply(
+            async {
+                let spec = Json::parse(&spec)?;
+                client.get_or_create(&name, spec, options(opts)).await
+            }
+            .await
+        ))
     }
 
     async fn create_or_update(
         &mut self,
         handle: Resource<KindClientHandle>,
         name: String,
-        spec_text: String,
+        spec: String,
         opts: wit::CreateOptions,
     ) -> HostResult<(wit::Object, bool)> {
-        with_kind!(self, handle, |client| {
-            let spec = match spec(&spec_text) {
-                Ok(s) => s,
-                Err(e) => return Ok(Err(e)),
-            };
-            reply(
-                client
-                    .create_or_update(&name, spec, options(opts))
-                    .await
-                    .map(|(o, c)| (convert::object(&o), c)),
-            )
-        })
+        with_kind!(self, handle, |client| reply(
+            async {
+                let spec = Json::parse(&spec)?;
+                client.create_or_update(&name, spec, options(opts)).await
+            }
+            .await
+        ))
     }
 
     async fn get(
@@ -250,9 +233,7 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         id: ObjectId,
     ) -> HostResult<wit::Object> {
-        with_kind!(self, handle, |client| reply(
-            client.get(id).map(|o| convert::object(&o))
-        ))
+        with_kind!(self, handle, |client| reply(client.get(id)))
     }
 
     async fn get_by_name(
@@ -260,9 +241,7 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         name: String,
     ) -> HostResult<wit::Object> {
-        with_kind!(self, handle, |client| reply(
-            client.get_by_name(&name).map(|o| convert::object(&o))
-        ))
+        with_kind!(self, handle, |client| reply(client.get_by_name(&name)))
     }
 
     async fn list(
@@ -272,14 +251,13 @@ impl host::HostKindClient for PluginState {
         limit: u32,
     ) -> HostResult<wit::Page> {
         with_kind!(self, handle, |client| {
-            reply(
-                client
-                    .list_page(after, limit.min(MAX_PAGE) as usize)
-                    .map(|(objects, next)| wit::Page {
-                        objects: objects.iter().map(convert::object).collect(),
-                        next,
-                    }),
-            )
+            let page = client.list_page(after, limit.min(MAX_PAGE) as usize);
+            Ok(page
+                .map(|(objects, next)| wit::Page {
+                    objects: objects.to_wit(),
+                    next,
+                })
+                .map_err(convert::error))
         })
     }
 
@@ -287,35 +265,22 @@ impl host::HostKindClient for PluginState {
         &mut self,
         handle: Resource<KindClientHandle>,
         id: ObjectId,
-        spec_text: String,
+        spec: String,
     ) -> HostResult<wit::Object> {
-        with_kind!(self, handle, |client| {
-            let spec = match spec(&spec_text) {
-                Ok(s) => s,
-                Err(e) => return Ok(Err(e)),
-            };
-            reply(client.update(id, spec).await.map(|o| convert::object(&o)))
-        })
+        with_kind!(self, handle, |client| reply(
+            async { client.update(id, Json::parse(&spec)?).await }.await
+        ))
     }
 
     async fn update_by_name(
         &mut self,
         handle: Resource<KindClientHandle>,
         name: String,
-        spec_text: String,
+        spec: String,
     ) -> HostResult<wit::Object> {
-        with_kind!(self, handle, |client| {
-            let spec = match spec(&spec_text) {
-                Ok(s) => s,
-                Err(e) => return Ok(Err(e)),
-            };
-            reply(
-                client
-                    .update_by_name(&name, spec)
-                    .await
-                    .map(|o| convert::object(&o)),
-            )
-        })
+        with_kind!(self, handle, |client| reply(
+            async { client.update_by_name(&name, Json::parse(&spec)?).await }.await
+        ))
     }
 
     async fn delete(&mut self, handle: Resource<KindClientHandle>, id: ObjectId) -> HostResult<()> {
@@ -337,11 +302,7 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         id: ObjectId,
     ) -> HostResult<Option<wit::ObjectRef>> {
-        with_kind!(self, handle, |client| reply(
-            client
-                .get_owner(id)
-                .map(|r| r.as_ref().map(convert::object_ref))
-        ))
+        with_kind!(self, handle, |client| reply(client.get_owner(id)))
     }
 
     async fn list_dependencies(
@@ -349,11 +310,7 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         id: ObjectId,
     ) -> HostResult<Vec<wit::ObjectRef>> {
-        with_kind!(self, handle, |client| reply(
-            client
-                .list_dependencies(id)
-                .map(|r| r.iter().map(convert::object_ref).collect())
-        ))
+        with_kind!(self, handle, |client| reply(client.list_dependencies(id)))
     }
 
     async fn list_dependents(
@@ -361,11 +318,7 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         id: ObjectId,
     ) -> HostResult<Vec<wit::ObjectRef>> {
-        with_kind!(self, handle, |client| reply(
-            client
-                .list_dependents(id)
-                .map(|r| r.iter().map(convert::object_ref).collect())
-        ))
+        with_kind!(self, handle, |client| reply(client.list_dependents(id)))
     }
 
     async fn list_owned(
@@ -373,11 +326,7 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         id: ObjectId,
     ) -> HostResult<Vec<wit::ObjectRef>> {
-        with_kind!(self, handle, |client| reply(
-            client
-                .list_owned(id)
-                .map(|r| r.iter().map(convert::object_ref).collect())
-        ))
+        with_kind!(self, handle, |client| reply(client.list_owned(id)))
     }
 
     async fn list_owned_objects(
@@ -386,9 +335,7 @@ impl host::HostKindClient for PluginState {
         owner: ObjectId,
     ) -> HostResult<Vec<wit::Object>> {
         with_kind!(self, handle, |client| reply(
-            client
-                .list_owned_objects(owner)
-                .map(|o| o.iter().map(convert::object).collect())
+            client.list_owned_objects(owner)
         ))
     }
 
@@ -407,11 +354,7 @@ impl host::HostKindClient for PluginState {
             // Unbounded, a long timeline would be copied whole into the
             // host and then the guest.
             filter = filter.limit(limit.unwrap_or(MAX_EVENTS).min(MAX_EVENTS) as usize);
-            reply(
-                client
-                    .list_events(id, &filter)
-                    .map(|e| e.iter().map(convert::event).collect()),
-            )
+            reply(client.list_events(id, &filter))
         })
     }
 
@@ -429,11 +372,7 @@ impl host::HostControllerClient for PluginState {
         status: String,
     ) -> HostResult<()> {
         let client = self.controller(&handle)?;
-        let status = match spec(&status) {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e)),
-        };
-        reply(client.update_status_json(status).await)
+        reply(async { client.update_status_json(Json::parse(&status)?).await }.await)
     }
 
     async fn set_condition(
@@ -441,12 +380,8 @@ impl host::HostControllerClient for PluginState {
         handle: Resource<ControllerClientHandle>,
         condition: wit::Condition,
     ) -> HostResult<()> {
-        let client = self.controller(&handle)?;
-        reply(
-            client
-                .set_condition(convert::host_condition(condition))
-                .await,
-        )
+        let condition = convert::host_condition(condition);
+        reply(self.controller(&handle)?.set_condition(condition).await)
     }
 
     async fn set_conditions(
@@ -454,15 +389,10 @@ impl host::HostControllerClient for PluginState {
         handle: Resource<ControllerClientHandle>,
         conditions: Vec<wit::Condition>,
     ) -> HostResult<()> {
-        let client = self.controller(&handle)?;
+        let conditions = conditions.into_iter().map(convert::host_condition);
         reply(
-            client
-                .set_conditions(
-                    conditions
-                        .into_iter()
-                        .map(convert::host_condition)
-                        .collect(),
-                )
+            self.controller(&handle)?
+                .set_conditions(conditions.collect())
                 .await,
         )
     }
@@ -472,8 +402,7 @@ impl host::HostControllerClient for PluginState {
         handle: Resource<ControllerClientHandle>,
         type_: String,
     ) -> HostResult<()> {
-        let client = self.controller(&handle)?;
-        reply(client.delete_condition(&type_).await)
+        reply(self.controller(&handle)?.delete_condition(&type_).await)
     }
 
     async fn add_event(
@@ -482,11 +411,7 @@ impl host::HostControllerClient for PluginState {
         event: wit::EventSpec,
     ) -> HostResult<()> {
         let client = self.controller(&handle)?;
-        let event = match convert::event_spec(event) {
-            Ok(e) => e,
-            Err(e) => return Ok(Err(convert::error(e))),
-        };
-        reply(client.add_event(event).await)
+        reply(async { client.add_event(convert::event_spec(event)?).await }.await)
     }
 
     async fn add_finalizer(
@@ -494,8 +419,7 @@ impl host::HostControllerClient for PluginState {
         handle: Resource<ControllerClientHandle>,
         finalizer: String,
     ) -> HostResult<()> {
-        let client = self.controller(&handle)?;
-        reply(client.add_finalizer(&finalizer).await)
+        reply(self.controller(&handle)?.add_finalizer(&finalizer).await)
     }
 
     async fn delete_finalizer(
@@ -503,8 +427,7 @@ impl host::HostControllerClient for PluginState {
         handle: Resource<ControllerClientHandle>,
         finalizer: String,
     ) -> HostResult<()> {
-        let client = self.controller(&handle)?;
-        reply(client.delete_finalizer(&finalizer).await)
+        reply(self.controller(&handle)?.delete_finalizer(&finalizer).await)
     }
 
     async fn add_dependency(
@@ -512,8 +435,7 @@ impl host::HostControllerClient for PluginState {
         handle: Resource<ControllerClientHandle>,
         target: ObjectId,
     ) -> HostResult<()> {
-        let client = self.controller(&handle)?;
-        reply(client.add_dependency(target).await)
+        reply(self.controller(&handle)?.add_dependency(target).await)
     }
 
     async fn delete_dependency(
@@ -521,8 +443,7 @@ impl host::HostControllerClient for PluginState {
         handle: Resource<ControllerClientHandle>,
         target: ObjectId,
     ) -> HostResult<()> {
-        let client = self.controller(&handle)?;
-        reply(client.delete_dependency(target).await)
+        reply(self.controller(&handle)?.delete_dependency(target).await)
     }
 
     async fn has_incoming_edges(
@@ -536,59 +457,40 @@ impl host::HostControllerClient for PluginState {
         &mut self,
         handle: Resource<ControllerClientHandle>,
     ) -> HostResult<Option<wit::ObjectRef>> {
-        reply(
-            self.controller(&handle)?
-                .get_owner()
-                .map(|r| r.as_ref().map(convert::object_ref)),
-        )
+        reply(self.controller(&handle)?.get_owner())
     }
 
     async fn list_dependencies(
         &mut self,
         handle: Resource<ControllerClientHandle>,
     ) -> HostResult<Vec<wit::ObjectRef>> {
-        reply(
-            self.controller(&handle)?
-                .list_dependencies()
-                .map(|r| r.iter().map(convert::object_ref).collect()),
-        )
+        reply(self.controller(&handle)?.list_dependencies())
     }
 
     async fn list_dependents(
         &mut self,
         handle: Resource<ControllerClientHandle>,
     ) -> HostResult<Vec<wit::ObjectRef>> {
-        reply(
-            self.controller(&handle)?
-                .list_dependents()
-                .map(|r| r.iter().map(convert::object_ref).collect()),
-        )
+        reply(self.controller(&handle)?.list_dependents())
     }
 
     async fn list_owned(
         &mut self,
         handle: Resource<ControllerClientHandle>,
     ) -> HostResult<Vec<wit::ObjectRef>> {
-        reply(
-            self.controller(&handle)?
-                .list_owned()
-                .map(|r| r.iter().map(convert::object_ref).collect()),
-        )
+        reply(self.controller(&handle)?.list_owned())
     }
 
     async fn begin(&mut self, handle: Resource<ControllerClientHandle>) -> HostResult<()> {
-        let client = self.controller(&handle)?;
-        reply(client.begin().await)
+        reply(self.controller(&handle)?.begin().await)
     }
 
     async fn commit(&mut self, handle: Resource<ControllerClientHandle>) -> HostResult<()> {
-        let client = self.controller(&handle)?;
-        reply(client.commit().await)
+        reply(self.controller(&handle)?.commit().await)
     }
 
     async fn rollback(&mut self, handle: Resource<ControllerClientHandle>) -> HostResult<()> {
-        let client = self.controller(&handle)?;
-        reply(client.rollback().await)
+        reply(self.controller(&handle)?.rollback().await)
     }
 
     async fn drop(&mut self, handle: Resource<ControllerClientHandle>) -> wasmtime::Result<()> {

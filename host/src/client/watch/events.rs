@@ -1,6 +1,6 @@
 //! Event watches: one object's timeline, then every run written to it.
 
-use super::{Delivery, End, Feed, PAGE, WatchOptions, debug_stream};
+use super::{Delivery, End, Feed, PAGE, WatchOptions};
 use crate::client::RawClient;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventFilter};
@@ -14,6 +14,7 @@ use crate::store::Store;
 /// [`Error::NotFound`] once the object was collected (its log goes with it),
 /// [`Error::WatchTooOld`] when retention trimmed runs it had not delivered,
 /// or [`Error::Stopped`].
+#[derive(Debug)]
 pub struct EventStream {
     /// The runs as of the snapshot, newest first (empty when resuming).
     pub runs: Vec<Event>,
@@ -23,13 +24,6 @@ pub struct EventStream {
 }
 
 stream_from_feed!(EventStream, Event);
-
-impl std::fmt::Debug for EventStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let runs = self.runs.len();
-        debug_stream(f, "EventStream", ("runs", &runs), self.resource_version)
-    }
-}
 
 impl RawClient {
     /// Object `id`'s event log (one `category`'s timeline, if given), and

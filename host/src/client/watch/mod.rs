@@ -175,6 +175,15 @@ struct Feed<T> {
     _open: Held,
 }
 
+impl<T> std::fmt::Debug for Feed<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feed")
+            .field("group_kind", &self.group_kind)
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T> Feed<T> {
     fn new(
         receiver: mpsc::Receiver<T>,
@@ -283,18 +292,4 @@ impl RawClient {
         };
         Ok((feed, delivery))
     }
-}
-
-/// Formats a stream for `Debug`: its name, the size or id of its snapshot,
-/// and its position.
-fn debug_stream(
-    f: &mut std::fmt::Formatter<'_>,
-    name: &str,
-    snapshot: (&str, &dyn std::fmt::Debug),
-    resource_version: i64,
-) -> std::fmt::Result {
-    f.debug_struct(name)
-        .field(snapshot.0, snapshot.1)
-        .field("resource_version", &resource_version)
-        .finish_non_exhaustive()
 }

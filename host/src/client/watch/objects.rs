@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use super::{ChangeType, Delivery, End, Feed, ObjectChange, PAGE, WatchOptions, debug_stream};
+use super::{ChangeType, Delivery, End, Feed, ObjectChange, PAGE, WatchOptions};
 use crate::client::RawClient;
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, Loads, ObjectId, RawObject};
@@ -16,6 +16,7 @@ use crate::store::{Reader, Store};
 /// # Cancel safety
 /// Reading with `next()` in a `select!` loses nothing: a change is taken
 /// from the stream only when it is returned.
+#[derive(Debug)]
 pub struct ObjectListStream {
     /// The snapshot (empty when resuming).
     pub objects: Vec<RawObject>,
@@ -27,20 +28,9 @@ pub struct ObjectListStream {
 
 stream_from_feed!(ObjectListStream, ObjectChange);
 
-impl std::fmt::Debug for ObjectListStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let objects = self.objects.len();
-        debug_stream(
-            f,
-            "ObjectListStream",
-            ("objects", &objects),
-            self.resource_version,
-        )
-    }
-}
-
 /// One object as of `resource_version`, then, as a [`Stream`](futures_util::Stream), every change
 /// to it above that; it ends as [`ObjectListStream`] does.
+#[derive(Debug)]
 pub struct ObjectStream {
     /// The object, or `None` when the id holds nothing of the kind yet.
     pub object: Option<RawObject>,
@@ -50,13 +40,6 @@ pub struct ObjectStream {
 }
 
 stream_from_feed!(ObjectStream, ObjectChange);
-
-impl std::fmt::Debug for ObjectStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let id = self.object.as_ref().map(|o| o.meta.id);
-        debug_stream(f, "ObjectStream", ("object", &id), self.resource_version)
-    }
-}
 
 impl RawClient {
     /// Every object of this kind, and every change to them from here on.

@@ -112,20 +112,6 @@ pub(crate) struct KindMetrics {
     pub(crate) queue: QueueMetrics,
 }
 
-impl Default for KindMetrics {
-    fn default() -> Self {
-        KindMetrics {
-            success: Counter::default(),
-            error: Counter::default(),
-            requeue: Counter::default(),
-            requeue_after: Counter::default(),
-            errors: Counter::default(),
-            reconcile_time: seconds_histogram(),
-            queue: QueueMetrics::default(),
-        }
-    }
-}
-
 /// A work queue's handles.
 #[derive(Clone, Debug)]
 pub(crate) struct QueueMetrics {
@@ -134,18 +120,6 @@ pub(crate) struct QueueMetrics {
     pub(crate) retries: Counter,
     pub(crate) queue_seconds: Histogram,
     pub(crate) work_seconds: Histogram,
-}
-
-impl Default for QueueMetrics {
-    fn default() -> Self {
-        QueueMetrics {
-            depth: Gauge::default(),
-            adds: Counter::default(),
-            retries: Counter::default(),
-            queue_seconds: seconds_histogram(),
-            work_seconds: seconds_histogram(),
-        }
-    }
 }
 
 /// One plugin's handles.

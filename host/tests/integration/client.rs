@@ -1,6 +1,6 @@
 //! The untyped and typed clients through the public API, on a real file store.
 
-use crate::common::{create, spec};
+use crate::common::{create, spec, update};
 use beehive::{
     Client, CreateOptions, Error, GroupKind, Json, RawClient, RawObject, Store, client::Loads,
     object::generate_name,
@@ -294,10 +294,7 @@ async fn a_write_of_the_same_content_moves_nothing() {
     assert_eq!(store.resource_version(), version);
     assert_eq!(log_entries(&store), entries);
 
-    let changed = client
-        .update(created.meta.id, spec(r#"{"a":{"x":3}}"#))
-        .await
-        .unwrap();
+    let changed = update(&client, created.meta.id, r#"{"a":{"x":3}}"#).await;
     assert_eq!(changed.meta.generation, 2);
     assert_eq!(store.resource_version(), version + 1);
     assert_eq!(log_entries(&store), entries + 1);

@@ -95,6 +95,15 @@ pub async fn create(
         .unwrap()
 }
 
+/// Replaces the spec of object `id` through `client` with the JSON `spec_text`.
+pub async fn update(
+    client: &beehive::RawClient,
+    id: beehive::ObjectId,
+    spec_text: &str,
+) -> beehive::RawObject {
+    client.update(id, spec(spec_text)).await.unwrap()
+}
+
 /// Registers `controller` for `kind` with default options and starts
 /// `host`.
 pub async fn serve(

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{
-    PATIENCE, create, metric, run_after_restart, run_then_crash, serve, spec, wait_until,
+    PATIENCE, create, metric, run_after_restart, run_then_crash, serve, spec, update, wait_until,
 };
 use beehive::engine::Cadence;
 use beehive::{
@@ -143,10 +143,24 @@ fn owed_total(store: &Store) -> i64 {
     )
 }
 
+/// Waits until every app is observed and no pass is owed: whatever the
+/// last writes woke has run.
+async fn apps_settle(what: &str, host: &Host, store: &Store) {
+    wait_until(what, PATIENCE, || {
+        settled(host, app()) && owed_total(store) == 0
+    })
+    .await;
+}
+
+/// An app's spec: depend on object `target` of kind `kind`.
+fn pointing_at(target: i64, kind: &str) -> String {
+    format!(r#"{{"target":{target},"kind":"{kind}"}}"#)
+}
+
 async fn apps_on(host: &Host, target: i64, kind: &str, count: usize) -> Vec<i64> {
     let mut ids = Vec::new();
     for i in 0..count {
-        let body = spec(&format!(r#"{{"target":{target},"kind":"{kind}"}}"#));
+        let body = spec(&pointing_at(target, kind));
         let created = host
             .client(app())
             .create(&format!("app{i}"), body, CreateOptions::new())
@@ -164,10 +178,7 @@ async fn a_client_only_target_wakes_each_dependent_once_per_change() {
     let (host, running) = host_with(&store, &apps, &dbs).await;
     let target = create(&host.client(config()), "settings", r#"{"color":"red"}"#).await;
     let ids = apps_on(&host, target.meta.id, "Config", 5).await;
-    wait_until("the apps settle with their edges", PATIENCE, || {
-        settled(&host, app()) && owed_total(&store) == 0
-    })
-    .await;
+    apps_settle("the apps settle with their edges", &host, &store).await;
     // Declaring an edge costs one extra pass, once; re-asserting costs nothing.
     for id in &ids {
         assert_eq!(apps.passes_of(*id), 2);
@@ -177,10 +188,12 @@ async fn a_client_only_target_wakes_each_dependent_once_per_change() {
         assert_eq!(apps.passes_of(*id), 2, "re-asserting an edge wakes nothing");
     }
 
-    host.client(config())
-        .update(target.meta.id, spec(r#"{"color":"blue"}"#))
-        .await
-        .unwrap();
+    update(
+        &host.client(config()),
+        target.meta.id,
+        r#"{"color":"blue"}"#,
+    )
+    .await;
     wait_until("every app saw the new spec", PATIENCE, || {
         host.client(app()).list().unwrap().iter().all(|o| {
             o.status
@@ -235,22 +248,9 @@ async fn a_deleting_target_waits_for_live_dependents() {
     let first = create(&dbs_client, "first", "{}").await;
     let second = create(&dbs_client, "second", "{}").await;
     let apps_client = host.client(app());
-    let holder = create(
-        &apps_client,
-        "holder",
-        &format!(r#"{{"target":{},"kind":"Db"}}"#, first.meta.id),
-    )
-    .await;
-    let doomed = create(
-        &apps_client,
-        "doomed",
-        &format!(r#"{{"target":{},"kind":"Db"}}"#, second.meta.id),
-    )
-    .await;
-    wait_until("everything settles", PATIENCE, || {
-        settled(&host, app()) && owed_total(&store) == 0
-    })
-    .await;
+    let holder = create(&apps_client, "holder", &pointing_at(first.meta.id, "Db")).await;
+    let doomed = create(&apps_client, "doomed", &pointing_at(second.meta.id, "Db")).await;
+    apps_settle("everything settles", &host, &store).await;
 
     dbs_client.delete(first.meta.id).await.unwrap();
     dbs_client.delete(second.meta.id).await.unwrap();
@@ -265,10 +265,7 @@ async fn a_deleting_target_waits_for_live_dependents() {
     assert!(dbs_client.get(second.meta.id).is_ok());
 
     // Dropping the edge releases the first; deleting the dependent, the second.
-    apps_client
-        .update(holder.meta.id, spec(r#"{"target":null}"#))
-        .await
-        .unwrap();
+    update(&apps_client, holder.meta.id, r#"{"target":null}"#).await;
     apps_client.delete(doomed.meta.id).await.unwrap();
     wait_until("both targets are collected", PATIENCE, || {
         dbs_client.get(first.meta.id).is_err() && dbs_client.get(second.meta.id).is_err()
@@ -284,24 +281,10 @@ async fn an_edge_that_would_close_a_cycle_is_refused_and_reported() {
     let (host, running) = host_with(&store, &apps, &dbs).await;
     let client = host.client(app());
     let a = create(&client, "a", r#"{"target":null}"#).await;
-    let b = create(
-        &client,
-        "b",
-        &format!(r#"{{"target":{},"kind":"App"}}"#, a.meta.id),
-    )
-    .await;
-    wait_until("b depends on a", PATIENCE, || {
-        settled(&host, app()) && owed_total(&store) == 0
-    })
-    .await;
+    let b = create(&client, "b", &pointing_at(a.meta.id, "App")).await;
+    apps_settle("b depends on a", &host, &store).await;
     // a now asks to depend on b: a → b → a.
-    client
-        .update(
-            a.meta.id,
-            spec(&format!(r#"{{"target":{},"kind":"App"}}"#, b.meta.id)),
-        )
-        .await
-        .unwrap();
+    update(&client, a.meta.id, &pointing_at(b.meta.id, "App")).await;
     wait_until("the cycle is reported", PATIENCE, || {
         !client
             .list_events(a.meta.id, &EventFilter::all().category("dependencies"))
@@ -399,15 +382,8 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
         let target = create(&host.client(config()), "settings", r#"{"v":1}"#).await;
         let dependent = apps_on(&host, target.meta.id, "Config", 1).await[0];
         *crash_ids.lock().unwrap() = (target.meta.id, dependent);
-        wait_until("the app settles", PATIENCE, || {
-            owed_total(&store) == 0 && settled(&host, app())
-        })
-        .await;
-        let updated = host
-            .client(config())
-            .update(target.meta.id, spec(r#"{"v":2}"#))
-            .await
-            .unwrap();
+        apps_settle("the app settles", &host, &store).await;
+        let updated = update(&host.client(config()), target.meta.id, r#"{"v":2}"#).await;
         // The wake is taken (the pass hangs) and the waker's cursor is saved
         // past the update, so only the watermark can bring the app back.
         wait_until("the woken pass is hanging", PATIENCE, || {
@@ -462,14 +438,8 @@ async fn a_self_dependency_is_accepted_and_costs_no_pass() {
     let id = selfish.meta.id;
     wait_until("the first pass settles", PATIENCE, || settled(&host, app())).await;
     assert_eq!(apps.passes_of(id), 1);
-    host.client(app())
-        .update(id, spec(&format!(r#"{{"target":{id},"kind":"App"}}"#)))
-        .await
-        .unwrap();
-    wait_until("the pass with the self edge settles", PATIENCE, || {
-        settled(&host, app()) && owed_total(&store) == 0
-    })
-    .await;
+    update(&host.client(app()), id, &pointing_at(id, "App")).await;
+    apps_settle("the pass with the self edge settles", &host, &store).await;
     wait_until("the host is idle", PATIENCE, || host.is_idle()).await;
     assert_eq!(apps.passes_of(id), 2, "the self edge added no pass");
     assert_eq!(host.client(app()).list_dependencies(id).unwrap().len(), 1);

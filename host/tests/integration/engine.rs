@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{
     PATIENCE, create, delete_and_wait_gone, run_after_restart, run_then_crash, serve, serve_with,
-    spec, wait_until,
+    spec, update, wait_until,
 };
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
@@ -141,12 +141,12 @@ async fn each_generation_of_each_object_is_reconciled_exactly_once() {
     }
     widgets_observed(&host, "every widget is observed").await;
     for id in &ids[..10] {
-        client.update(*id, spec(r#"{"v":"second"}"#)).await.unwrap();
+        update(&client, *id, r#"{"v":"second"}"#).await;
     }
     widgets_observed(&host, "the updates are observed").await;
     // A last round on other objects, so a stray extra pass would have run by now.
     for id in &ids[10..] {
-        client.update(*id, spec(r#"{"v":"third"}"#)).await.unwrap();
+        update(&client, *id, r#"{"v":"third"}"#).await;
     }
     widgets_observed(&host, "the last round is observed").await;
     running.stop(Duration::from_secs(10)).await.unwrap();
@@ -578,10 +578,7 @@ async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
     let client = host.client(widget());
     let created = create(&client, "w", r#"{"v":1}"#).await;
     first_pass_rx.await.unwrap();
-    client
-        .update(created.meta.id, spec(r#"{"v":2}"#))
-        .await
-        .unwrap();
+    update(&client, created.meta.id, r#"{"v":2}"#).await;
     gate.notify_one();
     wait_until("generation 2 is observed", PATIENCE, || {
         client

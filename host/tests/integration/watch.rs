@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
-use crate::common::{PATIENCE, create, spec};
+use crate::common::{PATIENCE, create, spec, update, wait_until};
 use beehive::{
-    CreateOptions, Error, GroupKind, Host, HostOptions, RawClient, Store,
-    client::{ChangeType, ObjectChange, WatchOptions},
+    CreateOptions, Error, EventSpec, GroupKind, Host, HostOptions, RawClient, Store,
+    client::{ChangeType, EventStream, ObjectChange, WatchOptions},
+    engine::AdminClient,
 };
 use futures_util::{Stream, StreamExt};
 
@@ -17,6 +18,42 @@ fn kind() -> GroupKind {
 async fn start_collecting(store: &Store) -> beehive::engine::StopHandle {
     let options = HostOptions::new().gc_interval(Duration::from_millis(20));
     Host::new(store, options).unwrap().start().await.unwrap()
+}
+
+/// A cluster, `prod`, whose event timeline a test writes and watches.
+struct Timeline {
+    store: Store,
+    clusters: RawClient,
+    prod: beehive::RawObject,
+    admin: AdminClient,
+}
+
+impl Timeline {
+    async fn new() -> Timeline {
+        let store = crate::common::store();
+        let clusters = RawClient::new(&store, kind());
+        let prod = create(&clusters, "prod", "{}").await;
+        let admin = AdminClient::new(&store, kind());
+        Timeline {
+            store,
+            clusters,
+            prod,
+            admin,
+        }
+    }
+
+    /// Records `event` on `prod`, as its controller would.
+    async fn record(&self, event: EventSpec) {
+        self.admin
+            .add_event(self.prod.meta.id, event)
+            .await
+            .unwrap();
+    }
+
+    fn watch(&self, category: Option<&str>, options: WatchOptions) -> beehive::Result<EventStream> {
+        self.clusters
+            .watch_events(self.prod.meta.id, category, options)
+    }
 }
 
 /// The next item of a stream, which must arrive within the patience.
@@ -50,6 +87,17 @@ async fn next(
         .expect("a change, not an error")
 }
 
+/// The next change, which must be `expected` to object `id`.
+async fn next_is(
+    changes: &mut (impl Stream<Item = beehive::Result<ObjectChange>> + Unpin),
+    expected: ChangeType,
+    id: beehive::ObjectId,
+) -> ObjectChange {
+    let change = next(changes).await;
+    assert_eq!((change.change, change.id), (expected, id), "{change:?}");
+    change
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
     let store = crate::common::store();
@@ -65,18 +113,10 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
         .await
         .unwrap();
     let new = create(&clusters, "new", r#"{"n":1}"#).await;
-    let change = next(&mut stream).await;
-    assert_eq!((change.change, change.id), (ChangeType::Added, new.meta.id));
+    next_is(&mut stream, ChangeType::Added, new.meta.id).await;
 
-    clusters
-        .update(old.meta.id, spec(r#"{"n":2}"#))
-        .await
-        .unwrap();
-    let change = next(&mut stream).await;
-    assert_eq!(
-        (change.change, change.id),
-        (ChangeType::Modified, old.meta.id)
-    );
+    update(&clusters, old.meta.id, r#"{"n":2}"#).await;
+    let change = next_is(&mut stream, ChangeType::Modified, old.meta.id).await;
     assert_eq!(change.object.unwrap().spec.as_str(), r#"{"n":2}"#);
 
     clusters.delete(new.meta.id).await.unwrap();
@@ -90,11 +130,7 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
 
     // The collector removes it: that is the Deleted.
     let running = start_collecting(&store).await;
-    let change = next(&mut stream).await;
-    assert_eq!(
-        (change.change, change.id),
-        (ChangeType::Deleted, new.meta.id)
-    );
+    let change = next_is(&mut stream, ChangeType::Deleted, new.meta.id).await;
     let last = change
         .object
         .expect("the final state comes with the deletion");
@@ -114,19 +150,9 @@ async fn an_object_watch_sees_only_its_object_and_a_resume_picks_up_the_gap() {
     assert_eq!(one.object.as_ref().map(|o| o.meta.id), Some(a.meta.id));
     let position = one.resource_version;
 
-    clusters
-        .update(b.meta.id, spec(r#"{"b":1}"#))
-        .await
-        .unwrap();
-    clusters
-        .update(a.meta.id, spec(r#"{"a":1}"#))
-        .await
-        .unwrap();
-    let change = next(&mut one).await;
-    assert_eq!(
-        (change.change, change.id),
-        (ChangeType::Modified, a.meta.id)
-    );
+    update(&clusters, b.meta.id, r#"{"b":1}"#).await;
+    update(&clusters, a.meta.id, r#"{"a":1}"#).await;
+    next_is(&mut one, ChangeType::Modified, a.meta.id).await;
     drop(one);
 
     // A reader that saw up to `position` resumes and gets both, as Added.
@@ -178,28 +204,17 @@ async fn a_resume_from_elsewhere_or_below_retention_ends_the_stream_with_why() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
-    use beehive::{EventSpec, engine::AdminClient};
-
-    let store = crate::common::store();
-    let clusters = RawClient::new(&store, kind());
-    let admin = AdminClient::new(&store, kind());
-    let prod = create(&clusters, "prod", "{}").await;
+    let timeline = Timeline::new().await;
     let probe = |reason: &str| EventSpec::warning(reason).category("connection");
-    admin
-        .add_event(prod.meta.id, probe("ProbeFailed"))
-        .await
-        .unwrap();
+    timeline.record(probe("ProbeFailed")).await;
 
-    let mut stream = clusters
-        .watch_events(prod.meta.id, Some("connection"), WatchOptions::new())
+    let mut stream = timeline
+        .watch(Some("connection"), WatchOptions::new())
         .unwrap();
     assert_eq!(stream.runs.len(), 1);
     let first = stream.runs[0].clone();
 
-    admin
-        .add_event(prod.meta.id, probe("ProbeFailed"))
-        .await
-        .unwrap();
+    timeline.record(probe("ProbeFailed")).await;
     let extended = item(&mut stream).await.unwrap();
     assert_eq!(
         (extended.id, extended.count),
@@ -207,23 +222,21 @@ async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
         "an extend is the same run, grown"
     );
 
-    admin
-        .add_event(
-            prod.meta.id,
-            EventSpec::normal("Elsewhere").category("config"),
-        )
-        .await
-        .unwrap();
-    admin
-        .add_event(
-            prod.meta.id,
-            EventSpec::normal("Connected").category("connection"),
-        )
-        .await
-        .unwrap();
+    timeline
+        .record(EventSpec::normal("Elsewhere").category("config"))
+        .await;
+    timeline
+        .record(EventSpec::normal("Connected").category("connection"))
+        .await;
     let next = item(&mut stream).await.unwrap();
     assert_eq!(next.reason, "Connected", "other timelines are filtered out");
 
+    let Timeline {
+        store,
+        clusters,
+        prod,
+        ..
+    } = timeline;
     clusters.delete(prod.meta.id).await.unwrap();
     let running = start_collecting(&store).await;
     let end = ending(&mut stream).await;
@@ -249,25 +262,13 @@ async fn an_owner_watch_sees_only_its_children_including_later_ones() {
 
     create(&nodes, "stray-2", "{}").await;
     let second = nodes.create("n2", spec("{}"), owned()).await.unwrap();
-    let change = next(&mut stream).await;
-    assert_eq!(
-        (change.change, change.id),
-        (ChangeType::Added, second.meta.id),
-        "strays are skipped"
-    );
+    // The strays around it never show up.
+    next_is(&mut stream, ChangeType::Added, second.meta.id).await;
 
     nodes.delete(first.meta.id).await.unwrap();
-    let change = next(&mut stream).await;
-    assert_eq!(
-        (change.change, change.id),
-        (ChangeType::Modified, first.meta.id)
-    );
+    next_is(&mut stream, ChangeType::Modified, first.meta.id).await;
     let running = start_collecting(&store).await;
-    let change = next(&mut stream).await;
-    assert_eq!(
-        (change.change, change.id),
-        (ChangeType::Deleted, first.meta.id)
-    );
+    next_is(&mut stream, ChangeType::Deleted, first.meta.id).await;
     running.stop(PATIENCE).await.unwrap();
 }
 
@@ -414,52 +415,39 @@ async fn resuming_from_any_delivered_position_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
-    use beehive::{EventSpec, engine::AdminClient};
-
-    let store = crate::common::store();
-    let clusters = RawClient::new(&store, kind());
-    let admin = AdminClient::new(&store, kind());
-    let prod = create(&clusters, "prod", "{}").await;
-    let too_new = clusters.watch_events(
-        prod.meta.id,
-        None,
-        WatchOptions::new().resume_from(1_000_000),
-    );
+    let timeline = Timeline::new().await;
+    let too_new = timeline.watch(None, WatchOptions::new().resume_from(1_000_000));
     assert!(
         matches!(too_new, Err(Error::WatchTooNew { .. })),
         "{too_new:?}"
     );
 
-    let before = store.resource_version();
+    let before = timeline.store.resource_version();
     // Alternating reasons make a new run each time.
     for i in 0..6 {
         let reason = if i % 2 == 0 { "Up" } else { "Down" };
-        admin
-            .add_event(prod.meta.id, EventSpec::normal(reason).category("probe"))
-            .await
-            .unwrap();
+        timeline
+            .record(EventSpec::normal(reason).category("probe"))
+            .await;
     }
     // Retention keeps two runs per timeline: a resume from before them
     // cannot be truthful.
     let options = HostOptions::new()
         .gc_interval(Duration::from_millis(20))
         .event_retention(2, Duration::ZERO);
-    let running = Host::new(&store, options).unwrap().start().await.unwrap();
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while clusters
-        .list_events(prod.meta.id, &beehive::event::EventFilter::all())
+    let running = Host::new(&timeline.store, options)
         .unwrap()
-        .len()
-        > 2
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "retention never trimmed"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let mut stream = clusters
-        .watch_events(prod.meta.id, None, WatchOptions::new().resume_from(before))
+        .start()
+        .await
+        .unwrap();
+    let all = beehive::event::EventFilter::all();
+    wait_until("retention trims the timeline to two runs", PATIENCE, || {
+        let runs = timeline.clusters.list_events(timeline.prod.meta.id, &all);
+        runs.unwrap().len() <= 2
+    })
+    .await;
+    let mut stream = timeline
+        .watch(None, WatchOptions::new().resume_from(before))
         .unwrap();
     let end = ending(&mut stream).await;
     assert!(matches!(end, Error::WatchTooOld { .. }), "{end:?}");

@@ -54,6 +54,11 @@
 //! (not the backoff ladder) until its spec is fixed or a release that reads
 //! it is swapped in.
 //!
+//! **Shared with the host.** [`Condition`], [`EventSpec`], [`Cadence`] and
+//! [`Timestamp`] come from the `beehive-types` crate, which the host's
+//! library re-exports too: a plugin and an embedded controller report
+//! observations and ask for cadences with the same types.
+//!
 //! The bindings to the host exist only when compiling for `wasm32`; on the
 //! host target the SDK is plain Rust, which is what makes the fake work.
 

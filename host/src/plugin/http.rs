@@ -471,49 +471,65 @@ mod tests {
         Destination::of(&url.parse().unwrap()).unwrap()
     }
 
-    fn allows(pattern: &str, url: &str) -> bool {
-        pattern
-            .parse::<HostPattern>()
-            .unwrap()
-            .allows(&destination(url))
+    /// Asserts that `pattern` lets through each URL in `allowed` and none in
+    /// `refused`.
+    fn assert_allows(pattern: &str, allowed: &[&str], refused: &[&str]) {
+        let pattern: HostPattern = pattern.parse().unwrap();
+        for url in allowed {
+            assert!(
+                pattern.allows(&destination(url)),
+                "{pattern:?} refused {url}"
+            );
+        }
+        for url in refused {
+            assert!(
+                !pattern.allows(&destination(url)),
+                "{pattern:?} allowed {url}"
+            );
+        }
     }
 
     #[test]
     fn exact_hosts_allow_their_default_port_unless_a_port_is_named() {
-        assert!(allows("api.example.com", "https://api.example.com/x"));
-        assert!(allows("api.example.com", "http://API.example.com/"));
-        assert!(!allows("api.example.com", "https://api.example.com:8443/"));
-        assert!(!allows("api.example.com", "https://example.com/"));
-        assert!(allows("127.0.0.1:8080", "http://127.0.0.1:8080/health"));
-        assert!(!allows("127.0.0.1:8080", "http://127.0.0.1:8081/health"));
-        assert!(!allows("127.0.0.1:8080", "http://127.0.0.1/health"));
-        assert!(allows("localhost:*", "http://localhost:9999/"));
-        assert!(allows("[::1]:8080", "http://[::1]:8080/"));
+        assert_allows(
+            "api.example.com",
+            &["https://api.example.com/x", "http://API.example.com/"],
+            &["https://api.example.com:8443/", "https://example.com/"],
+        );
+        assert_allows(
+            "127.0.0.1:8080",
+            &["http://127.0.0.1:8080/health"],
+            &["http://127.0.0.1:8081/health", "http://127.0.0.1/health"],
+        );
+        assert_allows("localhost:*", &["http://localhost:9999/"], &[]);
+        assert_allows("[::1]:8080", &["http://[::1]:8080/"], &[]);
     }
 
     #[test]
     fn wildcards_cover_names_under_a_domain_but_not_the_domain() {
-        assert!(allows("*.example.com", "https://a.example.com/"));
-        assert!(allows("*.example.com", "https://a.b.example.com/"));
-        assert!(!allows("*.example.com", "https://example.com/"));
-        assert!(!allows("*.example.com", "https://badexample.com/"));
-        assert!(!allows("*.example.com", "https://a.example.com.evil.net/"));
+        assert_allows(
+            "*.example.com",
+            &["https://a.example.com/", "https://a.b.example.com/"],
+            &[
+                "https://example.com/",
+                "https://badexample.com/",
+                "https://a.example.com.evil.net/",
+            ],
+        );
     }
 
     #[test]
     fn a_scheme_prefix_allows_only_that_scheme() {
-        assert!(allows(
+        assert_allows(
             "https://api.example.com",
-            "https://api.example.com/"
-        ));
-        assert!(!allows(
-            "https://api.example.com",
-            "http://api.example.com:443/"
-        ));
-        assert!(!allows(
+            &["https://api.example.com/"],
+            &["http://api.example.com:443/"],
+        );
+        assert_allows(
             "http://api.example.com:*",
-            "https://api.example.com/"
-        ));
+            &[],
+            &["https://api.example.com/"],
+        );
     }
 
     #[test]

@@ -203,6 +203,16 @@ mod tests {
         }
     }
 
+    /// The owed, full and individual pass intervals and the backoff cap, in ms.
+    fn cadences_ms(registration: &wit::Registration) -> [Option<u64>; 4] {
+        [
+            registration.owed_pass_interval_ms,
+            registration.full_pass_interval_ms,
+            registration.individual_pass_interval_ms,
+            registration.max_retry_interval_ms,
+        ]
+    }
+
     #[test]
     fn requests_beyond_the_ceiling_are_cut_to_it() {
         let ceiling = Limits::default();
@@ -212,10 +222,7 @@ mod tests {
         assert_eq!(applied.pass_deadline, ceiling.pass_deadline);
         assert_eq!(registration.concurrency, Some(16));
         assert_eq!(registration.pass_deadline_ms, Some(10_000));
-        assert_eq!(registration.owed_pass_interval_ms, Some(1000));
-        assert_eq!(registration.full_pass_interval_ms, Some(1000));
-        assert_eq!(registration.individual_pass_interval_ms, Some(1000));
-        assert_eq!(registration.max_retry_interval_ms, Some(1000));
+        assert_eq!(cadences_ms(&registration), [Some(1000); 4], "the floor");
         assert_eq!(cuts.len(), 6, "{cuts:?}");
     }
 
@@ -237,8 +244,7 @@ mod tests {
         registration.max_retry_interval_ms = None;
         assert_eq!(registration_problem(&registration), None);
         let (_, cuts) = clamp(&mut registration, Limits::default());
-        assert_eq!(registration.full_pass_interval_ms, Some(0));
-        assert_eq!(registration.individual_pass_interval_ms, Some(0));
+        assert_eq!(cadences_ms(&registration), [None, Some(0), Some(0), None]);
         assert_eq!(registration.concurrency, Some(1));
         assert_eq!(cuts.len(), 1, "{cuts:?}");
     }

@@ -1,6 +1,6 @@
 //! The admin client: pass-only writes from outside a pass.
 
-use crate::common::PassCounter;
+use crate::common::{PassCounter, create_finalized};
 use beehive::{
     Condition, ConditionStatus, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
     Host, HostOptions, Json, RawClient, client::Loads, engine::AdminClient, event::EventFilter,
@@ -102,12 +102,7 @@ async fn a_wedged_finalizer_can_be_cleared() {
     .await
     .unwrap();
     let clusters = RawClient::new(&store, kind());
-    let wedged = clusters
-        .create(
-            "wedged",
-            Json::parse("{}").unwrap(),
-            CreateOptions::new().finalizers(["acme.com/wedge"]),
-        )
+    let wedged = create_finalized(&clusters, "wedged", ["acme.com/wedge"])
         .await
         .unwrap();
     clusters.delete(wedged.meta.id).await.unwrap();

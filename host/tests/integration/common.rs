@@ -95,6 +95,16 @@ pub async fn create(
         .unwrap()
 }
 
+/// Creates `name` with an empty spec, held by `finalizers` once deleted.
+pub async fn create_finalized<const N: usize>(
+    client: &beehive::RawClient,
+    name: &str,
+    finalizers: [&str; N],
+) -> beehive::Result<beehive::RawObject> {
+    let options = beehive::CreateOptions::new().finalizers(finalizers);
+    client.create(name, spec("{}"), options).await
+}
+
 /// Replaces the spec of object `id` through `client` with the JSON `spec_text`.
 pub async fn update(
     client: &beehive::RawClient,

@@ -118,13 +118,16 @@ fn options() -> HostOptions {
         .requeue_floor(Duration::from_millis(20))
 }
 
-async fn host_with(store: &Store, apps: &Apps, dbs: &Dbs) -> (Host, beehive::engine::StopHandle) {
+/// A host over `store` serving the app and db controllers, and the apps'
+/// record of their passes.
+async fn serving(store: &Store) -> (Host, Apps, beehive::engine::StopHandle) {
     let host = Host::new(store, options()).unwrap();
+    let apps = Apps::default();
     host.register(app(), apps.clone(), ControllerOptions::new())
         .await
         .unwrap();
-    let running = serve(&host, db(), dbs.clone()).await;
-    (host, running)
+    let running = serve(&host, db(), Dbs::default()).await;
+    (host, apps, running)
 }
 
 fn settled(host: &Host, gk: GroupKind) -> bool {
@@ -174,8 +177,7 @@ async fn apps_on(host: &Host, target: i64, kind: &str, count: usize) -> Vec<i64>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_only_target_wakes_each_dependent_once_per_change() {
     let store = crate::common::store();
-    let (apps, dbs) = (Apps::default(), Dbs::default());
-    let (host, running) = host_with(&store, &apps, &dbs).await;
+    let (host, apps, running) = serving(&store).await;
     let target = create(&host.client(config()), "settings", r#"{"color":"red"}"#).await;
     let ids = apps_on(&host, target.meta.id, "Config", 5).await;
     apps_settle("the apps settle with their edges", &host, &store).await;
@@ -214,8 +216,7 @@ async fn a_client_only_target_wakes_each_dependent_once_per_change() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_targets_status_change_wakes_its_dependents() {
     let store = crate::common::store();
-    let (apps, dbs) = (Apps::default(), Dbs::default());
-    let (host, running) = host_with(&store, &apps, &dbs).await;
+    let (host, apps, running) = serving(&store).await;
     let target = create(&host.client(db()), "main", "{}").await;
     let ids = apps_on(&host, target.meta.id, "Db", 3).await;
     wait_until("everything settles", PATIENCE, || {
@@ -242,8 +243,7 @@ async fn a_targets_status_change_wakes_its_dependents() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleting_target_waits_for_live_dependents() {
     let store = crate::common::store();
-    let (apps, dbs) = (Apps::default(), Dbs::default());
-    let (host, running) = host_with(&store, &apps, &dbs).await;
+    let (host, _apps, running) = serving(&store).await;
     let dbs_client = host.client(db());
     let first = create(&dbs_client, "first", "{}").await;
     let second = create(&dbs_client, "second", "{}").await;
@@ -277,8 +277,7 @@ async fn a_deleting_target_waits_for_live_dependents() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edge_that_would_close_a_cycle_is_refused_and_reported() {
     let store = crate::common::store();
-    let (apps, dbs) = (Apps::default(), Dbs::default());
-    let (host, running) = host_with(&store, &apps, &dbs).await;
+    let (host, apps, running) = serving(&store).await;
     let client = host.client(app());
     let a = create(&client, "a", r#"{"target":null}"#).await;
     let b = create(&client, "b", &pointing_at(a.meta.id, "App")).await;
@@ -433,8 +432,7 @@ async fn a_self_dependency_is_accepted_and_costs_no_pass() {
     // Created before the start, so the startup owed pass is its only wake:
     // a push racing that scan could queue a second pass under load.
     let selfish = create(&beehive::RawClient::new(&store, app()), "selfish", "{}").await;
-    let (apps, dbs) = (Apps::default(), Dbs::default());
-    let (host, running) = host_with(&store, &apps, &dbs).await;
+    let (host, apps, running) = serving(&store).await;
     let id = selfish.meta.id;
     wait_until("the first pass settles", PATIENCE, || settled(&host, app())).await;
     assert_eq!(apps.passes_of(id), 1);

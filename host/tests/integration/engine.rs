@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    PATIENCE, create, delete_and_wait_gone, run_after_restart, run_then_crash, serve, serve_with,
-    spec, update, wait_until,
+    PATIENCE, create, create_finalized, delete_and_wait_gone, run_after_restart, run_then_crash,
+    serve, serve_with, spec, update, wait_until,
 };
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
@@ -272,13 +272,7 @@ async fn deleting_an_owner_cascades_to_a_hundred_children_and_removes_every_row(
 async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
     let (store, host) = fast_host();
     let cleaned = Arc::new(AtomicUsize::new(0));
-    let unregistered = host
-        .client(widget())
-        .create(
-            "early",
-            spec("{}"),
-            CreateOptions::new().finalizers(["test.dev/cleanup"]),
-        )
+    let unregistered = create_finalized(&host.client(widget()), "early", ["test.dev/cleanup"])
         .await
         .unwrap_err();
     assert!(
@@ -302,12 +296,7 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
     )
     .await;
     let client = host.client(widget());
-    let created = client
-        .create(
-            "w",
-            spec("{}"),
-            CreateOptions::new().finalizers(["test.dev/cleanup"]),
-        )
+    let created = create_finalized(&client, "w", ["test.dev/cleanup"])
         .await
         .unwrap();
     widgets_observed(&host, "the widget is observed").await;

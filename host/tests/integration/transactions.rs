@@ -25,6 +25,14 @@ struct Scenario {
     seen: Arc<Mutex<Vec<String>>>,
 }
 
+/// Creates child `name` with an empty spec, inside whatever transaction the
+/// pass holds open.
+async fn make_child(children: &beehive::RawClient, name: &str) -> beehive::Result<RawObject> {
+    children
+        .create(name, spec("{}"), CreateOptions::new())
+        .await
+}
+
 fn note(seen: &Mutex<Vec<String>>, line: impl Into<String>) {
     seen.lock().unwrap().push(line.into());
 }
@@ -49,9 +57,7 @@ async fn run(
                             .await?;
                         tx.set_condition(Condition::new("Ready", ConditionStatus::True))
                             .await?;
-                        children
-                            .create("kept", spec("{}"), CreateOptions::new())
-                            .await?;
+                        make_child(&children, "kept").await?;
                         let read = children.get_by_name("kept")?;
                         note(seen, format!("read own write: {}", read.meta.name));
                         Ok(())
@@ -89,13 +95,9 @@ async fn run(
         "nested" => {
             let outcome = async {
                 client.begin().await?;
-                children
-                    .create("outer", spec("{}"), CreateOptions::new())
-                    .await?;
+                make_child(&children, "outer").await?;
                 client.begin().await?;
-                children
-                    .create("inner", spec("{}"), CreateOptions::new())
-                    .await?;
+                make_child(&children, "inner").await?;
                 client.rollback().await?;
                 client.commit().await
             }
@@ -110,13 +112,9 @@ async fn run(
         "hold" => {
             let outcome = async {
                 client.begin().await?;
-                children
-                    .create("held", spec("{}"), CreateOptions::new())
-                    .await?;
+                make_child(&children, "held").await?;
                 tokio::time::sleep(Duration::from_millis(600)).await;
-                children
-                    .create("late", spec("{}"), CreateOptions::new())
-                    .await?;
+                make_child(&children, "late").await?;
                 client.commit().await
             }
             .await;

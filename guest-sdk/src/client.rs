@@ -67,23 +67,27 @@ pub trait ControllerClient {
     fn kind_client(&self, group: &str, kind: &str) -> Box<dyn KindClient>;
 }
 
+/// What [`KindClient::put`] does when something already holds the name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IfHeld {
+    /// Return it as it is: get-or-create.
+    Keep,
+    /// Replace its spec: create-or-update.
+    Update,
+}
+
 /// The untyped client of one kind.
 pub trait KindClient {
     /// Creates `name`.
     fn create(&self, name: &str, spec: String, options: CreateOptions) -> Result<RawObject>;
-    /// Returns what holds `name`, creating it if nothing does; `true` if created.
-    fn get_or_create(
+    /// Creates `name` if nothing holds it (`true`), or does what `if_held`
+    /// says to what does (`false`).
+    fn put(
         &self,
         name: &str,
         spec: String,
         options: CreateOptions,
-    ) -> Result<(RawObject, bool)>;
-    /// Makes `name` hold `spec`; `true` if created.
-    fn create_or_update(
-        &self,
-        name: &str,
-        spec: String,
-        options: CreateOptions,
+        if_held: IfHeld,
     ) -> Result<(RawObject, bool)>;
     /// Reads by id.
     fn get(&self, id: ObjectId) -> Result<RawObject>;
@@ -315,7 +319,8 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
         spec: &Spec,
         options: CreateOptions,
     ) -> Result<(Object<Spec, Status>, bool)> {
-        let (raw, created) = self.raw.get_or_create(name, Self::encode(spec)?, options)?;
+        let spec = Self::encode(spec)?;
+        let (raw, created) = self.raw.put(name, spec, options, IfHeld::Keep)?;
         Ok((Object::decode(&raw)?, created))
     }
 
@@ -331,7 +336,7 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
     ) -> Result<(Object<Spec, Status>, bool)> {
         let (raw, created) = self
             .raw
-            .create_or_update(name, Self::encode(spec)?, options)?;
+            .put(name, Self::encode(spec)?, options, IfHeld::Update)?;
         Ok((Object::decode(&raw)?, created))
     }
 

@@ -15,7 +15,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use crate::client::{Client, ControllerClient, CreateOptions, KindClient};
+use crate::client::{Client, ControllerClient, CreateOptions, IfHeld, KindClient};
 use crate::http::{HttpError, Request, Response};
 use crate::types::{
     Action, Condition, Error, EventSpec, Meta, ObjectId, ObjectRef, RawObject, Result, Timestamp,
@@ -295,27 +295,17 @@ impl KindClient for FakeKindClient {
         Ok(self.insert(name, spec, options))
     }
 
-    fn get_or_create(
+    fn put(
         &self,
         name: &str,
         spec: String,
         options: CreateOptions,
+        if_held: IfHeld,
     ) -> Result<(RawObject, bool)> {
-        match self.find(name) {
-            Some(found) => Ok((found, false)),
-            None => Ok((self.create(name, spec, options)?, true)),
-        }
-    }
-
-    fn create_or_update(
-        &self,
-        name: &str,
-        spec: String,
-        options: CreateOptions,
-    ) -> Result<(RawObject, bool)> {
-        match self.find(name) {
-            Some(found) => Ok((self.write_spec(found.meta.id, spec)?, false)),
-            None => Ok((self.create(name, spec, options)?, true)),
+        match (self.find(name), if_held) {
+            (None, _) => Ok((self.create(name, spec, options)?, true)),
+            (Some(found), IfHeld::Keep) => Ok((found, false)),
+            (Some(found), IfHeld::Update) => Ok((self.write_spec(found.meta.id, spec)?, false)),
         }
     }
 

@@ -89,7 +89,7 @@ pub mod bindings {
 #[doc(hidden)]
 pub mod wasm;
 
-pub use client::{Client, ControllerClient, CreateOptions, Kind, KindClient};
+pub use client::{Client, ControllerClient, CreateOptions, IfHeld, Kind, KindClient};
 pub use types::{
     Action, Cadence, Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object,
     ObjectId, ObjectRef, RawObject, Registration, Result, Timestamp, Verdict,

@@ -8,7 +8,7 @@ use crate::bindings::beehive::controller::host;
 use crate::bindings::beehive::controller::types as wit;
 use crate::bindings::exports::beehive::controller::controller::Guest;
 use crate::bindings::exports::beehive::controller::migrator::Guest as MigratorGuest;
-use crate::client::{Client, ControllerClient, CreateOptions, KindClient};
+use crate::client::{Client, ControllerClient, CreateOptions, IfHeld, KindClient};
 use crate::types::{
     Action, Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object, ObjectId,
     ObjectRef, RawObject, Result, Timestamp, Verdict,
@@ -240,29 +240,19 @@ impl KindClient for HostKindClient {
             .map_err(error)
     }
 
-    fn get_or_create(
+    fn put(
         &self,
         name: &str,
         spec: String,
         opts: CreateOptions,
+        if_held: IfHeld,
     ) -> Result<(RawObject, bool)> {
-        let (object, created) = self
-            .0
-            .get_or_create(name, &spec, &options(opts))
-            .map_err(error)?;
-        Ok((raw_object(object), created))
-    }
-
-    fn create_or_update(
-        &self,
-        name: &str,
-        spec: String,
-        opts: CreateOptions,
-    ) -> Result<(RawObject, bool)> {
-        let (object, created) = self
-            .0
-            .create_or_update(name, &spec, &options(opts))
-            .map_err(error)?;
+        let opts = options(opts);
+        let put = match if_held {
+            IfHeld::Keep => self.0.get_or_create(name, &spec, &opts),
+            IfHeld::Update => self.0.create_or_update(name, &spec, &opts),
+        };
+        let (object, created) = put.map_err(error)?;
         Ok((raw_object(object), created))
     }
 

@@ -83,7 +83,7 @@ pub fn watch_events(
             beehive::client::WatchOptions::new(),
         )
         .map_err(error)?;
-    let runs = std::mem::take(&mut stream.runs);
+    let runs = std::mem::take(&mut stream.snapshot);
     Ok(Following {
         snapshot: Reply::Events {
             events: runs.into_iter().map(event_view).collect(),
@@ -108,7 +108,7 @@ pub fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Following,
             let stream = watching_client(ctx, object.meta.group_kind.clone())
                 .watch(object.meta.id, options)
                 .map_err(error)?;
-            let snapshot = stream.object.iter().map(ObjectDocument::from).collect();
+            let snapshot = stream.snapshot.iter().map(ObjectDocument::from).collect();
             (snapshot, stream.boxed())
         }
         None => {
@@ -116,7 +116,7 @@ pub fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Following,
             let stream = watching_client(ctx, group_kind)
                 .watch_list(options)
                 .map_err(error)?;
-            let snapshot = stream.objects.iter().map(ObjectDocument::from).collect();
+            let snapshot = stream.snapshot.iter().map(ObjectDocument::from).collect();
             (snapshot, stream.boxed())
         }
     };
@@ -397,7 +397,7 @@ async fn wait(ctx: &Context, kind: &str, name: &str, until: &Until, timeout: Dur
     let mut stream = client
         .watch(id, beehive::client::WatchOptions::new())
         .map_err(error)?;
-    if holds_for(stream.object.as_ref(), until) {
+    if holds_for(stream.snapshot.as_ref(), until) {
         return done();
     }
     let deadline = tokio::time::Instant::now() + timeout;

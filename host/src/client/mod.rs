@@ -16,4 +16,5 @@ pub use typed::Client;
 pub use typed_watch::{TypedChange, TypedListStream};
 pub use watch::{
     ChangeType, EventStream, ObjectChange, ObjectListStream, ObjectStream, WatchOptions,
+    WatchStream,
 };

@@ -34,8 +34,8 @@ pub struct TypedChange<Spec, Status> {
 /// ending as it does. A change whose object does not decode into the types
 /// is logged and skipped (a deletion is still delivered, without it).
 pub struct TypedListStream<Spec, Status> {
-    /// The snapshot.
-    pub objects: Vec<Object<Spec, Status>>,
+    /// The objects the watch read first (empty when resuming).
+    pub snapshot: Vec<Object<Spec, Status>>,
     /// The log position the snapshot is complete as of.
     pub resource_version: i64,
     raw: ObjectListStream,
@@ -80,7 +80,7 @@ impl<Spec: DeserializeOwned, Status: DeserializeOwned> Stream for TypedListStrea
 impl<Spec, Status> std::fmt::Debug for TypedListStream<Spec, Status> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TypedListStream")
-            .field("objects", &self.objects.len())
+            .field("snapshot", &self.snapshot.len())
             .field("resource_version", &self.resource_version)
             .finish_non_exhaustive()
     }
@@ -116,9 +116,9 @@ where
 fn typed<Spec: DeserializeOwned, Status: DeserializeOwned>(
     mut raw: ObjectListStream,
 ) -> TypedListStream<Spec, Status> {
-    let snapshot = std::mem::take(&mut raw.objects);
+    let snapshot = std::mem::take(&mut raw.snapshot);
     TypedListStream {
-        objects: crate::client::typed::decode_all(snapshot),
+        snapshot: crate::client::typed::decode_all(snapshot),
         resource_version: raw.resource_version,
         raw,
         _types: PhantomData,

@@ -104,7 +104,7 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
     let clusters = RawClient::new(&store, kind());
     let old = create(&clusters, "old", "{}").await;
     let mut stream = clusters.watch_list(WatchOptions::new()).unwrap();
-    assert_eq!(stream.objects.len(), 1);
+    assert_eq!(stream.snapshot.len(), 1);
     assert!(stream.resource_version >= old.meta.resource_version);
 
     // Another kind's writes never show up.
@@ -147,7 +147,7 @@ async fn an_object_watch_sees_only_its_object_and_a_resume_picks_up_the_gap() {
     let a = create(&clusters, "a", "{}").await;
     let b = create(&clusters, "b", "{}").await;
     let mut one = clusters.watch(a.meta.id, WatchOptions::new()).unwrap();
-    assert_eq!(one.object.as_ref().map(|o| o.meta.id), Some(a.meta.id));
+    assert_eq!(one.snapshot.as_ref().map(|o| o.meta.id), Some(a.meta.id));
     let position = one.resource_version;
 
     update(&clusters, b.meta.id, r#"{"b":1}"#).await;
@@ -159,7 +159,7 @@ async fn an_object_watch_sees_only_its_object_and_a_resume_picks_up_the_gap() {
     let mut resumed = clusters
         .watch_list(WatchOptions::new().resume_from(position))
         .unwrap();
-    assert!(resumed.objects.is_empty(), "no snapshot when resuming");
+    assert!(resumed.snapshot.is_empty(), "no snapshot when resuming");
     let mut seen = [next(&mut resumed).await, next(&mut resumed).await];
     seen.sort_by_key(|c| c.id);
     assert_eq!(seen[0].id, a.meta.id);
@@ -211,8 +211,8 @@ async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
     let mut stream = timeline
         .watch(Some("connection"), WatchOptions::new())
         .unwrap();
-    assert_eq!(stream.runs.len(), 1);
-    let first = stream.runs[0].clone();
+    assert_eq!(stream.snapshot.len(), 1);
+    let first = stream.snapshot[0].clone();
 
     timeline.record(probe("ProbeFailed")).await;
     let extended = item(&mut stream).await.unwrap();
@@ -257,8 +257,8 @@ async fn an_owner_watch_sees_only_its_children_including_later_ones() {
     let mut stream = nodes
         .watch_owned_objects(owner.meta.id, WatchOptions::new())
         .unwrap();
-    assert_eq!(stream.objects.len(), 1);
-    assert_eq!(stream.objects[0].meta.id, first.meta.id);
+    assert_eq!(stream.snapshot.len(), 1);
+    assert_eq!(stream.snapshot[0].meta.id, first.meta.id);
 
     create(&nodes, "stray-2", "{}").await;
     let second = nodes.create("n2", spec("{}"), owned()).await.unwrap();
@@ -288,7 +288,7 @@ async fn a_typed_watch_decodes_and_skips_what_does_not_fit() {
         .await
         .unwrap();
     let mut stream = typed.watch_list(WatchOptions::new()).unwrap();
-    assert_eq!(stream.objects[0].spec, Spec { replicas: 1 });
+    assert_eq!(stream.snapshot[0].spec, Spec { replicas: 1 });
 
     // A spec another writer made that these types cannot read is skipped.
     create(

@@ -1,29 +1,19 @@
 //! Event watches: one object's timeline, then every run written to it.
 
-use super::{Delivery, End, Feed, PAGE, WatchOptions};
+use super::{Delivery, End, PAGE, WatchOptions, WatchStream};
 use crate::client::RawClient;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventFilter};
 use crate::object::ObjectId;
 use crate::store::Store;
 
-/// An object's event log as of `resource_version`, then, as a [`Stream`](futures_util::Stream),
-/// every run written above it, oldest first: a new run, or a run an
-/// occurrence extended (same id, higher `resource_version`, bigger `count`:
-/// update it in place). Its last item is the error that ended it:
-/// [`Error::NotFound`] once the object was collected (its log goes with it),
-/// [`Error::WatchTooOld`] when retention trimmed runs it had not delivered,
-/// or [`Error::Stopped`].
-#[derive(Debug)]
-pub struct EventStream {
-    /// The runs as of the snapshot, newest first (empty when resuming).
-    pub runs: Vec<Event>,
-    /// The log position the snapshot is complete as of.
-    pub resource_version: i64,
-    feed: Feed<Event>,
-}
-
-stream_from_feed!(EventStream, Event);
+/// An object's event runs, newest first, then every run written above
+/// them, oldest first: a new run, or a run an occurrence extended (same id,
+/// higher `resource_version`, bigger `count`: update it in place). It ends
+/// with [`Error::NotFound`] once the object was collected (its log goes with
+/// it), [`Error::WatchTooOld`] when retention trimmed runs it had not
+/// delivered, or [`Error::Stopped`].
+pub type EventStream = WatchStream<Vec<Event>, Event>;
 
 impl RawClient {
     /// Object `id`'s event log (one `category`'s timeline, if given), and
@@ -79,7 +69,7 @@ impl RawClient {
         };
         tokio::spawn(tail.run());
         Ok(EventStream {
-            runs,
+            snapshot: runs,
             resource_version: cursor,
             feed,
         })

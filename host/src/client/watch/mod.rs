@@ -29,27 +29,38 @@ use crate::object::{GroupKind, Loads, ObjectId, RawObject};
 use crate::store::Store;
 use crate::sync::lock;
 
-/// Implements `Stream` for a watch type by reading its `feed` field.
-macro_rules! stream_from_feed {
-    ($stream:ty, $item:ty) => {
-        impl futures_util::Stream for $stream {
-            type Item = crate::error::Result<$item>;
-
-            fn poll_next(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<Option<Self::Item>> {
-                self.get_mut().feed.poll(cx)
-            }
-        }
-    };
-}
-
 mod events;
 mod objects;
 
 pub use events::EventStream;
 pub use objects::{ObjectListStream, ObjectStream};
+
+/// What a watch read first, as of `resource_version`, then, as a
+/// [`Stream`](futures_util::Stream), every change above it. The stream's
+/// last item is the error that ended it, if something other than dropping it
+/// did. [`ObjectListStream`], [`ObjectStream`] and [`EventStream`] say what
+/// each watch reads and how it ends.
+///
+/// # Cancel safety
+/// Reading with `next()` in a `select!` loses nothing: a change is taken
+/// from the stream only when it is returned.
+#[derive(Debug)]
+pub struct WatchStream<Snapshot, Change> {
+    /// What the watch read first (empty when resuming).
+    pub snapshot: Snapshot,
+    /// The log position the snapshot is complete as of; the stream carries
+    /// what lies strictly above it.
+    pub resource_version: i64,
+    feed: Feed<Change>,
+}
+
+impl<Snapshot: Unpin, Change> futures_util::Stream for WatchStream<Snapshot, Change> {
+    type Item = Result<Change>;
+
+    fn poll_next(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().feed.poll(cx)
+    }
+}
 
 /// Log entries read per step, and changes buffered per stream.
 const PAGE: usize = 256;

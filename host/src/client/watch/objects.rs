@@ -2,44 +2,20 @@
 
 use std::collections::HashSet;
 
-use super::{ChangeType, Delivery, End, Feed, ObjectChange, PAGE, WatchOptions};
+use super::{ChangeType, Delivery, End, ObjectChange, PAGE, WatchOptions, WatchStream};
 use crate::client::RawClient;
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, Loads, ObjectId, RawObject};
 use crate::store::{Reader, Store};
 
-/// A kind's objects as of `resource_version`, then, as a [`Stream`](futures_util::Stream), every
-/// change above it. The stream's last item is the error that ended it, if
-/// something other than dropping it did: [`Error::WatchTooOld`] (watch
-/// again for a fresh snapshot) or [`Error::Stopped`].
-///
-/// # Cancel safety
-/// Reading with `next()` in a `select!` loses nothing: a change is taken
-/// from the stream only when it is returned.
-#[derive(Debug)]
-pub struct ObjectListStream {
-    /// The snapshot (empty when resuming).
-    pub objects: Vec<RawObject>,
-    /// The log position the snapshot is complete as of; the stream carries
-    /// what lies strictly above it.
-    pub resource_version: i64,
-    feed: Feed<ObjectChange>,
-}
+/// A kind's objects (or one owner's), then every change to them. It ends
+/// with [`Error::WatchTooOld`] (watch again for a fresh snapshot) or
+/// [`Error::Stopped`].
+pub type ObjectListStream = WatchStream<Vec<RawObject>, ObjectChange>;
 
-stream_from_feed!(ObjectListStream, ObjectChange);
-
-/// One object as of `resource_version`, then, as a [`Stream`](futures_util::Stream), every change
-/// to it above that; it ends as [`ObjectListStream`] does.
-#[derive(Debug)]
-pub struct ObjectStream {
-    /// The object, or `None` when the id holds nothing of the kind yet.
-    pub object: Option<RawObject>,
-    /// The log position the snapshot is complete as of.
-    pub resource_version: i64,
-    feed: Feed<ObjectChange>,
-}
-
-stream_from_feed!(ObjectStream, ObjectChange);
+/// One object, or `None` while its id holds nothing of the kind, then every
+/// change to it; it ends as [`ObjectListStream`] does.
+pub type ObjectStream = WatchStream<Option<RawObject>, ObjectChange>;
 
 impl RawClient {
     /// Every object of this kind, and every change to them from here on.
@@ -60,7 +36,7 @@ impl RawClient {
     pub fn watch(&self, id: ObjectId, options: WatchOptions) -> Result<ObjectStream> {
         let list = self.start_watch(Scope::Object(id), options)?;
         Ok(ObjectStream {
-            object: list.objects.into_iter().next(),
+            snapshot: list.snapshot.into_iter().next(),
             resource_version: list.resource_version,
             feed: list.feed,
         })
@@ -119,7 +95,7 @@ impl RawClient {
         };
         tokio::spawn(tail.run());
         Ok(ObjectListStream {
-            objects,
+            snapshot: objects,
             resource_version: position,
             feed,
         })

@@ -154,6 +154,22 @@ impl Meta {
     pub fn is_deleting(&self) -> bool {
         self.deletion_requested_at.is_some()
     }
+
+    /// The condition of `type_`, if the object has one.
+    ///
+    /// ```
+    /// use beehive_guest::{Condition, ConditionStatus, Meta};
+    ///
+    /// let meta = Meta {
+    ///     conditions: vec![Condition::new("Ready", ConditionStatus::True)],
+    ///     ..Meta::default()
+    /// };
+    /// assert_eq!(meta.condition("Ready").map(|c| c.status), Some(ConditionStatus::True));
+    /// assert!(meta.condition("Live").is_none());
+    /// ```
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
 }
 
 /// An object as the untyped interface carries it: spec and status as JSON.

@@ -210,6 +210,11 @@ impl Meta {
     pub fn is_observed(&self) -> bool {
         self.observed_generation == Some(self.generation)
     }
+
+    /// The condition of `type_`, if the object has one.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
 }
 
 /// An object: its metadata, its desired state (`spec`) and what a controller

@@ -251,7 +251,7 @@ pub fn print_now(text: &str) {
 /// The READY column: the `Ready` condition if there is one, otherwise how
 /// many conditions are True, otherwise `-`.
 fn ready(object: &ObjectDocument) -> String {
-    if let Some(ready) = object.meta.conditions.iter().find(|c| c.type_ == "Ready") {
+    if let Some(ready) = object.meta.condition("Ready") {
         return ready.status.as_str().into();
     }
     if object.meta.conditions.is_empty() {

@@ -36,13 +36,20 @@ pub struct KindClientHandle(pub(crate) GroupKind);
 
 /// The data of one plugin store.
 pub(crate) struct PluginState {
+    /// WASI as the plugin sees it: its granted directories, no environment
+    /// or sockets, stdout discarded and stderr captured.
     pub(crate) wasi: WasiCtx,
+    /// The client handles the plugin holds.
     pub(crate) table: ResourceTable,
+    /// The instance's linear memory against its cap.
     pub(crate) memory: MemoryLimiter,
+    /// What the plugin wrote to stderr (bounded), quoted when a pass fails.
     pub(crate) stderr: MemoryOutputPipe,
+    /// The plugin's name, for logs and events.
     pub(crate) plugin: Arc<str>,
     /// The pass running now, if any.
     pub(crate) pass: Option<ControllerClient>,
+    /// The object of the pass running now, for the plugin's log lines.
     pub(crate) object: String,
     /// Guest time against the pass deadline.
     pub(crate) clock: PassClock,
@@ -51,6 +58,7 @@ pub(crate) struct PluginState {
     pub(crate) kind_client_limit: usize,
     /// What the operator granted, config values included.
     pub(crate) policy: Arc<Policy>,
+    /// wasi-http's own state for the plugin's outbound requests.
     pub(crate) http: WasiHttpCtx,
     /// The grant check and bounds of outbound requests.
     pub(crate) http_gate: HttpGate,

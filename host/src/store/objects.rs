@@ -13,11 +13,16 @@ use crate::store::{Push, WriteTx, dependencies};
 /// Everything a create needs once it holds the writer.
 pub(crate) struct Create {
     pub(crate) group_kind: GroupKind,
+    /// Checked against the naming policy before it reaches the writer.
     pub(crate) name: String,
     pub(crate) spec: Json,
+    /// The schema version the spec was written at.
     pub(crate) spec_version: i64,
+    /// Must exist when the row is inserted; a deleting owner is woken to see
+    /// its new child.
     pub(crate) owner: Option<ObjectId>,
     pub(crate) finalizers: Vec<String>,
+    /// Runs only if the row was inserted and its transaction commits.
     pub(crate) on_create: Option<Hook>,
 }
 

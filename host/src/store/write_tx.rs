@@ -70,11 +70,18 @@ impl Verdict {
 /// What a job sees: the write connection inside an open transaction.
 pub(crate) struct WriteTx<'c> {
     pub(super) conn: Conn<'c>,
+    /// The id and version counters, handed out in commit order.
     pub(super) sequences: Sequences,
+    /// One clock reading for every write in the transaction.
     pub(super) now: Timestamp,
+    /// The store session, stamped on liveness conditions.
     pub(super) session: i64,
+    /// What runs once the transaction commits, and only then.
     pub(super) hooks: Vec<Hook>,
+    /// The objects that owe a pass because of these writes.
     pub(super) pushes: Vec<Push>,
+    /// Whether a job removed rows, so the counters are saved with the
+    /// commit (see [`WriteTx::save_sequences`]).
     pub(super) save_sequences: bool,
     #[cfg(test)]
     pub(super) batch: u64,
@@ -246,8 +253,11 @@ impl Sequences {
 /// The connection the leader writes through, and the counters it owns.
 pub(crate) struct WriterConn {
     pub(crate) conn: Connection,
+    /// The counters as the last commit left them.
     pub(crate) sequences: Sequences,
+    /// This open of the store, stamped on liveness conditions.
     pub(crate) session: i64,
+    /// Batches begun; tests read the count to tell batches apart.
     pub(crate) batches: u64,
     /// The kinds' schema versions, which writes are stamped with.
     pub(crate) migrations: Arc<Migrations>,

@@ -450,20 +450,10 @@ async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
     let object = beehive::RawClient::new(&reopened, widget())
         .get(created.meta.id)
         .unwrap();
-    let live = object
-        .meta
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Live")
-        .unwrap();
+    let live = object.meta.condition("Live").unwrap();
     assert!(live.unconfirmed);
     assert_eq!(live.status, ConditionStatus::Unknown);
-    let ready = object
-        .meta
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Ready")
-        .unwrap();
+    let ready = object.meta.condition("Ready").unwrap();
     assert_eq!(
         ready.status,
         ConditionStatus::True,

@@ -386,12 +386,8 @@ async fn removing_a_file_unregisters_its_kind_and_a_new_kind_swaps_registrations
 
 fn condition(client: &RawClient, name: &str, type_: &str) -> Option<(String, String)> {
     let object = client.get_by_name(name).ok()?;
-    let found = object
-        .meta
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == type_)?;
-    Some((format!("{:?}", found.status), found.reason))
+    let found = object.meta.condition(type_)?;
+    Some((format!("{:?}", found.status), found.reason.clone()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

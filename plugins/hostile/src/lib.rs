@@ -21,6 +21,10 @@
 //!
 //! Anything else settles. It also declares spec schema version 1, and its
 //! converter spins forever on an older spec whose `act` is `spin`.
+//!
+//! The operator's config key `registration` turns the registration itself
+//! into the attack: `stuck` never returns from `describe`, and
+//! `forged-kind` names a kind with a newline in it, in a 200 KiB group.
 
 use std::time::Duration;
 
@@ -139,18 +143,11 @@ impl Controller for Hostile {
     }
 
     fn registration() -> Registration {
-        let every_millisecond = Duration::from_millis(1);
-        Registration::new("test.dev", "Hostile")
-            .concurrency(u32::MAX)
-            .pass_deadline(31 * YEAR)
-            .cadence(
-                Cadence::new()
-                    .owed_pass_interval(every_millisecond)
-                    .full_pass_interval(every_millisecond)
-                    .individual_pass_interval(every_millisecond)
-                    .max_retry_interval(every_millisecond),
-            )
-            .schema_versions(1, 0)
+        match beehive_guest::config::get("registration").as_deref() {
+            Some("stuck") => spin(),
+            Some("forged-kind") => Registration::new("g".repeat(200 << 10), "Bad\nERROR forged"),
+            _ => greedy_registration(),
+        }
     }
 
     fn convert_spec(_from: u32, spec: serde_json::Value) -> Result<serde_json::Value, String> {
@@ -159,6 +156,23 @@ impl Controller for Hostile {
             _ => Ok(spec),
         }
     }
+}
+
+/// Far more than any operator allows: every worker, a 31-year CPU deadline,
+/// 1 ms cadences.
+fn greedy_registration() -> Registration {
+    let every_millisecond = Duration::from_millis(1);
+    Registration::new("test.dev", "Hostile")
+        .concurrency(u32::MAX)
+        .pass_deadline(31 * YEAR)
+        .cadence(
+            Cadence::new()
+                .owed_pass_interval(every_millisecond)
+                .full_pass_interval(every_millisecond)
+                .individual_pass_interval(every_millisecond)
+                .max_retry_interval(every_millisecond),
+        )
+        .schema_versions(1, 0)
 }
 
 impl Hostile {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, RuntimeOptions};
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
-use beehive_e2e::{assert_mentions, create, eventually, load_failures, plugin_dir};
+use beehive_e2e::{assert_mentions, create, eventually, load_failures, plugin_dir, plugin_wasm};
 
 fn hostile_kind() -> GroupKind {
     GroupKind::new("test.dev", "Hostile")
@@ -177,7 +177,18 @@ async fn every_attack_fails_its_own_pass_with_a_clear_event() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_describe_that_never_returns_or_names_a_forged_kind_is_refused() {
-    let plugins = plugin_dir(&["hostile_describe", "hostile_kind", "greeting"]);
+    let plugins = plugin_dir(&["greeting"]);
+    // The hostile plugin twice, told by its config which attack its
+    // registration makes.
+    for (name, attack) in [("stuck", "stuck"), ("forged", "forged-kind")] {
+        std::fs::copy(
+            plugin_wasm("hostile"),
+            plugins.path().join(format!("{name}.wasm")),
+        )
+        .unwrap();
+        let policy = format!("[config]\nregistration = {attack:?}\n");
+        std::fs::write(plugins.path().join(format!("{name}.toml")), policy).unwrap();
+    }
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, HostOptions::new()).unwrap();
     let started = Instant::now();
@@ -189,15 +200,9 @@ async fn a_describe_that_never_returns_or_names_a_forged_kind_is_refused() {
     );
     let failures = load_failures(&directory);
     assert_eq!(failures.len(), 2, "{failures:?}");
-    let stuck = failures
-        .iter()
-        .find(|f| f.contains("hostile_describe"))
-        .unwrap();
+    let stuck = failures.iter().find(|f| f.contains("stuck.wasm")).unwrap();
     assert_mentions(stuck, &["describe failed", "CPU deadline of 500ms"]);
-    let forged = failures
-        .iter()
-        .find(|f| f.contains("hostile_kind"))
-        .unwrap();
+    let forged = failures.iter().find(|f| f.contains("forged.wasm")).unwrap();
     assert_mentions(forged, &["invalid kind"]);
     assert!(!forged.contains('\n'), "{forged}");
     assert!(forged.len() < 1000, "{} bytes", forged.len());

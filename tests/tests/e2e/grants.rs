@@ -61,6 +61,18 @@ async fn settled_outcome(client: &RawClient, name: &str) -> Result<String, Strin
     outcome(client, name).unwrap()
 }
 
+/// A host over a fresh store whose plugin directory `plugins` loaded, the
+/// one plugin in it serving.
+async fn served_directory(plugins: &Path) -> (Arc<PluginDirectory>, Host) {
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
+    let directory = PluginDirectory::new(runtime, host.clone(), plugins);
+    directory.sync().await.unwrap();
+    assert_eq!(directory.served().len(), 1, "{:?}", directory.failures());
+    (directory, host)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_granted_directory_works_and_nothing_escapes_it() {
     let plugins = plugin_dir(&["hostile"]);
@@ -72,13 +84,8 @@ async fn a_granted_directory_works_and_nothing_escapes_it() {
     std::os::unix::fs::symlink("../secret.txt", out.join("link")).unwrap();
     grant(plugins.path(), &out, "read-write");
 
-    let store = Store::temporary().unwrap();
-    let host = Host::new(&store, HostOptions::new()).unwrap();
-    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
-    let directory = PluginDirectory::new(runtime, host.clone(), plugins.path());
-    directory.sync().await.unwrap();
+    let (directory, host) = served_directory(plugins.path()).await;
     let served = directory.served();
-    assert_eq!(served.len(), 1, "{:?}", directory.failures());
     assert_eq!(served[0].policy.files.len(), 1);
     assert_eq!(
         served[0].policy.files[0].to_string(),
@@ -138,12 +145,7 @@ async fn a_changed_policy_applies_and_a_wrong_one_is_refused() {
     let out = world.path().join("out");
     std::fs::create_dir(&out).unwrap();
     grant(plugins.path(), &out, "read-write");
-    let store = Store::temporary().unwrap();
-    let host = Host::new(&store, HostOptions::new()).unwrap();
-    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
-    let directory: Arc<PluginDirectory> =
-        PluginDirectory::new(runtime, host.clone(), plugins.path());
-    directory.sync().await.unwrap();
+    let (directory, host) = served_directory(plugins.path()).await;
     let running = host.start().await.unwrap();
     let hostile = host.client(hostile_kind());
     act(&hostile, "first", r#"{"act":"write-file"}"#).await;
@@ -201,11 +203,7 @@ async fn config_values_reach_the_plugin_and_nothing_else() {
             secret.display().to_string()
         ),
     );
-    let store = Store::temporary().unwrap();
-    let host = Host::new(&store, HostOptions::new()).unwrap();
-    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
-    let directory = PluginDirectory::new(runtime, host.clone(), plugins.path());
-    directory.sync().await.unwrap();
+    let (directory, host) = served_directory(plugins.path()).await;
     let running = host.start().await.unwrap();
     let hostile = host.client(hostile_kind());
     act(&hostile, "region", r#"{"act":"config","path":"region"}"#).await;
@@ -224,16 +222,6 @@ async fn config_values_reach_the_plugin_and_nothing_else() {
     assert_mentions(&shown, &["token"]);
     assert!(!shown.contains("s3cr3t"), "a secret was shown: {shown}");
     running.stop(Duration::from_secs(10)).await.unwrap();
-}
-
-async fn served_directory(plugins: &Path) -> (Arc<PluginDirectory>, Host) {
-    let store = Store::temporary().unwrap();
-    let host = Host::new(&store, HostOptions::new()).unwrap();
-    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
-    let directory = PluginDirectory::new(runtime, host.clone(), plugins);
-    directory.sync().await.unwrap();
-    assert_eq!(directory.served().len(), 1, "{:?}", directory.failures());
-    (directory, host)
 }
 
 async fn fetch(client: &RawClient, name: &str, url: &str) -> Result<String, String> {

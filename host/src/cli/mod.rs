@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use endpoint::{Endpoint, Paths};
 use ops::Context;
@@ -110,33 +110,25 @@ enum Command {
     },
     /// Show an object: spec, status, conditions, relations, next pass, events.
     Describe {
-        /// The kind: `Kind` or `Kind.group`.
-        kind: String,
-        /// The object's name.
-        name: String,
-        /// Print as JSON instead.
-        #[arg(short = 'o', long, value_parser = ["json", "yaml"])]
-        output: Option<String>,
+        #[command(flatten)]
+        object: Named,
+        #[command(flatten)]
+        printed: Printed,
     },
     /// Delete an object (its finalizers and children are honoured).
     Delete {
-        /// The kind: `Kind` or `Kind.group`.
-        kind: String,
-        /// The object's name.
-        name: String,
+        #[command(flatten)]
+        object: Named,
     },
     /// Show an object's event timeline, newest first.
     Events {
-        /// The kind: `Kind` or `Kind.group`.
-        kind: String,
-        /// The object's name.
-        name: String,
+        #[command(flatten)]
+        object: Named,
         /// Only this timeline (`""` is the default one).
         #[arg(long)]
         category: Option<String>,
-        /// Print as JSON instead.
-        #[arg(short = 'o', long, value_parser = ["json", "yaml"])]
-        output: Option<String>,
+        #[command(flatten)]
+        printed: Printed,
         /// After the timeline, print each run as it is written (needs a
         /// running host; Ctrl-C ends it).
         #[arg(short = 'w', long)]
@@ -144,10 +136,8 @@ enum Command {
     },
     /// Wait until an object is settled, has a condition, or is deleted.
     Wait {
-        /// The kind: `Kind` or `Kind.group`.
-        kind: String,
-        /// The object's name.
-        name: String,
+        #[command(flatten)]
+        object: Named,
         /// `settled` (its generation observed), `condition=TYPE[=STATUS]`
         /// (STATUS defaults to True), or `delete`.
         #[arg(long = "for", value_name = "CONDITION", value_parser = parse_until)]
@@ -159,9 +149,8 @@ enum Command {
     /// Show which plugin version serves each kind, and which files failed;
     /// on a PostgreSQL store, also push plugins into it.
     Plugins {
-        /// Print as JSON instead.
-        #[arg(short = 'o', long, value_parser = ["json", "yaml"])]
-        output: Option<String>,
+        #[command(flatten)]
+        printed: Printed,
         #[command(subcommand)]
         action: Option<PluginsAction>,
     },
@@ -181,16 +170,42 @@ enum Command {
     },
     /// Queue an object for a pass now, clearing its backoff (needs a host).
     Requeue {
-        /// The kind: `Kind` or `Kind.group`.
-        kind: String,
-        /// The object's name.
-        name: String,
+        #[command(flatten)]
+        object: Named,
     },
     /// Print a shell completion script.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
+}
+
+/// One object, named as its commands take it: kind, then name.
+#[derive(Args, Debug)]
+struct Named {
+    /// The kind: `Kind` or `Kind.group`.
+    kind: String,
+    /// The object's name.
+    name: String,
+}
+
+/// `-o json|yaml`, for the commands that print a document.
+#[derive(Args, Debug)]
+struct Printed {
+    /// Print as JSON or YAML instead.
+    #[arg(short = 'o', long, value_parser = ["json", "yaml"])]
+    output: Option<String>,
+}
+
+impl Printed {
+    /// `value` as `-o` asks, or as `as_text` puts it for people.
+    fn show<T: serde::Serialize>(&self, value: &T, as_text: impl FnOnce(&T) -> String) -> String {
+        match self.output.as_deref() {
+            Some("json") => output::json(value),
+            Some(_) => output::yaml(value),
+            None => as_text(value),
+        }
+    }
 }
 
 fn parse_until(text: &str) -> Result<Until, String> {
@@ -286,11 +301,10 @@ async fn execute(cli: Cli) -> Result<String, Failure> {
             return Ok(String::from_utf8_lossy(&script).into_owned());
         }
         Command::Wait {
-            kind,
-            name,
+            object,
             until,
             timeout,
-        } => return wait(&paths, kind, name, until, timeout).await,
+        } => return wait(&paths, object, until, timeout).await,
         Command::Apply { file } => Request::Apply {
             objects: manifest::load(&file)?,
         },
@@ -310,56 +324,43 @@ async fn execute(cli: Cli) -> Result<String, Failure> {
                 other => Err(unexpected(&other)),
             };
         }
-        Command::Describe { kind, name, output } => {
-            let reply = dispatch(&paths, Request::Describe { kind, name }).await?;
-            return match (reply, output.as_deref()) {
-                (Reply::Described(d), Some("json")) => Ok(output::json(&d)),
-                (Reply::Described(d), Some(_)) => Ok(output::yaml(&d)),
-                (Reply::Described(d), None) => Ok(output::description(&d)),
-                (other, _) => Err(unexpected(&other)),
+        Command::Describe { object, printed } => {
+            let Named { kind, name } = object;
+            return match dispatch(&paths, Request::Describe { kind, name }).await? {
+                Reply::Described(d) => Ok(printed.show(&*d, output::description)),
+                other => Err(unexpected(&other)),
             };
         }
         Command::Events {
-            kind,
-            name,
+            object,
             category,
             watch: true,
             ..
-        } => return watch_events(&paths, kind, name, category).await,
+        } => return watch_events(&paths, object, category).await,
         Command::Events {
-            kind,
-            name,
+            object: Named { kind, name },
             category,
-            output,
+            printed,
             ..
         } => {
-            let reply = dispatch(
-                &paths,
-                Request::Events {
-                    kind,
-                    name,
-                    category,
-                },
-            )
-            .await?;
-            return match (reply, output.as_deref()) {
-                (Reply::Events { events }, Some("json")) => Ok(output::json(&events)),
-                (Reply::Events { events }, Some(_)) => Ok(output::yaml(&events)),
-                (Reply::Events { events }, None) => Ok(output::events(&events)),
-                (other, _) => Err(unexpected(&other)),
+            let request = Request::Events {
+                kind,
+                name,
+                category,
+            };
+            return match dispatch(&paths, request).await? {
+                Reply::Events { events } => Ok(printed.show(&events, |e| output::events(e))),
+                other => Err(unexpected(&other)),
             };
         }
         Command::Plugins {
             action: Some(action),
             ..
         } => return plugins_action(&paths, action).await,
-        Command::Plugins { output, .. } => {
-            let reply = dispatch(&paths, Request::Plugins).await?;
-            return match (reply, output.as_deref()) {
-                (Reply::Plugins(view), Some("json")) => Ok(output::json(&view)),
-                (Reply::Plugins(view), Some(_)) => Ok(output::yaml(&view)),
-                (Reply::Plugins(view), None) => Ok(output::plugins(&view)),
-                (other, _) => Err(unexpected(&other)),
+        Command::Plugins { printed, .. } => {
+            return match dispatch(&paths, Request::Plugins).await? {
+                Reply::Plugins(view) => Ok(printed.show(&view, output::plugins)),
+                other => Err(unexpected(&other)),
             };
         }
         Command::Top { interval, once } => {
@@ -381,8 +382,12 @@ async fn execute(cli: Cli) -> Result<String, Failure> {
                 other => Err(unexpected(&other)),
             };
         }
-        Command::Delete { kind, name } => Request::Delete { kind, name },
-        Command::Requeue { kind, name } => Request::Requeue { kind, name },
+        Command::Delete {
+            object: Named { kind, name },
+        } => Request::Delete { kind, name },
+        Command::Requeue {
+            object: Named { kind, name },
+        } => Request::Requeue { kind, name },
     };
     match dispatch(&paths, request).await? {
         Reply::Done { message } => Ok(message + "\n"),
@@ -436,8 +441,7 @@ async fn watch_objects(
 /// `events -w`: the timeline, then each run as the host sees it written.
 async fn watch_events(
     paths: &Paths,
-    kind: String,
-    name: String,
+    Named { kind, name }: Named,
     category: Option<String>,
 ) -> Result<String, Failure> {
     let request = Request::WatchEvents {
@@ -629,8 +633,7 @@ fn open_directly(paths: &Paths, create: bool) -> Result<Context, Failure> {
 /// host can start meanwhile.
 async fn wait(
     paths: &Paths,
-    kind: String,
-    name: String,
+    Named { kind, name }: Named,
     until: Until,
     timeout: Duration,
 ) -> Result<String, Failure> {

@@ -59,6 +59,11 @@ impl PassCounter {
     pub fn count(&self) -> usize {
         self.passes.load(std::sync::atomic::Ordering::SeqCst)
     }
+
+    /// Waits until at least `passes` passes have started.
+    pub async fn reaches(&self, passes: usize, what: &str) {
+        wait_until(what, PATIENCE, || self.count() >= passes).await;
+    }
 }
 
 impl beehive::Controller for PassCounter {

@@ -53,10 +53,7 @@ async fn a_full_pass_revisits_settled_objects_on_its_interval() {
     seed(&store, 3).await;
     let full = Cadence::new().full_pass_interval(Duration::from_millis(300));
     let (_host, counter, running) = counting_host(&store, full).await;
-    wait_until("two full passes beyond the first", PATIENCE, || {
-        counter.count() >= 9
-    })
-    .await;
+    counter.reaches(9, "two full passes beyond the first").await;
     running.stop(Duration::from_secs(10)).await.unwrap();
 }
 
@@ -69,10 +66,9 @@ async fn a_startup_full_pass_reconciles_settled_objects_once_per_start() {
     for round in 0..2 {
         let startup = Cadence::new().startup_full_pass(true);
         let (_host, counter, running) = counting_host(&store, startup).await;
-        wait_until("every object had its startup pass", PATIENCE, || {
-            counter.count() >= 4
-        })
-        .await;
+        counter
+            .reaches(4, "every object had its startup pass")
+            .await;
         running.stop(Duration::from_secs(10)).await.unwrap();
         // Round 0 settles unobserved objects; round 1 finds them all settled
         // and still passes over each, exactly once.
@@ -86,10 +82,9 @@ async fn an_individual_pass_interval_rearms_each_object_after_its_own_pass() {
     seed(&store, 2).await;
     let individual = Cadence::new().individual_pass_interval(Duration::from_millis(250));
     let (host, counter, running) = counting_host(&store, individual).await;
-    wait_until("each object came back on its own cadence", PATIENCE, || {
-        counter.count() >= 8
-    })
-    .await;
+    counter
+        .reaches(8, "each object came back on its own cadence")
+        .await;
     let id = host.client(widget()).get_by_name("w0").unwrap().meta.id;
     assert!(
         host.schedule(&widget(), id).next_requeue_at.is_some(),

@@ -67,9 +67,22 @@ pub struct Following {
     pub replies: BoxStream<'static, Outcome>,
 }
 
+/// Starts the watch a streaming request (`Watch`, `WatchEvents`) asks for.
+pub fn follow(ctx: &Context, request: Request) -> Result<Following, Failure> {
+    match request {
+        Request::Watch { kind, name } => watch(ctx, &kind, name.as_deref()),
+        Request::WatchEvents {
+            kind,
+            name,
+            category,
+        } => watch_events(ctx, &kind, &name, category.as_deref()),
+        other => Err(format!("not a watch: {other:?}").into()),
+    }
+}
+
 /// Starts watching an object's event timeline: the runs so far, then each
 /// run as it is written.
-pub fn watch_events(
+fn watch_events(
     ctx: &Context,
     kind: &str,
     name: &str,
@@ -100,7 +113,7 @@ pub fn watch_events(
 
 /// Starts watching a kind, or one object of it: what there is, then each
 /// change.
-pub fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Following, Failure> {
+fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Following, Failure> {
     let options = beehive::client::WatchOptions::new();
     let (snapshot, changes) = match name {
         Some(name) => {
@@ -374,9 +387,8 @@ fn holds_for(object: Option<&beehive::RawObject>, until: &Until) -> bool {
         Until::Deleted => false,
         Until::Condition { type_, status } => object
             .meta
-            .conditions
-            .iter()
-            .any(|c| &c.type_ == type_ && c.status.as_str().eq_ignore_ascii_case(status)),
+            .condition(type_)
+            .is_some_and(|c| c.status.as_str().eq_ignore_ascii_case(status)),
     }
 }
 

@@ -115,18 +115,12 @@ async fn answer(stream: UnixStream, ctx: &Context) {
         }
     };
     let outcome: Outcome = match serde_json::from_str::<Request>(&line) {
-        Ok(Request::Watch { kind, name }) => match ops::watch(ctx, &kind, name.as_deref()) {
-            Ok(following) => return relay_until_hung_up(write, read, following).await,
-            Err(why) => Err(why),
-        },
-        Ok(Request::WatchEvents {
-            kind,
-            name,
-            category,
-        }) => match ops::watch_events(ctx, &kind, &name, category.as_deref()) {
-            Ok(following) => return relay_until_hung_up(write, read, following).await,
-            Err(why) => Err(why),
-        },
+        Ok(request @ (Request::Watch { .. } | Request::WatchEvents { .. })) => {
+            match ops::follow(ctx, request) {
+                Ok(following) => return relay_until_hung_up(write, read, following).await,
+                Err(why) => Err(why),
+            }
+        }
         Ok(request) => ops::execute(ctx, request).await,
         Err(e) => Err(format!("bad request: {e}").into()),
     };

@@ -38,7 +38,22 @@ impl ToWit for Event {
     type Wit = wit::Event;
 
     fn to_wit(&self) -> wit::Event {
-        event(self)
+        wit::Event {
+            id: self.id,
+            object_id: self.object_id,
+            category: self.category.clone(),
+            event_type: match self.type_ {
+                EventType::Normal => wit::EventType::Normal,
+                EventType::Warning => wit::EventType::Warning,
+            },
+            reason: self.reason.clone(),
+            message: self.message.clone(),
+            detail: self.detail.as_ref().map(|d| d.as_str().to_string()),
+            count: self.count,
+            first_at_ms: self.first_at.as_millis(),
+            last_at_ms: self.last_at.as_millis(),
+            resource_version: self.resource_version,
+        }
     }
 }
 
@@ -148,25 +163,6 @@ pub(crate) fn event_spec(e: wit::EventSpec) -> Result<EventSpec, Error> {
         message: e.message,
         detail,
     })
-}
-
-fn event(e: &Event) -> wit::Event {
-    wit::Event {
-        id: e.id,
-        object_id: e.object_id,
-        category: e.category.clone(),
-        event_type: match e.type_ {
-            EventType::Normal => wit::EventType::Normal,
-            EventType::Warning => wit::EventType::Warning,
-        },
-        reason: e.reason.clone(),
-        message: e.message.clone(),
-        detail: e.detail.as_ref().map(|d| d.as_str().to_string()),
-        count: e.count,
-        first_at_ms: e.first_at.as_millis(),
-        last_at_ms: e.last_at.as_millis(),
-        resource_version: e.resource_version,
-    }
 }
 
 /// The contract's error for a host error: one variant per sentinel.

@@ -102,7 +102,7 @@ async fn a_wedged_finalizer_can_be_cleared() {
     .await
     .unwrap();
     let clusters = RawClient::new(&store, kind());
-    let wedged = create_finalized(&clusters, "wedged", ["acme.com/wedge"])
+    let wedged = create_finalized(&clusters, "wedged", &["acme.com/wedge"])
         .await
         .unwrap();
     clusters.delete(wedged.meta.id).await.unwrap();

@@ -596,7 +596,7 @@ async fn finalizers_are_stored_and_an_empty_one_is_refused() {
     let store = crate::common::store();
     let client = clusters(&store);
     // Only a kind with a controller may carry finalizers: nothing else clears them.
-    let refused = create_finalized(&client, "early", ["x/y"])
+    let refused = create_finalized(&client, "early", &["x/y"])
         .await
         .unwrap_err();
     assert!(matches!(refused, Error::InvalidOption(_)), "{refused}");
@@ -608,13 +608,13 @@ async fn finalizers_are_stored_and_an_empty_one_is_refused() {
     )
     .await
     .unwrap();
-    let created = create_finalized(&client, "a", ["x/y", "x/y", "z"])
+    let created = create_finalized(&client, "a", &["x/y", "x/y", "z"])
         .await
         .unwrap();
     assert_eq!(created.meta.finalizers, ["x/y", "z"]);
     let read = client.get(created.meta.id).unwrap();
     assert_eq!(read.meta.finalizers, ["x/y", "z"]);
-    let err = create_finalized(&client, "b", [""]).await.unwrap_err();
+    let err = create_finalized(&client, "b", &[""]).await.unwrap_err();
     assert!(matches!(err, Error::InvalidOption(_)), "{err}");
 }
 

@@ -101,12 +101,12 @@ pub async fn create(
 }
 
 /// Creates `name` with an empty spec, held by `finalizers` once deleted.
-pub async fn create_finalized<const N: usize>(
+pub async fn create_finalized(
     client: &beehive::RawClient,
     name: &str,
-    finalizers: [&str; N],
+    finalizers: &[&str],
 ) -> beehive::Result<beehive::RawObject> {
-    let options = beehive::CreateOptions::new().finalizers(finalizers);
+    let options = beehive::CreateOptions::new().finalizers(finalizers.iter().copied());
     client.create(name, spec("{}"), options).await
 }
 

@@ -272,7 +272,7 @@ async fn deleting_an_owner_cascades_to_a_hundred_children_and_removes_every_row(
 async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
     let (store, host) = fast_host();
     let cleaned = Arc::new(AtomicUsize::new(0));
-    let unregistered = create_finalized(&host.client(widget()), "early", ["test.dev/cleanup"])
+    let unregistered = create_finalized(&host.client(widget()), "early", &["test.dev/cleanup"])
         .await
         .unwrap_err();
     assert!(
@@ -296,7 +296,7 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
     )
     .await;
     let client = host.client(widget());
-    let created = create_finalized(&client, "w", ["test.dev/cleanup"])
+    let created = create_finalized(&client, "w", &["test.dev/cleanup"])
         .await
         .unwrap();
     widgets_observed(&host, "the widget is observed").await;

@@ -67,6 +67,16 @@
 //! - Names are required, unique per kind, immutable and opaque within the
 //!   naming policy ([`policy`]: at most 253 bytes, no control characters).
 //!   Ids are never reused.
+//!
+//! # Cancel safety
+//! Every async write (creates, updates, deletes, statuses, conditions,
+//! events, finalizers, dependencies) is a job handed to the store's one
+//! writer. Dropping its future before the writer takes the job withdraws it
+//! and nothing is written; dropping it after lets the write commit with
+//! nobody to answer. A write whose future was dropped has therefore either
+//! happened or not: read the object back (its `resource_version`) to know.
+//! Reads never wait on the writer, and a watch's `next()` loses nothing when
+//! it is dropped inside a `select!`.
 
 #![deny(missing_docs)]
 

@@ -137,8 +137,7 @@ impl RawClient {
     /// empty finalizer or an owner that does not exist.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn create(
         &self,
         name: &str,
@@ -159,8 +158,7 @@ impl RawClient {
     /// arguments are validated even when the row exists.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn get_or_create(
         &self,
         name: &str,
@@ -180,8 +178,7 @@ impl RawClient {
     /// held by a row being deleted.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn create_or_update(
         &self,
         name: &str,
@@ -205,8 +202,7 @@ impl RawClient {
     /// [`Error::InvalidDocument`] when `spec` is not an object.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn update(&self, id: ObjectId, spec: Json) -> Result<RawObject> {
         spec.require_object()?;
         let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
@@ -225,8 +221,7 @@ impl RawClient {
     /// [`Error::DeletionPending`]; [`Error::InvalidDocument`].
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn update_by_name(&self, name: &str, spec: Json) -> Result<RawObject> {
         check_name(name)?;
         spec.require_object()?;
@@ -247,8 +242,7 @@ impl RawClient {
     /// is another kind's.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete(&self, id: ObjectId) -> Result<()> {
         let group_kind = self.group_kind.clone();
         self.write(move |tx| ops::delete(tx, &group_kind, id)).await
@@ -261,8 +255,7 @@ impl RawClient {
     /// [`Error::InvalidName`] for `""`.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete_by_name(&self, name: &str) -> Result<()> {
         check_name(name)?;
         let probe = self

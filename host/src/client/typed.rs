@@ -147,8 +147,7 @@ where
     /// not round-trip.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn create(
         &self,
         name: &str,
@@ -166,8 +165,7 @@ where
     /// As [`RawClient::get_or_create`], plus [`Error::Decode`].
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn get_or_create(
         &self,
         name: &str,
@@ -191,8 +189,7 @@ where
     /// As [`RawClient::create_or_update`], plus [`Error::Decode`].
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn create_or_update(
         &self,
         name: &str,
@@ -210,8 +207,7 @@ where
     /// As [`RawClient::update`], plus [`Error::Decode`].
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn update(&self, id: ObjectId, spec: &Spec) -> Result<Object<Spec, Status>> {
         let (json, decoded) = self.encode(spec)?;
         let raw = self.raw.update(id, json).await?;
@@ -224,8 +220,7 @@ where
     /// As [`RawClient::update_by_name`], plus [`Error::Decode`].
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn update_by_name(&self, name: &str, spec: &Spec) -> Result<Object<Spec, Status>> {
         let (json, decoded) = self.encode(spec)?;
         let raw = self.raw.update_by_name(name, json).await?;
@@ -238,8 +233,7 @@ where
     /// As [`RawClient::delete`].
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete(&self, id: ObjectId) -> Result<()> {
         self.raw.delete(id).await
     }
@@ -250,8 +244,7 @@ where
     /// As [`RawClient::delete_by_name`].
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete_by_name(&self, name: &str) -> Result<()> {
         self.raw.delete_by_name(name).await
     }

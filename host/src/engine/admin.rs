@@ -89,8 +89,7 @@ impl AdminClient {
     /// does not serialise to a JSON object.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn update_status<S: Serialize + ?Sized>(
         &self,
         id: ObjectId,
@@ -106,8 +105,7 @@ impl AdminClient {
     /// As [`AdminClient::update_status`].
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn update_status_json(&self, id: ObjectId, status: Json) -> Result<()> {
         self.on(id, |c| async move { c.update_status_json(status).await })
             .await
@@ -119,8 +117,7 @@ impl AdminClient {
     /// As [`ControllerClient::set_condition`], plus the id's errors.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn set_condition(&self, id: ObjectId, condition: Condition) -> Result<()> {
         self.set_conditions(id, vec![condition]).await
     }
@@ -131,8 +128,7 @@ impl AdminClient {
     /// As [`ControllerClient::set_conditions`], plus the id's errors.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn set_conditions(&self, id: ObjectId, conditions: Vec<Condition>) -> Result<()> {
         self.on(id, |c| async move { c.set_conditions(conditions).await })
             .await
@@ -144,8 +140,7 @@ impl AdminClient {
     /// The id's errors.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete_condition(&self, id: ObjectId, type_: &str) -> Result<()> {
         self.on(id, |c| async move { c.delete_condition(type_).await })
             .await
@@ -157,8 +152,7 @@ impl AdminClient {
     /// The id's errors.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn add_event(&self, id: ObjectId, event: EventSpec) -> Result<()> {
         self.on(id, |c| async move { c.add_event(event).await })
             .await
@@ -171,8 +165,7 @@ impl AdminClient {
     /// The id's errors.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete_finalizer(&self, id: ObjectId, finalizer: &str) -> Result<()> {
         self.on(id, |c| async move { c.delete_finalizer(finalizer).await })
             .await
@@ -184,8 +177,7 @@ impl AdminClient {
     /// As [`ControllerClient::add_dependency`], plus `from`'s errors.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn add_dependency(&self, from: ObjectId, to: ObjectId) -> Result<()> {
         self.on(from, |c| async move { c.add_dependency(to).await })
             .await
@@ -198,8 +190,7 @@ impl AdminClient {
     /// `from`'s errors.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete_dependency(&self, from: ObjectId, to: ObjectId) -> Result<()> {
         self.on(from, |c| async move { c.delete_dependency(to).await })
             .await

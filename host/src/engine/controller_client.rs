@@ -339,8 +339,7 @@ impl ControllerClient {
     /// [`Error::ReconcileReturned`] after the pass.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn update_status<S: Serialize + ?Sized>(&self, status: &S) -> Result<()> {
         self.update_status_json(Json::from_serialize(status)?).await
     }
@@ -351,8 +350,7 @@ impl ControllerClient {
     /// As [`ControllerClient::update_status`].
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn update_status_json(&self, status: Json) -> Result<()> {
         let pass = self.live()?;
         status.check_size()?;
@@ -383,8 +381,7 @@ impl ControllerClient {
     /// As [`ControllerClient::set_conditions`].
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn set_condition(&self, condition: Condition) -> Result<()> {
         self.set_conditions(vec![condition]).await
     }
@@ -401,8 +398,7 @@ impl ControllerClient {
     /// storable.)
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn set_conditions(&self, conditions: Vec<Condition>) -> Result<()> {
         self.live()?;
         if conditions.is_empty() {
@@ -420,8 +416,7 @@ impl ControllerClient {
     /// [`Error::NotFound`] when the object is gone.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete_condition(&self, type_: &str) -> Result<()> {
         let type_ = type_.to_string();
         self.write(move |tx, object| ops::delete_condition(tx, object, &type_))
@@ -436,8 +431,7 @@ impl ControllerClient {
     /// [`Error::InvalidOption`] for an event without a reason.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn add_event(&self, event: EventSpec) -> Result<()> {
         self.live()?;
         crate::event::validate(&event)?;
@@ -456,8 +450,7 @@ impl ControllerClient {
     /// gone.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn add_finalizer(&self, finalizer: &str) -> Result<()> {
         if let Some(problem) = crate::policy::label_problem("a finalizer", finalizer) {
             return Err(Error::InvalidOption(problem));
@@ -475,8 +468,7 @@ impl ControllerClient {
     /// [`Error::NotFound`] when the object is gone.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete_finalizer(&self, finalizer: &str) -> Result<()> {
         let finalizer = finalizer.to_string();
         self.write(move |tx, object| ops::delete_finalizer(tx, object, &finalizer))
@@ -498,8 +490,7 @@ impl ControllerClient {
     /// written, and a Warning event naming the cycle is recorded on this object.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn add_dependency(&self, target: ObjectId) -> Result<()> {
         self.live()?.store.note_dependency_edge();
         let added = self
@@ -526,8 +517,7 @@ impl ControllerClient {
     /// [`Error::NotFound`] when this object is gone.
     ///
     /// # Cancel safety
-    /// Dropping the future does not undo the write: one dropped after it was
-    /// handed to the writer may still commit. Read back to know.
+    /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete_dependency(&self, target: ObjectId) -> Result<()> {
         self.write(move |tx, object| ops::delete_dependency(tx, object, target))
             .await

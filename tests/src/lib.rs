@@ -1,20 +1,39 @@
-//! Helpers for the end-to-end tests in `tests/tests/e2e/` (each test gets its
-//! own directory and runs the real `beehive` binary in it), and in [`bench`](mod@bench)
-//! what the benchmarks in `tests/benches/` share.
+//! What the test suites in `tests/tests/` share: the library's integration
+//! tests (`integration/`, in-process, on SQLite or PostgreSQL) and the
+//! end-to-end tests (`e2e/`: each test gets its own directory and runs the
+//! real `beehive` binary in it); and in [`bench`](mod@bench) what the
+//! benchmarks in `tests/benches/` share.
 
 pub mod bench;
 mod http_server;
+mod library;
 mod postgres;
 
 pub use http_server::TestServer;
+pub use library::{
+    PassCounter, create_finalized, delete_and_wait_gone, metric, run_after_restart, run_then_crash,
+    scalar, serve, serve_with, spec, store, update,
+};
 pub use postgres::TestPostgres;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// How long a bounded wait in an end-to-end test waits before failing.
+/// How long a bounded wait in a test waits before failing.
 pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Stops a host started in-process, which must finish its passes within
+/// [`PATIENCE`] and report no error.
+///
+/// # Panics
+/// When it does not.
+pub async fn stop(running: beehive::engine::StopHandle) {
+    running
+        .stop(PATIENCE)
+        .await
+        .expect("the host stops cleanly");
+}
 
 /// Polls `condition` every 20 ms until it holds.
 ///

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use beehive::plugin::{Change, PluginDirectory, PluginError, PluginRuntime, RuntimeOptions};
-use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
-use beehive_e2e::{TestServer, assert_mentions, eventually, plugin_dir};
+use beehive::{GroupKind, Host, HostOptions, RawClient, Store};
+use beehive_e2e::{TestServer, assert_mentions, create, eventually, plugin_dir, stop};
 
 fn hostile_kind() -> GroupKind {
     GroupKind::new("test.dev", "Hostile")
@@ -27,13 +27,6 @@ fn grant(plugins: &Path, out: &Path, access: &str) {
         plugins,
         &format!("[files.\"/out\"]\npath = {out:?}\naccess = \"{access}\"\n"),
     );
-}
-
-async fn act(client: &RawClient, name: &str, spec: &str) {
-    client
-        .create(name, Json::parse(spec).unwrap(), CreateOptions::new())
-        .await
-        .unwrap();
 }
 
 /// The status outcome once the object settled, or the failure once one is
@@ -94,8 +87,8 @@ async fn a_granted_directory_works_and_nothing_escapes_it() {
     let running = host.start().await.unwrap();
     let hostile = host.client(hostile_kind());
 
-    act(&hostile, "writer", r#"{"act":"write-file"}"#).await;
-    act(
+    create(&hostile, "writer", r#"{"act":"write-file"}"#).await;
+    create(
         &hostile,
         "inside",
         r#"{"act":"read","path":"/out/inside.txt"}"#,
@@ -107,7 +100,7 @@ async fn a_granted_directory_works_and_nothing_escapes_it() {
         ("symlink", "/out/link"),
     ];
     for (name, path) in escapes {
-        act(
+        create(
             &hostile,
             name,
             &format!(r#"{{"act":"read","path":"{path}"}}"#),
@@ -135,7 +128,7 @@ async fn a_granted_directory_works_and_nothing_escapes_it() {
         );
         assert!(!failure.contains("the host's secret"), "{name}: {failure}");
     }
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -148,7 +141,7 @@ async fn a_changed_policy_applies_and_a_wrong_one_is_refused() {
     let (directory, host) = served_directory(plugins.path()).await;
     let running = host.start().await.unwrap();
     let hostile = host.client(hostile_kind());
-    act(&hostile, "first", r#"{"act":"write-file"}"#).await;
+    create(&hostile, "first", r#"{"act":"write-file"}"#).await;
     assert!(settled_outcome(&hostile, "first").await.is_ok());
 
     // Read-only now: the plugin's code is unchanged, its grants are not.
@@ -159,7 +152,7 @@ async fn a_changed_policy_applies_and_a_wrong_one_is_refused() {
         "{changes:?}"
     );
     assert!(directory.served()[0].policy.files[0].read_only);
-    act(&hostile, "second", r#"{"act":"write-file"}"#).await;
+    create(&hostile, "second", r#"{"act":"write-file"}"#).await;
     let failure = settled_outcome(&hostile, "second").await.unwrap_err();
     assert_mentions(&failure, &["cannot write /out/second.txt"]);
 
@@ -187,7 +180,7 @@ async fn a_changed_policy_applies_and_a_wrong_one_is_refused() {
         failure.error
     );
     assert!(still_serving.is_some());
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -206,9 +199,9 @@ async fn config_values_reach_the_plugin_and_nothing_else() {
     let (directory, host) = served_directory(plugins.path()).await;
     let running = host.start().await.unwrap();
     let hostile = host.client(hostile_kind());
-    act(&hostile, "region", r#"{"act":"config","path":"region"}"#).await;
-    act(&hostile, "token", r#"{"act":"config","path":"token"}"#).await;
-    act(&hostile, "absent", r#"{"act":"config","path":"absent"}"#).await;
+    create(&hostile, "region", r#"{"act":"config","path":"region"}"#).await;
+    create(&hostile, "token", r#"{"act":"config","path":"token"}"#).await;
+    create(&hostile, "absent", r#"{"act":"config","path":"absent"}"#).await;
     assert_eq!(
         settled_outcome(&hostile, "region").await,
         Ok("config region: eu-west-1".into())
@@ -221,11 +214,11 @@ async fn config_values_reach_the_plugin_and_nothing_else() {
     let shown = format!("{:?}", directory.served());
     assert_mentions(&shown, &["token"]);
     assert!(!shown.contains("s3cr3t"), "a secret was shown: {shown}");
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 async fn fetch(client: &RawClient, name: &str, url: &str) -> Result<String, String> {
-    act(
+    create(
         client,
         name,
         &format!(r#"{{"act":"fetch","path":"{url}"}}"#),
@@ -285,7 +278,7 @@ async fn outbound_http_reaches_granted_hosts_only_and_within_the_limits() {
         "{}",
         warning.message
     );
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -312,7 +305,7 @@ async fn a_policy_change_grants_a_host_to_the_next_instances() {
         Ok("fetched HTTP 200 4 bytes".into())
     );
     assert_eq!(server.hits("/ok"), 1);
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -332,8 +325,8 @@ async fn requests_past_the_plugins_cap_in_flight_wait_then_fail() {
     let running = host.start().await.unwrap();
     let hostile = host.client(hostile_kind());
     let spec = format!(r#"{{"act":"fetch","path":"{}"}}"#, server.url("/wait"));
-    act(&hostile, "first", &spec).await;
-    act(&hostile, "second", &spec).await;
+    create(&hostile, "first", &spec).await;
+    create(&hostile, "second", &spec).await;
     let outcomes = [
         settled_outcome(&hostile, "first").await,
         settled_outcome(&hostile, "second").await,
@@ -347,5 +340,5 @@ async fn requests_past_the_plugins_cap_in_flight_wait_then_fail() {
         })
         .count();
     assert_eq!((served, turned_away), (1, 1), "{outcomes:?}");
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, RuntimeOptions};
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
-use beehive_e2e::{assert_mentions, create, eventually, load_failures, plugin_dir, plugin_wasm};
+use beehive_e2e::{
+    assert_mentions, create, eventually, load_failures, plugin_dir, plugin_wasm, stop,
+};
 
 fn hostile_kind() -> GroupKind {
     GroupKind::new("test.dev", "Hostile")
@@ -116,7 +118,7 @@ async fn spinning_passes_on_every_worker_leave_the_host_responsive() {
     .await;
     let message = failure(&hostile, "spin-0").unwrap();
     assert_mentions(&message, &["exceeded its CPU deadline of 3s"]);
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,7 +174,7 @@ async fn every_attack_fails_its_own_pass_with_a_clear_event() {
         "{} MiB still held",
         runtime.memory_in_use() >> 20
     );
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

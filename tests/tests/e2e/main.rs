@@ -1,6 +1,6 @@
 //! End-to-end tests: the real `beehive` binary and the real example plugins.
 //!
-//! One test binary for the crate: each separate binary would link the whole
+//! One test binary for the suite: each separate binary would link the whole
 //! host library (wasmtime included) again.
 
 /// A greeting set of two, with the finalizer its controller clears.

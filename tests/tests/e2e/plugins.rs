@@ -10,7 +10,8 @@ use beehive::plugin::{
 };
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
 use beehive_e2e::{
-    TestServer, assert_mentions, create, eventually, load_failures, plugin_dir, plugin_wasm,
+    TestServer, assert_mentions, create, eventually, load_failures, plugin_dir, plugin_wasm, spec,
+    stop,
 };
 
 /// Replaces `to` with `from`'s bytes the way an operator should: written
@@ -125,7 +126,7 @@ async fn the_greeting_plugin_converges_its_objects() {
     eventually("both greetings are observed", || all_observed(&client)).await;
     let ada = client.get_by_name("ada").unwrap();
     assert_eq!(ada.status.unwrap().to_value()["message"], "Hello, ada!");
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 fn all_observed(client: &RawClient) -> bool {
@@ -190,7 +191,7 @@ async fn a_misbehaving_plugin_fails_only_its_own_passes() {
         "slept in a host call"
     );
     assert_eq!(failure("sleepy"), None);
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -258,9 +259,9 @@ async fn a_hot_swap_under_load_fails_no_pass() {
     }
     let old_hash = directory.served()[0].content_hash.clone();
 
-    let stop = Arc::new(AtomicBool::new(false));
+    let load_done = Arc::new(AtomicBool::new(false));
     let writes = Arc::new(AtomicUsize::new(0));
-    let writer = keep_writing(client.clone(), stop.clone(), writes.clone());
+    let writer = keep_writing(client.clone(), load_done.clone(), writes.clone());
     eventually("the load is under way", || {
         writes.load(Ordering::SeqCst) >= 10
     })
@@ -281,7 +282,7 @@ async fn a_hot_swap_under_load_fails_no_pass() {
         writes.load(Ordering::SeqCst) >= at_swap + 10
     })
     .await;
-    stop.store(true, Ordering::SeqCst);
+    load_done.store(true, Ordering::SeqCst);
     writer.await.unwrap();
 
     eventually("every object shows the new version's status", || {
@@ -304,7 +305,7 @@ async fn a_hot_swap_under_load_fails_no_pass() {
         Some(&directory.served()[0].content_hash)
     );
     watching.stop().await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -346,7 +347,7 @@ async fn a_broken_replacement_leaves_the_old_version_serving() {
     })
     .await;
     watching.stop().await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -381,7 +382,7 @@ async fn removing_a_file_unregisters_its_kind_and_a_new_kind_swaps_registrations
     let registrations = store.registrations().unwrap();
     assert_eq!(registrations.len(), 1);
     assert_eq!(registrations[0].group_kind, greeting_kind());
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 fn condition(client: &RawClient, name: &str, type_: &str) -> Option<(String, String)> {
@@ -411,25 +412,24 @@ async fn the_example_plugins_converge_together() {
         kind("Service"),
         kind("Connection"),
     );
-    let json = |text: &str| Json::parse(text).unwrap();
 
     // cascade: children made by one plugin, greeted by another.
     sets.create(
         "team",
-        json(r#"{"names":["ada","grace"]}"#),
+        spec(r#"{"names":["ada","grace"]}"#),
         CreateOptions::new(),
     )
     .await
     .unwrap();
     // conditions and events.
     services
-        .create("web", json(r#"{"port":8080}"#), CreateOptions::new())
+        .create("web", spec(r#"{"port":8080}"#), CreateOptions::new())
         .await
         .unwrap();
     let db = connections
         .create(
             "db",
-            json(&format!(
+            spec(&format!(
                 r#"{{"url":"{}","probe_interval_ms":50}}"#,
                 endpoint.url("/health")
             )),
@@ -481,7 +481,7 @@ async fn the_example_plugins_converge_together() {
         sets.list().unwrap().is_empty() && greetings.list().unwrap().is_empty()
     })
     .await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -540,7 +540,7 @@ async fn a_plugin_replaced_while_the_host_was_stopped_reconciles_every_object_at
         let _directory = load_all(&host, plugins.path()).await;
         let running = host.start().await.unwrap();
         greet_ada(&host).await;
-        running.stop(Duration::from_secs(10)).await.unwrap();
+        stop(running).await;
     }
     swap_in(
         &plugin_wasm("greeting_v2"),
@@ -555,7 +555,7 @@ async fn a_plugin_replaced_while_the_host_was_stopped_reconciles_every_object_at
         written_by_release(&client.get_by_name("ada").unwrap(), 2)
     })
     .await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -593,7 +593,7 @@ async fn a_release_that_reshapes_its_spec_migrates_what_earlier_releases_stored(
     assert_eq!(ada.status.unwrap().to_value()["message"], "Hello, ada!");
     let failures = client.get_latest_event(ada.meta.id, "reconcile").unwrap();
     assert!(failures.is_none(), "{failures:?}");
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,10 +1,10 @@
 //! The admin client: pass-only writes from outside a pass.
 
-use crate::common::{PassCounter, create_finalized};
 use beehive::{
     Condition, ConditionStatus, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
     Host, HostOptions, Json, RawClient, client::Loads, engine::AdminClient, event::EventFilter,
 };
+use beehive_e2e::{PassCounter, create_finalized};
 
 fn kind() -> GroupKind {
     GroupKind::new("acme.com", "Cluster")
@@ -12,7 +12,7 @@ fn kind() -> GroupKind {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_writes_land_without_a_pass_or_a_running_host() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let clusters = RawClient::new(&store, kind());
     let empty = || Json::parse("{}").unwrap();
     let a = clusters
@@ -91,7 +91,7 @@ async fn admin_writes_land_without_a_pass_or_a_running_host() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wedged_finalizer_can_be_cleared() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     // Finalizers need a registered controller; the host never starts.
     let host = Host::new(&store, HostOptions::new()).unwrap();
     host.register(
@@ -120,7 +120,7 @@ async fn a_wedged_finalizer_can_be_cleared() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_identical_status_writes_nothing() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let clusters = RawClient::new(&store, kind());
     let a = clusters
         .create("a", Json::parse("{}").unwrap(), CreateOptions::new())
@@ -138,7 +138,7 @@ async fn an_identical_status_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_for_another_kind_or_a_missing_id_is_refused() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let other = GroupKind::new("acme.com", "Database");
     let db = RawClient::new(&store, other.clone())
         .create("db", Json::parse("{}").unwrap(), CreateOptions::new())

@@ -1,10 +1,10 @@
 //! The untyped and typed clients through the public API, on a real file store.
 
-use crate::common::{create, create_finalized, spec, update};
 use beehive::{
     Client, CreateOptions, Error, GroupKind, Json, RawClient, RawObject, Store, client::Loads,
     object::generate_name,
 };
+use beehive_e2e::{create, create_finalized, spec, update};
 use serde::{Deserialize, Serialize};
 
 fn clusters(store: &Store) -> RawClient {
@@ -13,12 +13,12 @@ fn clusters(store: &Store) -> RawClient {
 
 /// Counts write-log entries by reading the table directly.
 fn log_entries(store: &Store) -> i64 {
-    crate::common::scalar(store, "SELECT COUNT(*) FROM object_writes", &[])
+    beehive_e2e::scalar(store, "SELECT COUNT(*) FROM object_writes", &[])
 }
 
 /// A store holding one live row (`live`) and one deletion-pending row (`pending`).
 async fn store_with_live_and_pending() -> (Store, RawClient, RawObject, RawObject) {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let client = clusters(&store);
     let live = create(&client, "live", r#"{"v":1}"#).await;
     let pending = create(&client, "pending", r#"{"v":1}"#).await;
@@ -190,7 +190,7 @@ async fn id_keyed_calls_act_on_one_incarnation_of_one_kind() {
 
 #[tokio::test]
 async fn the_empty_name_is_refused_by_every_call() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let client = clusters(&store);
     let results = [
         client
@@ -221,7 +221,7 @@ async fn the_empty_name_is_refused_by_every_call() {
 #[tokio::test]
 async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is_written() {
     use beehive::policy::{MAX_DOCUMENT_BYTES, MAX_NAME_BYTES};
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let client = clusters(&store);
     for name in ["a\nb", "tab\there", &"x".repeat(MAX_NAME_BYTES + 1)] {
         let result = client.create(name, spec("{}"), CreateOptions::new()).await;
@@ -259,7 +259,7 @@ async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is
 
 #[tokio::test]
 async fn a_spec_must_be_a_json_object() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let client = clusters(&store);
     let err = client
         .create("a", spec("[1,2]"), CreateOptions::new())
@@ -273,7 +273,7 @@ async fn a_spec_must_be_a_json_object() {
 
 #[tokio::test]
 async fn a_write_of_the_same_content_moves_nothing() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let client = clusters(&store);
     let created = create(&client, "a", r#"{"b":[1,2],"a":{"y":1,"x":2}}"#).await;
     let version = store.resource_version();
@@ -314,7 +314,7 @@ struct LopsidedSpec {
 
 #[tokio::test]
 async fn a_typed_write_that_does_not_round_trip_commits_nothing() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let gk = GroupKind::core("Thing");
     let good: Client<GoodSpec, ()> = Client::new(&store, gk.clone());
     let lopsided: Client<LopsidedSpec, ()> = Client::new(&store, gk.clone());
@@ -353,7 +353,7 @@ async fn a_typed_write_that_does_not_round_trip_commits_nothing() {
 
 #[tokio::test]
 async fn typed_clients_round_trip_spec_and_status_types() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let client: Client<GoodSpec, serde_json::Value> = Client::new(&store, GroupKind::core("Thing"));
     let (created, was_created) = client
         .get_or_create("a", &GoodSpec { replicas: 3 }, CreateOptions::new())
@@ -369,7 +369,7 @@ async fn typed_clients_round_trip_spec_and_status_types() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_get_or_create_calls_share_one_row() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     for round in 0..50 {
         let name = format!("race-{round}");
         let tasks: Vec<_> = (0..2)
@@ -399,7 +399,7 @@ async fn racing_get_or_create_calls_share_one_row() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writers_each_get_their_own_answer() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let tasks: Vec<_> = (0..8)
         .map(|worker| {
             let client = clusters(&store);
@@ -439,7 +439,7 @@ async fn concurrent_writers_each_get_their_own_answer() {
 
 #[tokio::test]
 async fn owner_edges_are_written_with_the_create_and_read_both_ways() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let owners = RawClient::new(&store, GroupKind::core("Project"));
     let children = clusters(&store);
     let project = create(&owners, "p", "{}").await;
@@ -489,7 +489,7 @@ async fn owner_edges_are_written_with_the_create_and_read_both_ways() {
 
 #[tokio::test]
 async fn relations_are_loaded_only_when_asked_for() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let owners = RawClient::new(&store, GroupKind::core("Project"));
     let children = clusters(&store);
     let project = create(&owners, "p", "{}").await;
@@ -530,7 +530,7 @@ async fn on_create_runs_after_commit_and_only_for_an_insert() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let client = clusters(&store);
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = |calls: &Arc<AtomicUsize>| {
@@ -593,7 +593,7 @@ async fn a_reopened_store_holds_everything_and_keeps_counting() {
 
 #[tokio::test]
 async fn finalizers_are_stored_and_an_empty_one_is_refused() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let client = clusters(&store);
     // Only a kind with a controller may carry finalizers: nothing else clears them.
     let refused = create_finalized(&client, "early", &["x/y"])
@@ -603,7 +603,7 @@ async fn finalizers_are_stored_and_an_empty_one_is_refused() {
     let host = beehive::Host::new(&store, beehive::HostOptions::new()).unwrap();
     host.register(
         GroupKind::new("acme.com", "Cluster"),
-        crate::common::PassCounter::default(),
+        beehive_e2e::PassCounter::default(),
         beehive::ControllerOptions::new(),
     )
     .await
@@ -627,7 +627,7 @@ async fn a_recorded_registration_allows_finalizers_from_another_process_until_un
     let kind = GroupKind::new("acme.com", "Cluster");
     host.register(
         kind.clone(),
-        crate::common::PassCounter::default(),
+        beehive_e2e::PassCounter::default(),
         beehive::ControllerOptions::new(),
     )
     .await

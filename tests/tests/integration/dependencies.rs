@@ -5,13 +5,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{
-    PATIENCE, create, metric, run_after_restart, run_then_crash, serve, spec, update, wait_until,
-};
 use beehive::engine::Cadence;
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
     RawObject, ReconcileResult, Store, event::EventFilter,
+};
+use beehive_e2e::{
+    create, eventually, metric, run_after_restart, run_then_crash, serve, spec, stop, update,
 };
 
 fn app() -> GroupKind {
@@ -139,7 +139,7 @@ fn settled(host: &Host, gk: GroupKind) -> bool {
 }
 
 fn owed_total(store: &Store) -> i64 {
-    crate::common::scalar(
+    beehive_e2e::scalar(
         store,
         "SELECT CAST(COALESCE(SUM(reconcile_owed), 0) AS BIGINT) FROM objects",
         &[],
@@ -149,10 +149,7 @@ fn owed_total(store: &Store) -> i64 {
 /// Waits until every app is observed and no pass is owed: whatever the
 /// last writes woke has run.
 async fn apps_settle(what: &str, host: &Host, store: &Store) {
-    wait_until(what, PATIENCE, || {
-        settled(host, app()) && owed_total(store) == 0
-    })
-    .await;
+    eventually(what, || settled(host, app()) && owed_total(store) == 0).await;
 }
 
 /// An app's spec: depend on object `target` of kind `kind`.
@@ -176,7 +173,7 @@ async fn apps_on(host: &Host, target: i64, kind: &str, count: usize) -> Vec<i64>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_only_target_wakes_each_dependent_once_per_change() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let (host, apps, running) = serving(&store).await;
     let target = create(&host.client(config()), "settings", r#"{"color":"red"}"#).await;
     let ids = apps_on(&host, target.meta.id, "Config", 5).await;
@@ -185,7 +182,7 @@ async fn a_client_only_target_wakes_each_dependent_once_per_change() {
     for id in &ids {
         assert_eq!(apps.passes_of(*id), 2);
     }
-    wait_until("the host is idle", PATIENCE, || host.is_idle()).await;
+    eventually("the host is idle", || host.is_idle()).await;
     for id in &ids {
         assert_eq!(apps.passes_of(*id), 2, "re-asserting an edge wakes nothing");
     }
@@ -196,7 +193,7 @@ async fn a_client_only_target_wakes_each_dependent_once_per_change() {
         r#"{"color":"blue"}"#,
     )
     .await;
-    wait_until("every app saw the new spec", PATIENCE, || {
+    eventually("every app saw the new spec", || {
         host.client(app()).list().unwrap().iter().all(|o| {
             o.status
                 .as_ref()
@@ -205,44 +202,44 @@ async fn a_client_only_target_wakes_each_dependent_once_per_change() {
         })
     })
     .await;
-    wait_until("the host is idle", PATIENCE, || host.is_idle()).await;
+    eventually("the host is idle", || host.is_idle()).await;
     for id in &ids {
         assert_eq!(apps.passes_of(*id), 3, "one pass for one change");
     }
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
     assert!(apps.errors.lock().unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_targets_status_change_wakes_its_dependents() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let (host, apps, running) = serving(&store).await;
     let target = create(&host.client(db()), "main", "{}").await;
     let ids = apps_on(&host, target.meta.id, "Db", 3).await;
-    wait_until("everything settles", PATIENCE, || {
+    eventually("everything settles", || {
         settled(&host, app()) && settled(&host, db()) && owed_total(&store) == 0
     })
     .await;
-    wait_until("the host is idle", PATIENCE, || host.is_idle()).await;
+    eventually("the host is idle", || host.is_idle()).await;
     let before: Vec<usize> = ids.iter().map(|id| apps.passes_of(*id)).collect();
     // A requeue makes the database write a new status, and nothing else.
     host.requeue(&db(), target.meta.id, false).unwrap();
-    wait_until("every app ran again", PATIENCE, || {
+    eventually("every app ran again", || {
         ids.iter()
             .zip(&before)
             .all(|(id, n)| apps.passes_of(*id) > *n)
     })
     .await;
-    wait_until("the host is idle", PATIENCE, || host.is_idle()).await;
+    eventually("the host is idle", || host.is_idle()).await;
     for (id, n) in ids.iter().zip(&before) {
         assert_eq!(apps.passes_of(*id), n + 1);
     }
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleting_target_waits_for_live_dependents() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let (host, _apps, running) = serving(&store).await;
     let dbs_client = host.client(db());
     let first = create(&dbs_client, "first", "{}").await;
@@ -257,7 +254,7 @@ async fn a_deleting_target_waits_for_live_dependents() {
     // Three GC sweeps complete after the deletes; both are held by live
     // dependents.
     let sweeps = metric(&store, "beehive_gc_sweeps_total");
-    wait_until("three more sweeps", PATIENCE, || {
+    eventually("three more sweeps", || {
         metric(&store, "beehive_gc_sweeps_total") >= sweeps + 3.0
     })
     .await;
@@ -267,16 +264,16 @@ async fn a_deleting_target_waits_for_live_dependents() {
     // Dropping the edge releases the first; deleting the dependent, the second.
     update(&apps_client, holder.meta.id, r#"{"target":null}"#).await;
     apps_client.delete(doomed.meta.id).await.unwrap();
-    wait_until("both targets are collected", PATIENCE, || {
+    eventually("both targets are collected", || {
         dbs_client.get(first.meta.id).is_err() && dbs_client.get(second.meta.id).is_err()
     })
     .await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edge_that_would_close_a_cycle_is_refused_and_reported() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let (host, apps, running) = serving(&store).await;
     let client = host.client(app());
     let a = create(&client, "a", r#"{"target":null}"#).await;
@@ -284,7 +281,7 @@ async fn an_edge_that_would_close_a_cycle_is_refused_and_reported() {
     apps_settle("b depends on a", &host, &store).await;
     // a now asks to depend on b: a → b → a.
     update(&client, a.meta.id, &pointing_at(b.meta.id, "App")).await;
-    wait_until("the cycle is reported", PATIENCE, || {
+    eventually("the cycle is reported", || {
         !client
             .list_events(a.meta.id, &EventFilter::all().category("dependencies"))
             .unwrap()
@@ -313,7 +310,7 @@ async fn an_edge_that_would_close_a_cycle_is_refused_and_reported() {
     );
     // b saw a's new spec once (a is its target); after that nothing spins:
     // a retries on its backoff ladder, and its failures move nothing b reads.
-    wait_until("b saw a's new spec", PATIENCE, || {
+    eventually("b saw a's new spec", || {
         let b_now = client.get(b.meta.id).unwrap();
         b_now
             .status
@@ -323,7 +320,7 @@ async fn an_edge_that_would_close_a_cycle_is_refused_and_reported() {
     .await;
     let b_passes = apps.passes_of(b.meta.id);
     let a_passes = apps.passes_of(a.meta.id);
-    wait_until("a retries on its ladder", PATIENCE, || {
+    eventually("a retries on its ladder", || {
         apps.passes_of(a.meta.id) > a_passes
     })
     .await;
@@ -337,7 +334,7 @@ async fn an_edge_that_would_close_a_cycle_is_refused_and_reported() {
         b_passes,
         "a's failure moved nothing b reads"
     );
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 /// The dependency waker's cursor as saved in the database (0 if never).
@@ -385,16 +382,14 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
         let updated = update(&host.client(config()), target.meta.id, r#"{"v":2}"#).await;
         // The wake is taken (the pass hangs) and the waker's cursor is saved
         // past the update, so only the watermark can bring the app back.
-        wait_until("the woken pass is hanging", PATIENCE, || {
+        eventually("the woken pass is hanging", || {
             apps.inner.passes_of(dependent) >= 2
         })
         .await;
         let observer = rusqlite::Connection::open(store.path()).unwrap();
-        wait_until(
-            "the waker saved its cursor past the update",
-            PATIENCE,
-            || saved_waker_cursor(&observer) >= updated.meta.resource_version,
-        )
+        eventually("the waker saved its cursor past the update", || {
+            saved_waker_cursor(&observer) >= updated.meta.resource_version
+        })
         .await;
         drop(running);
     });
@@ -413,34 +408,33 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
         let host = Host::new(&store, options()).unwrap();
         let apps = Apps::default();
         let running = serve(&host, app(), apps.clone()).await;
-        wait_until(
+        eventually(
             "the stale-dependents pass brings the app up to date",
-            PATIENCE,
             || {
                 let object = host.client(app()).get(dependent).unwrap();
                 object.status.map(|s| s.to_value()["seen"]["v"] == 2) == Some(true)
             },
         )
         .await;
-        running.stop(Duration::from_secs(10)).await.unwrap();
+        stop(running).await;
     });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_self_dependency_is_accepted_and_costs_no_pass() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     // Created before the start, so the startup owed pass is its only wake:
     // a push racing that scan could queue a second pass under load.
     let selfish = create(&beehive::RawClient::new(&store, app()), "selfish", "{}").await;
     let (host, apps, running) = serving(&store).await;
     let id = selfish.meta.id;
-    wait_until("the first pass settles", PATIENCE, || settled(&host, app())).await;
+    eventually("the first pass settles", || settled(&host, app())).await;
     assert_eq!(apps.passes_of(id), 1);
     update(&host.client(app()), id, &pointing_at(id, "App")).await;
     apps_settle("the pass with the self edge settles", &host, &store).await;
-    wait_until("the host is idle", PATIENCE, || host.is_idle()).await;
+    eventually("the host is idle", || host.is_idle()).await;
     assert_eq!(apps.passes_of(id), 2, "the self edge added no pass");
     assert_eq!(host.client(app()).list_dependencies(id).unwrap().len(), 1);
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
     assert!(apps.errors.lock().unwrap().is_empty());
 }

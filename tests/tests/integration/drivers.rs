@@ -4,14 +4,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{
-    PATIENCE, PassCounter, create, delete_and_wait_gone, metric, serve, serve_with, spec,
-    wait_until,
-};
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
     Host, HostOptions, Object, RawObject, ReconcileResult, Reconciler, Store, Typed,
+};
+use beehive_e2e::{
+    PATIENCE, PassCounter, create, delete_and_wait_gone, eventually, metric, serve, serve_with,
+    spec, stop,
 };
 use serde::{Deserialize, Serialize};
 
@@ -49,12 +49,12 @@ async fn counting_host(store: &Store, cadence: Cadence) -> (Host, PassCounter, S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_pass_revisits_settled_objects_on_its_interval() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     seed(&store, 3).await;
     let full = Cadence::new().full_pass_interval(Duration::from_millis(300));
     let (_host, counter, running) = counting_host(&store, full).await;
     counter.reaches(9, "two full passes beyond the first").await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,7 +69,7 @@ async fn a_startup_full_pass_reconciles_settled_objects_once_per_start() {
         counter
             .reaches(4, "every object had its startup pass")
             .await;
-        running.stop(Duration::from_secs(10)).await.unwrap();
+        stop(running).await;
         // Round 0 settles unobserved objects; round 1 finds them all settled
         // and still passes over each, exactly once.
         assert_eq!(counter.count(), 4, "round {round}");
@@ -78,7 +78,7 @@ async fn a_startup_full_pass_reconciles_settled_objects_once_per_start() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_individual_pass_interval_rearms_each_object_after_its_own_pass() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     seed(&store, 2).await;
     let individual = Cadence::new().individual_pass_interval(Duration::from_millis(250));
     let (host, counter, running) = counting_host(&store, individual).await;
@@ -90,12 +90,12 @@ async fn an_individual_pass_interval_rearms_each_object_after_its_own_pass() {
         host.schedule(&widget(), id).next_requeue_at.is_some(),
         "armed"
     );
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_registered_after_start_converges_its_kind_and_unregistering_drains_it() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     seed(&store, 5).await;
     let host = Host::new(&store, quiet()).unwrap();
     let running = host.start().await.unwrap();
@@ -104,7 +104,7 @@ async fn a_controller_registered_after_start_converges_its_kind_and_unregisterin
         .await
         .unwrap();
     let client = host.client(widget());
-    wait_until("the kind converged", PATIENCE, || {
+    eventually("the kind converged", || {
         client.list().unwrap().iter().all(|o| o.meta.is_observed())
     })
     .await;
@@ -123,12 +123,12 @@ async fn a_controller_registered_after_start_converges_its_kind_and_unregisterin
     );
     assert_eq!(client.list().unwrap().len(), 6, "its objects stay");
     assert_eq!(counter.count(), passes);
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_reports_a_pass_that_outlives_its_deadline() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     seed(&store, 1).await;
     let host = Host::new(&store, quiet()).unwrap();
     let started = Arc::new(tokio::sync::Notify::new());
@@ -149,12 +149,7 @@ async fn stop_reports_a_pass_that_outlives_its_deadline() {
     );
     // The claim was released all the same: another host may start.
     let next = Host::new(&store, quiet()).unwrap();
-    next.start()
-        .await
-        .unwrap()
-        .stop(Duration::from_secs(10))
-        .await
-        .unwrap();
+    stop(next.start().await.unwrap()).await;
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -187,7 +182,7 @@ impl Reconciler<Greeting, Greeted> for Greeter {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let host = Host::new(&store, quiet()).unwrap();
     let running = serve(&host, widget(), Typed::new(Greeter)).await;
     let client = host.typed_client::<Greeting, Greeted>(widget());
@@ -200,7 +195,7 @@ async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
         .await
         .unwrap();
     let bad = create(&host.client(widget()), "bad", r#"{"nom":"x"}"#).await;
-    wait_until("the greeting is written", PATIENCE, || {
+    eventually("the greeting is written", || {
         client.get(created.id()).unwrap().meta.is_observed()
     })
     .await;
@@ -216,22 +211,19 @@ async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
             .list_events(bad.meta.id, &beehive::event::EventFilter::all())
             .unwrap()
     };
-    wait_until("the quarantine is recorded", PATIENCE, || {
-        !events().is_empty()
-    })
-    .await;
+    eventually("the quarantine is recorded", || !events().is_empty()).await;
     let reasons: Vec<String> = events().into_iter().map(|e| e.reason).collect();
     assert_eq!(
         reasons,
         ["DecodeFailed"],
         "a DecodeFailed warning says why, and the object is not retried as a failure"
     );
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_host_writes_nothing() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     seed(&store, 3).await;
     let options = HostOptions::new()
         .cadence(Cadence::new().owed_pass_interval(Duration::from_millis(100)))
@@ -240,7 +232,7 @@ async fn an_idle_host_writes_nothing() {
     let counter = PassCounter::default();
     let running = serve(&host, widget(), counter.clone()).await;
     let client = host.client(widget());
-    wait_until("the kind converged", PATIENCE, || {
+    eventually("the kind converged", || {
         client.list().unwrap().iter().all(|o| o.meta.is_observed())
     })
     .await;
@@ -248,7 +240,7 @@ async fn an_idle_host_writes_nothing() {
     let passes = counter.count();
     // Three GC sweeps complete, and owed scans run beside them.
     let sweeps = metric(&store, "beehive_gc_sweeps_total");
-    wait_until("three sweeps", PATIENCE, || {
+    eventually("three sweeps", || {
         metric(&store, "beehive_gc_sweeps_total") >= sweeps + 3.0
     })
     .await;
@@ -258,12 +250,12 @@ async fn an_idle_host_writes_nothing() {
         "no commit while idle"
     );
     assert_eq!(counter.count(), passes, "and no pass");
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweeper_applies_event_and_write_log_retention() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let host = Host::new(
         &store,
         HostOptions::new()
@@ -298,27 +290,27 @@ async fn the_sweeper_applies_event_and_write_log_retention() {
             .await
             .unwrap();
     }
-    wait_until("retention trimmed both logs", PATIENCE, || {
+    eventually("retention trimmed both logs", || {
         let runs = client
             .list_events(created.meta.id, &beehive::event::EventFilter::all())
             .unwrap();
-        let log = crate::common::scalar(&store, "SELECT COUNT(*) FROM object_writes", &[]);
+        let log = beehive_e2e::scalar(&store, "SELECT COUNT(*) FROM object_writes", &[]);
         runs.len() == 2 && log <= 3
     })
     .await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
     assert!(*reasons.lock().unwrap() >= 5);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collected_object_leaves_its_final_state_in_the_write_log() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let host = Host::new(&store, quiet()).unwrap();
     let running = serve(&host, widget(), PassCounter::default()).await;
     let client = host.client(widget());
     let created = create(&client, "w", r#"{"keep":"me"}"#).await;
     delete_and_wait_gone(&client, created.meta.id).await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
     let image = store
         .inspect(
             "SELECT row_image FROM object_writes WHERE object_id = ?1 AND op = 'delete'",
@@ -367,7 +359,7 @@ impl Controller for Appointments {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_requeue_and_a_backoff_alarm_survive_a_restart() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let controller = Appointments::default();
     let client = beehive::RawClient::new(&store, widget());
     for (name, act) in [("later", "later"), ("fail", "fail"), ("plain", "none")] {
@@ -381,7 +373,7 @@ async fn a_requeue_and_a_backoff_alarm_survive_a_restart() {
         host.start().await.unwrap()
     };
     let running = start().await;
-    wait_until("every first pass ran", PATIENCE, || {
+    eventually("every first pass ran", || {
         ["later", "fail", "plain"]
             .iter()
             .all(|name| controller.passes_of(name) == 1)
@@ -391,11 +383,9 @@ async fn a_requeue_and_a_backoff_alarm_survive_a_restart() {
     running.stop(PATIENCE).await.unwrap();
 
     let running = start().await;
-    wait_until(
-        "both appointments are kept after the restart",
-        PATIENCE,
-        || controller.passes_of("later") == 2 && controller.passes_of("fail") == 2,
-    )
+    eventually("both appointments are kept after the restart", || {
+        controller.passes_of("later") == 2 && controller.passes_of("fail") == 2
+    })
     .await;
     assert_eq!(controller.passes_of("plain"), 1, "nothing was owed to it");
     let kept = client.get_by_name("later").unwrap();

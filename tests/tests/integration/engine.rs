@@ -5,15 +5,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{
-    PATIENCE, create, create_finalized, delete_and_wait_gone, run_after_restart, run_then_crash,
-    serve, serve_with, spec, update, wait_until,
-};
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
     Error, EventSpec, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store,
     event::EventFilter,
+};
+use beehive_e2e::{
+    PATIENCE, create, create_finalized, delete_and_wait_gone, eventually, run_after_restart,
+    run_then_crash, serve, serve_with, spec, stop, update,
 };
 
 fn widget() -> GroupKind {
@@ -101,23 +101,20 @@ fn all_observed(host: &Host, gk: &GroupKind) -> bool {
 
 /// Waits until every widget is observed.
 async fn widgets_observed(host: &Host, what: &str) {
-    wait_until(what, PATIENCE, || all_observed(host, &widget())).await;
+    eventually(what, || all_observed(host, &widget())).await;
 }
 
 /// Starts `host`, creates widget `w` and waits until it is observed.
 async fn start_and_observe_one_widget(host: &Host) -> (StopHandle, RawObject) {
     let running = host.start().await.unwrap();
     let created = create(&host.client(widget()), "w", "{}").await;
-    wait_until("the widget is observed", PATIENCE, || {
-        all_observed(host, &widget())
-    })
-    .await;
+    eventually("the widget is observed", || all_observed(host, &widget())).await;
     (running, created)
 }
 
 /// A fresh store and a host on it with [`fast_options`].
 fn fast_host() -> (Store, Host) {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let host = Host::new(&store, fast_options()).unwrap();
     (store, host)
 }
@@ -149,7 +146,7 @@ async fn each_generation_of_each_object_is_reconciled_exactly_once() {
         update(&client, *id, r#"{"v":"third"}"#).await;
     }
     widgets_observed(&host, "the last round is observed").await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 
     let counts = recorder.counts();
     assert_eq!(counts.len(), 40, "20 first generations and 20 second ones");
@@ -180,7 +177,7 @@ async fn a_failing_controller_backs_off_and_recovers() {
     .await
     .unwrap();
     let (running, created) = start_and_observe_one_widget(&host).await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 
     let calls = calls.lock().unwrap().clone();
     assert_eq!(calls.len(), 5);
@@ -227,7 +224,7 @@ async fn a_client_kept_past_its_pass_is_refused() {
         client.add_event(EventSpec::normal("Late")).await,
         Err(Error::ReconcileReturned)
     ));
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -260,12 +257,12 @@ async fn deleting_an_owner_cascades_to_a_hundred_children_and_removes_every_row(
         .delete(owner.meta.id)
         .await
         .unwrap();
-    wait_until("every row is gone", PATIENCE, || {
+    eventually("every row is gone", || {
         children.list().unwrap().is_empty()
             && host.client(parent.clone()).list().unwrap().is_empty()
     })
     .await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -305,7 +302,7 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
     let registrations = store.registrations().unwrap();
     assert_eq!(registrations.len(), 1);
     assert_eq!(registrations[0].finalizers, ["test.dev/cleanup"]);
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -332,7 +329,7 @@ async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
     .await;
     let client = host.client(widget());
     let created = create(&client, "w", "{}").await;
-    wait_until("the widget carries the finalizer", PATIENCE, || {
+    eventually("the widget carries the finalizer", || {
         client.get(created.meta.id).unwrap().meta.finalizers == ["test.dev/cleanup"]
     })
     .await;
@@ -342,7 +339,7 @@ async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
         matches!(refusals.as_slice(), [Err(Error::DeletionPending { .. })]),
         "{refusals:?}"
     );
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -360,11 +357,11 @@ async fn a_client_only_kind_is_collected_by_the_sweeper() {
         .await
         .unwrap();
     notes.delete(owner.meta.id).await.unwrap();
-    wait_until("both notes are collected", PATIENCE, || {
+    eventually("both notes are collected", || {
         notes.list().unwrap().is_empty()
     })
     .await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -415,13 +412,13 @@ async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
     let client = host.client(widget());
     let created = create(&client, "w", "{}").await;
     widgets_observed(&host, "the widget is observed").await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 
     let object = client.get(created.meta.id).unwrap();
     assert_eq!(object.status, Some(spec(r#"{"seen":true}"#)));
     // The log holds the create, one status write (the second was a no-op),
     // one write for both conditions, and the stamp; events move no object.
-    let writes = crate::common::scalar(
+    let writes = beehive_e2e::scalar(
         &store,
         "SELECT COUNT(*) FROM object_writes WHERE object_id = ?1",
         &[created.meta.id],
@@ -470,15 +467,9 @@ async fn a_second_host_over_the_same_database_is_refused() {
     let second = Host::new(&Store::open(&path).unwrap(), fast_options()).unwrap();
     assert!(matches!(second.start().await, Err(Error::StoreInUse(_))));
     assert!(matches!(first.start().await, Err(Error::AlreadyStarted)));
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
     let third = Host::new(&Store::open(&path).unwrap(), fast_options()).unwrap();
-    third
-        .start()
-        .await
-        .unwrap()
-        .stop(Duration::from_secs(10))
-        .await
-        .unwrap();
+    stop(third.start().await.unwrap()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -509,7 +500,7 @@ async fn requeue_needs_an_object_of_the_kind_and_a_controller() {
             .next_requeue_at,
         None
     );
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -530,7 +521,7 @@ async fn an_unsettled_pass_comes_back_and_a_requeue_delay_is_scheduled() {
         .unwrap();
     let ahead = next.duration_since(std::time::SystemTime::now()).unwrap();
     assert!(ahead > Duration::from_secs(3000), "{ahead:?}");
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -559,7 +550,7 @@ async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
     first_pass_rx.await.unwrap();
     update(&client, created.meta.id, r#"{"v":2}"#).await;
     gate.notify_one();
-    wait_until("generation 2 is observed", PATIENCE, || {
+    eventually("generation 2 is observed", || {
         client
             .get(created.meta.id)
             .unwrap()
@@ -568,7 +559,7 @@ async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
             == Some(2)
     })
     .await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
     let counts = recorder.counts();
     assert_eq!(
         counts.get(&(created.meta.id, 1)),
@@ -623,19 +614,15 @@ async fn replacing_a_controller_under_load_loses_no_pass() {
             .unwrap();
     }
     writer.await.unwrap();
-    wait_until(
-        "every widget is observed by the last version",
-        PATIENCE,
-        || {
-            let objects = client.list().unwrap();
-            objects.len() == 150
-                && objects
-                    .iter()
-                    .all(|o| o.meta.is_observed() && status_version(o) == Some(4))
-        },
-    )
+    eventually("every widget is observed by the last version", || {
+        let objects = client.list().unwrap();
+        objects.len() == 150
+            && objects
+                .iter()
+                .all(|o| o.meta.is_observed() && status_version(o) == Some(4))
+    })
     .await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
     for object in client.list().unwrap() {
         let failures = client
             .list_events(object.meta.id, &EventFilter::all().category("reconcile"))
@@ -679,7 +666,7 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
             create(&client, &format!("w{i}"), &format!(r#"{{"i":{i}}}"#)).await;
             counter.fetch_add(1, Ordering::SeqCst);
         }
-        wait_until("some widgets are observed", PATIENCE, || {
+        eventually("some widgets are observed", || {
             client.list().unwrap().iter().any(|o| o.meta.is_observed())
         })
         .await;
@@ -706,7 +693,7 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
         for object in host.client(widget()).list().unwrap() {
             assert_eq!(object.status.as_ref(), Some(&object.spec));
         }
-        running.stop(Duration::from_secs(10)).await.unwrap();
+        stop(running).await;
     });
 }
 
@@ -751,7 +738,7 @@ async fn a_schedule_watch_follows_backoff_and_requeues_as_a_gauge() {
         "{seen:?}"
     );
     assert_eq!(host.due_now(&widget()), 0);
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
     let end = tokio::time::timeout(PATIENCE, schedule.next())
         .await
         .unwrap();

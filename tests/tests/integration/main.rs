@@ -1,9 +1,9 @@
-//! The host library's integration tests, through its public API only.
+//! The library's integration tests: in-process, through its public API
+//! only. Each test opens its own store with `beehive_e2e::store()`: SQLite,
+//! or PostgreSQL under `scripts/with-postgres`.
 //!
-//! One test binary for the crate: each separate binary would link the whole
+//! One test binary for the suite: each separate binary would link the whole
 //! library (wasmtime included) again.
-
-mod common;
 
 mod admin;
 mod client;

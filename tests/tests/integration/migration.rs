@@ -4,11 +4,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::common::{PATIENCE, wait_until};
 use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, GroupKind, Host,
     HostOptions, Json, RawClient, RawObject, ReconcileResult, Store, migration::Migrator,
 };
+use beehive_e2e::{PATIENCE, eventually};
 
 fn cluster() -> GroupKind {
     GroupKind::new("acme.com", "Cluster")
@@ -66,7 +66,7 @@ impl Controller for Reporter {
 fn stored_versions(store: &Store, name: &str) -> (i64, i64) {
     let id = |what: &str| {
         let sql = format!("SELECT {what} FROM objects WHERE name = '{name}'");
-        crate::common::scalar(store, &sql, &[])
+        beehive_e2e::scalar(store, &sql, &[])
     };
     (id("spec_version"), id("status_version"))
 }
@@ -90,7 +90,7 @@ async fn migrating_host(store: &Store, spec: u32) -> (Host, Arc<AtomicBool>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let clusters = RawClient::new(&store, cluster());
     // Written before the kind was versioned.
     let old = Json::parse(r#"{"size":3}"#).unwrap();
@@ -110,7 +110,7 @@ async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
     );
 
     let running = host.start().await.unwrap();
-    wait_until("the pass sees the new shape and settles", PATIENCE, || {
+    eventually("the pass sees the new shape and settles", || {
         clusters
             .get_by_name("prod")
             .is_ok_and(|o| o.meta.is_observed())
@@ -139,7 +139,7 @@ async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let (host, fail) = migrating_host(&store, 2).await;
     let clusters = RawClient::new(&store, cluster());
     let spec = Json::parse(r#"{"replicas":1}"#).unwrap();
@@ -188,7 +188,7 @@ async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_writer_without_the_migrator_never_lowers_a_stored_version() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let (_host, _fail) = migrating_host(&store, 2).await;
     let spec = Json::parse(r#"{"replicas":1}"#).unwrap();
     let created = RawClient::new(&store, cluster())

@@ -4,12 +4,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{PATIENCE, create, metric, serve, spec, wait_until};
 use beehive::engine::Cadence;
 use beehive::{
     Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
     Error, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store, event::EventFilter,
 };
+use beehive_e2e::{create, eventually, metric, serve, spec, stop};
 
 fn parent() -> GroupKind {
     GroupKind::new("test.dev", "Parent")
@@ -177,7 +177,7 @@ impl Controller for Scenario {
 }
 
 async fn run_scenario(scenario: &str) -> (Store, Host, Vec<String>, RawObject) {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let options = HostOptions::new()
         .cadence(Cadence::new().owed_pass_interval(Duration::from_secs(60)))
         .transaction_hold_limit(Duration::from_millis(200));
@@ -206,7 +206,7 @@ async fn run_scenario(scenario: &str) -> (Store, Host, Vec<String>, RawObject) {
     let id = created.meta.id;
     let parents = host.client(parent());
     let events = host.client(parent());
-    wait_until("the pass has run", PATIENCE, || {
+    eventually("the pass has run", || {
         let object = parents.get(id).unwrap();
         let failed = !events
             .list_events(id, &EventFilter::all().category("reconcile"))
@@ -215,7 +215,7 @@ async fn run_scenario(scenario: &str) -> (Store, Host, Vec<String>, RawObject) {
         object.meta.is_observed() || failed
     })
     .await;
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
     let seen = seen.lock().unwrap().clone();
     let object = host.client(parent()).get(id).unwrap();
     (store, host, seen, object)
@@ -306,7 +306,7 @@ async fn a_pass_that_returns_with_a_frame_open_is_rolled_back_and_fails() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_outside_a_transaction_wait_for_it_and_then_proceed() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let host = Host::new(&store, HostOptions::new()).unwrap();
     let (entered_tx, entered_rx) = tokio::sync::oneshot::channel::<()>();
     let entered = Arc::new(Mutex::new(Some(entered_tx)));
@@ -360,7 +360,7 @@ async fn writers_outside_a_transaction_wait_for_it_and_then_proceed() {
         })
     };
     // The outside write queues behind the held transaction, and stays there.
-    wait_until("the outside write is queued", PATIENCE, || {
+    eventually("the outside write is queued", || {
         metric(&store, "beehive_store_writes_waiting") >= 1.0
     })
     .await;
@@ -371,5 +371,5 @@ async fn writers_outside_a_transaction_wait_for_it_and_then_proceed() {
     release.notify_one();
     outside.await.unwrap().unwrap();
     assert_eq!(names(&host), ["outside"]);
-    running.stop(Duration::from_secs(10)).await.unwrap();
+    stop(running).await;
 }

@@ -1,11 +1,11 @@
 //! Trigger channels: addresses from outside the store requeue objects.
 
-use crate::common::{PATIENCE, PassCounter, wait_until};
 use beehive::{ControllerOptions, CreateOptions, GroupKind, Host, HostOptions, Json, RawClient};
+use beehive_e2e::{PATIENCE, PassCounter, eventually};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_and_names_from_a_channel_requeue_their_objects() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let probe = GroupKind::new("test.dev", "Probe");
     let other = RawClient::new(&store, GroupKind::new("test.dev", "Other"));
     let elsewhere = other
@@ -32,12 +32,12 @@ async fn ids_and_names_from_a_channel_requeue_their_objects() {
         .unwrap();
     let running = host.start().await.unwrap();
     let count = || counter.count();
-    wait_until("the first pass", PATIENCE, || count() == 1).await;
+    eventually("the first pass", || count() == 1).await;
 
     ids.send(object.meta.id).await.unwrap();
-    wait_until("a pass for the id", PATIENCE, || count() == 2).await;
+    eventually("a pass for the id", || count() == 2).await;
     names.send("edge".to_string()).await.unwrap();
-    wait_until("a pass for the name", PATIENCE, || count() == 3).await;
+    eventually("a pass for the name", || count() == 3).await;
 
     // Addresses naming nothing of the kind are skipped, and the feeds go on.
     ids.send(999_999).await.unwrap();
@@ -45,7 +45,7 @@ async fn ids_and_names_from_a_channel_requeue_their_objects() {
     names.send(String::new()).await.unwrap();
     names.send("nobody".to_string()).await.unwrap();
     ids.send(object.meta.id).await.unwrap();
-    wait_until("a pass after the misses", PATIENCE, || count() == 4).await;
+    eventually("a pass after the misses", || count() == 4).await;
 
     drop((ids, names));
     running.stop(PATIENCE).await.unwrap();

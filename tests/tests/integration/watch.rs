@@ -2,12 +2,12 @@
 
 use std::time::Duration;
 
-use crate::common::{PATIENCE, create, spec, update, wait_until};
 use beehive::{
     CreateOptions, Error, EventSpec, GroupKind, Host, HostOptions, RawClient, Store,
     client::{ChangeType, EventStream, ObjectChange, WatchOptions},
     engine::AdminClient,
 };
+use beehive_e2e::{PATIENCE, create, eventually, spec, update};
 use futures_util::{Stream, StreamExt};
 
 fn kind() -> GroupKind {
@@ -30,7 +30,7 @@ struct Timeline {
 
 impl Timeline {
     async fn new() -> Timeline {
-        let store = crate::common::store();
+        let store = beehive_e2e::store();
         let clusters = RawClient::new(&store, kind());
         let prod = create(&clusters, "prod", "{}").await;
         let admin = AdminClient::new(&store, kind());
@@ -100,7 +100,7 @@ async fn next_is(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let clusters = RawClient::new(&store, kind());
     let old = create(&clusters, "old", "{}").await;
     let mut stream = clusters.watch_list(WatchOptions::new()).unwrap();
@@ -142,7 +142,7 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_watch_sees_only_its_object_and_a_resume_picks_up_the_gap() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let clusters = RawClient::new(&store, kind());
     let a = create(&clusters, "a", "{}").await;
     let b = create(&clusters, "b", "{}").await;
@@ -169,7 +169,7 @@ async fn an_object_watch_sees_only_its_object_and_a_resume_picks_up_the_gap() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_from_elsewhere_or_below_retention_ends_the_stream_with_why() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let clusters = RawClient::new(&store, kind());
     for name in ["a", "b", "c"] {
         create(&clusters, name, "{}").await;
@@ -246,7 +246,7 @@ async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owner_watch_sees_only_its_children_including_later_ones() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let clusters = RawClient::new(&store, kind());
     let nodes = RawClient::new(&store, GroupKind::new("acme.com", "Node"));
     let owner = create(&clusters, "prod", "{}").await;
@@ -281,7 +281,7 @@ async fn a_typed_watch_decodes_and_skips_what_does_not_fit() {
     #[derive(serde::Serialize, serde::Deserialize, Debug)]
     struct Status {}
 
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let typed: beehive::Client<Spec, Status> = beehive::Client::new(&store, kind());
     typed
         .create("a", &Spec { replicas: 1 }, CreateOptions::new())
@@ -356,7 +356,7 @@ fn rebuild(into: &mut std::collections::BTreeMap<i64, (String, bool)>, changes: 
 async fn resuming_from_any_delivered_position_loses_nothing() {
     for seed in 1..=12u64 {
         let mut random = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let store = crate::common::store();
+        let store = beehive_e2e::store();
         let clusters = RawClient::new(&store, kind());
         // More writes than a page, in random order, over names that come
         // and go: some objects are written only late in the log, others
@@ -441,7 +441,7 @@ async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
         .await
         .unwrap();
     let all = beehive::event::EventFilter::all();
-    wait_until("retention trims the timeline to two runs", PATIENCE, || {
+    eventually("retention trims the timeline to two runs", || {
         let runs = timeline.clusters.list_events(timeline.prod.meta.id, &all);
         runs.unwrap().len() <= 2
     })
@@ -456,7 +456,7 @@ async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_opened_through_a_host_end_when_it_stops() {
-    let store = crate::common::store();
+    let store = beehive_e2e::store();
     let host = Host::new(&store, HostOptions::new()).unwrap();
     let running = host.start().await.unwrap();
     let clusters = host.client(kind());

@@ -19,7 +19,14 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::{Metric, Registry, Unit};
+
+/// Registers `metric` as `name` and returns it: the registry holds one
+/// handle and the caller the other, both on the same series.
+fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
 
 /// Label sets are plain (name, value) pairs.
 type Labels = Vec<(String, String)>;
@@ -89,17 +96,6 @@ pub(crate) struct StoreMetrics {
     pub(crate) writes_waiting: Gauge,
 }
 
-impl Default for StoreMetrics {
-    fn default() -> Self {
-        StoreMetrics {
-            commits: Counter::default(),
-            batch_size: batch_histogram(),
-            write_seconds: seconds_histogram(),
-            writes_waiting: Gauge::default(),
-        }
-    }
-}
-
 /// One kind's handles: its reconciles and its work queue.
 #[derive(Clone, Debug)]
 pub(crate) struct KindMetrics {
@@ -161,166 +157,157 @@ impl Metrics {
     /// Metrics for the store whose database is `database`.
     pub(crate) fn new(database: PathBuf) -> Arc<Metrics> {
         let mut registry = Registry::default();
-        let reconcile_total = Family::default();
-        registry.register(
-            "controller_runtime_reconcile",
-            "Reconciles per controller and result (success, error, requeue, requeue_after)",
-            reconcile_total.clone(),
-        );
-        let reconcile_errors = Family::default();
-        registry.register(
-            "controller_runtime_reconcile_errors",
-            "Reconciles that failed, per controller",
-            reconcile_errors.clone(),
-        );
-        let reconcile_time = HistogramFamily::new_with_constructor(seconds_histogram);
-        registry.register(
-            "controller_runtime_reconcile_time_seconds",
-            "How long each reconcile took, per controller",
-            reconcile_time.clone(),
-        );
-        let queue_depth = Family::default();
-        registry.register(
-            "workqueue_depth",
-            "Objects waiting in each kind's queue",
-            queue_depth.clone(),
-        );
-        let queue_adds = Family::default();
-        registry.register(
-            "workqueue_adds",
-            "Objects added to each kind's queue",
-            queue_adds.clone(),
-        );
-        let queue_retries = Family::default();
-        registry.register(
-            "workqueue_retries",
-            "Failed passes put back on the backoff ladder, per kind",
-            queue_retries.clone(),
-        );
-        let queue_duration = HistogramFamily::new_with_constructor(seconds_histogram);
-        registry.register(
-            "workqueue_queue_duration_seconds",
-            "How long an object waited in the queue before its pass",
-            queue_duration.clone(),
-        );
-        let work_duration = HistogramFamily::new_with_constructor(seconds_histogram);
-        registry.register(
-            "workqueue_work_duration_seconds",
-            "How long a pass took from dispatch to done, its handshake included",
-            work_duration.clone(),
-        );
-        let store = StoreMetrics::default();
-        registry.register(
-            "beehive_store_commits",
-            "Write transactions committed",
-            store.commits.clone(),
-        );
-        registry.register(
-            "beehive_store_commit_batch_size",
-            "Writes committed together in one transaction (group commit)",
-            store.batch_size.clone(),
-        );
-        registry.register(
-            "beehive_store_write_seconds",
-            "How long each write transaction took, commit included",
-            store.write_seconds.clone(),
-        );
-        registry.register(
-            "beehive_store_writes_waiting",
-            "Writes and held transactions queued for the store's single writer",
-            store.writes_waiting.clone(),
-        );
         registry.register_collector(Box::new(DatabaseSize(database)));
-        let watches_open = Gauge::default();
-        registry.register(
-            "beehive_watches_open",
-            "Watches of objects and events open now",
-            watches_open.clone(),
-        );
-        let gc_sweeps = Counter::default();
-        registry.register(
-            "beehive_gc_sweeps",
-            "Garbage-collection sweeps completed",
-            gc_sweeps.clone(),
-        );
-        let plugin_info = Family::default();
-        registry.register(
-            "beehive_plugin_info",
-            "The plugin version serving each kind (1 while it serves)",
-            plugin_info.clone(),
-        );
-        let plugin_load_failures = Family::default();
-        registry.register(
-            "beehive_plugin_load_failures",
-            "Plugin files that failed to load, per plugin",
-            plugin_load_failures.clone(),
-        );
-        let plugin_traps = Family::default();
-        registry.register(
-            "beehive_plugin_traps",
-            "Plugin calls that trapped or failed in the guest, per plugin",
-            plugin_traps.clone(),
-        );
-        let plugin_deadline_hits = Family::default();
-        registry.register(
-            "beehive_plugin_deadline_hits",
-            "Plugin calls cut by their CPU deadline or wall-clock limit, per plugin",
-            plugin_deadline_hits.clone(),
-        );
-        let plugin_instances = Family::default();
-        registry.register(
-            "beehive_plugin_instances",
-            "Live instances of each plugin",
-            plugin_instances.clone(),
-        );
-        let plugin_memory = Family::default();
-        registry.register_with_unit(
-            "beehive_plugin_memory",
-            "Linear memory held by each plugin's instances",
-            Unit::Bytes,
-            plugin_memory.clone(),
-        );
-        let objects = Family::default();
-        registry.register(
-            "beehive_objects",
-            "Objects of each kind with a controller, counted at each export",
-            objects.clone(),
-        );
-        let objects_unsettled = Family::default();
-        registry.register(
-            "beehive_objects_unsettled",
-            "Objects of each kind whose current generation is not yet observed",
-            objects_unsettled.clone(),
-        );
-        let objects_failing = Family::default();
-        registry.register(
-            "beehive_objects_failing",
-            "Objects of each kind whose last pass failed (on the backoff ladder)",
-            objects_failing.clone(),
-        );
+        let r = &mut registry;
+        let seconds = || HistogramFamily::new_with_constructor(seconds_histogram);
         Arc::new(Metrics {
-            registry,
-            reconcile_total,
-            reconcile_errors,
-            reconcile_time,
-            queue_depth,
-            queue_adds,
-            queue_retries,
-            queue_duration,
-            work_duration,
-            store,
-            watches_open,
-            gc_sweeps,
-            plugin_info,
-            plugin_load_failures,
-            plugin_traps,
-            plugin_deadline_hits,
-            plugin_instances,
-            plugin_memory,
-            objects,
-            objects_unsettled,
-            objects_failing,
+            reconcile_total: registered(
+                r,
+                "controller_runtime_reconcile",
+                "Reconciles per controller and result (success, error, requeue, requeue_after)",
+                Family::default(),
+            ),
+            reconcile_errors: registered(
+                r,
+                "controller_runtime_reconcile_errors",
+                "Reconciles that failed, per controller",
+                Family::default(),
+            ),
+            reconcile_time: registered(
+                r,
+                "controller_runtime_reconcile_time_seconds",
+                "How long each reconcile took, per controller",
+                seconds(),
+            ),
+            queue_depth: registered(
+                r,
+                "workqueue_depth",
+                "Objects waiting in each kind's queue",
+                Family::default(),
+            ),
+            queue_adds: registered(
+                r,
+                "workqueue_adds",
+                "Objects added to each kind's queue",
+                Family::default(),
+            ),
+            queue_retries: registered(
+                r,
+                "workqueue_retries",
+                "Failed passes put back on the backoff ladder, per kind",
+                Family::default(),
+            ),
+            queue_duration: registered(
+                r,
+                "workqueue_queue_duration_seconds",
+                "How long an object waited in the queue before its pass",
+                seconds(),
+            ),
+            work_duration: registered(
+                r,
+                "workqueue_work_duration_seconds",
+                "How long a pass took from dispatch to done, its handshake included",
+                seconds(),
+            ),
+            store: StoreMetrics {
+                commits: registered(
+                    r,
+                    "beehive_store_commits",
+                    "Write transactions committed",
+                    Counter::default(),
+                ),
+                batch_size: registered(
+                    r,
+                    "beehive_store_commit_batch_size",
+                    "Writes committed together in one transaction (group commit)",
+                    batch_histogram(),
+                ),
+                write_seconds: registered(
+                    r,
+                    "beehive_store_write_seconds",
+                    "How long each write transaction took, commit included",
+                    seconds_histogram(),
+                ),
+                writes_waiting: registered(
+                    r,
+                    "beehive_store_writes_waiting",
+                    "Writes and held transactions queued for the store's single writer",
+                    Gauge::default(),
+                ),
+            },
+            watches_open: registered(
+                r,
+                "beehive_watches_open",
+                "Watches of objects and events open now",
+                Gauge::default(),
+            ),
+            gc_sweeps: registered(
+                r,
+                "beehive_gc_sweeps",
+                "Garbage-collection sweeps completed",
+                Counter::default(),
+            ),
+            plugin_info: registered(
+                r,
+                "beehive_plugin_info",
+                "The plugin version serving each kind (1 while it serves)",
+                Family::default(),
+            ),
+            plugin_load_failures: registered(
+                r,
+                "beehive_plugin_load_failures",
+                "Plugin files that failed to load, per plugin",
+                Family::default(),
+            ),
+            plugin_traps: registered(
+                r,
+                "beehive_plugin_traps",
+                "Plugin calls that trapped or failed in the guest, per plugin",
+                Family::default(),
+            ),
+            plugin_deadline_hits: registered(
+                r,
+                "beehive_plugin_deadline_hits",
+                "Plugin calls cut by their CPU deadline or wall-clock limit, per plugin",
+                Family::default(),
+            ),
+            plugin_instances: registered(
+                r,
+                "beehive_plugin_instances",
+                "Live instances of each plugin",
+                Family::default(),
+            ),
+            plugin_memory: {
+                let memory = Family::default();
+                r.register_with_unit(
+                    "beehive_plugin_memory",
+                    "Linear memory held by each plugin's instances",
+                    Unit::Bytes,
+                    memory.clone(),
+                );
+                memory
+            },
+            objects: registered(
+                r,
+                "beehive_objects",
+                "Objects of each kind with a controller, counted at each export",
+                Family::default(),
+            ),
+            objects_unsettled: registered(
+                r,
+                "beehive_objects_unsettled",
+                "Objects of each kind whose current generation is not yet observed",
+                Family::default(),
+            ),
+            objects_failing: registered(
+                r,
+                "beehive_objects_failing",
+                "Objects of each kind whose last pass failed (on the backoff ladder)",
+                Family::default(),
+            ),
             refresher: std::sync::Mutex::new(None),
+            // Last: every field above registered through `r` first.
+            registry,
         })
     }
 
@@ -401,12 +388,12 @@ impl Metrics {
             .inc();
     }
 
-    /// The gauge of open watches.
     /// Counts a completed garbage-collection sweep.
     pub(crate) fn gc_swept(&self) {
         self.gc_sweeps.inc();
     }
 
+    /// The gauge of open watches.
     pub(crate) fn watches_open(&self) -> &Gauge {
         &self.watches_open
     }

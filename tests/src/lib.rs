@@ -160,7 +160,10 @@ pub fn shared_plugin_cache() -> PathBuf {
 /// When the binary has not been built.
 pub fn beehive_bin() -> PathBuf {
     let bin = format!("beehive{}", std::env::consts::EXE_SUFFIX);
-    built(profile_dir().join(bin), "`cargo build --workspace --bins --tests`")
+    built(
+        profile_dir().join(bin),
+        "`cargo build --workspace --bins --tests`",
+    )
 }
 
 /// The example plugin `name`, built as a component by `scripts/build-plugins`.

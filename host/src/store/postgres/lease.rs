@@ -13,8 +13,10 @@
 
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::sql::{Conn, params};
+use crate::store::{Connection, Store};
+use crate::sync::lock;
 
 /// Who holds the lease, as the database says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +27,59 @@ pub struct LeaseHolder {
     pub token: i64,
     /// Whether its lease is still running.
     pub live: bool,
+}
+
+impl Store {
+    /// Tries to become the store's one active host, as `holder`, for
+    /// `period`: `Some(token)` (the tenure's fencing token) when the lease
+    /// had expired or was never taken, `None` while another holds it. From
+    /// then on every write transaction through this store commits only if
+    /// the tenure is still current: a holder that failed to renew in time
+    /// finds its writes refused. PostgreSQL stores only.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`](crate::Error::InvalidOption) on a SQLite store;
+    /// [`Error::Database`](crate::Error::Database) when the database cannot be reached.
+    pub fn try_take_lease(&self, holder: &str, period: Duration) -> Result<Option<i64>> {
+        self.require_postgres()?;
+        let token = self.read_conn(|conn| try_take(conn, holder, period))?;
+        if let Some(token) = token {
+            let writer = lock(&self.inner.writer.conn);
+            if let Connection::Postgres(conn) = &writer.conn {
+                conn.set_fence(Some(token));
+            }
+        }
+        Ok(token)
+    }
+
+    /// Extends tenure `token` by `period` from now; `false` when it had
+    /// already expired or been taken over, and the holder must step down.
+    ///
+    /// # Errors
+    /// As [`Store::try_take_lease`].
+    pub fn renew_lease(&self, holder: &str, token: i64, period: Duration) -> Result<bool> {
+        self.require_postgres()?;
+        self.read_conn(|conn| renew(conn, holder, token, period))
+    }
+
+    /// Ends tenure `token` at once, so a standby takes over without waiting
+    /// for it to expire.
+    ///
+    /// # Errors
+    /// As [`Store::try_take_lease`].
+    pub fn release_lease(&self, holder: &str, token: i64) -> Result<()> {
+        self.require_postgres()?;
+        self.read_conn(|conn| release(conn, holder, token))
+    }
+
+    /// Who holds the store's lease, if anyone ever took it.
+    ///
+    /// # Errors
+    /// As [`Store::try_take_lease`].
+    pub fn lease_holder(&self) -> Result<Option<LeaseHolder>> {
+        self.require_postgres()?;
+        self.read_conn(holder)
+    }
 }
 
 /// The prefix of the error a fenced commit raises; see [`FENCE_CHECK`].
@@ -88,12 +143,3 @@ pub(crate) fn holder(conn: Conn<'_>) -> Result<Option<LeaseHolder>> {
 /// transaction unless tenure `?1` is still current (`beehive_fence` is
 /// made by the fourth migration).
 pub(crate) const FENCE_CHECK: &str = "SELECT beehive_fence(?1)";
-
-/// The error for operations that need a lease on a store that has none.
-pub(crate) fn unsupported() -> Error {
-    Error::InvalidOption(
-        "only a PostgreSQL store has a host lease and a plugin set \
-         (a SQLite host serves a plugin directory)"
-            .into(),
-    )
-}

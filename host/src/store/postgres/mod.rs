@@ -681,6 +681,22 @@ impl ToSql for Param<'_> {
     to_sql_checked!();
 }
 
+impl crate::store::Store {
+    /// Refuses what only a PostgreSQL store has: a host lease and a plugin
+    /// set. The lease and plugin-set methods of [`Store`](crate::store::Store)
+    /// live beside their SQL, in `lease.rs` and `plugins.rs`.
+    fn require_postgres(&self) -> Result<()> {
+        match self.inner.backend {
+            crate::store::Backend::Postgres { .. } => Ok(()),
+            crate::store::Backend::Sqlite => Err(Error::InvalidOption(
+                "only a PostgreSQL store has a host lease and a plugin set \
+                 (a SQLite host serves a plugin directory)"
+                    .into(),
+            )),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,8 +10,7 @@ use beehive::{
     Host, HostOptions, Object, RawObject, ReconcileResult, Reconciler, Store, Typed,
 };
 use beehive_e2e::{
-    PATIENCE, PassCounter, create, delete_and_wait_gone, eventually, metric, serve, serve_with,
-    spec, stop,
+    PassCounter, create, delete_and_wait_gone, eventually, metric, serve, serve_with, spec, stop,
 };
 use serde::{Deserialize, Serialize};
 
@@ -380,7 +379,7 @@ async fn a_requeue_and_a_backoff_alarm_survive_a_restart() {
     })
     .await;
     // Stopped before either appointment is due: they live only in the store.
-    running.stop(PATIENCE).await.unwrap();
+    stop(running).await;
 
     let running = start().await;
     eventually("both appointments are kept after the restart", || {
@@ -390,5 +389,5 @@ async fn a_requeue_and_a_backoff_alarm_survive_a_restart() {
     assert_eq!(controller.passes_of("plain"), 1, "nothing was owed to it");
     let kept = client.get_by_name("later").unwrap();
     assert!(kept.meta.is_observed());
-    running.stop(PATIENCE).await.unwrap();
+    stop(running).await;
 }

@@ -8,7 +8,7 @@ use beehive::{
     Controller, ControllerClient, ControllerOptions, CreateOptions, Error, GroupKind, Host,
     HostOptions, Json, RawClient, RawObject, ReconcileResult, Store, migration::Migrator,
 };
-use beehive_e2e::{PATIENCE, eventually};
+use beehive_e2e::{eventually, stop};
 
 fn cluster() -> GroupKind {
     GroupKind::new("acme.com", "Cluster")
@@ -134,7 +134,7 @@ async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
         (registration.spec_version, registration.status_version),
         (1, 1)
     );
-    running.stop(PATIENCE).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,7 @@
 //! Trigger channels: addresses from outside the store requeue objects.
 
 use beehive::{ControllerOptions, CreateOptions, GroupKind, Host, HostOptions, Json, RawClient};
-use beehive_e2e::{PATIENCE, PassCounter, eventually};
+use beehive_e2e::{PassCounter, eventually, stop};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_and_names_from_a_channel_requeue_their_objects() {
@@ -48,6 +48,6 @@ async fn ids_and_names_from_a_channel_requeue_their_objects() {
     eventually("a pass after the misses", || count() == 4).await;
 
     drop((ids, names));
-    running.stop(PATIENCE).await.unwrap();
+    stop(running).await;
     assert_eq!(count(), 4, "nothing else woke it");
 }

@@ -7,7 +7,7 @@ use beehive::{
     client::{ChangeType, EventStream, ObjectChange, WatchOptions},
     engine::AdminClient,
 };
-use beehive_e2e::{PATIENCE, create, eventually, spec, update};
+use beehive_e2e::{PATIENCE, create, eventually, spec, stop, update};
 use futures_util::{Stream, StreamExt};
 
 fn kind() -> GroupKind {
@@ -137,7 +137,7 @@ async fn a_list_watch_sees_creates_updates_deletion_marks_and_collection() {
     assert_eq!(last.meta.name, "new");
     assert_eq!(last.spec.as_str(), r#"{"n":1}"#);
     assert!(last.meta.deletion_requested_at.is_some());
-    running.stop(PATIENCE).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -199,7 +199,7 @@ async fn a_resume_from_elsewhere_or_below_retention_ends_the_stream_with_why() {
             "retention never trimmed"
         );
     }
-    running.stop(PATIENCE).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -241,7 +241,7 @@ async fn an_event_watch_streams_new_and_extended_runs_until_the_object_goes() {
     let running = start_collecting(&store).await;
     let end = ending(&mut stream).await;
     assert!(matches!(end, Error::NotFound { .. }), "{end:?}");
-    running.stop(PATIENCE).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -269,7 +269,7 @@ async fn an_owner_watch_sees_only_its_children_including_later_ones() {
     next_is(&mut stream, ChangeType::Modified, first.meta.id).await;
     let running = start_collecting(&store).await;
     next_is(&mut stream, ChangeType::Deleted, first.meta.id).await;
-    running.stop(PATIENCE).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -451,7 +451,7 @@ async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
         .unwrap();
     let end = ending(&mut stream).await;
     assert!(matches!(end, Error::WatchTooOld { .. }), "{end:?}");
-    running.stop(PATIENCE).await.unwrap();
+    stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -470,7 +470,7 @@ async fn watches_opened_through_a_host_end_when_it_stops() {
         .watch_list(WatchOptions::new())
         .unwrap();
 
-    running.stop(PATIENCE).await.unwrap();
+    stop(running).await;
     assert!(matches!(ending(&mut list).await, Error::Stopped));
     assert!(matches!(ending(&mut events).await, Error::Stopped));
     assert!(matches!(

@@ -66,6 +66,9 @@ impl Manifest {
         if self.name.is_empty() {
             return Some("name is empty".into());
         }
+        if let Some(problem) = beehive::policy::name_problem(&self.name) {
+            return Some(problem);
+        }
         if !self.spec.is_object() {
             return Some("spec must be a JSON object".into());
         }
@@ -77,6 +80,10 @@ impl Manifest {
         }
         if self.finalizers.iter().any(String::is_empty) {
             return Some("a finalizer is empty".into());
+        }
+        let finalizer_problem = |f: &String| beehive::policy::label_problem("a finalizer", f);
+        if let Some(problem) = self.finalizers.iter().find_map(finalizer_problem) {
+            return Some(problem);
         }
         None
     }
@@ -169,7 +176,12 @@ fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> 
         let at = format!("{origin}: object {}", index + 1);
         let manifest: Manifest = serde_json::from_value(value).map_err(|e| format!("{at}: {e}"))?;
         if let Some(problem) = manifest.problem() {
-            return Err(format!("{at} ({}): {problem}", manifest.name));
+            // Escaped: a name is the file author's text, and may hold the
+            // control characters it is refused for.
+            return Err(format!(
+                "{at} ({}): {problem}",
+                manifest.name.escape_debug()
+            ));
         }
         manifests.push(manifest);
     }

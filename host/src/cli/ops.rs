@@ -229,7 +229,7 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>) -> Outcome {
     let mut results = Vec::new();
     for (manifest, group_kind) in manifests.iter().zip(kinds) {
         let client = tx.client(group_kind.clone());
-        let label = format!("{group_kind}/{}", manifest.name);
+        let label = format!("{group_kind}/{}", manifest.name.escape_debug());
         let before = client.get_by_name(&manifest.name).ok();
         let mut options = CreateOptions::new().finalizers(manifest.finalizers.clone());
         if let Some((owner_kind, owner_name)) = manifest.owner_parts() {

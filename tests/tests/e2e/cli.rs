@@ -173,6 +173,12 @@ fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
         "kind: Thing\nname: good\n---\nkind: Thing\nname: \"\"\n",
     );
     assert_mentions(&error, &["mixed.yaml: object 2", "name is empty"]);
+    let error = workspace.apply_fails("escape.yaml", "kind: Thing\nname: \"x\\e[2Jy\"\n");
+    assert_mentions(&error, &["object 1 (x\\u{1b}[2Jy)", "control characters"]);
+    assert!(
+        !error.contains('\u{1b}'),
+        "the terminal never gets the raw escape"
+    );
     assert_mentions(
         &workspace.apply_fails("broken.json", "{\"kind\": "),
         &["invalid JSON"],

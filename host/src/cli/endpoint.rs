@@ -54,6 +54,18 @@ impl Paths {
         paths
     }
 
+    /// Opens the store. Its errors name the database once: the library's
+    /// own messages already name the file or server when they are about it.
+    pub fn open_store(&self) -> Result<beehive::Store, String> {
+        beehive::Store::open(&self.db).map_err(|error| {
+            let message = error.to_string();
+            match message.contains(&self.shown) {
+                true => message,
+                false => format!("{}: {message}", self.shown),
+            }
+        })
+    }
+
     /// Whether the database is a PostgreSQL store.
     pub fn is_postgres(&self) -> bool {
         beehive::store::is_postgres_location(&self.db)

@@ -554,7 +554,7 @@ async fn plugins_action(paths: &Paths, action: PluginsAction) -> Result<String, 
         )
         .into());
     }
-    let store = beehive::Store::open(&paths.db).map_err(|e| format!("{}: {e}", paths.shown))?;
+    let store = paths.open_store()?;
     match action {
         PluginsAction::Push { file, name, policy } => {
             let name = match name {
@@ -620,7 +620,7 @@ fn open_directly(paths: &Paths, create: bool) -> Result<Context, Failure> {
             paths.shown
         ).into());
     }
-    let store = beehive::Store::open(&paths.db).map_err(|e| format!("{}: {e}", paths.shown))?;
+    let store = paths.open_store()?;
     Ok(Context {
         store,
         host: None,

@@ -11,7 +11,7 @@ use beehive::engine::{Cadence, Tenure};
 use beehive::plugin::{
     Change, HttpLimits, Limits, PluginDirectory, PluginLimits, PluginRuntime, RuntimeOptions,
 };
-use beehive::{Host, HostOptions, Store};
+use beehive::{Host, HostOptions};
 use clap::Args;
 
 use crate::cli::endpoint::{Lock, Paths, holder, remove_stale_socket};
@@ -368,7 +368,7 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
         true => None,
         false => Some(lock_for_host(&paths).await?),
     };
-    let store = Store::open(db).map_err(|e| format!("{}: {e}", paths.shown))?;
+    let store = paths.open_store()?;
     let tenure = match paths.is_postgres() {
         true => match until_signal(Tenure::take(&store, args.lease)).await? {
             Some(tenure) => Some(tenure.map_err(|e| format!("taking the host lease: {e}"))?),

@@ -206,6 +206,14 @@ fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
         &workspace.fails(&["run", "--plugins", "nowhere"]),
         &["nowhere does not exist"],
     );
+    std::fs::create_dir(workspace.path().join("a-directory")).unwrap();
+    let error = workspace.fails(&["--db", "a-directory", "get", "Thing"]);
+    assert_mentions(&error, &["unable to open database file"]);
+    assert_eq!(
+        error.matches("a-directory").count(),
+        1,
+        "named once: {error}"
+    );
     assert_mentions(
         &workspace.fails(&["wait", "Thing", "real", "--for", "ready"]),
         &["settled"],

@@ -222,8 +222,9 @@ impl PluginRuntime {
         let instance_pre = self
             .linker
             .instantiate_pre(&component)
-            .map_err(|e| contract(format!("{e:#}")))?;
-        let pre = bindings::PluginPre::new(instance_pre).map_err(|e| contract(format!("{e:#}")))?;
+            .map_err(|e| contract(one_line(&format!("{e:#}"))))?;
+        let pre = bindings::PluginPre::new(instance_pre)
+            .map_err(|e| contract(one_line(&format!("{e:#}"))))?;
         let metrics = self
             .options
             .metrics
@@ -286,10 +287,13 @@ impl PluginRuntime {
             path: path.to_path_buf(),
             message,
         };
+        if let Some(problem) = header_problem(&bytes) {
+            return Err(not_a_component(problem.to_string()));
+        }
         let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
             .await
             .map_err(|e| not_a_component(e.to_string()))?
-            .map_err(|e| not_a_component(format!("{e:#}")))?;
+            .map_err(|e| not_a_component(one_line(&format!("{e:#}"))))?;
         self.compiled
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if let Some(cache) = &self.cache {
@@ -314,6 +318,30 @@ async fn describe(sandbox: &Sandbox) -> Result<wit::Registration, PluginError> {
         path: sandbox.path.clone(),
         message: format!("describe failed: {}", sandbox.failure(&warm, &error, 0)),
     })
+}
+
+/// What is wrong with the first eight bytes, if they do not open a
+/// component: the two mistakes worth naming before the parser's generic
+/// message (a file that is not WebAssembly, a core module built for the
+/// wrong target).
+fn header_problem(bytes: &[u8]) -> Option<&'static str> {
+    if !bytes.starts_with(b"\0asm") {
+        return Some("the file does not start with the WebAssembly magic bytes (\\0asm)");
+    }
+    match bytes.get(4..8) {
+        Some([1, 0, 0, 0]) => Some(
+            "a core WebAssembly module, not a component: build it for wasm32-wasip2 \
+             (or wrap it with `wasm-tools component new`)",
+        ),
+        _ => None,
+    }
+}
+
+/// `text` with every run of whitespace, line breaks included, as one space:
+/// the parser's messages can span lines, and a load failure is shown as one
+/// log line and one row of `beehive plugins`.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `greeting` for `plugins/greeting.wasm`.
@@ -342,4 +370,30 @@ fn initial_memory(bytes: &[u8]) -> u64 {
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_is_not_a_component_is_named_for_what_it_is() {
+        let text = header_problem(b"not a component").unwrap();
+        assert!(text.contains("magic bytes"), "{text}");
+        let core_module = header_problem(b"\0asm\x01\0\0\0").unwrap();
+        assert!(
+            core_module.contains("core WebAssembly module"),
+            "{core_module}"
+        );
+        assert_eq!(header_problem(b"\0asm\x0d\0\x01\0"), None, "a component");
+    }
+
+    #[test]
+    fn a_message_over_several_lines_becomes_one() {
+        let parser = "bad magic number - expected=[\n    0x0,\n    0x61,\n] (at offset 0x0)";
+        assert_eq!(
+            one_line(parser),
+            "bad magic number - expected=[ 0x0, 0x61, ] (at offset 0x0)"
+        );
+    }
 }

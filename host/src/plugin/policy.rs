@@ -174,6 +174,17 @@ enum Access {
     ReadWrite,
 }
 
+/// `error` in one line, with where in `text` it is when the parser knows
+/// (its own rendering spans several lines, with a caret under the spot).
+fn toml_problem(text: &str, error: &toml::de::Error) -> String {
+    let Some(before) = error.span().and_then(|span| text.get(..span.start)) else {
+        return error.message().to_string();
+    };
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line}, column {column}: {}", error.message())
+}
+
 impl Policy {
     /// Parses and checks a policy file's text. `protected` are the
     /// directories no grant may hold (the plugin directory, the database's).
@@ -181,7 +192,7 @@ impl Policy {
     /// # Errors
     /// What is wrong, in one line.
     pub(crate) fn parse(text: &str, protected: &[PathBuf]) -> Result<Policy, String> {
-        let file: PolicyFile = toml::from_str(text).map_err(|e| e.message().to_string())?;
+        let file: PolicyFile = toml::from_str(text).map_err(|e| toml_problem(text, &e))?;
         let files = file
             .files
             .into_iter()
@@ -358,7 +369,11 @@ mod tests {
             ),
             (
                 "[http]\nallowed_hosts = [\"example.com\"]\n".to_string(),
-                "unknown field",
+                "line 2, column 1: unknown field",
+            ),
+            (
+                "files = \n[http\n".to_string(),
+                "line 2, column 6: unclosed table",
             ),
             (
                 "[http]\nallow = [\"example.com/path\"]\n".to_string(),

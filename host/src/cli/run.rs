@@ -320,14 +320,12 @@ impl RunArgs {
         )
     }
 
-    /// The plugin directory: the default is made if missing, a named one
-    /// must exist.
     /// The directory plugins are served from, and whether it mirrors the
-    /// store's plugin set (a PostgreSQL store, with no `--plugins`).
+    /// store's plugin set (a PostgreSQL store, with no `--plugins`). The
+    /// default is made if missing; a named one must exist.
     fn plugin_dir(&self, paths: &Paths) -> Result<(PathBuf, bool), String> {
         match &self.plugins {
-            Some(dir) if dir.is_dir() => Ok((dir.clone(), false)),
-            Some(dir) => Err(format!("plugin directory {} does not exist", dir.display())),
+            Some(dir) => require_directory("plugin directory", dir).map(|()| (dir.clone(), false)),
             None => {
                 let mirrored = paths.is_postgres();
                 let dir = match mirrored {
@@ -345,15 +343,24 @@ impl RunArgs {
     }
 }
 
+/// Refuses `dir` unless it is a directory, saying what it is instead.
+fn require_directory(what: &str, dir: &Path) -> Result<(), String> {
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(format!("{what} {} is not a directory", dir.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(format!("{what} {} does not exist", dir.display()))
+        }
+        Err(e) => Err(format!("{what} {}: {e}", dir.display())),
+    }
+}
+
 /// Runs the host until a signal stops it.
 pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
     let paths = Paths::new(db);
     let (plugin_dir, mirrored) = args.plugin_dir(&paths)?;
-    if let Some(dir) = args.manifests.as_ref().filter(|d| !d.is_dir()) {
-        return Err(format!(
-            "manifest directory {} does not exist",
-            dir.display()
-        ));
+    if let Some(dir) = &args.manifests {
+        require_directory("manifest directory", dir)?;
     }
     let file_parent = db
         .parent()

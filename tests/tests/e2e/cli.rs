@@ -206,6 +206,10 @@ fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
         &workspace.fails(&["run", "--plugins", "nowhere"]),
         &["nowhere does not exist"],
     );
+    assert_mentions(
+        &workspace.fails(&["run", "--plugins", "ok.yaml"]),
+        &["plugin directory ok.yaml is not a directory"],
+    );
     std::fs::create_dir(workspace.path().join("a-directory")).unwrap();
     let error = workspace.fails(&["--db", "a-directory", "get", "Thing"]);
     assert_mentions(&error, &["unable to open database file"]);

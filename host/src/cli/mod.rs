@@ -115,10 +115,15 @@ enum Command {
         #[command(flatten)]
         printed: Printed,
     },
-    /// Delete an object (its finalizers and children are honoured).
+    /// Delete objects (their finalizers and children are honoured). With
+    /// several names each is tried; a name that cannot be deleted is
+    /// reported and the rest go ahead.
     Delete {
-        #[command(flatten)]
-        object: Named,
+        /// The kind: `Kind` or `Kind.group`.
+        kind: String,
+        /// The objects' names.
+        #[arg(required = true)]
+        names: Vec<String>,
     },
     /// Show an object's event timeline, newest first.
     Events {
@@ -382,9 +387,7 @@ async fn execute(cli: Cli) -> Result<String, Failure> {
                 other => Err(unexpected(&other)),
             };
         }
-        Command::Delete {
-            object: Named { kind, name },
-        } => Request::Delete { kind, name },
+        Command::Delete { kind, names } => return delete_each(&paths, &kind, names).await,
         Command::Requeue {
             object: Named { kind, name },
         } => Request::Requeue { kind, name },
@@ -395,6 +398,46 @@ async fn execute(cli: Cli) -> Result<String, Failure> {
             .iter()
             .map(|r| format!("{}/{} {}\n", r.kind, r.name, r.action))
             .collect()),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// `delete KIND NAME...`. One name fails as its request does. With several,
+/// as kubectl does: each deletion is printed as it lands, each refusal as
+/// it comes, and a closing error carries the first refusal's exit code.
+async fn delete_each(paths: &Paths, kind: &str, names: Vec<String>) -> Result<String, Failure> {
+    if let [name] = names.as_slice() {
+        return delete_one(paths, kind, name).await.map(|done| done + "\n");
+    }
+    let mut first_refusal: Option<Failure> = None;
+    let mut refusals = 0;
+    for name in &names {
+        match delete_one(paths, kind, name).await {
+            Ok(done) => println!("{done}"),
+            Err(refusal) => {
+                eprintln!("error: {}", refusal.message);
+                refusals += 1;
+                first_refusal.get_or_insert(refusal);
+            }
+        }
+    }
+    match first_refusal {
+        None => Ok(String::new()),
+        Some(first) => Err(Failure::new(
+            first.code,
+            format!("{refusals} of {} objects not deleted", names.len()),
+        )),
+    }
+}
+
+/// Deletes one object; what happened, in a line.
+async fn delete_one(paths: &Paths, kind: &str, name: &str) -> Result<String, Failure> {
+    let request = Request::Delete {
+        kind: kind.to_string(),
+        name: name.to_string(),
+    };
+    match dispatch(paths, request).await? {
+        Reply::Done { message } => Ok(message),
         other => Err(unexpected(&other)),
     }
 }

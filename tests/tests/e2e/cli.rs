@@ -484,6 +484,21 @@ fn exit_codes_say_what_failed_with_or_without_a_host() {
         "timed out"
     );
     assert_eq!(code("get --bogus"), Some(2), "usage");
+    // Several names: each is tried, and the one missing sets the code.
+    workspace.apply(
+        "more.yaml",
+        "kind: Note\nname: b\n---\nkind: Note\nname: c\n",
+    );
+    let several = workspace.run(&["delete", "Note", "b", "missing", "c"]);
+    assert_eq!(several.status.code(), Some(3), "not found");
+    assert_mentions(
+        &String::from_utf8_lossy(&several.stdout),
+        &["Note/b marked for deletion", "Note/c marked for deletion"],
+    );
+    assert_mentions(
+        &String::from_utf8_lossy(&several.stderr),
+        &["not found: Note/missing", "1 of 3 objects not deleted"],
+    );
     // With one: the code travels over the socket.
     let host = workspace.start_host(&[]);
     assert_eq!(code("get Note missing"), Some(3));

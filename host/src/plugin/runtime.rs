@@ -217,14 +217,13 @@ impl PluginRuntime {
         let component = self.component(path, bytes, &content_hash).await?;
         let contract = |message: String| PluginError::Contract {
             path: path.to_path_buf(),
-            message,
+            message: one_line(&message),
         };
         let instance_pre = self
             .linker
             .instantiate_pre(&component)
-            .map_err(|e| contract(one_line(&format!("{e:#}"))))?;
-        let pre = bindings::PluginPre::new(instance_pre)
-            .map_err(|e| contract(one_line(&format!("{e:#}"))))?;
+            .map_err(|e| contract(format!("{e:#}")))?;
+        let pre = bindings::PluginPre::new(instance_pre).map_err(|e| contract(format!("{e:#}")))?;
         let metrics = self
             .options
             .metrics
@@ -285,7 +284,7 @@ impl PluginRuntime {
         let engine = self.engine.clone();
         let not_a_component = |message: String| PluginError::NotAComponent {
             path: path.to_path_buf(),
-            message,
+            message: one_line(&message),
         };
         if let Some(problem) = header_problem(&bytes) {
             return Err(not_a_component(problem.to_string()));
@@ -293,7 +292,7 @@ impl PluginRuntime {
         let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
             .await
             .map_err(|e| not_a_component(e.to_string()))?
-            .map_err(|e| not_a_component(one_line(&format!("{e:#}"))))?;
+            .map_err(|e| not_a_component(format!("{e:#}")))?;
         self.compiled
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if let Some(cache) = &self.cache {

@@ -89,6 +89,7 @@ mod json;
 pub mod metrics;
 pub mod migration;
 pub mod object;
+mod operator_file;
 pub mod plugin;
 pub mod policy;
 pub mod store;

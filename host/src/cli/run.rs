@@ -47,7 +47,9 @@ pub struct RunArgs {
     manifests: Option<PathBuf>,
 
     /// Where compiled plugins are kept, so a restart compiles nothing.
-    /// Default: `DB.plugin-cache/` beside the database.
+    /// Default: `DB.plugin-cache/` beside the database. Artifacts are
+    /// sealed with the key in `DB.plugin-cache.key`, beside the database
+    /// wherever the cache is; no plugin may be granted either.
     #[arg(long, value_name = "DIR")]
     plugin_cache: Option<PathBuf>,
 
@@ -315,7 +317,8 @@ impl RunArgs {
                     ..Limits::default()
                 })
                 .memory_budget(self.plugin_memory_budget)
-                .cache_dir(cache),
+                .cache_dir(cache)
+                .cache_key(paths.beside(".plugin-cache.key")),
             |options, (name, limits)| options.plugin_limits(name, limits),
         )
     }

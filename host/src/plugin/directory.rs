@@ -20,6 +20,8 @@ use sha2::{Digest, Sha256};
 use crate::directory_watch::{WatchHandle, watch_directory};
 use crate::engine::Host;
 use crate::object::GroupKind;
+use crate::operator_file::{self, MAX_PLUGIN_BYTES, MAX_POLICY_BYTES};
+use crate::plugin::policy::OffLimits;
 use crate::plugin::{Limits, Plugin, PluginError, PluginRuntime, Policy, hex};
 use crate::sync::lock;
 
@@ -315,7 +317,7 @@ impl PluginDirectory {
         seen: Fingerprint,
     ) -> Option<Change> {
         let serving = files.get(path).and_then(|f| f.serving.clone());
-        let bytes = match std::fs::read(path) {
+        let bytes = match operator_file::read(path, MAX_PLUGIN_BYTES) {
             Ok(bytes) => bytes,
             // Removed since the listing: the next sync sees it gone.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
@@ -381,10 +383,11 @@ impl PluginDirectory {
     }
 
     /// The policy in the plugin's `NAME.toml`, or no grants without one. No
-    /// grant may reach the plugin directory or the database's.
+    /// grant may reach the plugin directory, the database's, or the
+    /// compiled-code cache and its key.
     fn policy_of(&self, wasm: &Path) -> Result<Policy, PluginError> {
         let file = Policy::file_of(wasm);
-        let text = match std::fs::read_to_string(&file) {
+        let text = match operator_file::read_text(&file, MAX_POLICY_BYTES) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Policy::default()),
             Err(e) => {
@@ -394,25 +397,32 @@ impl PluginDirectory {
                 });
             }
         };
-        let mut protected = vec![self.dir.clone()];
-        if let Some(db_dir) = self.host.store().path().parent() {
-            protected.push(db_dir.to_path_buf());
-        }
-        let protected: Vec<PathBuf> = protected
-            .iter()
-            .filter_map(|p| {
-                let p = if p.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    p
-                };
-                p.canonicalize().ok()
-            })
-            .collect();
-        Policy::parse(&text, &protected).map_err(|message| PluginError::Policy {
+        Policy::parse(&text, &self.off_limits()).map_err(|message| PluginError::Policy {
             path: file,
             message,
         })
+    }
+
+    /// What no grant may reach, resolved as it is now.
+    fn off_limits(&self) -> OffLimits {
+        let store = self.host.store();
+        // A PostgreSQL store's path is its connection string.
+        let db_dir = (!store.is_postgres())
+            .then(|| store.path().parent())
+            .flatten()
+            .map(|dir| match dir {
+                dir if dir.as_os_str().is_empty() => Path::new("."),
+                dir => dir,
+            });
+        let mut places = vec![self.dir.clone()];
+        places.extend(db_dir.map(Path::to_path_buf));
+        places.extend(self.runtime.protected_paths());
+        OffLimits {
+            places: places.iter().filter_map(|p| resolved(p)).collect(),
+            store_device: db_dir
+                .and_then(|dir| std::fs::metadata(dir).ok())
+                .map(|meta| std::os::unix::fs::MetadataExt::dev(&meta)),
+        }
     }
 
     /// Registers a loaded plugin for its kind, unless another file serves it.
@@ -497,6 +507,20 @@ impl PluginDirectory {
             message: e.to_string(),
         })
     }
+}
+
+/// `path` canonical; one that does not exist yet (a cache made on first
+/// use) by its parent's canonical path, so a grant cannot hold it either.
+fn resolved(path: &Path) -> Option<PathBuf> {
+    if let Ok(path) = path.canonicalize() {
+        return Some(path);
+    }
+    let name = path.file_name()?;
+    let parent = match path.parent()? {
+        parent if parent.as_os_str().is_empty() => Path::new("."),
+        parent => parent,
+    };
+    Some(parent.canonicalize().ok()?.join(name))
 }
 
 fn record_failure(

@@ -196,18 +196,43 @@ pub(crate) struct Destination {
     port: u16,
 }
 
+/// Why a request names no destination a grant could allow.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Undestined {
+    /// Not an http or https URL with a host.
+    NotHttp,
+    /// The authority carries `user@` (or `user:password@`): the name
+    /// checked and the name dialled could differ, so it is refused.
+    UserInfo(Destination),
+}
+
 impl Destination {
-    /// The destination of `uri`, if it names an http or https authority.
-    pub(crate) fn of(uri: &http::Uri) -> Option<Destination> {
-        let https = match uri.scheme_str()? {
-            "https" => true,
-            "http" => false,
-            _ => return None,
+    /// The destination of `uri`, if it names an http or https authority
+    /// without user information.
+    pub(crate) fn of(uri: &http::Uri) -> Result<Destination, Undestined> {
+        let https = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err(Undestined::NotHttp),
         };
-        let authority = uri.authority()?;
+        let authority = uri.authority().ok_or(Undestined::NotHttp)?;
         let host = authority.host().to_ascii_lowercase();
         let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
-        Some(Destination { https, host, port })
+        let destination = Destination { https, host, port };
+        if authority.as_str().contains('@') {
+            return Err(Undestined::UserInfo(destination));
+        }
+        Ok(destination)
+    }
+
+    /// `uri` addressed to exactly this destination: what the connector
+    /// dials is the authority that was checked, spelled by the host.
+    fn pin(&self, uri: &http::Uri) -> Result<http::Uri, Error> {
+        let scheme = if self.https { "https" } else { "http" };
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        format!("{scheme}://{}:{}{path}", self.host, self.port)
+            .parse()
+            .map_err(|_| Error::HttpRequestUriInvalid)
     }
 
     fn default_port(&self) -> u16 {
@@ -312,17 +337,31 @@ type SendFuture = Box<
 impl WasiHttpHooks for HttpGate {
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         _response_done: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> SendFuture {
-        let Some(destination) = Destination::of(request.uri()) else {
-            self.deny(request.uri().to_string());
-            return Box::new(async { Err(Error::HttpRequestDenied) });
+        let destination = match Destination::of(request.uri()) {
+            Ok(destination) => destination,
+            Err(Undestined::NotHttp) => {
+                self.deny(request.uri().to_string());
+                return Box::new(async { Err(Error::HttpRequestDenied) });
+            }
+            // The user information may be a password: it is never shown.
+            Err(Undestined::UserInfo(destination)) => {
+                self.deny(format!(
+                    "{destination} (with user information in the URL, which is refused)"
+                ));
+                return Box::new(async { Err(Error::HttpRequestDenied) });
+            }
         };
         if !self.access.allows(&destination) {
             self.deny(destination.to_string());
             return Box::new(async { Err(Error::HttpRequestDenied) });
+        }
+        match destination.pin(request.uri()) {
+            Ok(uri) => *request.uri_mut() = uri,
+            Err(error) => return Box::new(async { Err(error) }),
         }
         let options = self.access.options(options);
         let in_flight = self.access.in_flight.clone();
@@ -469,6 +508,17 @@ mod tests {
 
     fn destination(url: &str) -> Destination {
         Destination::of(&url.parse().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn user_information_is_refused_and_the_dialled_authority_is_the_checked_one() {
+        for url in ["http://evil@127.0.0.1:8080/", "http://a:b@example.com/x"] {
+            let refused = Destination::of(&url.parse().unwrap()).unwrap_err();
+            assert!(matches!(refused, Undestined::UserInfo(_)), "{url}");
+        }
+        let checked = destination("http://Example.COM/a?b=1");
+        let pinned = checked.pin(&"http://Example.COM/a?b=1".parse().unwrap());
+        assert_eq!(pinned.unwrap().to_string(), "http://example.com:80/a?b=1");
     }
 
     /// Asserts that `pattern` lets through each URL in `allowed` and none in

@@ -18,6 +18,7 @@ mod clock;
 mod convert;
 mod directory;
 mod error;
+mod granted_dir;
 mod http;
 mod limits;
 mod memory;
@@ -27,6 +28,7 @@ mod runtime;
 mod sandbox;
 mod state;
 
+pub use crate::operator_file::{MAX_PLUGIN_BYTES, MAX_POLICY_BYTES};
 pub use directory::{Change, Failure, PluginDirectory, Served};
 pub use error::PluginError;
 pub use http::{HostPattern, HttpLimits};

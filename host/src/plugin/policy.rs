@@ -30,11 +30,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::operator_file;
+use crate::plugin::granted_dir::DirHandle;
 use crate::plugin::http::{HostPattern, HttpLimits};
+use crate::policy::MAX_DOCUMENT_BYTES;
 
 /// The grants of one plugin, checked.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -99,7 +103,8 @@ impl std::fmt::Debug for ConfigValue {
     }
 }
 
-/// One directory granted to a plugin.
+/// One directory granted to a plugin: the directory found at `host_path`
+/// when the policy was checked, held open for as long as the grant lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileGrant {
     /// Where the plugin sees it, e.g. `/out`.
@@ -108,7 +113,24 @@ pub struct FileGrant {
     pub host_path: PathBuf,
     /// Whether the plugin may only read it.
     pub read_only: bool,
+    pub(crate) handle: Arc<DirHandle>,
 }
+
+/// The places no grant may reach, and the filesystem a read-write grant
+/// may share only when the operator says so.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct OffLimits {
+    /// Directories and files no grant may hold: the plugin directory, the
+    /// database's, the compiled-code cache and its key.
+    pub(crate) places: Vec<PathBuf>,
+    /// The device of the store's directory, for a SQLite store.
+    pub(crate) store_device: Option<u64>,
+}
+
+/// Where the kernel shows itself and the host's own process (its
+/// environment, where `{ env = … }` secrets come from; its memory; its
+/// open files) and devices: no grant may hold one or lie inside one.
+const SYSTEM_PLACES: [&str; 3] = ["/proc", "/sys", "/dev"];
 
 impl std::fmt::Display for FileGrant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -164,6 +186,9 @@ struct FileEntry {
     path: PathBuf,
     #[serde(default)]
     access: Access,
+    /// A read-write grant on the store's filesystem is unmetered there.
+    #[serde(default)]
+    allow_store_filesystem: bool,
 }
 
 #[derive(Clone, Copy, Default, Deserialize)]
@@ -186,18 +211,19 @@ fn toml_problem(text: &str, error: &toml::de::Error) -> String {
 }
 
 impl Policy {
-    /// Parses and checks a policy file's text. `protected` are the
-    /// directories no grant may hold (the plugin directory, the database's).
+    /// Parses and checks a policy file's text; no grant may reach what
+    /// `off_limits` names.
     ///
     /// # Errors
     /// What is wrong, in one line.
-    pub(crate) fn parse(text: &str, protected: &[PathBuf]) -> Result<Policy, String> {
+    pub(crate) fn parse(text: &str, off_limits: &OffLimits) -> Result<Policy, String> {
         let file: PolicyFile = toml::from_str(text).map_err(|e| toml_problem(text, &e))?;
-        let files = file
+        let files: Vec<FileGrant> = file
             .files
             .into_iter()
-            .map(|(guest_path, entry)| grant(guest_path, entry, protected))
+            .map(|(guest_path, entry)| grant(guest_path, entry, off_limits))
             .collect::<Result<_, _>>()?;
+        refuse_overlaps(&files)?;
         let config = file
             .config
             .into_iter()
@@ -250,19 +276,48 @@ fn config_value(key: &str, entry: ConfigEntry) -> Result<ConfigValue, String> {
             (value, format!("env:{name}"))
         }
         ConfigEntry::Source(ConfigSource::File(path)) => {
-            let text = std::fs::read_to_string(&path)
+            let text = operator_file::read_text(&path, MAX_DOCUMENT_BYTES as u64)
                 .map_err(|e| format!("config.{key}: {}: {e}", path.display()))?;
             let value = text.strip_suffix('\n').unwrap_or(&text).to_string();
             (value, format!("file:{}", path.display()))
         }
     };
-    if value.len() > crate::policy::MAX_DOCUMENT_BYTES {
+    if value.len() > MAX_DOCUMENT_BYTES {
         return Err(format!("config.{key}: the value is larger than 1 MiB"));
     }
     Ok(ConfigValue { value, source })
 }
 
-fn grant(guest_path: String, entry: FileEntry, protected: &[PathBuf]) -> Result<FileGrant, String> {
+/// Refuses two grants where one directory holds the other: through the
+/// outer one a plugin could move the inner one away and put anything in its
+/// place.
+fn refuse_overlaps(files: &[FileGrant]) -> Result<(), String> {
+    for (i, outer) in files.iter().enumerate() {
+        for inner in files.iter().skip(i + 1) {
+            let (outer, inner) = if inner.host_path.starts_with(&outer.host_path) {
+                (outer, inner)
+            } else if outer.host_path.starts_with(&inner.host_path) {
+                (inner, outer)
+            } else {
+                continue;
+            };
+            return Err(format!(
+                "files.{:?}: {} lies inside files.{:?} ({}); grants may not overlap",
+                inner.guest_path,
+                inner.host_path.display(),
+                outer.guest_path,
+                outer.host_path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn grant(
+    guest_path: String,
+    entry: FileEntry,
+    off_limits: &OffLimits,
+) -> Result<FileGrant, String> {
     let guest_ok = guest_path.starts_with('/')
         && guest_path.len() > 1
         && !guest_path
@@ -284,17 +339,41 @@ fn grant(guest_path: String, entry: FileEntry, protected: &[PathBuf]) -> Result<
             host_path.display()
         ));
     }
-    if let Some(held) = protected.iter().find(|p| p.starts_with(&host_path)) {
-        return Err(format!(
-            "files.{guest_path:?}: {} holds {}, which no plugin may reach",
+    let refused = |why: String| format!("files.{guest_path:?}: {why}");
+    if let Some(system) = SYSTEM_PLACES
+        .iter()
+        .map(Path::new)
+        .find(|s| host_path.starts_with(s) || s.starts_with(&host_path))
+    {
+        return Err(refused(format!(
+            "{} is or holds {}, which no plugin may be granted",
+            host_path.display(),
+            system.display()
+        )));
+    }
+    if let Some(held) = off_limits.places.iter().find(|p| p.starts_with(&host_path)) {
+        return Err(refused(format!(
+            "{} holds {}, which no plugin may reach",
             host_path.display(),
             held.display()
-        ));
+        )));
+    }
+    let handle = DirHandle::open(&host_path).map_err(refused)?;
+    let read_only = matches!(entry.access, Access::ReadOnly);
+    let shares_store = off_limits.store_device == Some(handle.device());
+    if !read_only && shares_store && !entry.allow_store_filesystem {
+        return Err(refused(format!(
+            "{} is on the store's filesystem, and nothing meters what a plugin writes there; \
+             grant a directory on a filesystem of its own (a sized tmpfs, a volume with a quota), \
+             or set allow_store_filesystem = true",
+            host_path.display()
+        )));
     }
     Ok(FileGrant {
         guest_path,
         host_path,
-        read_only: matches!(entry.access, Access::ReadOnly),
+        read_only,
+        handle: Arc::new(handle),
     })
 }
 
@@ -311,7 +390,7 @@ mod tests {
             "[files.\"/out\"]\npath = {:?}\naccess = \"read-write\"\n",
             out.display().to_string()
         );
-        let policy = Policy::parse(&text, &[]).unwrap();
+        let policy = Policy::parse(&text, &OffLimits::default()).unwrap();
         assert_eq!(policy.files.len(), 1);
         assert_eq!(policy.files[0].guest_path, "/out");
         assert!(!policy.files[0].read_only);
@@ -327,12 +406,15 @@ mod tests {
             "[config]\nregion = \"eu\"\nhome = {{ env = \"HOME\" }}\npw = {{ file = {:?} }}\n",
             secret.display().to_string()
         );
-        let policy = Policy::parse(&text, &[]).unwrap();
+        let policy = Policy::parse(&text, &OffLimits::default()).unwrap();
         assert_eq!(policy.config["region"].reveal(), "eu");
         assert_eq!(policy.config["pw"].reveal(), "hunter2");
         assert_eq!(policy.config["home"].source, "env:HOME");
         assert!(!format!("{policy:?}").contains("hunter2"));
-        let missing = Policy::parse("[config]\nx = { env = \"NO_SUCH_VARIABLE_HERE\" }\n", &[]);
+        let missing = Policy::parse(
+            "[config]\nx = { env = \"NO_SUCH_VARIABLE_HERE\" }\n",
+            &OffLimits::default(),
+        );
         assert!(missing.unwrap_err().contains("NO_SUCH_VARIABLE_HERE"));
     }
 
@@ -340,7 +422,7 @@ mod tests {
     fn an_http_grant_names_hosts_and_may_override_the_limits() {
         let text = "[http]\nallow = [\"127.0.0.1:8080\", \"*.example.com\"]\n\
                     connect_timeout_ms = 250\nmax_response_bytes = 1024\n";
-        let policy = Policy::parse(text, &[]).unwrap();
+        let policy = Policy::parse(text, &OffLimits::default()).unwrap();
         let shown: Vec<String> = policy.http.allow.iter().map(ToString::to_string).collect();
         assert_eq!(shown, ["127.0.0.1:8080", "*.example.com"]);
         let limits = policy.http.over(HttpLimits::default());
@@ -385,14 +467,17 @@ mod tests {
             ),
         ];
         for (text, expected) in cases {
-            let error = Policy::parse(&text, &[]).unwrap_err();
+            let error = Policy::parse(&text, &OffLimits::default()).unwrap_err();
             assert!(error.contains(expected), "{text}: {error}");
         }
         let inside = dir.path().join("plugins");
         std::fs::create_dir(&inside).unwrap();
         let error = Policy::parse(
             &format!("[files.\"/all\"]\npath = {path}\n"),
-            &[inside.canonicalize().unwrap()],
+            &OffLimits {
+                places: vec![inside.canonicalize().unwrap()],
+                store_device: None,
+            },
         )
         .unwrap_err();
         assert!(error.contains("no plugin may reach"), "{error}");

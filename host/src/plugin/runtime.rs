@@ -12,6 +12,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::metrics::PluginMetrics;
+use crate::operator_file::{self, MAX_PLUGIN_BYTES};
 use crate::plugin::bindings::beehive::controller::types as wit;
 use crate::plugin::clock::Ticker;
 use crate::plugin::memory::Budget;
@@ -32,6 +33,7 @@ pub struct RuntimeOptions {
     limits: Limits,
     plugin_limits: BTreeMap<String, PluginLimits>,
     cache_dir: Option<PathBuf>,
+    cache_key: Option<PathBuf>,
     memory_budget: usize,
     metrics: Option<Arc<crate::metrics::Metrics>>,
 }
@@ -42,6 +44,7 @@ impl Default for RuntimeOptions {
             limits: Limits::default(),
             plugin_limits: BTreeMap::new(),
             cache_dir: None,
+            cache_key: None,
             memory_budget: 192 << 20,
             metrics: None,
         }
@@ -81,9 +84,20 @@ impl RuntimeOptions {
     }
 
     /// Keeps compiled plugins in `dir`, so a restart with unchanged plugins
-    /// compiles nothing.
+    /// compiles nothing. Artifacts are sealed with a secret key, by default
+    /// in `DIR.key` beside the directory ([`RuntimeOptions::cache_key`]).
+    /// No plugin may be granted the directory or the key.
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// The file holding the cache's sealing key: 32 random bytes, made
+    /// owner-only on first use. Whoever can read it can make the host run
+    /// native code of their choosing, so keep it where only this host's user
+    /// reaches (`beehive run` keeps it beside the database).
+    pub fn cache_key(mut self, file: impl Into<PathBuf>) -> Self {
+        self.cache_key = Some(file.into());
         self
     }
 
@@ -138,16 +152,20 @@ impl PluginRuntime {
         let engine = Engine::new(&config).map_err(internal)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(internal)?;
+        refuse_links(&mut linker).map_err(internal)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(internal)?;
         bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)
             .map_err(internal)?;
         let ticker = Ticker::start(engine.clone()).map_err(|e| {
             crate::Error::Internal(format!("cannot start the plugin deadline ticker: {e}"))
         })?;
-        let cache = options
-            .cache_dir
-            .clone()
-            .map(|dir| cache::Cache::new(dir, &engine));
+        let cache = options.cache_dir.clone().map(|dir| {
+            let key = options
+                .cache_key
+                .clone()
+                .unwrap_or_else(|| cache::Cache::default_key_file(&dir));
+            cache::Cache::new(dir, &key, &engine)
+        });
         Ok(Arc::new(PluginRuntime {
             engine,
             linker,
@@ -162,6 +180,20 @@ impl PluginRuntime {
     /// Linear memory held by every live plugin instance of this runtime.
     pub fn memory_in_use(&self) -> usize {
         self.budget.used()
+    }
+
+    /// The places no plugin may be granted: the compiled-code cache and its
+    /// key, where a plugin could choose the native code the host runs.
+    pub(crate) fn protected_paths(&self) -> Vec<PathBuf> {
+        let Some(dir) = &self.options.cache_dir else {
+            return Vec::new();
+        };
+        let key = self
+            .options
+            .cache_key
+            .clone()
+            .unwrap_or_else(|| cache::Cache::default_key_file(dir));
+        vec![dir.clone(), key]
     }
 
     /// How many components this runtime has compiled (not taken from the cache).
@@ -180,10 +212,11 @@ impl PluginRuntime {
         path: &Path,
         policy: Policy,
     ) -> Result<Plugin, PluginError> {
-        let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes =
+            operator_file::read(path, MAX_PLUGIN_BYTES).map_err(|source| PluginError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
         let content_hash = hex(&Sha256::digest(&bytes));
         self.load_bytes(path, bytes, content_hash, policy).await
     }
@@ -301,6 +334,46 @@ impl PluginRuntime {
         Ok(component)
     }
 }
+
+/// Replaces `wasi:filesystem`'s `symlink-at` and `link-at` with calls that
+/// always fail with `not-permitted`. A symlink a plugin leaves in its grant
+/// is followed by every host tool that walks the directory (and by a later
+/// open of the grant's path), so it is an escape waiting for someone else
+/// to take it; a hard link can make a read-only file of one grant writable
+/// through another.
+fn refuse_links(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+    use wasmtime::component::Resource;
+    use wasmtime_wasi::filesystem::Descriptor;
+    use wasmtime_wasi::p2::bindings::filesystem::types::{ErrorCode, PathFlags};
+
+    type Refused = (Result<(), ErrorCode>,);
+    linker.allow_shadowing(true);
+    let mut types = linker.instance(WASI_FILESYSTEM_TYPES)?;
+    types.func_wrap(
+        "[method]descriptor.symlink-at",
+        |_, _: (Resource<Descriptor>, String, String)| -> wasmtime::Result<Refused> {
+            Ok((Err(ErrorCode::NotPermitted),))
+        },
+    )?;
+    types.func_wrap(
+        "[method]descriptor.link-at",
+        |_,
+         _: (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            Resource<Descriptor>,
+            String,
+        )|
+         -> wasmtime::Result<Refused> { Ok((Err(ErrorCode::NotPermitted),)) },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// The `wasi:filesystem/types` interface as wasmtime-wasi defines it; guests
+/// built against any earlier 0.2 release resolve to it.
+const WASI_FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 
 /// Asks a fresh instance what the plugin reconciles, under the same bounds
 /// as a pass.

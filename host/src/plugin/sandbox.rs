@@ -17,7 +17,7 @@ use crate::plugin::clock::{self, PassClock};
 use crate::plugin::http::{HttpAccess, HttpGate};
 use crate::plugin::memory::MemoryLimiter;
 use crate::plugin::state::PluginState;
-use crate::plugin::{Limits, PluginError, PluginRuntime, Policy};
+use crate::plugin::{FileGrant, Limits, PluginError, PluginRuntime, Policy};
 
 /// How much stderr an instance may collect. An instance that has used half
 /// is retired, so a plugin's writes to stderr never fail for lack of room.
@@ -64,23 +64,12 @@ impl Sandbox {
     /// but the directories the policy grants and no HTTP but to the hosts it
     /// grants; stderr captured in
     /// memory; memory capped and charged to the runtime's budget.
-    fn store(&self) -> wasmtime::Result<Store<PluginState>> {
+    fn store(&self) -> Result<Store<PluginState>, PluginError> {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         let mut wasi = WasiCtxBuilder::new();
         wasi.stderr(stderr.clone());
         for grant in &self.policy.files {
-            let perms = if grant.read_only {
-                FsPerms::ReadOnly
-            } else {
-                FsPerms::ReadWrite
-            };
-            wasi.preopened_dir(&grant.host_path, &grant.guest_path, perms)
-                .map_err(|e| {
-                    wasmtime::format_err!(
-                        "the granted directory {} cannot be opened: {e:#}",
-                        grant.host_path.display()
-                    )
-                })?;
+            self.preopen(&mut wasi, grant)?;
         }
         let wasi = wasi.build();
         let mut store = Store::new(
@@ -106,6 +95,39 @@ impl Sandbox {
         clock::install(&mut store);
         store.set_epoch_deadline(1);
         Ok(store)
+    }
+
+    /// Gives the instance the directory `grant` holds, once its path still
+    /// leads there: a grant moved or replaced since its policy was checked
+    /// refuses the instance, and says so in the log as well as the pass's
+    /// event.
+    fn preopen(&self, wasi: &mut WasiCtxBuilder, grant: &FileGrant) -> Result<(), PluginError> {
+        let refused = |message: String| {
+            let policy = Policy::file_of(&self.path);
+            tracing::error!(
+                plugin = &*self.name,
+                policy = %policy.display(),
+                "refusing a new instance: files.{:?}: {message}",
+                grant.guest_path
+            );
+            PluginError::Policy {
+                path: policy,
+                message: format!("files.{:?}: {message}", grant.guest_path),
+            }
+        };
+        grant.handle.still_at(&grant.host_path).map_err(|why| {
+            refused(format!(
+                "{why}; the policy is checked again when its file changes"
+            ))
+        })?;
+        let perms = if grant.read_only {
+            FsPerms::ReadOnly
+        } else {
+            FsPerms::ReadWrite
+        };
+        wasi.preopened_dir(grant.handle.reopen_path(), &grant.guest_path, perms)
+            .map_err(|e| refused(format!("cannot open {}: {e:#}", grant.host_path.display())))?;
+        Ok(())
     }
 
     /// Restarts `warm`'s clock for a new call into the guest.
@@ -145,10 +167,7 @@ impl Sandbox {
                 path: self.path.clone(),
                 message: "the plugin is being dropped".into(),
             })?;
-        let mut store = self.store().map_err(|e| PluginError::Contract {
-            path: self.path.clone(),
-            message: format!("{e:#}"),
-        })?;
+        let mut store = self.store()?;
         let instantiated = self
             .bounded(async {
                 let instance = self

@@ -56,8 +56,10 @@ pub fn label_problem(what: &str, text: &str) -> Option<String> {
             text.len()
         ));
     }
-    if text.chars().any(char::is_control) {
-        return Some(format!("{what} must not hold control characters"));
+    if text.chars().any(is_unprintable) {
+        return Some(format!(
+            "{what} must not hold control or bidirectional-override characters"
+        ));
     }
     None
 }
@@ -111,16 +113,23 @@ pub fn document_problem(len: usize) -> Option<String> {
         .then(|| format!("the document is {len} bytes; at most {MAX_DOCUMENT_BYTES}"))
 }
 
-/// `text` with control characters escaped (`\n`, `\u{1b}`), so stored or
-/// plugin-written text can never forge a log line or move a terminal's
-/// cursor.
+/// Whether `c` must never reach a terminal raw: a control character, or a
+/// bidirectional embedding, override or isolate (U+202A–U+202E,
+/// U+2066–U+2069), which can make a name display as a different one.
+pub fn is_unprintable(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with control and bidi-override characters escaped (`\n`,
+/// `\u{1b}`, `\u{202e}`), so stored or plugin-written text can never forge
+/// a log line, move a terminal's cursor or display reversed.
 pub fn escape(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(is_unprintable) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if c.is_control() {
+        if is_unprintable(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -185,6 +194,19 @@ mod tests {
         let forged = escape("ok\n2026-12-01 ERROR forged\x1b[2J");
         assert!(!forged.chars().any(char::is_control), "{forged}");
         assert!(forged.contains("\\n"));
+    }
+
+    #[test]
+    fn bidi_overrides_are_refused_and_escaped() {
+        for c in ['\u{202a}', '\u{202e}', '\u{2066}', '\u{2069}'] {
+            let name = format!("invoice{c}fdp.exe");
+            assert!(name_problem(&name).is_some(), "{name:?}");
+            assert!(!escape(&name).contains(c));
+        }
+        assert!(
+            name_problem("café-\u{05d0}").is_none(),
+            "plain RTL letters stay"
+        );
     }
 
     #[test]

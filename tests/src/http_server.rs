@@ -14,6 +14,8 @@ struct Route {
     status: u16,
     body: Arc<Vec<u8>>,
     delay: Duration,
+    /// The pause between one body byte and the next: a slow server.
+    trickle: Duration,
 }
 
 #[derive(Default)]
@@ -98,6 +100,20 @@ impl TestServer {
             status,
             body: Arc::new(body.into()),
             delay,
+            trickle: Duration::ZERO,
+        };
+        lock(&self.routes).by_path.insert(path.to_string(), route);
+    }
+
+    /// Makes `path` answer 200 with `body`, sent one byte at a time with
+    /// `gap` between bytes: a server that is slow for the whole body, not
+    /// only for its first byte.
+    pub fn route_trickled(&self, path: &str, gap: Duration, body: impl Into<Vec<u8>>) {
+        let route = Route {
+            status: 200,
+            body: Arc::new(body.into()),
+            delay: Duration::ZERO,
+            trickle: gap,
         };
         lock(&self.routes).by_path.insert(path.to_string(), route);
     }
@@ -146,6 +162,7 @@ fn serve(stream: TcpStream, routes: &Mutex<Routes>) {
         status: 404,
         body: Arc::new(b"not found".to_vec()),
         delay: Duration::ZERO,
+        trickle: Duration::ZERO,
     });
     std::thread::sleep(route.delay);
     let head = format!(
@@ -154,10 +171,23 @@ fn serve(stream: TcpStream, routes: &Mutex<Routes>) {
         route.body.len()
     );
     let mut writer = &stream;
-    let _ = writer
-        .write_all(head.as_bytes())
-        .and_then(|()| writer.write_all(&route.body))
-        .and_then(|()| writer.flush());
+    if writer.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    if route.trickle.is_zero() {
+        let _ = writer.write_all(&route.body).and_then(|()| writer.flush());
+        return;
+    }
+    for byte in route.body.iter() {
+        if writer
+            .write_all(&[*byte])
+            .and_then(|()| writer.flush())
+            .is_err()
+        {
+            return;
+        }
+        std::thread::sleep(route.trickle);
+    }
 }
 
 /// Reads a request's head (and drops its body); returns its path and

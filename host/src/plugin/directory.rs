@@ -510,17 +510,23 @@ impl PluginDirectory {
 }
 
 /// `path` canonical; one that does not exist yet (a cache made on first
-/// use) by its parent's canonical path, so a grant cannot hold it either.
+/// use) by its nearest existing ancestor's canonical path, so a grant cannot
+/// hold it either.
 fn resolved(path: &Path) -> Option<PathBuf> {
-    if let Ok(path) = path.canonicalize() {
-        return Some(path);
+    let mut missing = Vec::new();
+    let mut at = path;
+    loop {
+        let at_or_here = if at.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            at
+        };
+        if let Ok(found) = at_or_here.canonicalize() {
+            return Some(missing.iter().rev().fold(found, |dir, name| dir.join(name)));
+        }
+        missing.push(at.file_name()?);
+        at = at.parent()?;
     }
-    let name = path.file_name()?;
-    let parent = match path.parent()? {
-        parent if parent.as_os_str().is_empty() => Path::new("."),
-        parent => parent,
-    };
-    Some(parent.canonicalize().ok()?.join(name))
 }
 
 fn record_failure(

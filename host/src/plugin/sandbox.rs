@@ -250,8 +250,25 @@ fn describe_error(error: &wasmtime::Error, store: &Store<PluginState>) -> String
             store.data().clock.deadline()
         ),
         Some(trap) => format!("trapped: {trap}"),
-        None => crate::policy::escape(&format!("{error:#}")).into_owned(),
+        None => crate::policy::escape(&without_backtrace(error)).into_owned(),
     }
+}
+
+/// An error's chain of causes without the wasm backtrace wasmtime attaches
+/// as context: the limit's own sentence leads the event, and the backtrace
+/// (kilobytes of frames an operator cannot act on) goes to the debug log.
+fn without_backtrace(error: &wasmtime::Error) -> String {
+    let Some(backtrace) = error.downcast_ref::<wasmtime::WasmBacktrace>() else {
+        return format!("{error:#}");
+    };
+    let backtrace = backtrace.to_string();
+    tracing::debug!(%backtrace, "wasm backtrace of a failed call");
+    error
+        .chain()
+        .map(|cause| cause.to_string())
+        .filter(|cause| *cause != backtrace)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 /// The gist of a plugin's stderr on one line: its lines joined, without

@@ -19,12 +19,25 @@
 //!   body size, or fails with the error; `fetch-timed` GETs it ten times
 //!   and reports how many microseconds each took, as the plugin measured.
 //!
+//! - `swap-dir`: renames `/data/inner` aside and makes a new, empty
+//!   directory in its place (what a plugin granted a parent can do to a
+//!   directory granted to another);
+//! - `symlink` / `hard-link`: makes `/data/link` point at the spec's `path`
+//!   (a symlink; a hard link to a file there);
+//! - `list`: lists the directory at the spec's `path`;
+//! - `write-bytes`: writes as many bytes as the spec's `path` says (a
+//!   number) to `/data/NAME.bin`;
+//! - `raw-fetch`: sends a GET through raw wasi:http, the spec's `path`
+//!   taken as the authority verbatim (the SDK would refuse user info);
+//! - `panic`: panics, so the host drops its instance.
+//!
 //! Anything else settles. It also declares spec schema version 1, and its
 //! converter spins forever on an older spec whose `act` is `spin`.
 //!
 //! The operator's config key `registration` turns the registration itself
 //! into the attack: `stuck` never returns from `describe`, and
-//! `forged-kind` names a kind with a newline in it, in a 200 KiB group.
+//! `forged-kind` names a kind with a newline in it, in a 200 KiB group. The
+//! config key `kind` renames the kind it serves, so two copies can load.
 
 use std::time::Duration;
 
@@ -129,6 +142,36 @@ impl Controller for Hostile {
                 }
                 times.join(" ")
             }
+            "swap-dir" => {
+                std::fs::rename("/data/inner", "/data/was-inner").map_err(failed("rename"))?;
+                std::fs::create_dir("/data/inner").map_err(failed("mkdir"))?;
+                "swapped /data/inner".to_string()
+            }
+            "symlink" => {
+                symlink_in_data(&object.spec.path, "link").map_err(failed("symlink"))?;
+                format!("linked /data/link -> {}", object.spec.path)
+            }
+            "hard-link" => {
+                std::fs::hard_link(&object.spec.path, "/data/link").map_err(failed("hard link"))?;
+                format!("hard-linked /data/link to {}", object.spec.path)
+            }
+            "list" => {
+                let entries = std::fs::read_dir(&object.spec.path).map_err(failed("list"))?;
+                let mut names: Vec<String> = entries
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect();
+                names.sort();
+                format!("listed {}: {}", object.spec.path, names.join(" "))
+            }
+            "write-bytes" => {
+                let bytes: usize = object.spec.path.parse().map_err(failed("size"))?;
+                let file = format!("/data/{}.bin", object.meta.name);
+                std::fs::write(&file, vec![b'x'; bytes]).map_err(failed("write"))?;
+                format!("wrote {bytes} bytes to {file}")
+            }
+            "raw-fetch" => raw_fetch(&object.spec.path).map_err(Error::msg)?,
+            "panic" => panic!("hostile: panicking on purpose"),
             "forge-log" => {
                 beehive_guest::info!("ok\n2026-12-01T00:00:00Z ERROR forged by a plugin\x1b[2J");
                 "logged".to_string()
@@ -146,7 +189,9 @@ impl Controller for Hostile {
         match beehive_guest::config::get("registration").as_deref() {
             Some("stuck") => spin(),
             Some("forged-kind") => Registration::new("g".repeat(200 << 10), "Bad\nERROR forged"),
-            _ => greedy_registration(),
+            _ => greedy_registration(
+                beehive_guest::config::get("kind").unwrap_or_else(|| "Hostile".into()),
+            ),
         }
     }
 
@@ -160,9 +205,9 @@ impl Controller for Hostile {
 
 /// Far more than any operator allows: every worker, a 31-year CPU deadline,
 /// 1 ms cadences.
-fn greedy_registration() -> Registration {
+fn greedy_registration(kind: String) -> Registration {
     let every_millisecond = Duration::from_millis(1);
-    Registration::new("test.dev", "Hostile")
+    Registration::new("test.dev", kind)
         .concurrency(u32::MAX)
         .pass_deadline(31 * YEAR)
         .cadence(
@@ -179,6 +224,59 @@ impl Hostile {
     fn act_of(spec: &serde_json::Value) -> Option<&str> {
         spec.get("act").and_then(|a| a.as_str())
     }
+}
+
+/// Turns an I/O error into the pass's failure, saying what was tried.
+fn failed<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error {
+    move |error| Error::msg(format!("cannot {what}: {error}"))
+}
+
+/// A GET of `/health` at `authority` through raw wasi:http, reporting the
+/// status or the error code the host gave.
+#[cfg(target_arch = "wasm32")]
+fn raw_fetch(authority: &str) -> Result<String, String> {
+    use wasip2::http::outgoing_handler;
+    use wasip2::http::types::{Fields, OutgoingRequest, Scheme};
+
+    let request = OutgoingRequest::new(Fields::new());
+    request
+        .set_scheme(Some(&Scheme::Http))
+        .map_err(|()| "bad scheme")?;
+    request
+        .set_authority(Some(authority))
+        .map_err(|()| format!("authority {authority:?} refused by the guest bindings"))?;
+    request
+        .set_path_with_query(Some("/health"))
+        .map_err(|()| "bad path")?;
+    let pending = outgoing_handler::handle(request, None).map_err(|e| format!("refused: {e:?}"))?;
+    pending.subscribe().block();
+    match pending.get() {
+        Some(Ok(Ok(response))) => Ok(format!("raw fetch HTTP {}", response.status())),
+        Some(Ok(Err(code))) => Err(format!("raw fetch failed: {code:?}")),
+        _ => Err("raw fetch: the response was lost".into()),
+    }
+}
+
+/// Makes the symlink `/data/LINK` → `target` through raw wasi:filesystem
+/// (std's wrapper is unstable on WASI).
+#[cfg(target_arch = "wasm32")]
+fn symlink_in_data(target: &str, link: &str) -> Result<(), String> {
+    let (data, _) = wasip2::filesystem::preopens::get_directories()
+        .into_iter()
+        .find(|(_, path)| path == "/data")
+        .ok_or("/data is not granted")?;
+    data.symlink_at(target, link)
+        .map_err(|code| format!("{code:?}"))
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn symlink_in_data(_target: &str, _link: &str) -> Result<(), String> {
+    Err("raw wasi:filesystem exists only in a component".into())
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn raw_fetch(_authority: &str) -> Result<String, String> {
+    Err("raw wasi:http exists only in a component".into())
 }
 
 fn spin() -> ! {

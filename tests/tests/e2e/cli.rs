@@ -358,7 +358,7 @@ fn a_plugin_granted_a_directory_renders_into_it_and_cleans_up_on_delete() {
     workspace.install_granted(
         "render",
         &format!(
-            "[files.\"/out\"]\npath = {:?}\naccess = \"read-write\"\n\n[config]\nfooter = \"served by beehive\"\n",
+            "[files.\"/out\"]\npath = {:?}\naccess = \"read-write\"\nallow_store_filesystem = true\n\n[config]\nfooter = \"served by beehive\"\n",
             out.display().to_string()
         ),
     );

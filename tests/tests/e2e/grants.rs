@@ -20,12 +20,18 @@ fn write_policy(plugins: &Path, policy: &str) {
     std::fs::write(plugins.join("hostile.toml"), policy).unwrap();
 }
 
-/// A policy granting `out` as `/out` with `access`.
+/// A policy granting `out` as `/out` with `access`. The test's directories
+/// share `/tmp` with the store, so a read-write grant opts in to that.
 fn grant(plugins: &Path, out: &Path, access: &str) {
     let out = out.display().to_string();
+    let opt_in = if access == "read-write" {
+        "allow_store_filesystem = true\n"
+    } else {
+        ""
+    };
     write_policy(
         plugins,
-        &format!("[files.\"/out\"]\npath = {out:?}\naccess = \"{access}\"\n"),
+        &format!("[files.\"/out\"]\npath = {out:?}\naccess = \"{access}\"\n{opt_in}"),
     );
 }
 

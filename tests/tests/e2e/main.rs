@@ -14,6 +14,7 @@ finalizers: [example.dev/greetings]
 mod cli;
 mod contain;
 mod grants;
+mod holds;
 mod hostile;
 mod observe;
 mod plugins;

@@ -24,9 +24,19 @@
 //! shown: only their keys and where they come from are.
 //!
 //! Unknown sections and keys are errors, so a typo never grants less (or
-//! more) than the operator meant silently. A directory that holds the plugin
-//! directory or the database is refused: a plugin must not be able to
-//! rewrite its own code, policy or the store.
+//! more) than the operator meant silently.
+//!
+//! The adversary is the plugin granted the directory, and anyone who can
+//! rename things inside a grant. So a grant is checked once and then held
+//! by handle ([`DirHandle`]); and refused when it is, lies in or holds
+//! `/proc`, `/sys` or `/dev` (where every plugin's `{ env = … }` secrets can
+//! be read back), when it holds a place [`OffLimits`] names (the plugin
+//! directory, the database's directory, the compiled cache and its key: a
+//! plugin must not rewrite its own code, policy, native code or the store),
+//! when two grants of one policy overlap (a plugin holding both could swap
+//! the inner one for a link), and when it is read-write on the store's
+//! filesystem without `allow_store_filesystem = true` (nothing meters what
+//! a plugin writes).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -58,7 +58,7 @@ pub fn label_problem(what: &str, text: &str) -> Option<String> {
     }
     if text.chars().any(is_unprintable) {
         return Some(format!(
-            "{what} must not hold control or bidirectional-override characters"
+            "{what} must not hold control characters or bidirectional overrides"
         ));
     }
     None

@@ -388,5 +388,5 @@ fn names_with_bidi_overrides_are_refused() {
         "bidi.json",
         "{\"kind\":\"Greeting.example.dev\",\"name\":\"invoice\u{202e}fdp.exe\",\"spec\":{}}",
     );
-    assert_mentions(&error, &["bidirectional-override"]);
+    assert_mentions(&error, &["bidirectional overrides"]);
 }

@@ -86,6 +86,8 @@ pub mod engine;
 mod error;
 pub mod event;
 mod json;
+#[cfg(test)]
+mod layering;
 pub mod metrics;
 pub mod migration;
 pub mod object;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::engine::ControllerClient;
+use crate::engine::controller_client::ControllerClient;
 use crate::error::Result;
 use crate::event::EventSpec;
 use crate::json::Json;

@@ -3,18 +3,19 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::sync::mpsc::Receiver;
 
-use crate::engine::ControllerClient;
 use crate::engine::cadence::Cadence;
-use crate::engine::trigger::{Feed, FeedSlot};
+use crate::engine::controller_client::ControllerClient;
 use crate::migration::Migrator;
 use crate::object::Object;
 use crate::object::{ObjectId, RawObject};
+use crate::sync::lock;
 
 /// Reconcile logic for one kind, over the untyped object.
 ///
@@ -296,5 +297,26 @@ impl ControllerOptions {
     pub fn source(mut self, source: impl Into<String>, content_hash: Option<String>) -> Self {
         self.source = Some((source.into(), content_hash));
         self
+    }
+}
+
+/// One feed of addresses.
+pub(crate) enum Feed {
+    ById(Receiver<ObjectId>),
+    ByName(Receiver<String>),
+}
+
+/// A feed given in options, which are cloned: the first registration that
+/// takes it owns it.
+#[derive(Clone)]
+pub(crate) struct FeedSlot(Arc<Mutex<Option<Feed>>>);
+
+impl FeedSlot {
+    pub(crate) fn new(feed: Feed) -> Self {
+        FeedSlot(Arc::new(Mutex::new(Some(feed))))
+    }
+
+    pub(crate) fn take(&self) -> Option<Feed> {
+        lock(&self.0).take()
     }
 }

@@ -13,11 +13,11 @@ use tokio_util::task::TaskTracker;
 
 use crate::client::{Client, RawClient};
 use crate::engine::controller::StoredController;
-use crate::engine::kind::Kind;
+use crate::engine::controller::{Controller, ControllerOptions};
+use crate::engine::kind::{self, Kind, Kinds};
 use crate::engine::options::HostOptions;
 use crate::engine::queue::Wake;
 use crate::engine::schedule::{self, Schedule, ScheduleStream};
-use crate::engine::{Controller, ControllerOptions};
 use crate::engine::{sweeper, waker};
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, ObjectId, Timestamp};
@@ -57,7 +57,7 @@ pub struct Host {
 pub(super) struct Shared {
     pub(super) store: Store,
     pub(super) options: HostOptions,
-    pub(super) kinds: RwLock<HashMap<GroupKind, Arc<Kind>>>,
+    pub(super) kinds: Kinds,
     lifecycle: Mutex<Lifecycle>,
     /// Rung by every commit that grew the write log: the waker's only trigger.
     commits: Notify,
@@ -99,7 +99,7 @@ impl Host {
         let weak = Arc::downgrade(&shared);
         store.metrics().set_refresher(Some(Box::new(move |metrics| {
             if let Some(shared) = weak.upgrade() {
-                sweeper::count_objects(&shared, metrics);
+                sweeper::count_objects(&shared.store, &shared.kinds, metrics);
             }
         })));
         Ok(Host { shared })
@@ -353,7 +353,10 @@ impl Host {
         });
         let shared = self.shared.clone();
         let stale_cancel = cancel.clone();
-        tracker.spawn(async move { sweeper::stale_loop(&shared, &stale_cancel).await });
+        tracker.spawn(async move {
+            let (store, kinds, options) = (&shared.store, &shared.kinds, &shared.options);
+            sweeper::stale_loop(store, kinds, options, &stale_cancel).await
+        });
         for kind in read(&self.shared.kinds).values() {
             kind.spawn(&self.shared.store, &tracker);
             let owed = kind.settings().cadence.owed_pass_interval;
@@ -367,7 +370,10 @@ impl Host {
         }
         let shared = self.shared.clone();
         let sweeper_cancel = cancel.clone();
-        tracker.spawn(async move { sweeper::sweep_loop(&shared, &sweeper_cancel).await });
+        tracker.spawn(async move {
+            let (store, kinds, options) = (&shared.store, &shared.kinds, &shared.options);
+            sweeper::sweep_loop(store, kinds, options, &sweeper_cancel).await
+        });
         *lifecycle = Lifecycle::Running(Running {
             cancel,
             tracker,
@@ -443,12 +449,7 @@ impl Shared {
 impl Shared {
     /// Queues each object in the queue of its kind, if it has a controller.
     pub(super) fn wake(&self, objects: Vec<(ObjectId, GroupKind)>, wake: Wake) {
-        let kinds = read(&self.kinds);
-        for (id, group_kind) in objects {
-            if let Some(kind) = kinds.get(&group_kind) {
-                kind.queue.wake(id, wake);
-            }
-        }
+        kind::wake(&self.kinds, objects, wake);
     }
 }
 

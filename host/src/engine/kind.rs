@@ -1,6 +1,7 @@
 //! One registered kind at run time: its controller, settings, queue, workers
 //! and per-kind drivers (the owed pass, the full pass, the startup passes).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -10,15 +11,29 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::engine::controller::Feed;
 use crate::engine::controller::StoredController;
 use crate::engine::options::KindSettings;
 use crate::engine::pass::{self, Finish};
 use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
-use crate::engine::trigger::{self, Feed};
+use crate::engine::trigger;
 use crate::metrics::KindMetrics;
 use crate::object::{GroupKind, ObjectId, Timestamp};
 use crate::store::{Reader, Store};
 use crate::sync::{lock, read, write};
+
+/// The registered kinds of a host, by name.
+pub(crate) type Kinds = RwLock<HashMap<GroupKind, Arc<Kind>>>;
+
+/// Queues each object in the queue of its kind, if it has a controller.
+pub(crate) fn wake(kinds: &Kinds, objects: Vec<(ObjectId, GroupKind)>, wake: Wake) {
+    let kinds = read(kinds);
+    for (id, group_kind) in objects {
+        if let Some(kind) = kinds.get(&group_kind) {
+            kind.queue.wake(id, wake);
+        }
+    }
+}
 
 /// A registered kind.
 pub(crate) struct Kind {
@@ -70,9 +85,15 @@ impl Kind {
         }
     }
 
-    /// The controller new passes run; passes in flight keep the one they took.
-    pub(crate) fn controller(&self) -> Arc<dyn StoredController> {
-        read(&self.controller).clone()
+    /// What a pass of this kind reads of it.
+    fn view(&self) -> pass::KindView<'_> {
+        pass::KindView {
+            group_kind: &self.group_kind,
+            controller: &self.controller,
+            settings: &self.settings,
+            metrics: &self.metrics,
+            queue: &self.queue,
+        }
     }
 
     pub(crate) fn settings(&self) -> KindSettings {
@@ -97,8 +118,16 @@ impl Kind {
     pub(crate) fn spawn_feeds(self: &Arc<Self>, store: &Store, host: &TaskTracker) {
         let feeds = std::mem::take(&mut *lock(&self.feeds));
         for feed in feeds {
-            let (kind, store) = (self.clone(), store.clone());
-            host.spawn(self.tracker.track_future(trigger::run(kind, store, feed)));
+            let kind = self.clone();
+            let requeue = move |id| kind.queue.requeue(id, false);
+            let task = trigger::run(
+                feed,
+                store.clone(),
+                self.group_kind.clone(),
+                self.cancel.clone(),
+                requeue,
+            );
+            host.spawn(self.tracker.track_future(task));
         }
     }
 
@@ -146,7 +175,7 @@ impl Kind {
             let Some(id) = next else {
                 break;
             };
-            match pass::run(store, self, id).await {
+            match pass::run(store, &self.view(), id).await {
                 Finish::Done(outcome) => self.queue.done(id, outcome),
                 Finish::Handshake(handshake) => {
                     let kind = self.clone();

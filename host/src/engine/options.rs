@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use crate::engine::ControllerOptions;
 use crate::engine::cadence::{self, Cadence, Resolved};
+use crate::engine::controller::ControllerOptions;
 use crate::error::{Error, Result};
 
 /// Settings for a whole host. A kind's [`ControllerOptions`] override its

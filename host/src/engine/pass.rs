@@ -4,20 +4,45 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use tracing::Instrument;
 
-use crate::engine::ControllerClient;
-use crate::engine::controller::Verdict;
-use crate::engine::kind::Kind;
-use crate::engine::queue::Outcome;
+use crate::engine::controller::{StoredController, Verdict};
+use crate::engine::controller_client::ControllerClient;
+use crate::engine::options::KindSettings;
+use crate::engine::queue::{Outcome, WorkQueue};
 use crate::error::Result;
 use crate::event::EventSpec;
 use crate::json::Json;
+use crate::metrics::KindMetrics;
+use crate::object::GroupKind;
 use crate::object::{RawObject, Timestamp};
 use crate::store::{Collected, Store, WriteTx, ops};
+use crate::sync::read;
+
+/// What a pass needs of its kind, lent by the kind's worker: the pass
+/// reads the controller and settings as they are when it gets to them, so
+/// a swap between passes takes effect at the next read.
+pub(crate) struct KindView<'k> {
+    pub(crate) group_kind: &'k GroupKind,
+    pub(crate) controller: &'k RwLock<Arc<dyn StoredController>>,
+    pub(crate) settings: &'k RwLock<KindSettings>,
+    pub(crate) metrics: &'k KindMetrics,
+    pub(crate) queue: &'k WorkQueue,
+}
+
+impl KindView<'_> {
+    fn controller(&self) -> Arc<dyn StoredController> {
+        read(self.controller).clone()
+    }
+
+    fn settings(&self) -> KindSettings {
+        *read(self.settings)
+    }
+}
 
 /// How a pass ends: decided, or with the handshake still to commit.
 pub(crate) enum Finish {
@@ -30,10 +55,10 @@ pub(crate) enum Finish {
 }
 
 /// Runs one pass of object `id` of `kind`.
-pub(crate) async fn run(store: &Store, kind: &Kind, id: i64) -> Finish {
+pub(crate) async fn run(store: &Store, kind: &KindView<'_>, id: i64) -> Finish {
     match try_run(store, kind, id).await {
         Ok(finish) => finish,
-        Err(error) => Finish::Done(store_failure(&kind.group_kind, id, error)),
+        Err(error) => Finish::Done(store_failure(kind.group_kind, id, error)),
     }
 }
 
@@ -52,7 +77,7 @@ fn after_collect(collected: Collected) -> Outcome {
     }
 }
 
-async fn try_run(store: &Store, kind: &Kind, id: i64) -> Result<Finish> {
+async fn try_run(store: &Store, kind: &KindView<'_>, id: i64) -> Result<Finish> {
     let loaded = match load(store, kind, id) {
         Ok(Some(loaded)) => loaded,
         Ok(None) => return Ok(Finish::Done(Outcome::Gone)),
@@ -98,13 +123,13 @@ struct Loaded {
 }
 
 /// The object, if it still exists and is of this kind.
-fn load(store: &Store, kind: &Kind, id: i64) -> Result<Option<Loaded>> {
+fn load(store: &Store, kind: &KindView<'_>, id: i64) -> Result<Option<Loaded>> {
     let cursor = store.resource_version();
     store.read(|r| {
         let Some((object, has_dependencies)) = r.object_for_pass(id)? else {
             return Ok(None);
         };
-        if object.meta.group_kind != kind.group_kind {
+        if object.meta.group_kind != *kind.group_kind {
             return Ok(None);
         }
         if object.meta.deletion_requested_at.is_some() && object.meta.finalizers.is_empty() {
@@ -124,7 +149,7 @@ fn load(store: &Store, kind: &Kind, id: i64) -> Result<Option<Loaded>> {
     })
 }
 
-async fn reconcile(store: &Store, kind: &Kind, loaded: Loaded) -> Result<Finish> {
+async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result<Finish> {
     let Loaded {
         object,
         cursor,
@@ -156,13 +181,13 @@ async fn reconcile(store: &Store, kind: &Kind, loaded: Loaded) -> Result<Finish>
     let took = started.elapsed();
     let (held_status, left_open) = client.end();
     let result = match called {
-        Ok(_) if left_open => crate::engine::ReconcileResult::invalid(
+        Ok(_) if left_open => crate::engine::controller::ReconcileResult::invalid(
             "the pass returned with a transaction open; it was rolled back",
         ),
         Ok(result) => result,
-        Err(_) => crate::engine::ReconcileResult::invalid("the controller panicked"),
+        Err(_) => crate::engine::controller::ReconcileResult::invalid("the controller panicked"),
     };
-    record(&kind.metrics, &result, took);
+    record(kind.metrics, &result, took);
     let watermark = has_dependencies.then_some(cursor);
     Ok(handshake(
         store,
@@ -179,7 +204,7 @@ async fn reconcile(store: &Store, kind: &Kind, loaded: Loaded) -> Result<Finish>
 /// that did not settle, `success` otherwise.
 fn record(
     metrics: &crate::metrics::KindMetrics,
-    result: &crate::engine::ReconcileResult,
+    result: &crate::engine::controller::ReconcileResult,
     took: Duration,
 ) {
     metrics
@@ -209,11 +234,11 @@ fn record(
 /// recorded, nothing was owed and no status is held.
 fn handshake(
     store: &Store,
-    kind: &Kind,
+    kind: &KindView<'_>,
     object: &RawObject,
     held_status: Option<Json>,
     watermark: Option<i64>,
-    result: crate::engine::ReconcileResult,
+    result: crate::engine::controller::ReconcileResult,
 ) -> Finish {
     let meta = &object.meta;
     let (id, generation, owed) = (meta.id, meta.generation, meta.reconcile_owed);

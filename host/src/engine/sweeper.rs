@@ -7,25 +7,31 @@ use std::collections::HashMap;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::host::Shared;
+use crate::engine::kind::{self, Kinds};
+use crate::engine::options::HostOptions;
 use crate::engine::queue::Wake;
 use crate::engine::waker;
 use crate::error::Result;
 use crate::object::GroupKind;
-use crate::store::Retention;
 use crate::store::ops;
+use crate::store::{Retention, Store};
 use crate::sync::read;
 
 /// The stale-dependents pass: at start, then every interval.
-pub(super) async fn stale_loop(shared: &Shared, cancel: &CancellationToken) {
+pub(super) async fn stale_loop(
+    store: &Store,
+    kinds: &Kinds,
+    options: &HostOptions,
+    cancel: &CancellationToken,
+) {
     loop {
-        let wake = |dependents, wake| shared.wake(dependents, wake);
-        if let Err(error) = waker::stale_dependents(&shared.store, wake) {
+        let wake = |dependents, wake| kind::wake(kinds, dependents, wake);
+        if let Err(error) = waker::stale_dependents(store, wake) {
             tracing::warn!(%error, "the stale-dependents pass failed");
         }
         tokio::select! {
             _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(shared.options.stale_dependents_interval) => {}
+            _ = tokio::time::sleep(options.stale_dependents_interval) => {}
         }
     }
 }
@@ -33,24 +39,29 @@ pub(super) async fn stale_loop(shared: &Shared, cancel: &CancellationToken) {
 /// The garbage-collection sweeper: every deletion-pending object of a
 /// registered kind is queued (a backstop under the pushes); those of kinds
 /// with no controller are collected here. Then retention and free pages.
-pub(super) async fn sweep_loop(shared: &Shared, cancel: &CancellationToken) {
+pub(super) async fn sweep_loop(
+    store: &Store,
+    kinds: &Kinds,
+    options: &HostOptions,
+    cancel: &CancellationToken,
+) {
     loop {
-        match sweep(shared).await {
-            Ok(()) => shared.store.metrics().gc_swept(),
+        match sweep(store, kinds, options).await {
+            Ok(()) => store.metrics().gc_swept(),
             Err(error) => tracing::warn!(%error, "garbage-collection sweep failed"),
         }
         tokio::select! {
             _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(shared.options.gc_interval) => {}
+            _ = tokio::time::sleep(options.gc_interval) => {}
         }
     }
 }
 
-async fn sweep(shared: &Shared) -> Result<()> {
-    let deleting = shared.store.read(|r| r.deleting())?;
+async fn sweep(store: &Store, kinds: &Kinds, options: &HostOptions) -> Result<()> {
+    let deleting = store.read(|r| r.deleting())?;
     let mut client_only = Vec::new();
     {
-        let kinds = read(&shared.kinds);
+        let kinds = read(kinds);
         for (id, group_kind) in deleting {
             match kinds.get(&group_kind) {
                 Some(kind) => kind.queue.wake(id, Wake::Ordinary),
@@ -59,8 +70,7 @@ async fn sweep(shared: &Shared) -> Result<()> {
         }
     }
     if !client_only.is_empty() {
-        shared
-            .store
+        store
             .write(move |tx| {
                 for id in client_only {
                     ops::collect(tx, id)?;
@@ -69,9 +79,7 @@ async fn sweep(shared: &Shared) -> Result<()> {
             })
             .await?;
     }
-    let options = &shared.options;
-    shared
-        .store
+    store
         .apply_retention(Retention {
             write_log_max_age_ms: options.write_log_max_age.as_millis() as i64,
             write_log_per_kind: options.write_log_per_kind,
@@ -83,8 +91,8 @@ async fn sweep(shared: &Shared) -> Result<()> {
 
 /// Brings the object gauges up to date: one grouped count for the store,
 /// the failing ones from each kind's queue.
-pub(super) fn count_objects(shared: &Shared, metrics: &crate::metrics::Metrics) {
-    let counts = match shared.store.read(|r| r.counts_by_kind()) {
+pub(super) fn count_objects(store: &Store, kinds: &Kinds, metrics: &crate::metrics::Metrics) {
+    let counts = match store.read(|r| r.counts_by_kind()) {
         Ok(counts) => counts,
         Err(error) => {
             tracing::warn!(%error, "cannot count objects for the metrics");
@@ -95,7 +103,7 @@ pub(super) fn count_objects(shared: &Shared, metrics: &crate::metrics::Metrics) 
         .into_iter()
         .map(|(gk, total, unsettled)| (gk, (total, unsettled)))
         .collect();
-    for (group_kind, kind) in read(&shared.kinds).iter() {
+    for (group_kind, kind) in read(kinds).iter() {
         let (total, unsettled) = counts.get(group_kind).copied().unwrap_or((0, 0));
         let failing = i64::try_from(kind.queue.failing()).unwrap_or(i64::MAX);
         metrics.set_objects(&group_kind.to_string(), total, unsettled, failing);

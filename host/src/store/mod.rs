@@ -1,35 +1,32 @@
-//! The durable store: a SQLite file (rusqlite), or a PostgreSQL database
-//! (`postgres`).
+//! The durable store: a SQLite file (rusqlite), or a PostgreSQL database.
 //!
 //! One writer connection, written through by group commit (see `writer`),
 //! and a pool of read connections used on the calling thread (in SQLite's
-//! WAL mode they never wait for the writer). The store knows objects, edges,
-//! conditions, events and the write log; it knows nothing of controllers.
+//! WAL mode they never wait for the writer). The store keeps objects, edges,
+//! conditions, events and the write log, and, for the hosts built on it,
+//! kind registrations, the host lease and the plugin set.
+//!
+//! It is built in layers whose imports only run down
+//! (`docs/adr/2026-12-03-store-layers.md`; checked by `layering.rs`):
+//! `backend` (one statement on either database), `schema` (migrations),
+//! `rows` (the SQL of each table, and `Reader`), `writer` (group commit,
+//! `WriteTx`, `Session`), `ops` (the write compositions), and this face.
 //!
 //! Its whole interface to the rest of the crate: [`Store`] (open, read,
-//! write, begin a held transaction), `Reader` (every query), `ops` (every
-//! write composition, run inside a job on a `WriteTx`) and `Session` (a
-//! transaction held across a pass). Every submodule is private, so SQL and
-//! the database libraries stay here. The compositions speak `sql::Conn`,
-//! which runs each statement on either backend.
+//! write, begin a held transaction), `Reader` (every query), `ops`
+//! (every write composition, run inside a job on a `WriteTx`),
+//! `Session` (a transaction held across a pass), and the types they
+//! speak ([`Registration`], [`LeaseHolder`], [`PushedPlugin`], `Collected`,
+//! `Create`, `Direction`, `Retention`, `Committed` and
+//! `CommitListener`). SQL and the database libraries stay inside.
 
-mod collect;
-mod dependencies;
-mod events;
-mod objects;
-mod observed;
-mod postgres;
-mod reader;
-mod registrations;
+mod backend;
+mod lease;
+pub(crate) mod ops;
+mod plugin_sets;
 mod retention;
 mod rows;
-mod scan;
 mod schema;
-mod session;
-mod slot;
-mod sql;
-mod write_log;
-mod write_tx;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -42,40 +39,18 @@ use crate::error::Result;
 use crate::object::GroupKind;
 use crate::sync::lock;
 
-/// The write compositions: what a job handed to [`Store::write`] or to a
-/// [`Session`] may do. Each logs what it changed and pushes what owes a pass.
-pub(crate) mod ops {
-    pub(crate) use super::collect::collect;
-    pub(crate) use super::dependencies::{
-        add_dependency, delete_dependency, record_watermark, save_waker_cursor,
-    };
-    pub(crate) use super::events::add_event;
-    pub(crate) use super::objects::{
-        create, create_or_update, delete, delete_by_name, get_or_create, update, update_by_name,
-    };
-    pub(crate) use super::observed::{
-        add_finalizer, delete_condition, delete_finalizer, set_conditions, set_requeue_at,
-        settle_with_status, stamp_observed, subtract_owed, write_status,
-    };
-    pub(crate) use super::registrations::{
-        record as record_registration, remove as remove_registration,
-    };
-}
-
-pub(crate) use collect::Collected;
-pub(crate) use objects::Create;
-pub(crate) use observed::validate_conditions;
-pub use postgres::lease::LeaseHolder;
-pub use postgres::plugins::PushedPlugin;
-pub(crate) use reader::Reader;
-pub use registrations::Registration;
+use backend::{Conn, Connection, postgres};
+pub(crate) use ops::collect::Collected;
+pub(crate) use ops::objects::Create;
+pub(crate) use ops::observed::validate_conditions;
 pub(crate) use retention::Retention;
-pub(crate) use rows::Direction;
-pub(crate) use session::Session;
-use sql::{Conn, Connection};
-pub(crate) use write_tx::{CommitListener, Committed, Push, WriteTx};
-use write_tx::{Sequences, WriterConn};
-use writer::Writer;
+pub(crate) use rows::Reader;
+pub use rows::lease::LeaseHolder;
+pub(crate) use rows::objects::Direction;
+pub use rows::plugin_sets::PushedPlugin;
+pub use rows::registrations::Registration;
+pub(crate) use writer::{CommitListener, Committed, Session, WriteTx};
+use writer::{Writer, WriterConn};
 
 /// How long a connection waits on SQLite's own lock before giving up. Only the
 /// writer takes it, so this covers a checkpoint racing a read, nothing more.
@@ -206,13 +181,13 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.pragma_update(None, "wal_autocheckpoint", 8000)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        schema::migrate(&mut conn)?;
+        schema::sqlite::migrate(&mut conn)?;
         Self::assemble(path, Backend::Sqlite, Connection::Sqlite(conn), temporary)
     }
 
     fn open_postgres(target: postgres::Target, temporary: Option<Temporary>) -> Result<Store> {
         let conn = postgres::PgConn::connect(&target, "")?;
-        postgres::schema::migrate(&conn)?;
+        schema::postgres::migrate(&conn)?;
         // A writer paused inside a transaction (SIGSTOP, a hung VM) must not
         // hold its locks, the lease row's among them, for ever.
         conn.simple(&format!(
@@ -235,8 +210,8 @@ impl Store {
         let writer = store.inner.writer.clone();
         std::thread::Builder::new()
             .name("beehive-pg-writer".into())
-            .spawn(move || writer::lead_on_thread(writer))?;
-        postgres::listen::spawn(
+            .spawn(move || writer::group_commit::lead_on_thread(writer))?;
+        writer::listen::spawn(
             target,
             channel,
             store.inner.session,
@@ -256,11 +231,8 @@ impl Store {
             Backend::Sqlite => writer::Leader::Callers,
             Backend::Postgres { .. } => writer::Leader::Thread(std::sync::Condvar::new()),
         };
-        let sequences = Sequences::load(conn.conn())?;
-        let dependency_edges = conn.conn().exists(
-            "SELECT 1 FROM edges WHERE relation = 'depends_on'",
-            sql::params![],
-        )?;
+        let sequences = conn.conn().load_sequences()?;
+        let dependency_edges = rows::edges::any_dependency(conn.conn())?;
         let session = new_session_id();
         let migrations = Arc::new(crate::migration::Migrations::default());
         let metrics = crate::metrics::Metrics::new(path.clone());
@@ -311,7 +283,8 @@ impl Store {
     /// [`Error::Database`](crate::Error::Database) when the query fails.
     #[doc(hidden)]
     pub fn inspect(&self, sql: &str, params: &[i64]) -> Result<Option<Vec<Option<String>>>> {
-        let params: Vec<sql::Param<'_>> = params.iter().map(|p| sql::Param::Int(*p)).collect();
+        let params: Vec<backend::Param<'_>> =
+            params.iter().map(|p| backend::Param::Int(*p)).collect();
         self.read_conn(|conn| conn.query_opt(sql, &params, |row| row.texts()))
     }
 
@@ -361,7 +334,7 @@ impl Store {
     ///
     /// # Errors
     /// [`crate::Error::Database`] when the read fails.
-    pub fn registrations(&self) -> Result<Vec<registrations::Registration>> {
+    pub fn registrations(&self) -> Result<Vec<Registration>> {
         self.read(|r| r.registrations())
     }
 
@@ -413,12 +386,12 @@ impl Store {
         async move { store.inner.writer.answer(submitted).await }
     }
 
-    /// Opens a transaction held across calls; see [`session::Session`].
+    /// Opens a transaction held across calls; see `Session`.
     pub(crate) async fn begin_session(
         &self,
         hold_limit: std::time::Duration,
-    ) -> Result<Arc<session::Session>> {
-        session::Session::begin(&self.inner.writer, hold_limit).await
+    ) -> Result<Arc<Session>> {
+        Session::begin(&self.inner.writer, hold_limit).await
     }
 
     /// Answers `work`'s questions on a pooled read-only connection, on the
@@ -458,6 +431,22 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Refuses what only a PostgreSQL store has: a host lease and a plugin
+    /// set. The lease and plugin-set methods of [`Store`](crate::store::Store)
+    /// live in `lease.rs` and `plugin_sets.rs`.
+    pub(crate) fn require_postgres(&self) -> Result<()> {
+        match self.inner.backend {
+            Backend::Postgres { .. } => Ok(()),
+            Backend::Sqlite => Err(crate::Error::InvalidOption(
+                "only a PostgreSQL store has a host lease and a plugin set \
+                 (a SQLite host serves a plugin directory)"
+                    .into(),
+            )),
+        }
+    }
+}
+
 /// Whether `location` names a PostgreSQL store (`postgres://…` or
 /// `postgresql://…`) rather than a SQLite file.
 pub fn is_postgres_location(location: &Path) -> bool {
@@ -493,17 +482,6 @@ fn create_owner_only(path: &Path) -> Result<()> {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e.into()),
-    }
-}
-
-/// SQLite's errors become [`Error::Database`](crate::Error::Database): the
-/// database library stays out of the public error type.
-impl From<rusqlite::Error> for crate::Error {
-    fn from(error: rusqlite::Error) -> Self {
-        crate::Error::Database {
-            backend: "sqlite",
-            message: error.to_string(),
-        }
     }
 }
 
@@ -556,7 +534,7 @@ mod tests {
         move |tx| {
             tx.conn().execute(
                 "INSERT INTO kv (key, value) VALUES (?1, 1)",
-                sql::params![key],
+                backend::params![key],
             )?;
             Ok(tx.batch())
         }
@@ -564,7 +542,7 @@ mod tests {
 
     fn has_key(store: &Store, key: &str) -> bool {
         store
-            .read_conn(|conn| conn.exists("SELECT 1 FROM kv WHERE key = ?1", sql::params![key]))
+            .read_conn(|conn| conn.exists("SELECT 1 FROM kv WHERE key = ?1", backend::params![key]))
             .unwrap()
     }
 
@@ -691,12 +669,12 @@ mod tests {
             tx.conn().execute(
                 "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, created_at, updated_at)
                  VALUES (?1, '', 'K', ?3, '{}', 1, ?2, 0, 0)",
-                sql::params![id, version, format!("k{id}").as_str()],
+                backend::params![id, version, format!("k{id}").as_str()],
             )?;
             tx.conn().execute(
                 "INSERT INTO object_writes (resource_version, object_id, grp, kind, op, written_at)
                  VALUES (?1, ?2, '', 'K', 'create', 0)",
-                sql::params![version, id],
+                backend::params![version, id],
             )?;
             Ok((id, version))
         };
@@ -705,10 +683,12 @@ mod tests {
             write_from_thread(&store, insert).unwrap();
             let (newest, version) = write_from_thread(&store, insert).unwrap();
             write_from_thread(&store, move |tx| {
+                tx.conn().execute(
+                    "DELETE FROM objects WHERE id = ?1",
+                    backend::params![newest],
+                )?;
                 tx.conn()
-                    .execute("DELETE FROM objects WHERE id = ?1", sql::params![newest])?;
-                tx.conn()
-                    .execute("DELETE FROM object_writes", sql::params![])?;
+                    .execute("DELETE FROM object_writes", backend::params![])?;
                 tx.save_sequences();
                 Ok(())
             })
@@ -736,7 +716,7 @@ mod tests {
                     // kv's value may not be NULL.
                     tx.conn().execute_later(
                         "INSERT INTO kv (key, value) VALUES ('broken', NULL)",
-                        sql::params![],
+                        backend::params![],
                     )?;
                     if also_fail {
                         return Err(Error::Internal("fails on its own".into()));
@@ -768,7 +748,7 @@ mod tests {
                     // this job, so failing must drop its statements.
                     tx.conn().execute_later(
                         "INSERT INTO kv (key, value) VALUES (?1, 1)",
-                        sql::params![key],
+                        backend::params![key],
                     )?;
                     if fail {
                         return Err(Error::Internal("fails after writing".into()));
@@ -823,7 +803,7 @@ mod tests {
                 .read_conn(|conn| {
                     conn.query_one(
                         "SELECT COUNT(*) FROM object_writes WHERE op = 'create'",
-                        sql::params![],
+                        backend::params![],
                         |row| row.get(0),
                     )
                 })

@@ -168,12 +168,12 @@ async fn every_attack_fails_its_own_pass_with_a_clear_event() {
     })
     .await;
     // The instance that touched 48 MiB was dropped after its pass, giving
-    // the memory back; only small idle instances remain.
-    assert!(
-        runtime.memory_in_use() < 32 << 20,
-        "{} MiB still held",
-        runtime.memory_in_use() >> 20
-    );
+    // the memory back; only small idle instances remain, once no retry of a
+    // failing attack is in flight (a loaded machine stretches each one).
+    eventually("the memory a pass touched is given back", || {
+        runtime.memory_in_use() < 32 << 20
+    })
+    .await;
     stop(running).await;
 }
 

@@ -1,0 +1,16 @@
+//! The backend layer: one statement on either database. [`Conn`] runs a
+//! statement written once with `?N` placeholders, on SQLite (rusqlite) or
+//! PostgreSQL (`postgres`, our own driver over tokio-postgres); `params`
+//! is the vocabulary statements are written in; `sequences` the counters
+//! the writer hands out.
+//!
+//! Nothing here knows a table's meaning: that is `rows`, above.
+
+pub(crate) mod params;
+pub(crate) mod postgres;
+pub(crate) mod sequences;
+pub(crate) mod sql;
+
+pub(crate) use params::{Param, RowCount, Savepoint, params};
+pub(crate) use sequences::Sequences;
+pub(crate) use sql::{Conn, Connection, Dialect, Row};

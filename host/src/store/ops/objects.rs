@@ -1,0 +1,244 @@
+//! Writes to objects, composed: create, update, mark for deletion. Each
+//! runs inside a write job, logs what it changed and pushes the objects that
+//! owe a pass because of it.
+
+use crate::error::{Error, Result};
+use crate::json::Json;
+use crate::object::{GroupKind, ObjectId, RawObject};
+use crate::store::backend::Dialect;
+use crate::store::ops::dependencies;
+use crate::store::rows::edges;
+use crate::store::rows::objects::{self as rows, LogEntry, NewObject, WriteOp};
+use crate::store::writer::{Hook, Push, WriteTx};
+
+/// Everything a create needs once it holds the writer.
+pub(crate) struct Create {
+    pub(crate) group_kind: GroupKind,
+    /// Checked against the naming policy before it reaches the writer.
+    pub(crate) name: String,
+    pub(crate) spec: Json,
+    /// The schema version the spec was written at.
+    pub(crate) spec_version: i64,
+    /// Must exist when the row is inserted; a deleting owner is woken to see
+    /// its new child.
+    pub(crate) owner: Option<ObjectId>,
+    pub(crate) finalizers: Vec<String>,
+    /// Runs only if the row was inserted and its transaction commits.
+    pub(crate) on_create: Option<Hook>,
+}
+
+impl Create {
+    /// Inserts the object; the unique index on names refuses a held name.
+    fn insert(self, tx: &mut WriteTx<'_>) -> Result<RawObject> {
+        let owner = match self.owner {
+            Some(owner) => match rows::select_kind_and_deletion(tx.conn(), owner)? {
+                Some((group_kind, deleting)) => Some((owner, group_kind, deleting)),
+                None => {
+                    return Err(Error::InvalidOption(format!(
+                        "owner {owner} does not exist"
+                    )));
+                }
+            },
+            None => None,
+        };
+        let id = tx.next_object_id();
+        let resource_version = tx.next_resource_version();
+        let new = NewObject {
+            group_kind: &self.group_kind,
+            name: &self.name,
+            spec: &self.spec,
+            spec_version: self.spec_version,
+            finalizers: &self.finalizers,
+            id,
+            resource_version,
+            now: tx.now(),
+        };
+        // A plain create in a batch on PostgreSQL waits for no answer: a
+        // taken name writes nothing, and the count read after the commit
+        // fails the job. An owner edge or a hook would need the answer now.
+        let answer_later = owner.is_none()
+            && self.on_create.is_none()
+            && tx.defers_verdicts()
+            && tx.conn().dialect() == Dialect::Postgres;
+        let object = if answer_later {
+            let (object, rows) = rows::insert_object_later(tx.conn(), new)?;
+            let taken = Error::NameTaken {
+                kind: self.group_kind.to_string(),
+                name: self.name.clone(),
+            };
+            tx.fail_if_nothing_written(rows, taken)?;
+            object
+        } else {
+            rows::insert_object(tx.conn(), new)?
+        };
+        tx.push(push_for(&object));
+        if let Some((owner, group_kind, deleting)) = owner {
+            edges::insert_owner_edge(tx.conn(), object.meta.id, owner)?;
+            if deleting {
+                // The owner waits for its children to go; it must see this one.
+                tx.push(Push {
+                    id: owner,
+                    group_kind,
+                });
+            }
+        }
+        if let Some(hook) = self.on_create {
+            tx.after_commit(hook);
+        }
+        Ok(object)
+    }
+}
+
+/// Creates the object `create` describes.
+///
+/// # Errors
+/// [`Error::NameTaken`] when something holds the name; [`Error::InvalidOption`]
+/// for an owner that does not exist.
+pub(crate) fn create(tx: &mut WriteTx<'_>, create: Create) -> Result<RawObject> {
+    create.insert(tx)
+}
+
+/// What holds the name, with its conditions, or the object `create`
+/// describes; `true` when it was created.
+pub(crate) fn get_or_create(tx: &mut WriteTx<'_>, create: Create) -> Result<(RawObject, bool)> {
+    match rows::select_by_name(tx.conn(), &create.group_kind, &create.name)? {
+        Some(found) => Ok((tx.reader().with_conditions(found)?, false)),
+        None => Ok((create.insert(tx)?, true)),
+    }
+}
+
+/// Writes `create`'s spec onto what holds the name, or creates it; `true`
+/// when it was created.
+pub(crate) fn create_or_update(tx: &mut WriteTx<'_>, create: Create) -> Result<(RawObject, bool)> {
+    match rows::select_by_name(tx.conn(), &create.group_kind, &create.name)? {
+        None => Ok((create.insert(tx)?, true)),
+        Some(found) => Ok((
+            apply_spec(tx, found, create.spec, create.spec_version)?,
+            false,
+        )),
+    }
+}
+
+/// Writes `spec` onto object `id` of `group_kind`.
+pub(crate) fn update(
+    tx: &mut WriteTx<'_>,
+    group_kind: &GroupKind,
+    id: ObjectId,
+    spec: Json,
+    spec_version: i64,
+) -> Result<RawObject> {
+    let found = select_own_for_write(tx, group_kind, id)?;
+    apply_spec(tx, found, spec, spec_version)
+}
+
+/// Writes `spec` onto what of `group_kind` holds `name`.
+pub(crate) fn update_by_name(
+    tx: &mut WriteTx<'_>,
+    group_kind: &GroupKind,
+    name: &str,
+    spec: Json,
+    spec_version: i64,
+) -> Result<RawObject> {
+    let found = rows::select_by_name(tx.conn(), group_kind, name)?
+        .ok_or_else(|| Error::not_found(format!("{group_kind}/{name}")))?;
+    apply_spec(tx, found, spec, spec_version)
+}
+
+/// Marks object `id` of `group_kind` for deletion.
+pub(crate) fn delete(tx: &mut WriteTx<'_>, group_kind: &GroupKind, id: ObjectId) -> Result<()> {
+    let found = select_own_for_write(tx, group_kind, id)?;
+    mark_for_deletion(tx, found)
+}
+
+/// Marks what of `group_kind` holds `name` for deletion; nothing is `Ok`.
+pub(crate) fn delete_by_name(
+    tx: &mut WriteTx<'_>,
+    group_kind: &GroupKind,
+    name: &str,
+) -> Result<()> {
+    match rows::select_by_name(tx.conn(), group_kind, name)? {
+        Some(found) => mark_for_deletion(tx, found),
+        None => Ok(()),
+    }
+}
+
+/// Reads `id` for an id-keyed write: it must exist and be of this kind.
+fn select_own_for_write(
+    tx: &WriteTx<'_>,
+    group_kind: &GroupKind,
+    id: ObjectId,
+) -> Result<RawObject> {
+    let found = rows::select_by_id(tx.conn(), id)?
+        .ok_or_else(|| Error::not_found(format!("{group_kind} {id}")))?;
+    if &found.meta.group_kind != group_kind {
+        return Err(Error::WrongKind {
+            id,
+            expected: group_kind.to_string(),
+            actual: found.meta.group_kind.to_string(),
+        });
+    }
+    Ok(found)
+}
+
+/// Writes `spec` at schema version `spec_version` onto a found row. Equal
+/// bytes at the same version write nothing; a row stored at an older
+/// version is re-stamped even when the bytes match.
+fn apply_spec(
+    tx: &mut WriteTx<'_>,
+    object: RawObject,
+    spec: Json,
+    spec_version: i64,
+) -> Result<RawObject> {
+    if object.meta.deletion_requested_at.is_some() {
+        return Err(Error::DeletionPending {
+            what: object.meta.label(),
+        });
+    }
+    let mut object = tx.reader().with_conditions(object)?;
+    // Identical bytes write nothing, whichever build wrote them; different
+    // bytes must not be tagged below what a newer build stored.
+    if object.spec == spec {
+        return Ok(object);
+    }
+    if spec_version < object.meta.spec_version {
+        return Err(Error::SchemaVersionDowngrade {
+            what: object.meta.label(),
+            document: "spec",
+            stored: object.meta.spec_version,
+            writer: spec_version,
+        });
+    }
+    let resource_version = tx.next_resource_version();
+    rows::update_spec(
+        tx.conn(),
+        &mut object,
+        spec,
+        spec_version,
+        resource_version,
+        tx.now(),
+    )?;
+    rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Update))?;
+    tx.push(push_for(&object));
+    Ok(object)
+}
+
+/// Sets the deletion mark on a found row; a row already marked is left alone.
+fn mark_for_deletion(tx: &mut WriteTx<'_>, mut object: RawObject) -> Result<()> {
+    if object.meta.deletion_requested_at.is_some() {
+        return Ok(());
+    }
+    let resource_version = tx.next_resource_version();
+    rows::mark_deleted(tx.conn(), &mut object, resource_version, tx.now())?;
+    rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Update))?;
+    tx.push(push_for(&object));
+    // A dependent being deleted holds no claim: its deleting targets may go.
+    dependencies::push_unblocked_targets(tx, object.meta.id)
+}
+
+/// The push announcing that `object` owes a pass.
+fn push_for(object: &RawObject) -> Push {
+    Push {
+        id: object.meta.id,
+        group_kind: object.meta.group_kind.clone(),
+    }
+}

@@ -1,0 +1,16 @@
+//! Recording and forgetting which kinds have a controller.
+
+use crate::error::Result;
+use crate::object::GroupKind;
+use crate::store::rows::registrations::{self, Registration};
+use crate::store::writer::WriteTx;
+
+/// Records `registration`, replacing an earlier one of the same kind.
+pub(crate) fn record(tx: &mut WriteTx<'_>, registration: &Registration) -> Result<()> {
+    registrations::upsert(tx.conn(), registration)
+}
+
+/// Forgets the registration of `gk`.
+pub(crate) fn remove(tx: &mut WriteTx<'_>, gk: &GroupKind) -> Result<()> {
+    registrations::delete(tx.conn(), gk)
+}

@@ -1,0 +1,633 @@
+//! The `objects` table and the write log's entries, on any connection (the
+//! writer's inside a job, or a pooled reader): objects are read with their
+//! conditions and relations attached.
+
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+use crate::json::Json;
+use crate::object::{
+    Condition, ConditionStatus, GroupKind, Loads, Meta, ObjectId, ObjectRef, RawObject, Relations,
+    Timestamp,
+};
+use crate::store::backend::{Conn, Dialect, Param, Row, RowCount, params};
+use crate::store::rows::events;
+
+/// A row as read, before conditions and relations are attached.
+pub(crate) type ObjectRow = RawObject;
+
+/// An object row's columns, in the order `object_from_row` reads them; a
+/// macro so the hottest queries below are whole string constants.
+macro_rules! object_columns {
+    () => {
+        "id, grp, kind, name, spec, status, spec_version, status_version, \
+         generation, observed_generation, observed_at, resource_version, deletion_requested_at, \
+         finalizers, created_at, updated_at, reconcile_owed, requeue_at"
+    };
+}
+
+const COLUMNS: &str = object_columns!();
+
+/// One object by id, and whether it depends on anything (column 18).
+const SELECT_WITH_DEPENDENCIES: &str = concat!(
+    "SELECT ",
+    object_columns!(),
+    ", EXISTS (SELECT 1 FROM edges WHERE from_id = objects.id AND relation = 'depends_on') \
+     FROM objects WHERE id = ?1"
+);
+
+/// One object by id, with `FALSE` for column 18.
+const SELECT_WITHOUT_DEPENDENCIES: &str = concat!(
+    "SELECT ",
+    object_columns!(),
+    ", FALSE FROM objects WHERE id = ?1"
+);
+
+/// The conditions of the objects whose ids are parameter `?1`.
+macro_rules! conditions_where {
+    ($ids:literal) => {
+        concat!(
+            "SELECT object_id, type, status, reason, message, liveness, written_session, \
+                    transitioned_at, updated_at \
+             FROM conditions WHERE ",
+            $ids,
+            " ORDER BY object_id, type"
+        )
+    };
+}
+
+fn object_from_row(row: &Row<'_>) -> Result<RawObject> {
+    let finalizers: String = row.get(13)?;
+    let finalizers: Vec<String> = serde_json::from_str(&finalizers)
+        .map_err(|e| Error::Internal(format!("stored finalizers do not parse: {e}")))?;
+    Ok(RawObject {
+        meta: Meta {
+            id: row.get(0)?,
+            group_kind: group_kind_at(row, 1)?,
+            name: row.get(3)?,
+            spec_version: row.get(6)?,
+            status_version: row.get(7)?,
+            generation: row.get(8)?,
+            observed_generation: row.get(9)?,
+            observed_at: row.get::<Option<i64>>(10)?.map(Timestamp::from_millis),
+            resource_version: row.get(11)?,
+            deletion_requested_at: row.get::<Option<i64>>(12)?.map(Timestamp::from_millis),
+            finalizers,
+            conditions: Vec::new(),
+            created_at: Timestamp::from_millis(row.get(14)?),
+            updated_at: Timestamp::from_millis(row.get(15)?),
+            reconcile_owed: row.get(16)?,
+            requeue_at: row.get::<Option<i64>>(17)?.map(Timestamp::from_millis),
+        },
+        spec: Json::from_stored(row.get(4)?),
+        status: row.get::<Option<String>>(5)?.map(Json::from_stored),
+        relations: Relations::default(),
+    })
+}
+
+/// The kind held in columns `index` (group) and `index + 1` (kind).
+pub(crate) fn group_kind_at(row: &Row<'_>, index: usize) -> Result<GroupKind> {
+    Ok(GroupKind::new(
+        row.get::<String>(index)?,
+        row.get::<String>(index + 1)?,
+    ))
+}
+
+/// The object with `id`, whatever its kind.
+pub(crate) fn select_by_id(conn: Conn<'_>, id: ObjectId) -> Result<Option<ObjectRow>> {
+    let sql = format!("SELECT {COLUMNS} FROM objects WHERE id = ?1");
+    conn.query_opt(&sql, params![id], object_from_row)
+}
+
+/// The object of kind `gk` holding `name`.
+pub(crate) fn select_by_name(
+    conn: Conn<'_>,
+    gk: &GroupKind,
+    name: &str,
+) -> Result<Option<ObjectRow>> {
+    let sql = format!("SELECT {COLUMNS} FROM objects WHERE grp = ?1 AND kind = ?2 AND name = ?3");
+    conn.query_opt(&sql, params![&gk.group, &gk.kind, name], object_from_row)
+}
+
+/// Every object of kind `gk`, by id.
+pub(crate) fn select_kind(conn: Conn<'_>, gk: &GroupKind) -> Result<Vec<ObjectRow>> {
+    let sql = format!("SELECT {COLUMNS} FROM objects WHERE grp = ?1 AND kind = ?2 ORDER BY id");
+    conn.query_all(&sql, params![&gk.group, &gk.kind], object_from_row)
+}
+
+/// Up to `limit` objects of kind `gk` with ids above `after`, by id.
+pub(crate) fn select_kind_page(
+    conn: Conn<'_>,
+    gk: &GroupKind,
+    after: ObjectId,
+    limit: usize,
+) -> Result<Vec<ObjectRow>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM objects WHERE grp = ?1 AND kind = ?2 AND id > ?3 ORDER BY id LIMIT ?4"
+    );
+    conn.query_all(
+        &sql,
+        params![&gk.group, &gk.kind, after, limit as i64],
+        object_from_row,
+    )
+}
+
+/// The objects of kind `gk` owned by `owner`, by id: the kind filter and the
+/// row read fold into the edge join.
+pub(crate) fn select_owned(
+    conn: Conn<'_>,
+    gk: &GroupKind,
+    owner: ObjectId,
+) -> Result<Vec<ObjectRow>> {
+    let columns = COLUMNS
+        .split(", ")
+        .map(|c| format!("o.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "SELECT {columns} FROM edges e JOIN objects o ON o.id = e.from_id \
+         WHERE e.to_id = ?1 AND e.relation = 'owned_by' AND o.grp = ?2 AND o.kind = ?3 \
+         ORDER BY o.id"
+    );
+    conn.query_all(&sql, params![owner, &gk.group, &gk.kind], object_from_row)
+}
+
+/// Whether `id` is owned by `owner`.
+pub(crate) fn is_owned_by(conn: Conn<'_>, id: ObjectId, owner: ObjectId) -> Result<bool> {
+    conn.exists(
+        "SELECT 1 FROM edges WHERE from_id = ?1 AND to_id = ?2 AND relation = 'owned_by'",
+        params![id, owner],
+    )
+}
+
+fn ids_of(objects: &[RawObject]) -> Vec<ObjectId> {
+    objects.iter().map(|o| o.meta.id).collect()
+}
+
+/// `column IN` the id list parameter `?1`, in the connection's dialect.
+fn in_ids(conn: Conn<'_>, column: &str) -> String {
+    match conn.dialect() {
+        Dialect::Sqlite => format!("{column} IN (SELECT value FROM json_each(?1))"),
+        Dialect::Postgres => format!("{column} = ANY(?1)"),
+    }
+}
+
+/// Attaches each object's conditions: one query however many objects.
+///
+/// A liveness condition written by another store session reads back as
+/// `Unknown` with `unconfirmed` set, keeping the stored stamps and text.
+pub(crate) fn load_conditions(
+    conn: Conn<'_>,
+    session: i64,
+    objects: &mut [RawObject],
+) -> Result<()> {
+    if objects.is_empty() {
+        return Ok(());
+    }
+    let ids = ids_of(objects);
+    let rows = conn.query_all(conditions_sql(conn), params![ids.as_slice()], |row| {
+        condition_from_row(row, session)
+    })?;
+    attach_conditions(objects, rows);
+    Ok(())
+}
+
+/// The conditions of the objects whose ids are in parameter `?1`.
+fn conditions_sql(conn: Conn<'_>) -> &'static str {
+    match conn.dialect() {
+        Dialect::Sqlite => conditions_where!("object_id IN (SELECT value FROM json_each(?1))"),
+        Dialect::Postgres => conditions_where!("object_id = ANY(?1)"),
+    }
+}
+
+fn condition_from_row(row: &Row<'_>, session: i64) -> Result<(ObjectId, Condition)> {
+    let liveness: bool = row.get(5)?;
+    let written_session: i64 = row.get(6)?;
+    let stale = liveness && written_session != session;
+    let status = match row.get::<String>(2)?.as_str() {
+        _ if stale => ConditionStatus::Unknown,
+        "True" => ConditionStatus::True,
+        "False" => ConditionStatus::False,
+        // The schema's CHECK admits nothing else.
+        _ => ConditionStatus::Unknown,
+    };
+    Ok((
+        row.get::<ObjectId>(0)?,
+        Condition {
+            type_: row.get(1)?,
+            status,
+            reason: row.get(3)?,
+            message: row.get(4)?,
+            liveness,
+            unconfirmed: stale,
+            transitioned_at: Timestamp::from_millis(row.get(7)?),
+            updated_at: Timestamp::from_millis(row.get(8)?),
+        },
+    ))
+}
+
+fn attach_conditions(objects: &mut [RawObject], rows: Vec<(ObjectId, Condition)>) {
+    let mut by_object: HashMap<ObjectId, Vec<Condition>> = HashMap::new();
+    for (id, condition) in rows {
+        by_object.entry(id).or_default().push(condition);
+    }
+    for object in objects.iter_mut() {
+        object.meta.conditions = by_object.remove(&object.meta.id).unwrap_or_default();
+    }
+}
+
+/// The object with `id` (whatever its kind) with its conditions, and
+/// whether it depends on anything (if `dependencies` asks; else `false`),
+/// asked together: one round trip in PostgreSQL.
+pub(crate) fn select_with_conditions(
+    conn: Conn<'_>,
+    id: ObjectId,
+    session: i64,
+    dependencies: bool,
+) -> Result<Option<(RawObject, bool)>> {
+    let object_sql = match dependencies {
+        true => SELECT_WITH_DEPENDENCIES,
+        false => SELECT_WITHOUT_DEPENDENCIES,
+    };
+    let ids = [id];
+    let (found, conditions) = conn.query_two(
+        (object_sql, params![id]),
+        (conditions_sql(conn), params![&ids[..]]),
+        |row| Ok((object_from_row(row)?, row.get::<bool>(18)?)),
+        |row| condition_from_row(row, session),
+    )?;
+    Ok(found.into_iter().next().map(|(object, has_dependencies)| {
+        let mut objects = [object];
+        attach_conditions(&mut objects, conditions);
+        let [object] = objects;
+        (object, has_dependencies)
+    }))
+}
+
+/// One direction of one edge relation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Direction {
+    /// Outgoing `owned_by`: the owner.
+    Owner,
+    /// Outgoing `depends_on`.
+    Dependencies,
+    /// Incoming `depends_on`.
+    Dependents,
+    /// Incoming `owned_by`: the children.
+    Owned,
+}
+
+impl Direction {
+    /// The edge column holding the objects asked about, the one holding the
+    /// objects at the other end, and the relation.
+    fn columns(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Direction::Owner => ("from_id", "to_id", "owned_by"),
+            Direction::Dependencies => ("from_id", "to_id", "depends_on"),
+            Direction::Dependents => ("to_id", "from_id", "depends_on"),
+            Direction::Owned => ("to_id", "from_id", "owned_by"),
+        }
+    }
+
+    fn sql(self, conn: Conn<'_>) -> String {
+        let (near, far, relation) = self.columns();
+        format!(
+            "SELECT e.{near}, o.id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.{far} \
+             WHERE {} AND e.relation = '{relation}' ORDER BY e.{near}, o.id",
+            in_ids(conn, &format!("e.{near}"))
+        )
+    }
+}
+
+fn refs_by_object(
+    conn: Conn<'_>,
+    direction: Direction,
+    ids: &[ObjectId],
+) -> Result<HashMap<ObjectId, Vec<ObjectRef>>> {
+    let rows = conn.query_all(&direction.sql(conn), params![ids], |row| {
+        Ok((
+            row.get::<ObjectId>(0)?,
+            ObjectRef {
+                id: row.get(1)?,
+                group_kind: group_kind_at(row, 2)?,
+            },
+        ))
+    })?;
+    let mut by_object: HashMap<ObjectId, Vec<ObjectRef>> = HashMap::new();
+    for (id, target) in rows {
+        by_object.entry(id).or_default().push(target);
+    }
+    Ok(by_object)
+}
+
+/// The objects at the other end of `id`'s edges in one direction, by id.
+pub(crate) fn select_refs(
+    conn: Conn<'_>,
+    id: ObjectId,
+    direction: Direction,
+) -> Result<Vec<ObjectRef>> {
+    let mut by_object = refs_by_object(conn, direction, &[id])?;
+    Ok(by_object.remove(&id).unwrap_or_default())
+}
+
+/// Attaches the requested relations: one query per relation, however many objects.
+pub(crate) fn load_relations(
+    conn: Conn<'_>,
+    loads: Loads,
+    objects: &mut [RawObject],
+) -> Result<()> {
+    if !loads.any() || objects.is_empty() {
+        return Ok(());
+    }
+    if loads.events {
+        for object in objects.iter_mut() {
+            let all = crate::event::EventFilter::all();
+            object.relations.events = Some(events::list_events(conn, object.meta.id, &all)?);
+        }
+    }
+    let ids = ids_of(objects);
+    let wanted = [
+        (loads.owner, Direction::Owner),
+        (loads.dependencies, Direction::Dependencies),
+        (loads.dependents, Direction::Dependents),
+        (loads.owned, Direction::Owned),
+    ];
+    for (wanted, direction) in wanted {
+        if !wanted {
+            continue;
+        }
+        let mut by_object = refs_by_object(conn, direction, &ids)?;
+        for object in objects.iter_mut() {
+            let refs = by_object.remove(&object.meta.id).unwrap_or_default();
+            let relations = &mut object.relations;
+            match direction {
+                Direction::Owner => relations.owner = Some(refs.into_iter().next()),
+                Direction::Dependencies => relations.dependencies = Some(refs),
+                Direction::Dependents => relations.dependents = Some(refs),
+                Direction::Owned => relations.owned = Some(refs),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a create writes.
+pub(crate) struct NewObject<'a> {
+    pub(crate) group_kind: &'a GroupKind,
+    pub(crate) name: &'a str,
+    pub(crate) spec: &'a Json,
+    /// The schema version the spec is written at.
+    pub(crate) spec_version: i64,
+    pub(crate) finalizers: &'a [String],
+    pub(crate) id: ObjectId,
+    pub(crate) resource_version: i64,
+    pub(crate) now: Timestamp,
+}
+
+/// The insert of a new object at generation 1: a taken name inserts
+/// nothing rather than failing (in PostgreSQL a failed statement would
+/// spoil the rest of the transaction).
+macro_rules! insert_object_sql {
+    () => {
+        "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, \
+                              finalizers, created_at, updated_at, spec_version) \
+         VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7, ?9) \
+         ON CONFLICT DO NOTHING"
+    };
+}
+
+/// The insert and its write-log entry in one statement (PostgreSQL): the
+/// entry exists only if the row does.
+const INSERT_OBJECT_AND_LOG: &str = concat!(
+    "WITH created AS (",
+    insert_object_sql!(),
+    " RETURNING id) \
+     INSERT INTO object_writes (resource_version, object_id, grp, kind, op, written_at) \
+     SELECT ?5, id, ?1, ?2, 'create', ?7 FROM created"
+);
+
+/// Inserts a new object at generation 1 and returns it as stored.
+///
+/// # Errors
+/// [`Error::NameTaken`] when a live or deletion-pending row holds the name.
+pub(crate) fn insert_object(conn: Conn<'_>, new: NewObject<'_>) -> Result<RawObject> {
+    new.spec.check_size()?;
+    let finalizers = finalizers_text(new.finalizers)?;
+    if conn.execute(insert_object_sql!(), &insert_params(&new, &finalizers))? == 0 {
+        return Err(Error::NameTaken {
+            kind: new.group_kind.to_string(),
+            name: new.name.to_string(),
+        });
+    }
+    log_create(conn, &new)?;
+    Ok(stored_new(new))
+}
+
+/// Inserts a new object and logs its creation (PostgreSQL), sent with the
+/// next round trip; the count says whether it was created (0: the name
+/// was taken, and nothing was written).
+pub(crate) fn insert_object_later(
+    conn: Conn<'_>,
+    new: NewObject<'_>,
+) -> Result<(RawObject, RowCount)> {
+    new.spec.check_size()?;
+    let finalizers = finalizers_text(new.finalizers)?;
+    let rows = conn.execute_counted(INSERT_OBJECT_AND_LOG, &insert_params(&new, &finalizers))?;
+    Ok((stored_new(new), rows))
+}
+
+fn finalizers_text(finalizers: &[String]) -> Result<String> {
+    serde_json::to_string(finalizers)
+        .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))
+}
+
+fn insert_params<'p>(new: &'p NewObject<'_>, finalizers: &'p str) -> [Param<'p>; 9] {
+    [
+        Param::from(&new.group_kind.group),
+        Param::from(&new.group_kind.kind),
+        Param::from(new.name),
+        Param::from(new.spec.as_str()),
+        Param::from(new.resource_version),
+        Param::from(finalizers),
+        Param::from(new.now.as_millis()),
+        Param::from(new.id),
+        Param::from(new.spec_version),
+    ]
+}
+
+fn log_create(conn: Conn<'_>, new: &NewObject<'_>) -> Result<()> {
+    log_write(
+        conn,
+        LogEntry {
+            resource_version: new.resource_version,
+            object_id: new.id,
+            group_kind: new.group_kind,
+            op: WriteOp::Create,
+            written_at: new.now,
+            row_image: None,
+        },
+    )
+}
+
+/// The row [`insert_object`] stores, as read back.
+fn stored_new(new: NewObject<'_>) -> RawObject {
+    RawObject {
+        meta: Meta {
+            id: new.id,
+            group_kind: new.group_kind.clone(),
+            name: new.name.to_string(),
+            generation: 1,
+            observed_generation: None,
+            observed_at: None,
+            resource_version: new.resource_version,
+            deletion_requested_at: None,
+            finalizers: new.finalizers.to_vec(),
+            conditions: Vec::new(),
+            created_at: new.now,
+            updated_at: new.now,
+            spec_version: new.spec_version,
+            status_version: 0,
+            reconcile_owed: 0,
+            requeue_at: None,
+        },
+        spec: new.spec.clone(),
+        status: None,
+        relations: Relations::default(),
+    }
+}
+
+/// Writes a new spec onto `object` (a real change), bumping its generation,
+/// and updates `object` to match.
+pub(crate) fn update_spec(
+    conn: Conn<'_>,
+    object: &mut RawObject,
+    spec: Json,
+    spec_version: i64,
+    resource_version: i64,
+    now: Timestamp,
+) -> Result<()> {
+    spec.check_size()?;
+    conn.execute_later(
+        "UPDATE objects SET spec = ?2, generation = generation + 1, resource_version = ?3, \
+                            updated_at = ?4, spec_version = ?5 \
+         WHERE id = ?1",
+        params![
+            object.meta.id,
+            spec.as_str(),
+            resource_version,
+            now.as_millis(),
+            spec_version
+        ],
+    )?;
+    object.spec = spec;
+    object.meta.spec_version = spec_version;
+    object.meta.generation += 1;
+    object.meta.resource_version = resource_version;
+    object.meta.updated_at = now;
+    Ok(())
+}
+
+/// Sets the deletion mark on a live `object` and updates `object` to match.
+pub(crate) fn mark_deleted(
+    conn: Conn<'_>,
+    object: &mut RawObject,
+    resource_version: i64,
+    now: Timestamp,
+) -> Result<()> {
+    conn.execute_later(
+        "UPDATE objects SET deletion_requested_at = ?2, resource_version = ?3, updated_at = ?2 \
+         WHERE id = ?1 AND deletion_requested_at IS NULL",
+        params![object.meta.id, now.as_millis(), resource_version],
+    )?;
+    object.meta.deletion_requested_at = Some(now);
+    object.meta.resource_version = resource_version;
+    object.meta.updated_at = now;
+    Ok(())
+}
+
+/// Sets the deletion mark on object `id`, whatever it held.
+pub(crate) fn mark_deleted_by_id(
+    conn: Conn<'_>,
+    id: ObjectId,
+    resource_version: i64,
+    now: Timestamp,
+) -> Result<()> {
+    conn.execute_later(
+        "UPDATE objects SET deletion_requested_at = ?2, resource_version = ?3, updated_at = ?2 \
+         WHERE id = ?1",
+        params![id, now.as_millis(), resource_version],
+    )
+}
+
+/// Removes object `id`'s row (its edges and conditions go with it).
+pub(crate) fn delete_row(conn: Conn<'_>, id: ObjectId) -> Result<()> {
+    conn.execute_later("DELETE FROM objects WHERE id = ?1", params![id])
+}
+
+/// What a write-log entry records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteOp {
+    Create,
+    Update,
+    Delete,
+}
+
+/// One entry of the object write log.
+pub(crate) struct LogEntry<'a> {
+    pub(crate) resource_version: i64,
+    pub(crate) object_id: ObjectId,
+    pub(crate) group_kind: &'a GroupKind,
+    pub(crate) op: WriteOp,
+    pub(crate) written_at: Timestamp,
+    /// The final row, on a delete.
+    pub(crate) row_image: Option<String>,
+}
+
+impl<'a> LogEntry<'a> {
+    /// The entry for a write that left `object` as it is now.
+    pub(crate) fn of(object: &'a Meta, op: WriteOp) -> Self {
+        LogEntry {
+            resource_version: object.resource_version,
+            object_id: object.id,
+            group_kind: &object.group_kind,
+            op,
+            written_at: object.updated_at,
+            row_image: None,
+        }
+    }
+}
+
+/// Appends one entry to the object write log, in the write's own transaction.
+pub(crate) fn log_write(conn: Conn<'_>, entry: LogEntry<'_>) -> Result<()> {
+    let op = match entry.op {
+        WriteOp::Create => "create",
+        WriteOp::Update => "update",
+        WriteOp::Delete => "delete",
+    };
+    conn.execute_later(
+        "INSERT INTO object_writes (resource_version, object_id, grp, kind, op, written_at, row_image) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            entry.resource_version,
+            entry.object_id,
+            &entry.group_kind.group,
+            &entry.group_kind.kind,
+            op,
+            entry.written_at.as_millis(),
+            entry.row_image.as_deref(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// The kind of object `id` and whether it is being deleted, if it exists.
+pub(crate) fn select_kind_and_deletion(
+    conn: Conn<'_>,
+    id: ObjectId,
+) -> Result<Option<(GroupKind, bool)>> {
+    conn.query_opt(
+        "SELECT grp, kind, deletion_requested_at IS NOT NULL FROM objects WHERE id = ?1",
+        params![id],
+        |row| Ok((group_kind_at(row, 0)?, row.get::<bool>(2)?)),
+    )
+}

@@ -1,0 +1,272 @@
+//! Every question the engine and the clients ask the store, answered in
+//! objects, references, events and log positions.
+//!
+//! A [`Reader`] is handed out by [`Store::read`](crate::store::Store::read)
+//! (a pooled read-only connection) and by a pass's open transaction
+//! (`Session::read`, which sees that transaction's writes). Code outside
+//! `store/` reads through it and never sees the database library.
+
+use crate::error::Result;
+use crate::event::{Event, EventFilter};
+use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
+use crate::store::backend::Conn;
+use crate::store::rows::objects::{self as rows, Direction};
+use crate::store::rows::registrations::{self, Registration};
+use crate::store::rows::{edges, events, scan, write_log};
+
+/// A read view of the store.
+pub(crate) struct Reader<'c> {
+    conn: Conn<'c>,
+    /// This store session, against which liveness conditions are judged.
+    session: i64,
+}
+
+impl<'c> Reader<'c> {
+    pub(crate) fn new(conn: Conn<'c>, session: i64) -> Self {
+        Reader { conn, session }
+    }
+
+    /// Runs `work` inside one read transaction, so every answer it gets is
+    /// as of the same moment.
+    pub(crate) fn consistent<R>(&self, work: impl FnOnce(&Reader<'_>) -> Result<R>) -> Result<R> {
+        self.conn
+            .read_transaction(|conn| work(&Reader::new(conn, self.session)))
+    }
+
+    /// Object `id` of kind `group_kind`, with its conditions and `loads`.
+    pub(crate) fn object(
+        &self,
+        group_kind: &GroupKind,
+        id: ObjectId,
+        loads: Loads,
+    ) -> Result<Option<RawObject>> {
+        let found = rows::select_with_conditions(self.conn, id, self.session, false)?
+            .filter(|(o, _)| o.meta.group_kind == *group_kind);
+        let Some((object, _)) = found else {
+            return Ok(None);
+        };
+        let mut objects = [object];
+        rows::load_relations(self.conn, loads, &mut objects)?;
+        let [object] = objects;
+        Ok(Some(object))
+    }
+
+    /// What a pass of object `id` loads: the object (whatever its kind) with
+    /// its conditions, and whether it depends on anything.
+    pub(crate) fn object_for_pass(&self, id: ObjectId) -> Result<Option<(RawObject, bool)>> {
+        rows::select_with_conditions(self.conn, id, self.session, true)
+    }
+
+    /// What of `group_kind` holds `name`, with its conditions and `loads`.
+    pub(crate) fn object_by_name(
+        &self,
+        group_kind: &GroupKind,
+        name: &str,
+        loads: Loads,
+    ) -> Result<Option<RawObject>> {
+        let found = rows::select_by_name(self.conn, group_kind, name)?;
+        found
+            .map(|object| self.complete_one(object, loads))
+            .transpose()
+    }
+
+    /// What of `group_kind` holds `name`, as stored.
+    pub(crate) fn object_row_by_name(
+        &self,
+        group_kind: &GroupKind,
+        name: &str,
+    ) -> Result<Option<RawObject>> {
+        rows::select_by_name(self.conn, group_kind, name)
+    }
+
+    /// Every object of `group_kind`, by id, with conditions and `loads`.
+    pub(crate) fn objects(&self, group_kind: &GroupKind, loads: Loads) -> Result<Vec<RawObject>> {
+        self.complete(rows::select_kind(self.conn, group_kind)?, loads)
+    }
+
+    /// Up to `limit` objects of `group_kind` with ids above `after`, by id,
+    /// with conditions.
+    pub(crate) fn objects_page(
+        &self,
+        group_kind: &GroupKind,
+        after: ObjectId,
+        limit: usize,
+    ) -> Result<Vec<RawObject>> {
+        let page = rows::select_kind_page(self.conn, group_kind, after, limit)?;
+        self.complete(page, Loads::none())
+    }
+
+    /// The objects of `group_kind` owned by `owner`, by id, with conditions
+    /// and `loads`.
+    pub(crate) fn owned_objects(
+        &self,
+        group_kind: &GroupKind,
+        owner: ObjectId,
+        loads: Loads,
+    ) -> Result<Vec<RawObject>> {
+        self.complete(rows::select_owned(self.conn, group_kind, owner)?, loads)
+    }
+
+    /// `object`, as stored, with its conditions attached.
+    pub(crate) fn with_conditions(&self, object: RawObject) -> Result<RawObject> {
+        self.complete_one(object, Loads::none())
+    }
+
+    /// `complete` for one object, without a vector: `get` is the hottest read.
+    fn complete_one(&self, object: RawObject, loads: Loads) -> Result<RawObject> {
+        let mut objects = [object];
+        rows::load_conditions(self.conn, self.session, &mut objects)?;
+        rows::load_relations(self.conn, loads, &mut objects)?;
+        let [object] = objects;
+        Ok(object)
+    }
+
+    fn complete(&self, mut objects: Vec<RawObject>, loads: Loads) -> Result<Vec<RawObject>> {
+        rows::load_conditions(self.conn, self.session, &mut objects)?;
+        rows::load_relations(self.conn, loads, &mut objects)?;
+        Ok(objects)
+    }
+
+    /// Whether `id` is owned by `owner`.
+    pub(crate) fn is_owned_by(&self, id: ObjectId, owner: ObjectId) -> Result<bool> {
+        rows::is_owned_by(self.conn, id, owner)
+    }
+
+    /// The kind of object `id` and whether it is being deleted, if it exists.
+    pub(crate) fn kind_and_deletion(&self, id: ObjectId) -> Result<Option<(GroupKind, bool)>> {
+        rows::select_kind_and_deletion(self.conn, id)
+    }
+
+    /// The objects at the other end of `id`'s edges in one direction.
+    pub(crate) fn refs(&self, id: ObjectId, direction: Direction) -> Result<Vec<ObjectRef>> {
+        rows::select_refs(self.conn, id, direction)
+    }
+
+    /// Whether anything with a live claim (an owned child) points at `id`.
+    pub(crate) fn has_live_claims(&self, id: ObjectId) -> Result<bool> {
+        edges::has_live_claims(self.conn, id)
+    }
+
+    /// Object `id`'s event runs that `filter` selects, newest first.
+    pub(crate) fn events(&self, id: ObjectId, filter: &EventFilter) -> Result<Vec<Event>> {
+        events::list_events(self.conn, id, filter)
+    }
+
+    /// Object `id`'s runs (in `category`, if given) written above `cursor`,
+    /// oldest first, at most `limit`.
+    pub(crate) fn events_above(
+        &self,
+        id: ObjectId,
+        category: Option<&str>,
+        cursor: i64,
+        limit: usize,
+    ) -> Result<Vec<Event>> {
+        events::events_above(self.conn, id, category, cursor, limit)
+    }
+
+    /// The objects of `group_kind` that owe a pass.
+    pub(crate) fn owed(&self, group_kind: &GroupKind) -> Result<Vec<ObjectId>> {
+        scan::owed(self.conn, group_kind)
+    }
+
+    /// Every object id of `group_kind`.
+    pub(crate) fn all_ids(&self, group_kind: &GroupKind) -> Result<Vec<ObjectId>> {
+        scan::all_of_kind(self.conn, group_kind)
+    }
+
+    /// The recorded next-pass times of `group_kind`'s objects.
+    pub(crate) fn requeues(&self, group_kind: &GroupKind) -> Result<Vec<(ObjectId, i64)>> {
+        scan::requeues(self.conn, group_kind)
+    }
+
+    /// Every object being deleted, with its kind.
+    pub(crate) fn deleting(&self) -> Result<Vec<(ObjectId, GroupKind)>> {
+        scan::deleting(self.conn)
+    }
+
+    /// Every kind with objects or a registration, sorted.
+    pub(crate) fn kinds(&self) -> Result<Vec<GroupKind>> {
+        scan::kinds(self.conn)
+    }
+
+    /// Per kind: its objects, and how many have a generation not yet observed.
+    pub(crate) fn counts_by_kind(&self) -> Result<Vec<(GroupKind, i64, i64)>> {
+        scan::counts_by_kind(self.conn)
+    }
+
+    /// The content hash the registration of `group_kind` recorded, if any.
+    pub(crate) fn recorded_hash(&self, group_kind: &GroupKind) -> Result<Option<String>> {
+        registrations::recorded_hash(self.conn, group_kind)
+    }
+
+    /// Whether a host has a controller registered for `group_kind`: its
+    /// registration is recorded until it is unregistered.
+    pub(crate) fn is_registered(&self, group_kind: &GroupKind) -> Result<bool> {
+        registrations::is_registered(self.conn, group_kind)
+    }
+
+    /// Every recorded registration.
+    pub(crate) fn registrations(&self) -> Result<Vec<Registration>> {
+        registrations::list(self.conn)
+    }
+
+    /// Up to `limit` write-log entries above `cursor`, as (position, id).
+    pub(crate) fn log_above(&self, cursor: i64, limit: usize) -> Result<Vec<(i64, ObjectId)>> {
+        write_log::log_above(self.conn, cursor, limit)
+    }
+
+    /// The dependents of the `moved` targets that have not seen the move.
+    pub(crate) fn dependents_of(
+        &self,
+        moved: &[(ObjectId, i64)],
+    ) -> Result<Vec<(ObjectId, GroupKind)>> {
+        edges::dependents_of(self.conn, moved)
+    }
+
+    /// Dependents a target moved past since their last successful pass.
+    pub(crate) fn stale_dependents(&self) -> Result<Vec<(ObjectId, GroupKind)>> {
+        edges::stale_dependents(self.conn)
+    }
+
+    /// Where the dependency waker last saved its cursor.
+    pub(crate) fn waker_cursor(&self) -> Result<Option<i64>> {
+        edges::load_waker_cursor(self.conn)
+    }
+
+    /// The newest committed position.
+    pub(crate) fn store_head(&self) -> Result<i64> {
+        write_log::store_head(self.conn)
+    }
+
+    /// The newest position a stream of `group_kind` can be complete as of.
+    pub(crate) fn kind_head(&self, group_kind: &GroupKind) -> Result<i64> {
+        write_log::kind_head(self.conn, group_kind)
+    }
+
+    /// Where retention cut `group_kind`'s write log (0 if nowhere).
+    pub(crate) fn kind_horizon(&self, group_kind: &GroupKind) -> Result<i64> {
+        write_log::kind_horizon(self.conn, group_kind)
+    }
+
+    /// Where retention cut object `id`'s event runs (0 if nowhere).
+    pub(crate) fn event_horizon(&self, id: ObjectId) -> Result<i64> {
+        write_log::event_horizon(self.conn, id)
+    }
+
+    /// Up to `limit` of `group_kind`'s log entries above `cursor` (object
+    /// `only`'s, if given), oldest first, as (position, id).
+    pub(crate) fn entries_above(
+        &self,
+        group_kind: &GroupKind,
+        cursor: i64,
+        only: Option<ObjectId>,
+        limit: usize,
+    ) -> Result<Vec<(i64, ObjectId)>> {
+        write_log::entries_above(self.conn, group_kind, cursor, only, limit)
+    }
+
+    /// The state object `id` was collected in, if its log kept it.
+    pub(crate) fn collected_image(&self, id: ObjectId) -> Result<Option<RawObject>> {
+        write_log::collected_image(self.conn, id)
+    }
+}

@@ -36,12 +36,12 @@ pub enum Error {
     },
 
     /// A name or kind breaks the naming policy (empty, too long, control
-    /// characters; see [`crate::policy`]). The payload says which rule.
+    /// characters; see [`crate::naming`]). The payload says which rule.
     #[error("invalid name: {0}")]
     InvalidName(String),
 
     /// A spec, status or event detail is larger than
-    /// [`crate::policy::MAX_DOCUMENT_BYTES`]; nothing was written.
+    /// [`crate::naming::MAX_DOCUMENT_BYTES`]; nothing was written.
     #[error("document too large: {0}")]
     DocumentTooLarge(String),
 
@@ -201,7 +201,7 @@ pub enum Error {
     /// the database library's own error type stays out of this API.
     #[error("{backend}: {message}")]
     Database {
-        /// Which database: `sqlite`.
+        /// Which database: `sqlite` or `postgres`.
         backend: &'static str,
         /// What it said.
         message: String,

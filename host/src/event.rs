@@ -7,8 +7,8 @@
 
 use crate::error::{Error, Result};
 use crate::json::Json;
+use crate::naming::{label_problem, message_problem};
 use crate::object::{ObjectId, Timestamp};
-use crate::policy::{label_problem, message_problem};
 
 pub use beehive_types::{EventSpec, EventType};
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
-use crate::policy::abbreviate;
+use crate::naming::abbreviate;
 
 /// A JSON document in canonical form.
 ///
@@ -25,16 +25,16 @@ impl Json {
     /// # Errors
     /// [`Error::InvalidDocument`] when `text` is not JSON.
     /// [`Error::DocumentTooLarge`] when the canonical form is over
-    /// [`crate::policy::MAX_DOCUMENT_BYTES`] (text much larger than that is
+    /// [`crate::naming::MAX_DOCUMENT_BYTES`] (text much larger than that is
     /// refused before it is parsed).
     pub fn parse(text: &str) -> Result<Json> {
         // Whitespace can make honest text longer than its canonical form,
         // but not this much longer.
-        if text.len() > 4 * crate::policy::MAX_DOCUMENT_BYTES {
+        if text.len() > 4 * crate::naming::MAX_DOCUMENT_BYTES {
             return Err(Error::DocumentTooLarge(format!(
                 "the text is {} bytes; a document may be at most {}",
                 text.len(),
-                crate::policy::MAX_DOCUMENT_BYTES
+                crate::naming::MAX_DOCUMENT_BYTES
             )));
         }
         let value: serde_json::Value = serde_json::from_str(text)
@@ -44,12 +44,12 @@ impl Json {
         Ok(json)
     }
 
-    /// Fails when the document is over [`crate::policy::MAX_DOCUMENT_BYTES`].
+    /// Fails when the document is over [`crate::naming::MAX_DOCUMENT_BYTES`].
     ///
     /// # Errors
     /// [`Error::DocumentTooLarge`].
     pub fn check_size(&self) -> Result<()> {
-        match crate::policy::document_problem(self.0.len()) {
+        match crate::naming::document_problem(self.0.len()) {
             Some(problem) => Err(Error::DocumentTooLarge(problem)),
             None => Ok(()),
         }

@@ -33,7 +33,7 @@
 //! module: [`client`] (read options, transactions, watches), [`engine`]
 //! (the host's parts: admin writes, schedules, stop handles), [`object`]
 //! (metadata, references, timestamps), [`event`] (timelines and filters),
-//! [`migration`], [`store`], [`plugin`], [`metrics`], [`policy`] and
+//! [`migration`], [`store`], [`plugin`], [`metrics`], [`naming`] and
 //! [`directory_watch`].
 //!
 //! # Concepts
@@ -57,15 +57,15 @@
 //!   to its object and returns a [`ReconcileResult`]. Passes may run again at
 //!   any time, so they are written to be idempotent.
 //! - Plugins ([`plugin`]): controllers compiled to WebAssembly components. A
-//!   [`plugin::PluginRuntime`] (one per process: an engine, a compiled-code
-//!   cache, the operator's limits) loads them; a [`plugin::PluginDirectory`]
+//!   [`plugin::Runtime`] (one per process: an engine, a compiled-code
+//!   cache, the operator's limits) loads them; a [`plugin::Directory`]
 //!   keeps a directory of them registered in a host and hot-swaps changed
 //!   files. Each pass runs sandboxed under a CPU deadline, a wall-clock limit
 //!   and a memory cap, with only what its policy file grants.
 //! - [`metrics::Metrics`]: what the store, its hosts and plugins measure, in
 //!   the Prometheus text format ([`Store::metrics`]).
 //! - Names are required, unique per kind, immutable and opaque within the
-//!   naming policy ([`policy`]: at most 253 bytes, no control characters).
+//!   naming rules ([`naming`]: at most 253 bytes, no control characters).
 //!   Ids are never reused.
 //!
 //! # Cancel safety
@@ -90,10 +90,10 @@ mod json;
 mod layering;
 pub mod metrics;
 pub mod migration;
+pub mod naming;
 pub mod object;
 mod operator_file;
 pub mod plugin;
-pub mod policy;
 pub mod store;
 mod sync;
 

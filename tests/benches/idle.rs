@@ -20,7 +20,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use beehive::plugin::{Change, PluginDirectory, PluginRuntime, RuntimeOptions};
+use beehive::plugin::{Change, Directory, Runtime, RuntimeOptions};
 use beehive::{GroupKind, Host, HostOptions, Json, RawClient, Store};
 use beehive_e2e::bench::{
     block_on, create_all, figure, object_name, outstanding, wait_for, write_all,
@@ -79,13 +79,13 @@ async fn settled(conn: &rusqlite::Connection) {
 const WARM: &str = "BEEHIVE_IDLE_BENCH_WARM";
 
 /// Loads every plugin in `plugins` into a fresh host, through `cache`.
-async fn load(plugins: &Path, cache: &Path, store: &Store) -> (Host, Arc<PluginDirectory>) {
+async fn load(plugins: &Path, cache: &Path, store: &Store) -> (Host, Arc<Directory>) {
     let host = Host::new(store, HostOptions::new()).expect("host");
     let options = RuntimeOptions::new()
         .cache_dir(cache)
         .metrics(store.metrics().clone());
-    let runtime = PluginRuntime::new(options).expect("runtime");
-    let directory = PluginDirectory::new(runtime, host.clone(), plugins);
+    let runtime = Runtime::new(options).expect("runtime");
+    let directory = Directory::new(runtime, host.clone(), plugins);
     for change in directory.sync().await.expect("load") {
         assert!(matches!(change, Change::Loaded { .. }), "{change}");
     }

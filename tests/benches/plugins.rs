@@ -27,7 +27,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, Policy, RuntimeOptions};
+use beehive::plugin::{Change, Directory, Limits, Policy, Runtime, RuntimeOptions};
 use beehive::{
     Client, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions, Json,
     Object, RawClient, ReconcileResult, Reconciler, Store, Typed,
@@ -97,9 +97,9 @@ async fn load(
     options: RuntimeOptions,
     host: &Host,
     dir: &std::path::Path,
-) -> (Arc<PluginRuntime>, Arc<PluginDirectory>) {
-    let runtime = PluginRuntime::new(options).expect("runtime");
-    let plugins = PluginDirectory::new(runtime.clone(), host.clone(), dir);
+) -> (Arc<Runtime>, Arc<Directory>) {
+    let runtime = Runtime::new(options).expect("runtime");
+    let plugins = Directory::new(runtime.clone(), host.clone(), dir);
     for change in plugins.sync().await.expect("load") {
         assert!(matches!(change, Change::Loaded { .. }), "{change}");
     }
@@ -241,7 +241,7 @@ async fn instance_rss() -> f64 {
         concurrency: INSTANCES + 1,
         ..Limits::default()
     };
-    let runtime = PluginRuntime::new(RuntimeOptions::new().limits(room)).expect("runtime");
+    let runtime = Runtime::new(RuntimeOptions::new().limits(room)).expect("runtime");
     let plugin = runtime
         .load(&plugin_wasm("greeting"), Policy::default())
         .await
@@ -273,11 +273,11 @@ async fn conditions(plugin: &str, group: &str) -> f64 {
 async fn python_cached_load() -> f64 {
     let path = plugin_wasm("conditions-py");
     let options = || RuntimeOptions::new().cache_dir(shared_plugin_cache());
-    let warm = PluginRuntime::new(options()).expect("runtime");
+    let warm = Runtime::new(options()).expect("runtime");
     warm.load(&path, Policy::default()).await.expect("load");
     let mut samples = Vec::new();
     for _ in 0..5 {
-        let runtime = PluginRuntime::new(options()).expect("runtime");
+        let runtime = Runtime::new(options()).expect("runtime");
         let started = Instant::now();
         runtime.load(&path, Policy::default()).await.expect("load");
         samples.push(started.elapsed().as_secs_f64() * 1e3);

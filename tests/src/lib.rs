@@ -85,7 +85,7 @@ pub async fn create(client: &beehive::RawClient, name: &str, spec: &str) -> beeh
 }
 
 /// Why each plugin file in `directory` failed to load.
-pub fn load_failures(directory: &beehive::plugin::PluginDirectory) -> Vec<String> {
+pub fn load_failures(directory: &beehive::plugin::Directory) -> Vec<String> {
     let failures = directory.failures();
     failures.iter().map(|f| f.error.to_string()).collect()
 }

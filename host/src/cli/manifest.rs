@@ -66,7 +66,7 @@ impl Manifest {
         if self.name.is_empty() {
             return Some("name is empty".into());
         }
-        if let Some(problem) = beehive::policy::name_problem(&self.name) {
+        if let Some(problem) = beehive::naming::name_problem(&self.name) {
             return Some(problem);
         }
         if !self.spec.is_object() {
@@ -81,7 +81,7 @@ impl Manifest {
         if self.finalizers.iter().any(String::is_empty) {
             return Some("a finalizer is empty".into());
         }
-        let finalizer_problem = |f: &String| beehive::policy::label_problem("a finalizer", f);
+        let finalizer_problem = |f: &String| beehive::naming::label_problem("a finalizer", f);
         if let Some(problem) = self.finalizers.iter().find_map(finalizer_problem) {
             return Some(problem);
         }
@@ -149,10 +149,10 @@ fn io_reason(error: &std::io::Error) -> String {
 
 /// Parses one file's text: JSON if `json`, else YAML (which reads JSON too).
 fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> {
-    if let Some(depth) = flow_depth_beyond(text, beehive::policy::MAX_DEPTH) {
+    if let Some(depth) = flow_depth_beyond(text, beehive::naming::MAX_DEPTH) {
         return Err(format!(
             "{origin}: nested deeper than {} levels (at byte {depth})",
-            beehive::policy::MAX_DEPTH
+            beehive::naming::MAX_DEPTH
         ));
     }
     let documents: Vec<serde_json::Value> = if json {

@@ -238,7 +238,8 @@ fn parse_until(text: &str) -> Result<Until, String> {
 }
 
 /// Parses the command line, runs it, and turns an error into one line on
-/// stderr and exit code 1.
+/// stderr and the exit code of its kind (see `failure::Code`: 1 for most,
+/// 3 not found, 4 conflict, 5 timeout, 6 unreachable).
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_level, cli.log_format);

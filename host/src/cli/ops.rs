@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use beehive::plugin::PluginDirectory;
+use beehive::plugin::Directory;
 use beehive::{
     CreateOptions, GroupKind, Host, Json, RawClient, RawObject, Store,
     event::{EventFilter, EventType},
@@ -30,7 +30,7 @@ pub struct Context {
     pub store: Store,
     /// The host, when this process runs one.
     pub host: Option<Host>,
-    pub plugins: Option<Arc<PluginDirectory>>,
+    pub plugins: Option<Arc<Directory>>,
 }
 
 /// Runs one request.

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use beehive::{ConditionStatus, object::Timestamp};
 use clap::ValueEnum;
 
-use beehive::policy::escape;
+use beehive::naming::escape;
 
 use crate::cli::protocol::{Description, EventView, LimitsView, PluginsView, Related};
 use beehive::object::ObjectDocument;

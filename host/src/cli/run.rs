@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use beehive::engine::{Cadence, Tenure};
 use beehive::plugin::{
-    Change, HttpLimits, Limits, PluginDirectory, PluginLimits, PluginRuntime, RuntimeOptions,
+    Change, Directory, HttpLimits, LimitOverrides, Limits, Runtime, RuntimeOptions,
 };
 use beehive::{Host, HostOptions};
 use clap::Args;
@@ -289,7 +289,7 @@ impl RunArgs {
             .plugin_cache
             .clone()
             .unwrap_or_else(|| paths.beside(".plugin-cache"));
-        let mut per_plugin: BTreeMap<&str, PluginLimits> = BTreeMap::new();
+        let mut per_plugin: BTreeMap<&str, LimitOverrides> = BTreeMap::new();
         for (name, deadline) in &self.plugin_deadline_for {
             per_plugin.entry(name).or_default().pass_deadline = Some(*deadline);
         }
@@ -388,7 +388,7 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
     };
     remove_stale_socket(&paths.socket);
     let host = Host::new(&store, args.host_options(tenure.is_some())).map_err(|e| e.to_string())?;
-    let runtime = PluginRuntime::new(
+    let runtime = Runtime::new(
         args.runtime_options(&paths)
             .metrics(store.metrics().clone()),
     )
@@ -396,7 +396,7 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
     if mirrored {
         plugin_mirror::mirror(&store, &plugin_dir)?;
     }
-    let plugins = PluginDirectory::new(runtime, host.clone(), &plugin_dir);
+    let plugins = Directory::new(runtime, host.clone(), &plugin_dir);
     let changes = plugins.sync().await.map_err(|e| e.to_string())?;
     changes.iter().for_each(Change::log);
     if plugins.served().is_empty() {

@@ -68,7 +68,7 @@ impl CreateOptions {
         if let Some(problem) = self
             .finalizers
             .iter()
-            .find_map(|f| crate::policy::label_problem("a finalizer", f))
+            .find_map(|f| crate::naming::label_problem("a finalizer", f))
         {
             return Err(Error::InvalidOption(problem));
         }

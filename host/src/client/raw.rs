@@ -408,7 +408,7 @@ impl RawClient {
     fn plan_create(&self, name: &str, spec: Json, mut options: CreateOptions) -> Result<Create> {
         check_name(name)?;
         if let Some(problem) =
-            crate::policy::kind_problem(&self.group_kind.group, &self.group_kind.kind)
+            crate::naming::kind_problem(&self.group_kind.group, &self.group_kind.kind)
         {
             return Err(Error::InvalidName(problem));
         }
@@ -436,7 +436,7 @@ impl RawClient {
 }
 
 fn check_name(name: &str) -> Result<()> {
-    match crate::policy::name_problem(name) {
+    match crate::naming::name_problem(name) {
         Some(problem) => Err(Error::InvalidName(problem)),
         None => Ok(()),
     }

@@ -370,7 +370,7 @@ impl ControllerClient {
         slot.pending = Some(status);
         if !slot.flush_scheduled {
             slot.flush_scheduled = true;
-            tokio::spawn(self.clone().flush_after_grace());
+            self.pass.store.spawn(self.clone().flush_after_grace());
         }
         Ok(())
     }
@@ -452,7 +452,7 @@ impl ControllerClient {
     /// # Cancel safety
     /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn add_finalizer(&self, finalizer: &str) -> Result<()> {
-        if let Some(problem) = crate::policy::label_problem("a finalizer", finalizer) {
+        if let Some(problem) = crate::naming::label_problem("a finalizer", finalizer) {
             return Err(Error::InvalidOption(problem));
         }
         let finalizer = finalizer.to_string();

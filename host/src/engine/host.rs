@@ -21,7 +21,7 @@ use crate::engine::schedule::{self, Schedule, ScheduleStream};
 use crate::engine::{sweeper, waker};
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, ObjectId, Timestamp};
-use crate::store::Registration;
+use crate::store::RegisteredKind;
 use crate::store::ops;
 use crate::store::{CommitListener, Committed, Store};
 use crate::sync::{lock, read, write};
@@ -144,7 +144,7 @@ impl Host {
         options: ControllerOptions,
     ) -> Result<()> {
         let controller: Arc<dyn StoredController> = Arc::new(controller);
-        if let Some(problem) = crate::policy::kind_problem(&group_kind.group, &group_kind.kind) {
+        if let Some(problem) = crate::naming::kind_problem(&group_kind.group, &group_kind.kind) {
             return Err(Error::InvalidName(problem));
         }
         let settings = self.shared.options.resolve(&options)?;
@@ -159,7 +159,7 @@ impl Host {
         // the host was stopped) has not seen the objects yet.
         let recorded_hash = self.shared.store.read(|r| r.recorded_hash(&group_kind))?;
         let new_version = recorded_hash.is_some() && recorded_hash != content_hash;
-        let registration = Registration {
+        let registration = RegisteredKind {
             group_kind: group_kind.clone(),
             finalizers: options.finalizers.clone(),
             spec_version: versions.0,

@@ -280,7 +280,7 @@ fn handshake(
         }
         Verdict::Failed(message) | Verdict::Invalid(message) => {
             tracing::warn!(object = %label, error = %message, "reconcile failed");
-            let message = crate::policy::clip(&message, crate::policy::MAX_MESSAGE_BYTES);
+            let message = crate::naming::clip(&message, crate::naming::MAX_MESSAGE_BYTES);
             let event = EventSpec::warning("ReconcileFailed")
                 .category("reconcile")
                 .message(message);

@@ -22,7 +22,7 @@ use crate::engine::Host;
 use crate::object::GroupKind;
 use crate::operator_file::{self, MAX_PLUGIN_BYTES, MAX_POLICY_BYTES};
 use crate::plugin::policy::OffLimits;
-use crate::plugin::{Limits, Plugin, PluginError, PluginRuntime, Policy, hex};
+use crate::plugin::{Error, Limits, Plugin, Policy, Runtime, hex};
 use crate::sync::lock;
 
 /// A plugin serving its kind.
@@ -42,11 +42,11 @@ pub struct Served {
 
 /// A file whose current content does not serve.
 #[derive(Clone, Debug)]
-pub struct Failure {
+pub struct LoadFailure {
     /// The file.
     pub path: PathBuf,
     /// Why it did not load.
-    pub error: Arc<PluginError>,
+    pub error: Arc<Error>,
 }
 
 /// What a sync changed.
@@ -68,7 +68,7 @@ pub enum Change {
     /// keeps serving.
     Failed {
         /// Why.
-        failure: Failure,
+        failure: LoadFailure,
         /// The older version still serving.
         still_serving: Option<Served>,
     },
@@ -156,7 +156,7 @@ struct FileState {
     /// again even though the file did not change.
     retry: bool,
     serving: Option<Served>,
-    failure: Option<Failure>,
+    failure: Option<LoadFailure>,
 }
 
 /// A directory of plugins loaded into a host, and kept loaded as its files
@@ -166,38 +166,36 @@ struct FileState {
 /// ```no_run
 /// # async fn demo(host: beehive::Host) -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
-/// use beehive::plugin::{PluginDirectory, PluginRuntime, RuntimeOptions};
+/// use beehive::plugin::{Directory, Runtime, RuntimeOptions};
 ///
-/// let runtime = PluginRuntime::new(RuntimeOptions::new().cache_dir("plugin-cache"))?;
-/// let plugins = PluginDirectory::new(runtime, host, "plugins");
+/// let runtime = Runtime::new(RuntimeOptions::new().cache_dir("plugin-cache"))?;
+/// let plugins = Directory::new(runtime, host, "plugins");
 /// for change in plugins.sync().await? {
 ///     println!("{change}");
 /// }
 /// let _watching = plugins.watch(Duration::from_secs(30))?;
 /// # Ok(()) }
 /// ```
-pub struct PluginDirectory {
-    runtime: Arc<PluginRuntime>,
+pub struct Directory {
+    runtime: Arc<Runtime>,
     host: Host,
     dir: PathBuf,
     /// Held for a whole sync: one look at the directory at a time.
     files: tokio::sync::Mutex<BTreeMap<PathBuf, FileState>>,
     /// What the last sync left, for readers that must not wait for a sync.
-    report: Mutex<(Vec<Served>, Vec<Failure>)>,
+    report: Mutex<(Vec<Served>, Vec<LoadFailure>)>,
 }
 
-impl std::fmt::Debug for PluginDirectory {
+impl std::fmt::Debug for Directory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PluginDirectory")
-            .field("dir", &self.dir)
-            .finish()
+        f.debug_struct("Directory").field("dir", &self.dir).finish()
     }
 }
 
-impl PluginDirectory {
-    /// The plugins of `dir`, to be loaded into `host` by [`PluginDirectory::sync`].
-    pub fn new(runtime: Arc<PluginRuntime>, host: Host, dir: impl Into<PathBuf>) -> Arc<Self> {
-        Arc::new(PluginDirectory {
+impl Directory {
+    /// The plugins of `dir`, to be loaded into `host` by [`Directory::sync`].
+    pub fn new(runtime: Arc<Runtime>, host: Host, dir: impl Into<PathBuf>) -> Arc<Self> {
+        Arc::new(Directory {
             runtime,
             host,
             dir: dir.into(),
@@ -217,20 +215,20 @@ impl PluginDirectory {
     }
 
     /// The files whose current content failed to load, by file name.
-    pub fn failures(&self) -> Vec<Failure> {
+    pub fn failures(&self) -> Vec<LoadFailure> {
         self.report().1.clone()
     }
 
-    fn report(&self) -> std::sync::MutexGuard<'_, (Vec<Served>, Vec<Failure>)> {
+    fn report(&self) -> std::sync::MutexGuard<'_, (Vec<Served>, Vec<LoadFailure>)> {
         lock(&self.report)
     }
 
     /// Brings the host in step with the directory and says what changed.
     ///
     /// # Errors
-    /// [`PluginError::Read`] when the directory cannot be read; problems
+    /// [`Error::Read`] when the directory cannot be read; problems
     /// with single files are [`Change::Failed`] entries instead.
-    pub async fn sync(&self) -> Result<Vec<Change>, PluginError> {
+    pub async fn sync(&self) -> Result<Vec<Change>, Error> {
         let mut files = self.files.lock().await;
         let present = self.list()?;
         let removed: Vec<Served> = {
@@ -297,8 +295,8 @@ impl PluginDirectory {
 
     /// The `*.wasm` files in the directory (hidden ones are a writer's
     /// temporaries) and what they look like now.
-    fn list(&self) -> Result<BTreeMap<PathBuf, Fingerprint>, PluginError> {
-        let entries = std::fs::read_dir(&self.dir).map_err(|source| PluginError::Read {
+    fn list(&self) -> Result<BTreeMap<PathBuf, Fingerprint>, Error> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|source| Error::Read {
             path: self.dir.clone(),
             source,
         })?;
@@ -322,7 +320,7 @@ impl PluginDirectory {
             // Removed since the listing: the next sync sees it gone.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(source) => {
-                let error = PluginError::Read {
+                let error = Error::Read {
                     path: path.to_path_buf(),
                     source,
                 };
@@ -385,19 +383,19 @@ impl PluginDirectory {
     /// The policy in the plugin's `NAME.toml`, or no grants without one. No
     /// grant may reach the plugin directory, the database's, or the
     /// compiled-code cache and its key.
-    fn policy_of(&self, wasm: &Path) -> Result<Policy, PluginError> {
+    fn policy_of(&self, wasm: &Path) -> Result<Policy, Error> {
         let file = Policy::file_of(wasm);
         let text = match operator_file::read_text(&file, MAX_POLICY_BYTES) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Policy::default()),
             Err(e) => {
-                return Err(PluginError::Policy {
+                return Err(Error::Policy {
                     path: file,
                     message: format!("cannot read: {e}"),
                 });
             }
         };
-        Policy::parse(&text, &self.off_limits()).map_err(|message| PluginError::Policy {
+        Policy::parse(&text, &self.off_limits()).map_err(|message| Error::Policy {
             path: file,
             message,
         })
@@ -431,7 +429,7 @@ impl PluginDirectory {
         files: &BTreeMap<PathBuf, FileState>,
         plugin: Plugin,
         previous: Option<Served>,
-    ) -> Result<Served, PluginError> {
+    ) -> Result<Served, Error> {
         // The host's default worker count is the operator's too: a plugin
         // that asks for none gets it, under the plugin's ceiling.
         let workers = plugin.workers(self.host.default_concurrency());
@@ -452,7 +450,7 @@ impl PluginDirectory {
                     .is_some_and(|s| s.group_kind == served.group_kind)
         });
         if let Some((other, _)) = rival {
-            return Err(PluginError::KindClaimed {
+            return Err(Error::KindClaimed {
                 path: served.path.clone(),
                 kind: served.group_kind.to_string(),
                 other: other.display().to_string(),
@@ -465,7 +463,7 @@ impl PluginDirectory {
         self.host
             .register(served.group_kind.clone(), plugin, options)
             .await
-            .map_err(|source| PluginError::Register {
+            .map_err(|source| Error::Register {
                 path: served.path.clone(),
                 source,
             })?;
@@ -490,8 +488,8 @@ impl PluginDirectory {
     /// handle is stopped or dropped.
     ///
     /// # Errors
-    /// [`PluginError::Watch`] when the directory cannot be watched.
-    pub fn watch(self: &Arc<Self>, rescan: Duration) -> Result<WatchHandle, PluginError> {
+    /// [`Error::Watch`] when the directory cannot be watched.
+    pub fn watch(self: &Arc<Self>, rescan: Duration) -> Result<WatchHandle, Error> {
         let directory = self.clone();
         watch_directory(&self.dir, rescan, move || {
             let directory = directory.clone();
@@ -502,7 +500,7 @@ impl PluginDirectory {
                 }
             }
         })
-        .map_err(|e| PluginError::Watch {
+        .map_err(|e| Error::Watch {
             path: self.dir.clone(),
             message: e.to_string(),
         })
@@ -534,10 +532,10 @@ fn record_failure(
     path: &Path,
     seen: Fingerprint,
     still_serving: Option<Served>,
-    error: PluginError,
+    error: Error,
 ) -> Change {
     let retry = error.is_transient();
-    let failure = Failure {
+    let failure = LoadFailure {
         path: path.to_path_buf(),
         error: Arc::new(error),
     };

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// Why a plugin could not be loaded. Each names the file.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum PluginError {
+pub enum Error {
     /// The file could not be read.
     #[error("{path}: cannot read: {source}")]
     Read {
@@ -94,10 +94,10 @@ pub enum PluginError {
     },
 }
 
-impl PluginError {
+impl Error {
     /// Whether the same file may load if tried again later, unchanged.
     pub fn is_transient(&self) -> bool {
-        matches!(self, PluginError::Busy { .. })
+        matches!(self, Error::Busy { .. })
     }
 }
 

@@ -9,9 +9,9 @@
 use std::time::Duration;
 
 use crate::engine::Cadence;
+use crate::naming;
 use crate::plugin::bindings::beehive::controller::types as wit;
 use crate::plugin::http::HttpLimits;
-use crate::policy;
 
 /// The limits plugins run under. As [`RuntimeOptions::limits`] they are the
 /// host-wide ceilings; from [`Plugin::limits`] they are what applies to one
@@ -61,7 +61,7 @@ impl Default for Limits {
 /// The operator's limits for one plugin; what is unset takes the host-wide
 /// value. These are ceilings too: the plugin may still ask for less.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PluginLimits {
+pub struct LimitOverrides {
     /// The pass deadline ceiling for this plugin.
     pub pass_deadline: Option<Duration>,
     /// The pass wall-clock limit for this plugin.
@@ -72,7 +72,7 @@ pub struct PluginLimits {
     pub concurrency: Option<usize>,
 }
 
-impl PluginLimits {
+impl LimitOverrides {
     /// The host-wide `limits` with this plugin's overrides applied.
     pub(crate) fn over(&self, limits: Limits) -> Limits {
         Limits {
@@ -88,7 +88,7 @@ impl PluginLimits {
 /// What makes `registration` unusable, if anything: a kind or finalizer
 /// outside the naming policy, or a cadence no kind may have.
 pub(crate) fn registration_problem(registration: &wit::Registration) -> Option<String> {
-    if let Some(problem) = policy::kind_problem(&registration.group, &registration.kind) {
+    if let Some(problem) = naming::kind_problem(&registration.group, &registration.kind) {
         return Some(format!("an invalid kind: {problem}"));
     }
     if let Err(error) = crate::engine::cadence::resolve(cadence(registration)) {
@@ -97,7 +97,7 @@ pub(crate) fn registration_problem(registration: &wit::Registration) -> Option<S
     registration
         .finalizers
         .iter()
-        .find_map(|f| policy::label_problem("a finalizer", f))
+        .find_map(|f| naming::label_problem("a finalizer", f))
         .map(|problem| format!("an invalid finalizer: {problem}"))
 }
 
@@ -266,10 +266,10 @@ mod tests {
 
     #[test]
     fn per_plugin_overrides_replace_the_host_wide_values() {
-        let limits = PluginLimits {
+        let limits = LimitOverrides {
             memory: Some(8 << 20),
             concurrency: Some(2),
-            ..PluginLimits::default()
+            ..LimitOverrides::default()
         }
         .over(Limits::default());
         assert_eq!(limits.memory, 8 << 20);

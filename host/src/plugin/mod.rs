@@ -1,7 +1,7 @@
 //! Controllers as WebAssembly components.
 //!
 //! A plugin is a component built against the WIT contract in `wit/`. The
-//! [`PluginRuntime`] (one per host) compiles it, or loads the artifact it
+//! [`Runtime`] (one per host) compiles it, or loads the artifact it
 //! cached for the same content and engine; a [`Plugin`] is one loaded
 //! version, an implementation of the engine's [`Controller`]. Each pass runs
 //! on an instance of its own (reused between passes) with a memory cap, a
@@ -29,13 +29,13 @@ mod sandbox;
 mod state;
 
 pub use crate::operator_file::{MAX_PLUGIN_BYTES, MAX_POLICY_BYTES};
-pub use directory::{Change, Failure, PluginDirectory, Served};
-pub use error::PluginError;
+pub use directory::{Change, Directory, LoadFailure, Served};
+pub use error::Error;
 pub use http::{HostPattern, HttpLimits};
-pub use limits::{Limits, PluginLimits};
+pub use limits::{LimitOverrides, Limits};
 pub use policy::{ConfigValue, FileGrant, HttpGrant, Policy};
 pub(crate) use runtime::hex;
-pub use runtime::{PluginRuntime, RuntimeOptions};
+pub use runtime::{Runtime, RuntimeOptions};
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -155,7 +155,7 @@ impl Plugin {
     }
 
     /// An idle instance, or a new one.
-    async fn warm(&self) -> Result<Warm, PluginError> {
+    async fn warm(&self) -> Result<Warm, Error> {
         let idle = lock(&self.idle).pop();
         match idle {
             Some(warm) => Ok(warm),
@@ -168,12 +168,12 @@ impl Plugin {
     /// left free. Instances beyond the kind's workers stay idle.
     ///
     /// # Errors
-    /// [`PluginError::Contract`] when an instance cannot be made (the plugin
-    /// traps while starting), [`PluginError::Busy`] when the pool is full.
+    /// [`Error::Contract`] when an instance cannot be made (the plugin
+    /// traps while starting), [`Error::Busy`] when the pool is full.
     // Hidden: the benchmarks measure an instance's memory through it; a host
     // fills its pool by running passes and has no use for it.
     #[doc(hidden)]
-    pub async fn prewarm(&self, count: usize) -> Result<(), PluginError> {
+    pub async fn prewarm(&self, count: usize) -> Result<(), Error> {
         for _ in 0..count.min(self.sandbox.slots.available_permits()) {
             let warm = self.sandbox.instantiate().await?;
             lock(&self.idle).push(warm);

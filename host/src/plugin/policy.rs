@@ -45,10 +45,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::naming::MAX_DOCUMENT_BYTES;
 use crate::operator_file;
 use crate::plugin::granted_dir::DirHandle;
 use crate::plugin::http::{HostPattern, HttpLimits};
-use crate::policy::MAX_DOCUMENT_BYTES;
 
 /// The grants of one plugin, checked.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

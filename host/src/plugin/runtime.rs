@@ -19,19 +19,17 @@ use crate::plugin::memory::Budget;
 use crate::plugin::migrate::PluginMigrator;
 use crate::plugin::sandbox::Sandbox;
 use crate::plugin::state::PluginState;
-use crate::plugin::{
-    Limits, Plugin, PluginError, PluginLimits, Policy, bindings, cache, http, limits,
-};
+use crate::plugin::{Error, LimitOverrides, Limits, Plugin, Policy, bindings, cache, http, limits};
 
 /// Component instances the pool has room for, across every plugin. Each
 /// plugin version holds at most its concurrency ceiling of them.
 const POOL_INSTANCES: u32 = 128;
 
-/// How a [`PluginRuntime`] is set up.
+/// How a [`Runtime`] is set up.
 #[derive(Clone, Debug)]
 pub struct RuntimeOptions {
     limits: Limits,
-    plugin_limits: BTreeMap<String, PluginLimits>,
+    plugin_limits: BTreeMap<String, LimitOverrides>,
     cache_dir: Option<PathBuf>,
     cache_key: Option<PathBuf>,
     memory_budget: usize,
@@ -64,7 +62,7 @@ impl RuntimeOptions {
     }
 
     /// Ceilings for the plugin in file `NAME.wasm`, over the host-wide ones.
-    pub fn plugin_limits(mut self, name: impl Into<String>, limits: PluginLimits) -> Self {
+    pub fn plugin_limits(mut self, name: impl Into<String>, limits: LimitOverrides) -> Self {
         self.plugin_limits.insert(name.into(), limits);
         self
     }
@@ -111,7 +109,7 @@ impl RuntimeOptions {
 }
 
 /// Compiles and runs plugins: one wasmtime engine and linker per host.
-pub struct PluginRuntime {
+pub struct Runtime {
     pub(super) engine: Engine,
     linker: Linker<PluginState>,
     pub(super) ticker: Arc<Ticker>,
@@ -121,20 +119,20 @@ pub struct PluginRuntime {
     compiled: std::sync::atomic::AtomicUsize,
 }
 
-impl std::fmt::Debug for PluginRuntime {
+impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PluginRuntime")
+        f.debug_struct("Runtime")
             .field("options", &self.options)
             .finish()
     }
 }
 
-impl PluginRuntime {
+impl Runtime {
     /// A runtime set up as `options` say.
     ///
     /// # Errors
     /// [`crate::Error::Internal`] when wasmtime cannot be set up.
-    pub fn new(options: RuntimeOptions) -> crate::Result<Arc<PluginRuntime>> {
+    pub fn new(options: RuntimeOptions) -> crate::Result<Arc<Runtime>> {
         let internal = |e: wasmtime::Error| crate::Error::Internal(format!("wasmtime: {e}"));
         let mut config = Config::new();
         config.epoch_interruption(true);
@@ -166,7 +164,7 @@ impl PluginRuntime {
                 .unwrap_or_else(|| cache::Cache::default_key_file(&dir));
             cache::Cache::new(dir, &key, &engine)
         });
-        Ok(Arc::new(PluginRuntime {
+        Ok(Arc::new(Runtime {
             engine,
             linker,
             ticker,
@@ -203,25 +201,20 @@ impl PluginRuntime {
 
     /// Compiles the plugin in `path` and asks it what it reconciles, under
     /// `policy`'s grants ([`Policy::default`] grants nothing; a
-    /// [`PluginDirectory`](crate::plugin::PluginDirectory) reads each plugin's policy file for it).
+    /// [`Directory`](crate::plugin::Directory) reads each plugin's policy file for it).
     ///
     /// # Errors
-    /// A [`PluginError`] naming the file.
-    pub async fn load(
-        self: &Arc<Self>,
-        path: &Path,
-        policy: Policy,
-    ) -> Result<Plugin, PluginError> {
-        let bytes =
-            operator_file::read(path, MAX_PLUGIN_BYTES).map_err(|source| PluginError::Read {
-                path: path.to_path_buf(),
-                source,
-            })?;
+    /// A [`Error`] naming the file.
+    pub async fn load(self: &Arc<Self>, path: &Path, policy: Policy) -> Result<Plugin, Error> {
+        let bytes = operator_file::read(path, MAX_PLUGIN_BYTES).map_err(|source| Error::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let content_hash = hex(&Sha256::digest(&bytes));
         self.load_bytes(path, bytes, content_hash, policy).await
     }
 
-    /// [`PluginRuntime::load`] of bytes already read from `path`, whose
+    /// [`Runtime::load`] of bytes already read from `path`, whose
     /// SHA-256 in hex is `content_hash`.
     pub(super) async fn load_bytes(
         self: &Arc<Self>,
@@ -229,7 +222,7 @@ impl PluginRuntime {
         bytes: Vec<u8>,
         content_hash: String,
         policy: Policy,
-    ) -> Result<Plugin, PluginError> {
+    ) -> Result<Plugin, Error> {
         let name = plugin_name(path);
         let mut ceiling = self
             .options
@@ -241,14 +234,14 @@ impl PluginRuntime {
         ceiling.http = policy.http.over(ceiling.http);
         let needs = initial_memory(&bytes);
         if needs > ceiling.memory as u64 {
-            return Err(PluginError::MemoryCap {
+            return Err(Error::MemoryCap {
                 path: path.to_path_buf(),
                 needs,
                 cap: ceiling.memory,
             });
         }
         let component = self.component(path, bytes, &content_hash).await?;
-        let contract = |message: String| PluginError::Contract {
+        let contract = |message: String| Error::Contract {
             path: path.to_path_buf(),
             message: one_line(&message),
         };
@@ -298,7 +291,7 @@ impl PluginRuntime {
     }
 }
 
-impl PluginRuntime {
+impl Runtime {
     /// The compiled component: from the cache, or compiled (off the async
     /// workers: compiling is up to seconds of CPU) and then cached.
     async fn component(
@@ -306,7 +299,7 @@ impl PluginRuntime {
         path: &Path,
         bytes: Vec<u8>,
         content_hash: &str,
-    ) -> Result<Component, PluginError> {
+    ) -> Result<Component, Error> {
         if let Some(component) = self
             .cache
             .as_ref()
@@ -315,7 +308,7 @@ impl PluginRuntime {
             return Ok(component);
         }
         let engine = self.engine.clone();
-        let not_a_component = |message: String| PluginError::NotAComponent {
+        let not_a_component = |message: String| Error::NotAComponent {
             path: path.to_path_buf(),
             message: one_line(&message),
         };
@@ -377,7 +370,7 @@ const WASI_FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 
 /// Asks a fresh instance what the plugin reconciles, under the same bounds
 /// as a pass.
-async fn describe(sandbox: &Sandbox) -> Result<wit::Registration, PluginError> {
+async fn describe(sandbox: &Sandbox) -> Result<wit::Registration, Error> {
     let mut warm = sandbox.instantiate().await?;
     let called = sandbox
         .bounded(
@@ -386,7 +379,7 @@ async fn describe(sandbox: &Sandbox) -> Result<wit::Registration, PluginError> {
                 .call_describe(&mut warm.store),
         )
         .await;
-    called.map_err(|error| PluginError::Contract {
+    called.map_err(|error| Error::Contract {
         path: sandbox.path.clone(),
         message: format!("describe failed: {}", sandbox.failure(&warm, &error, 0)),
     })

@@ -17,7 +17,7 @@ use crate::plugin::clock::{self, PassClock};
 use crate::plugin::http::{HttpAccess, HttpGate};
 use crate::plugin::memory::MemoryLimiter;
 use crate::plugin::state::PluginState;
-use crate::plugin::{FileGrant, Limits, PluginError, PluginRuntime, Policy};
+use crate::plugin::{Error, FileGrant, Limits, Policy, Runtime};
 
 /// How much stderr an instance may collect. An instance that has used half
 /// is retired, so a plugin's writes to stderr never fail for lack of room.
@@ -33,7 +33,7 @@ pub(crate) struct Sandbox {
     /// the pool, so no plugin can take every slot.
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
     pub(crate) pre: bindings::PluginPre<PluginState>,
-    pub(crate) runtime: Arc<PluginRuntime>,
+    pub(crate) runtime: Arc<Runtime>,
     /// What the operator granted beyond the sandbox.
     pub(crate) policy: Arc<Policy>,
     /// The hosts it may reach, under its HTTP limits.
@@ -64,7 +64,7 @@ impl Sandbox {
     /// but the directories the policy grants and no HTTP but to the hosts it
     /// grants; stderr captured in
     /// memory; memory capped and charged to the runtime's budget.
-    fn store(&self) -> Result<Store<PluginState>, PluginError> {
+    fn store(&self) -> Result<Store<PluginState>, Error> {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         let mut wasi = WasiCtxBuilder::new();
         wasi.stderr(stderr.clone());
@@ -101,7 +101,7 @@ impl Sandbox {
     /// leads there: a grant moved or replaced since its policy was checked
     /// refuses the instance, and says so in the log as well as the pass's
     /// event.
-    fn preopen(&self, wasi: &mut WasiCtxBuilder, grant: &FileGrant) -> Result<(), PluginError> {
+    fn preopen(&self, wasi: &mut WasiCtxBuilder, grant: &FileGrant) -> Result<(), Error> {
         let refused = |message: String| {
             let policy = Policy::file_of(&self.path);
             tracing::error!(
@@ -110,7 +110,7 @@ impl Sandbox {
                 "refusing a new instance: files.{:?}: {message}",
                 grant.guest_path
             );
-            PluginError::Policy {
+            Error::Policy {
                 path: policy,
                 message: format!("files.{:?}: {message}", grant.guest_path),
             }
@@ -157,13 +157,13 @@ impl Sandbox {
 
     /// A new instance, once this version has a free slot. Instantiating runs
     /// the guest's start code, so it is bounded like a pass.
-    pub(crate) async fn instantiate(&self) -> Result<Warm, PluginError> {
+    pub(crate) async fn instantiate(&self) -> Result<Warm, Error> {
         let slot = self
             .slots
             .clone()
             .acquire_owned()
             .await
-            .map_err(|_| PluginError::Busy {
+            .map_err(|_| Error::Busy {
                 path: self.path.clone(),
                 message: "the plugin is being dropped".into(),
             })?;
@@ -180,17 +180,15 @@ impl Sandbox {
             })
             .await;
         let (instance, bindings) = instantiated.map_err(|error| match error {
-            CallError::Failed(e) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
-                PluginError::Busy {
-                    path: self.path.clone(),
-                    message: format!("{e:#}"),
-                }
-            }
-            CallError::Failed(e) => PluginError::Contract {
+            CallError::Failed(e) if e.is::<wasmtime::PoolConcurrencyLimitError>() => Error::Busy {
+                path: self.path.clone(),
+                message: format!("{e:#}"),
+            },
+            CallError::Failed(e) => Error::Contract {
                 path: self.path.clone(),
                 message: format!("cannot instantiate: {}", describe_error(&e, &store)),
             },
-            CallError::TimedOut(wall) => PluginError::Contract {
+            CallError::TimedOut(wall) => Error::Contract {
                 path: self.path.clone(),
                 message: format!("cannot instantiate: still starting after {wall:?}"),
             },
@@ -250,7 +248,7 @@ fn describe_error(error: &wasmtime::Error, store: &Store<PluginState>) -> String
             store.data().clock.deadline()
         ),
         Some(trap) => format!("trapped: {trap}"),
-        None => crate::policy::escape(&without_backtrace(error)).into_owned(),
+        None => crate::naming::escape(&without_backtrace(error)).into_owned(),
     }
 }
 

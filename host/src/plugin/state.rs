@@ -11,6 +11,7 @@ use crate::client::{CreateOptions, RawClient};
 use crate::engine::ControllerClient;
 use crate::event::EventFilter;
 use crate::json::Json;
+use crate::naming;
 use crate::object::{GroupKind, ObjectId};
 use crate::plugin::Policy;
 use crate::plugin::bindings::beehive::controller::config;
@@ -20,7 +21,6 @@ use crate::plugin::clock::PassClock;
 use crate::plugin::convert::{self, ToWit};
 use crate::plugin::http::HttpGate;
 use crate::plugin::memory::MemoryLimiter;
-use crate::policy;
 
 /// The most objects one `list` call hands a plugin; it pages for more.
 const MAX_PAGE: u32 = 500;
@@ -140,7 +140,7 @@ impl host::Host for PluginState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
         let (plugin, object) = (&*self.plugin, self.object.as_str());
         // A plugin's line must never pass for the host's own.
-        let message = policy::escape(&message);
+        let message = naming::escape(&message);
         match level {
             Level::Trace => tracing::trace!(plugin, object, "{message}"),
             Level::Debug => tracing::debug!(plugin, object, "{message}"),
@@ -171,7 +171,7 @@ impl host::HostKindClient for PluginState {
     ) -> wasmtime::Result<Resource<KindClientHandle>> {
         // The constructor cannot return an error, so a refusal traps the
         // instance; the pass fails with this message.
-        if let Some(problem) = policy::kind_problem(&group, &kind) {
+        if let Some(problem) = naming::kind_problem(&group, &kind) {
             wasmtime::bail!("a kind client for an invalid kind: {problem}");
         }
         if self.kind_clients >= self.kind_client_limit {

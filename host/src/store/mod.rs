@@ -16,7 +16,7 @@
 //! write, begin a held transaction), `Reader` (every query), `ops`
 //! (every write composition, run inside a job on a `WriteTx`),
 //! `Session` (a transaction held across a pass), and the types they
-//! speak ([`Registration`], [`LeaseHolder`], [`PushedPlugin`], `Collected`,
+//! speak ([`RegisteredKind`], [`LeaseHolder`], [`PushedPlugin`], `Collected`,
 //! `Create`, `Direction`, `Retention`, `Committed` and
 //! `CommitListener`). SQL and the database libraries stay inside.
 
@@ -48,7 +48,7 @@ pub(crate) use rows::Reader;
 pub use rows::lease::LeaseHolder;
 pub(crate) use rows::objects::Direction;
 pub use rows::plugin_sets::PushedPlugin;
-pub use rows::registrations::Registration;
+pub use rows::registrations::RegisteredKind;
 pub(crate) use writer::{CommitListener, Committed, Session, WriteTx};
 use writer::{Writer, WriterConn};
 
@@ -97,6 +97,10 @@ struct Inner {
     session: i64,
     /// What this store and everything built on it measure.
     metrics: Arc<crate::metrics::Metrics>,
+    /// The tasks started on the store's behalf: session watchdogs, held
+    /// status flushes and watch tails. Each ends on its own (with its
+    /// session, its pass or its stream); counted here so none is loose.
+    tasks: tokio_util::task::TaskTracker,
     // Held so a temporary store lives exactly as long as the store; last, so
     // the connections above close first.
     _temporary: Option<Temporary>,
@@ -258,6 +262,7 @@ impl Store {
                 migrations,
                 session,
                 metrics,
+                tasks: tokio_util::task::TaskTracker::new(),
                 _temporary: temporary,
             }),
         })
@@ -334,7 +339,7 @@ impl Store {
     ///
     /// # Errors
     /// [`crate::Error::Database`] when the read fails.
-    pub fn registrations(&self) -> Result<Vec<Registration>> {
+    pub fn registrations(&self) -> Result<Vec<RegisteredKind>> {
         self.read(|r| r.registrations())
     }
 
@@ -391,7 +396,22 @@ impl Store {
         &self,
         hold_limit: std::time::Duration,
     ) -> Result<Arc<Session>> {
-        Session::begin(&self.inner.writer, hold_limit).await
+        Session::begin(&self.inner.writer, hold_limit, &self.inner.tasks).await
+    }
+
+    /// Runs `task` in the background, counted among the store's tasks.
+    /// Must be called inside a tokio runtime.
+    pub(crate) fn spawn<F>(&self, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.inner.tasks.spawn(task);
+    }
+
+    /// How many of the store's background tasks are still running.
+    #[cfg(test)]
+    pub(crate) fn background_tasks(&self) -> usize {
+        self.inner.tasks.len()
     }
 
     /// Answers `work`'s questions on a pooled read-only connection, on the
@@ -544,6 +564,56 @@ mod tests {
         store
             .read_conn(|conn| conn.exists("SELECT 1 FROM kv WHERE key = ?1", backend::params![key]))
             .unwrap()
+    }
+
+    /// Waits, a bounded time, until the store's background tasks have ended.
+    async fn background_tasks_end(store: &Store) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while store.background_tasks() > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "{} background tasks still run",
+                store.background_tasks()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_transactions_watchdog_ends_with_the_transaction() {
+        for store in each_store() {
+            // An hour's hold limit: a watchdog that slept it out would fail.
+            let session = store
+                .begin_session(Duration::from_secs(3600))
+                .await
+                .unwrap();
+            assert_eq!(store.background_tasks(), 1);
+            session.commit().unwrap();
+            background_tasks_end(&store).await;
+            let session = store
+                .begin_session(Duration::from_secs(3600))
+                .await
+                .unwrap();
+            session.rollback().unwrap();
+            background_tasks_end(&store).await;
+            drop(
+                store
+                    .begin_session(Duration::from_secs(3600))
+                    .await
+                    .unwrap(),
+            );
+            background_tasks_end(&store).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_watch_tail_ends_when_its_stream_is_dropped() {
+        let store = Store::temporary().unwrap();
+        let client = crate::client::RawClient::new(&store, GroupKind::new("example.dev", "Thing"));
+        let stream = client.watch_list(Default::default()).unwrap();
+        assert_eq!(store.background_tasks(), 1);
+        drop(stream);
+        background_tasks_end(&store).await;
     }
 
     /// Starts what `spawn` starts (a write from another thread) and waits

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use beehive::plugin::{Change, PluginDirectory, PluginError, PluginRuntime, RuntimeOptions};
+use beehive::plugin::{Change, Directory, Runtime, RuntimeOptions};
 use beehive::{GroupKind, Host, HostOptions, RawClient, Store};
 use beehive_e2e::{TestServer, assert_mentions, create, eventually, plugin_dir, stop};
 
@@ -62,11 +62,11 @@ async fn settled_outcome(client: &RawClient, name: &str) -> Result<String, Strin
 
 /// A host over a fresh store whose plugin directory `plugins` loaded, the
 /// one plugin in it serving.
-async fn served_directory(plugins: &Path) -> (Arc<PluginDirectory>, Host) {
+async fn served_directory(plugins: &Path) -> (Arc<Directory>, Host) {
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, HostOptions::new()).unwrap();
-    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
-    let directory = PluginDirectory::new(runtime, host.clone(), plugins);
+    let runtime = Runtime::new(RuntimeOptions::new()).unwrap();
+    let directory = Directory::new(runtime, host.clone(), plugins);
     directory.sync().await.unwrap();
     assert_eq!(directory.served().len(), 1, "{:?}", directory.failures());
     (directory, host)
@@ -176,7 +176,7 @@ async fn a_changed_policy_applies_and_a_wrong_one_is_refused() {
         panic!("{changes:?}");
     };
     assert!(
-        matches!(*failure.error, PluginError::Policy { .. }),
+        matches!(*failure.error, beehive::plugin::Error::Policy { .. }),
         "{}",
         failure.error
     );

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use beehive::plugin::{Change, Limits, PluginDirectory, PluginRuntime, RuntimeOptions};
+use beehive::plugin::{Change, Directory, Limits, Runtime, RuntimeOptions};
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
 use beehive_e2e::{
     assert_mentions, create, eventually, load_failures, plugin_dir, plugin_wasm, stop,
@@ -28,9 +28,9 @@ fn tight() -> Limits {
     }
 }
 
-async fn load(host: &Host, dir: &Path, options: RuntimeOptions) -> Arc<PluginDirectory> {
-    let runtime = PluginRuntime::new(options).unwrap();
-    let plugins = PluginDirectory::new(runtime, host.clone(), dir);
+async fn load(host: &Host, dir: &Path, options: RuntimeOptions) -> Arc<Directory> {
+    let runtime = Runtime::new(options).unwrap();
+    let plugins = Directory::new(runtime, host.clone(), dir);
     plugins.sync().await.unwrap();
     plugins
 }
@@ -126,8 +126,8 @@ async fn every_attack_fails_its_own_pass_with_a_clear_event() {
     let plugins = plugin_dir(&["hostile", "greeting"]);
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, HostOptions::new()).unwrap();
-    let runtime = PluginRuntime::new(RuntimeOptions::new().limits(tight())).unwrap();
-    let directory = PluginDirectory::new(runtime.clone(), host.clone(), plugins.path());
+    let runtime = Runtime::new(RuntimeOptions::new().limits(tight())).unwrap();
+    let directory = Directory::new(runtime.clone(), host.clone(), plugins.path());
     directory.sync().await.unwrap();
     assert_eq!(directory.served().len(), 2, "{:?}", directory.failures());
     let running = host.start().await.unwrap();

@@ -5,9 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use beehive::plugin::{
-    Change, Limits, PluginDirectory, PluginLimits, PluginRuntime, Policy, RuntimeOptions,
-};
+use beehive::plugin::{Change, Directory, LimitOverrides, Limits, Policy, Runtime, RuntimeOptions};
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
 use beehive_e2e::{
     TestServer, assert_mentions, create, eventually, load_failures, plugin_dir, plugin_wasm, spec,
@@ -23,9 +21,9 @@ fn swap_in(from: &Path, to: &Path) {
 }
 
 /// Loads a directory whose plugins must all load.
-async fn load_all(host: &Host, dir: &Path) -> Arc<PluginDirectory> {
-    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
-    let plugins = PluginDirectory::new(runtime, host.clone(), dir);
+async fn load_all(host: &Host, dir: &Path) -> Arc<Directory> {
+    let runtime = Runtime::new(RuntimeOptions::new()).unwrap();
+    let plugins = Directory::new(runtime, host.clone(), dir);
     for change in plugins.sync().await.unwrap() {
         assert!(matches!(change, Change::Loaded { .. }), "{change}");
     }
@@ -40,7 +38,7 @@ async fn serving(
     tempfile::TempDir,
     Store,
     Host,
-    Arc<PluginDirectory>,
+    Arc<Directory>,
     beehive::engine::StopHandle,
 ) {
     let plugins = plugin_dir(names);
@@ -82,8 +80,8 @@ async fn the_greeting_plugin_converges_its_objects() {
 
     let store = Store::temporary().unwrap();
     let host = Host::new(&store, HostOptions::new()).unwrap();
-    let runtime = PluginRuntime::new(RuntimeOptions::new()).unwrap();
-    let directory = PluginDirectory::new(runtime, host.clone(), plugins.path());
+    let runtime = Runtime::new(RuntimeOptions::new()).unwrap();
+    let directory = Directory::new(runtime, host.clone(), plugins.path());
     let changes = directory.sync().await.unwrap();
     assert_eq!(changes.len(), 3);
     let failures = load_failures(&directory);
@@ -200,8 +198,8 @@ async fn a_restart_with_unchanged_plugins_compiles_nothing() {
     let load = || async {
         let store = Store::temporary().unwrap();
         let host = Host::new(&store, HostOptions::new()).unwrap();
-        let runtime = PluginRuntime::new(RuntimeOptions::new().cache_dir(cache.path())).unwrap();
-        let directory = PluginDirectory::new(runtime.clone(), host, plugins.path());
+        let runtime = Runtime::new(RuntimeOptions::new().cache_dir(cache.path())).unwrap();
+        let directory = Directory::new(runtime.clone(), host, plugins.path());
         for change in directory.sync().await.unwrap() {
             assert!(matches!(change, Change::Loaded { .. }), "{change}");
         }
@@ -486,7 +484,7 @@ async fn the_example_plugins_converge_together() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operators_limits_are_ceilings_over_the_plugins_own() {
     let misbehave = plugin_wasm("misbehave");
-    let default = PluginRuntime::new(RuntimeOptions::new()).unwrap();
+    let default = Runtime::new(RuntimeOptions::new()).unwrap();
     let plugin = default.load(&misbehave, Policy::default()).await.unwrap();
     assert_eq!(
         plugin.limits(),
@@ -497,13 +495,13 @@ async fn the_operators_limits_are_ceilings_over_the_plugins_own() {
         "the plugin asked for less than the host allows"
     );
 
-    let operator = PluginLimits {
+    let operator = LimitOverrides {
         pass_deadline: Some(Duration::from_millis(100)),
         memory: Some(16 << 20),
-        ..PluginLimits::default()
+        ..LimitOverrides::default()
     };
     let configured =
-        PluginRuntime::new(RuntimeOptions::new().plugin_limits("misbehave", operator)).unwrap();
+        Runtime::new(RuntimeOptions::new().plugin_limits("misbehave", operator)).unwrap();
     let plugin = configured
         .load(&misbehave, Policy::default())
         .await

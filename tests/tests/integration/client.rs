@@ -220,7 +220,7 @@ async fn the_empty_name_is_refused_by_every_call() {
 
 #[tokio::test]
 async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is_written() {
-    use beehive::policy::{MAX_DOCUMENT_BYTES, MAX_NAME_BYTES};
+    use beehive::naming::{MAX_DOCUMENT_BYTES, MAX_NAME_BYTES};
     let store = beehive_e2e::store();
     let client = clusters(&store);
     for name in ["a\nb", "tab\there", &"x".repeat(MAX_NAME_BYTES + 1)] {

@@ -67,7 +67,7 @@ impl RawClient {
             cursor,
             delivery,
         };
-        tokio::spawn(tail.run());
+        tail.store.clone().spawn(tail.run());
         Ok(EventStream {
             snapshot: runs,
             resource_version: cursor,

@@ -93,7 +93,7 @@ impl RawClient {
             cursor: position,
             delivery,
         };
-        tokio::spawn(tail.run());
+        tail.store.clone().spawn(tail.run());
         Ok(ObjectListStream {
             snapshot: objects,
             resource_version: position,

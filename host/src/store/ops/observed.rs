@@ -6,8 +6,8 @@ use std::collections::HashSet;
 
 use crate::error::{Error, Result};
 use crate::json::Json;
+use crate::naming::{label_problem, message_problem};
 use crate::object::{Condition, ObjectId, ObjectRef};
-use crate::policy::{label_problem, message_problem};
 use crate::store::backend::Dialect;
 use crate::store::rows::conditions;
 use crate::store::rows::objects::{self as rows, LogEntry, WriteOp};

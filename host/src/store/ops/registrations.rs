@@ -2,11 +2,11 @@
 
 use crate::error::Result;
 use crate::object::GroupKind;
-use crate::store::rows::registrations::{self, Registration};
+use crate::store::rows::registrations::{self, RegisteredKind};
 use crate::store::writer::WriteTx;
 
 /// Records `registration`, replacing an earlier one of the same kind.
-pub(crate) fn record(tx: &mut WriteTx<'_>, registration: &Registration) -> Result<()> {
+pub(crate) fn record(tx: &mut WriteTx<'_>, registration: &RegisteredKind) -> Result<()> {
     registrations::upsert(tx.conn(), registration)
 }
 

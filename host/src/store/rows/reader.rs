@@ -11,7 +11,7 @@ use crate::event::{Event, EventFilter};
 use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
 use crate::store::backend::Conn;
 use crate::store::rows::objects::{self as rows, Direction};
-use crate::store::rows::registrations::{self, Registration};
+use crate::store::rows::registrations::{self, RegisteredKind};
 use crate::store::rows::{edges, events, scan, write_log};
 
 /// A read view of the store.
@@ -206,7 +206,7 @@ impl<'c> Reader<'c> {
     }
 
     /// Every recorded registration.
-    pub(crate) fn registrations(&self) -> Result<Vec<Registration>> {
+    pub(crate) fn registrations(&self) -> Result<Vec<RegisteredKind>> {
         registrations::list(self.conn)
     }
 

@@ -8,7 +8,7 @@ use crate::store::rows::objects::group_kind_at;
 
 /// One registered kind, as recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Registration {
+pub struct RegisteredKind {
     /// The kind.
     pub group_kind: GroupKind,
     /// Finalizers its controller owns.
@@ -26,7 +26,7 @@ pub struct Registration {
 }
 
 /// Records `registration`, replacing an earlier one of the same kind.
-pub(crate) fn upsert(conn: Conn<'_>, registration: &Registration) -> Result<()> {
+pub(crate) fn upsert(conn: Conn<'_>, registration: &RegisteredKind) -> Result<()> {
     let finalizers = serde_json::to_string(&registration.finalizers)
         .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
     conn.execute_later(
@@ -80,7 +80,7 @@ pub(crate) fn is_registered(conn: Conn<'_>, gk: &GroupKind) -> Result<bool> {
 }
 
 /// Every recorded registration, by kind.
-pub(crate) fn list(conn: Conn<'_>) -> Result<Vec<Registration>> {
+pub(crate) fn list(conn: Conn<'_>) -> Result<Vec<RegisteredKind>> {
     conn.query_all(
         "SELECT grp, kind, finalizers, spec_version, status_version, source, content_hash, \
                 registered_at \
@@ -88,7 +88,7 @@ pub(crate) fn list(conn: Conn<'_>) -> Result<Vec<Registration>> {
         params![],
         |row| {
             let finalizers: String = row.get(2)?;
-            Ok(Registration {
+            Ok(RegisteredKind {
                 group_kind: group_kind_at(row, 0)?,
                 finalizers: serde_json::from_str(&finalizers).unwrap_or_default(),
                 spec_version: row.get(3)?,

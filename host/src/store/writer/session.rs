@@ -13,6 +13,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
 use crate::error::{Error, Result};
 use crate::object::Timestamp;
 use crate::store::backend::Savepoint;
@@ -26,6 +29,8 @@ use crate::sync::lock;
 pub(crate) struct Session {
     writer: Arc<Writer>,
     inner: Mutex<Inner>,
+    /// Cancelled when the session ends, which ends its watchdog with it.
+    ended: CancellationToken,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,8 +85,13 @@ impl Inner {
 
 impl Session {
     /// Leases the writer and opens a transaction, rolled back after `hold_limit`
-    /// unless it ends first. Must be called inside a tokio runtime.
-    pub(crate) async fn begin(writer: &Arc<Writer>, hold_limit: Duration) -> Result<Arc<Session>> {
+    /// unless it ends first; the watchdog that rolls it back runs on `tasks`
+    /// and ends when the session does. Must be called inside a tokio runtime.
+    pub(crate) async fn begin(
+        writer: &Arc<Writer>,
+        hold_limit: Duration,
+        tasks: &TaskTracker,
+    ) -> Result<Arc<Session>> {
         writer.lease().await;
         let sequences = {
             let conn = lock(&writer.conn);
@@ -105,12 +115,18 @@ impl Session {
                 save_sequences: false,
                 frames: Vec::new(),
             }),
+            ended: CancellationToken::new(),
         });
         let watched: Weak<Session> = Arc::downgrade(&session);
-        tokio::spawn(async move {
-            tokio::time::sleep(hold_limit).await;
-            if let Some(session) = watched.upgrade() {
-                session.expire();
+        let ended = session.ended.clone();
+        tasks.spawn(async move {
+            tokio::select! {
+                _ = ended.cancelled() => {}
+                _ = tokio::time::sleep(hold_limit) => {
+                    if let Some(session) = watched.upgrade() {
+                        session.expire();
+                    }
+                }
             }
         });
         Ok(session)
@@ -201,6 +217,7 @@ impl Session {
             let mut inner = lock(&self.inner);
             inner.check_open()?;
             inner.state = State::Ended;
+            self.ended.cancel();
             let mut writer_conn = lock(&self.writer.conn);
             let log_grew = inner.sequences.resource_version > inner.begun.resource_version;
             let committed = writer_conn.conn.conn().commit_write(
@@ -258,6 +275,7 @@ impl Session {
             let mut inner = lock(&self.inner);
             inner.check_open()?;
             inner.state = state;
+            self.ended.cancel();
             inner.hooks.clear();
             inner.pushes.clear();
             lock(&self.writer.conn).conn.conn().rollback();

@@ -68,6 +68,35 @@
 //!   naming rules ([`naming`]: at most 253 bytes, no control characters).
 //!   Ids are never reused.
 //!
+//! # One write, from `apply` to a plugin's pass
+//! Following `beehive apply -f greeting.yaml` through the layers:
+//!
+//! 1. The CLI (crate `beehive-cli`) parses the manifest and, through the
+//!    host's socket or on the database itself, calls
+//!    [`RawClient::create_or_update`] for each object.
+//! 2. The client checks the name ([`naming`]) and hands the store one job:
+//!    `store::ops::create_or_update`, a composition run on the writer's
+//!    open transaction (`WriteTx`). Group commit puts it in the next batch,
+//!    inside its own savepoint.
+//! 3. The composition writes the row and its write-log entry through
+//!    `store::rows` (SQL written once for SQLite and PostgreSQL, run by
+//!    `store::backend`), and pushes the object: it now owes a pass.
+//! 4. After the COMMIT the writer tells the host's commit listener; the
+//!    push lands in the work queue of the object's kind. (A lost push costs
+//!    latency only: the owed-pass scan finds the object from the store.)
+//! 5. A worker of the kind takes it and runs a pass: it loads the object,
+//!    and calls the kind's controller. For a plugin that is a call into a
+//!    fresh or reused WebAssembly instance, under its CPU deadline and
+//!    memory cap, with a [`ControllerClient`] resource for its writes.
+//! 6. The plugin's status and the handshake (the settled generation) are
+//!    one more job through the same writer; watchers see them in the write
+//!    log's order.
+//!
+//! # Crate features
+//! - `testing`: hooks the workspace's test suites and benchmarks use to
+//!   look inside (`Store::inspect`, `Plugin::prewarm`). Off by default, and
+//!   not for programs.
+//!
 //! # Cancel safety
 //! Every async write (creates, updates, deletes, statuses, conditions,
 //! events, finalizers, dependencies) is a job handed to the store's one

@@ -170,9 +170,10 @@ impl Plugin {
     /// # Errors
     /// [`Error::Contract`] when an instance cannot be made (the plugin
     /// traps while starting), [`Error::Busy`] when the pool is full.
-    // Hidden: the benchmarks measure an instance's memory through it; a host
-    // fills its pool by running passes and has no use for it.
-    #[doc(hidden)]
+    // Only with `testing`: the benchmarks measure an instance's memory
+    // through it; a host fills its pool by running passes and has no use
+    // for it.
+    #[cfg(feature = "testing")]
     pub async fn prewarm(&self, count: usize) -> Result<(), Error> {
         for _ in 0..count.min(self.sandbox.slots.available_permits()) {
             let warm = self.sandbox.instantiate().await?;

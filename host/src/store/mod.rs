@@ -282,11 +282,12 @@ impl Store {
 
     /// Runs a read-only query with integer parameters (`?1`, `?2`, …) and
     /// returns its first row as text, `None` for NULL columns: for tests
-    /// that look at the tables directly, whatever the backend.
+    /// that look at the tables directly, whatever the backend. Only with
+    /// the `testing` feature.
     ///
     /// # Errors
     /// [`Error::Database`](crate::Error::Database) when the query fails.
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn inspect(&self, sql: &str, params: &[i64]) -> Result<Option<Vec<Option<String>>>> {
         let params: Vec<backend::Param<'_>> =
             params.iter().map(|p| backend::Param::Int(*p)).collect();

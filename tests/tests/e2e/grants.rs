@@ -310,7 +310,9 @@ async fn a_policy_change_grants_a_host_to_the_next_instances() {
         fetch(&hostile, "after", &server.url("/ok")).await,
         Ok("fetched HTTP 200 4 bytes".into())
     );
-    assert_eq!(server.hits("/ok"), 1);
+    // At least once: a pass may run more than once (a controller is
+    // written to be idempotent), and each run fetches.
+    assert!(server.hits("/ok") >= 1);
     stop(running).await;
 }
 

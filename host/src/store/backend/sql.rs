@@ -62,7 +62,8 @@ impl Row<'_> {
 }
 
 impl Row<'_> {
-    /// Every column, as text (`None` for NULL).
+    /// Every column, as text (`None` for NULL): for `Store::inspect`.
+    #[cfg(feature = "testing")]
     pub(crate) fn texts(&self) -> Result<Vec<Option<String>>> {
         match self {
             Row::Sqlite(row) => {

@@ -10,7 +10,7 @@ use std::io::{BufRead, Write};
 use beehive::object::{ObjectDocument, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::manifest::Manifest;
+use crate::manifest::Manifest;
 
 /// One command's request.
 #[derive(Debug, Serialize, Deserialize)]
@@ -77,7 +77,7 @@ pub enum Until {
 }
 
 /// A request's outcome: a reply, or one line saying why not.
-pub type Outcome = Result<Reply, crate::cli::failure::Failure>;
+pub type Outcome = Result<Reply, crate::failure::Failure>;
 
 /// What came back.
 #[derive(Debug, Serialize, Deserialize)]

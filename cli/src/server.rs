@@ -12,8 +12,8 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::cli::ops::{self, Context, Following};
-use crate::cli::protocol::{Outcome, Request};
+use crate::handlers::{self, Context, Following};
+use crate::protocol::{Outcome, Request};
 
 /// The largest request a command may send: room for an `apply` of many
 /// objects at the largest document size.
@@ -116,12 +116,12 @@ async fn answer(stream: UnixStream, ctx: &Context) {
     };
     let outcome: Outcome = match serde_json::from_str::<Request>(&line) {
         Ok(request @ (Request::Watch { .. } | Request::WatchEvents { .. })) => {
-            match ops::follow(ctx, request) {
+            match handlers::follow(ctx, request) {
                 Ok(following) => return relay_until_hung_up(write, read, following).await,
                 Err(why) => Err(why),
             }
         }
-        Ok(request) => ops::execute(ctx, request).await,
+        Ok(request) => handlers::execute(ctx, request).await,
         Err(e) => Err(format!("bad request: {e}").into()),
     };
     // The command may have given up waiting; nothing to do about it.

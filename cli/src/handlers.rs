@@ -14,9 +14,9 @@ use beehive::{
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 
-use crate::cli::failure::Failure;
-use crate::cli::manifest::Manifest;
-use crate::cli::protocol::{
+use crate::failure::Failure;
+use crate::manifest::Manifest;
+use crate::protocol::{
     ActiveHostView, Applied, Change, Description, EventView, HttpLimitsView, LimitsView, NextPass,
     Outcome, PluginFailure, PluginRow, PluginsView, Related, Reply, Request, Until,
 };

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::cli::manifest;
-use crate::cli::ops::{self, Context};
-use crate::cli::protocol::{Reply, Request};
+use crate::handlers::{self, Context};
+use crate::manifest;
+use crate::protocol::{Reply, Request};
 
 /// Applies every manifest file now, then each file again when it changes.
 pub(super) async fn watch_manifests(
@@ -54,7 +54,7 @@ async fn apply_changed(ctx: &Context, dir: &Path, applied: &Mutex<BTreeMap<PathB
 
 async fn apply_file(ctx: &Context, file: &Path) -> Result<(), String> {
     let objects = manifest::load(file)?;
-    let reply = ops::execute(ctx, Request::Apply { objects })
+    let reply = handlers::execute(ctx, Request::Apply { objects })
         .await
         .map_err(|e| format!("{}: {e}", file.display()))?;
     if let Reply::Applied { results } = reply {

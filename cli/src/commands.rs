@@ -1,298 +1,20 @@
-//! The `beehive` command line: `run` is the host; every other command reaches
-//! it over its socket, or opens the database itself when no host runs.
+//! Runs a parsed command: through the running host's socket, or, when none
+//! runs, on the database itself under its lock.
 
-mod endpoint;
-mod failure;
-mod manifest;
-mod manifest_watch;
-mod metrics_http;
-mod ops;
-mod output;
-mod plugin_mirror;
-mod protocol;
-mod run;
-mod server;
-mod top;
-
-use crate::cli::failure::Failure;
-use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::CommandFactory;
 
-use endpoint::{Endpoint, Paths};
-use ops::Context;
-use output::Format;
-use protocol::{Outcome, Reply, Request, Until};
-
-/// Beehive: an embedded, durable, self-healing control plane whose
-/// controllers are WebAssembly plugins.
-///
-/// `beehive run` is the host: it loads every plugin in a directory and
-/// reconciles objects until stopped. The other commands work the same with
-/// or without a running host: they talk to the host over `DB.sock`, or, when
-/// none runs, take the lock `DB.lock` and open the database themselves.
-#[derive(Parser, Debug)]
-#[command(
-    name = "beehive",
-    version,
-    about,
-    long_about,
-    after_help = "Exit codes: 0 done, 1 failed, 2 usage, 3 not found, 4 conflict \
-                  (name taken, being deleted, cycle, store in use), 5 timed out, \
-                  6 no host answers (a command that needs one)."
-)]
-struct Cli {
-    /// The database: a SQLite file, or a PostgreSQL connection string
-    /// (postgres://user@host/db, or postgres://user@/db?host=/socket/dir).
-    #[arg(
-        long,
-        global = true,
-        value_name = "FILE|URL",
-        default_value = "beehive.db",
-        env = "BEEHIVE_DB"
-    )]
-    db: PathBuf,
-
-    /// The least severe log lines shown (on stderr).
-    #[arg(long, global = true, value_enum, default_value = "info")]
-    log_level: LogLevel,
-
-    /// Log lines as text or as JSON objects.
-    #[arg(long, global = true, value_enum, default_value = "text")]
-    log_format: LogFormat,
-
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum LogLevel {
-    Error,
-    Warn,
-    Info,
-    Debug,
-    Trace,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Run the host: load the plugin directory and reconcile until SIGINT or
-    /// SIGTERM (a second signal forces the stop).
-    Run(Box<run::RunArgs>),
-    /// Create or update the objects in manifest files (JSON or YAML): all of
-    /// them or, if any is invalid, none.
-    Apply {
-        /// A file, a directory of `.json`/`.yaml`/`.yml` files, or `-` for stdin.
-        #[arg(short = 'f', long = "filename", value_name = "FILE|DIR|-")]
-        file: PathBuf,
-    },
-    /// List the objects of a kind, or show one.
-    Get {
-        /// The kind: `Kind` or `Kind.group`.
-        kind: String,
-        /// Only this object.
-        name: Option<String>,
-        /// Output format.
-        #[arg(short = 'o', long, value_enum, default_value = "table")]
-        output: Format,
-        /// After the current state, print each change as it happens (needs
-        /// a running host; Ctrl-C ends it).
-        #[arg(short = 'w', long)]
-        watch: bool,
-    },
-    /// Show an object: spec, status, conditions, relations, next pass, events.
-    Describe {
-        #[command(flatten)]
-        object: Named,
-        #[command(flatten)]
-        printed: Printed,
-    },
-    /// Delete objects (their finalizers and children are honoured). With
-    /// several names each is tried; a name that cannot be deleted is
-    /// reported and the rest go ahead.
-    Delete {
-        /// The kind: `Kind` or `Kind.group`.
-        kind: String,
-        /// The objects' names.
-        #[arg(required = true)]
-        names: Vec<String>,
-    },
-    /// Show an object's event timeline, newest first.
-    Events {
-        #[command(flatten)]
-        object: Named,
-        /// Only this timeline (`""` is the default one).
-        #[arg(long)]
-        category: Option<String>,
-        #[command(flatten)]
-        printed: Printed,
-        /// After the timeline, print each run as it is written (needs a
-        /// running host; Ctrl-C ends it).
-        #[arg(short = 'w', long)]
-        watch: bool,
-    },
-    /// Wait until an object is settled, has a condition, or is deleted.
-    Wait {
-        #[command(flatten)]
-        object: Named,
-        /// `settled` (its generation observed), `condition=TYPE[=STATUS]`
-        /// (STATUS defaults to True), or `delete`.
-        #[arg(long = "for", value_name = "CONDITION", value_parser = parse_until)]
-        until: Until,
-        /// Give up after this long.
-        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
-        timeout: Duration,
-    },
-    /// Show which plugin version serves each kind, and which files failed;
-    /// on a PostgreSQL store, also push plugins into it.
-    Plugins {
-        #[command(flatten)]
-        printed: Printed,
-        #[command(subcommand)]
-        action: Option<PluginsAction>,
-    },
-    /// Print the running host's metrics in the Prometheus text format
-    /// (reconciles, work queues, plugins, the store, watches).
-    Metrics,
-    /// A live view of the running host, refreshed in place: per kind its
-    /// objects, unsettled and failing ones, queue, passes/s and p99 pass
-    /// time; per plugin its instances and memory. q, Esc or Ctrl-C quits.
-    Top {
-        /// How often it refreshes (and the interval rates are taken over).
-        #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
-        interval: Duration,
-        /// Print one frame and exit (for scripts and non-terminals).
-        #[arg(long)]
-        once: bool,
-    },
-    /// Queue an object for a pass now, clearing its backoff (needs a host).
-    Requeue {
-        #[command(flatten)]
-        object: Named,
-    },
-    /// Print a shell completion script.
-    Completions {
-        /// The shell.
-        shell: clap_complete::Shell,
-    },
-}
-
-/// One object, named as its commands take it: kind, then name.
-#[derive(Args, Debug)]
-struct Named {
-    /// The kind: `Kind` or `Kind.group`.
-    kind: String,
-    /// The object's name.
-    name: String,
-}
-
-/// `-o json|yaml`, for the commands that print a document.
-#[derive(Args, Debug)]
-struct Printed {
-    /// Print as JSON or YAML instead.
-    #[arg(short = 'o', long, value_parser = ["json", "yaml"])]
-    output: Option<String>,
-}
-
-impl Printed {
-    /// `value` as `-o` asks, or as `as_text` puts it for people.
-    fn show<T: serde::Serialize>(&self, value: &T, as_text: impl FnOnce(&T) -> String) -> String {
-        match self.output.as_deref() {
-            Some("json") => output::json(value),
-            Some(_) => output::yaml(value),
-            None => as_text(value),
-        }
-    }
-}
-
-fn parse_until(text: &str) -> Result<Until, String> {
-    match text {
-        "settled" => Ok(Until::Settled),
-        "delete" | "deleted" => Ok(Until::Deleted),
-        _ => {
-            let condition = text.strip_prefix("condition=").ok_or_else(|| {
-                format!("{text:?}: write settled, condition=TYPE[=STATUS] or delete")
-            })?;
-            let (type_, status) = condition.split_once('=').unwrap_or((condition, "True"));
-            if type_.is_empty()
-                || !["true", "false", "unknown"].contains(&status.to_lowercase().as_str())
-            {
-                return Err(format!(
-                    "{text:?}: write condition=TYPE[=True|False|Unknown]"
-                ));
-            }
-            Ok(Until::Condition {
-                type_: type_.into(),
-                status: status.into(),
-            })
-        }
-    }
-}
-
-/// Parses the command line, runs it, and turns an error into one line on
-/// stderr and the exit code of its kind (see `failure::Code`: 1 for most,
-/// 3 not found, 4 conflict, 5 timeout, 6 unreachable).
-pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    init_logging(cli.log_level, cli.log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            return fail(&Failure::from(format!(
-                "cannot start the async runtime: {e}"
-            )));
-        }
-    };
-    let result = runtime.block_on(execute(cli));
-    // Tasks still running (a pass that outlived a stop's deadline) are
-    // dropped at their next yield; nothing may hold the exit beyond this.
-    runtime.shutdown_timeout(Duration::from_secs(2));
-    match result {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(failure) => fail(&failure),
-    }
-}
-
-fn fail(failure: &Failure) -> ExitCode {
-    eprintln!("error: {}", failure.message);
-    ExitCode::from(failure.code.exit_code())
-}
-
-fn init_logging(level: LogLevel, format: LogFormat) {
-    let level = match level {
-        LogLevel::Error => tracing::Level::ERROR,
-        LogLevel::Warn => tracing::Level::WARN,
-        LogLevel::Info => tracing::Level::INFO,
-        LogLevel::Debug => tracing::Level::DEBUG,
-        LogLevel::Trace => tracing::Level::TRACE,
-    };
-    let builder = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
-}
+use crate::endpoint::{Endpoint, Paths};
+use crate::failure::Failure;
+use crate::flags::*;
+use crate::handlers::{self, Context};
+use crate::output::{self, Format};
+use crate::protocol::{Outcome, Reply, Request, Until};
+use crate::{endpoint, manifest, run, top};
 
 /// Runs a command and returns what to print.
-async fn execute(cli: Cli) -> Result<String, Failure> {
+pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
     let paths = Paths::new(&cli.db);
     let request = match cli.command {
         Command::Run(args) => {
@@ -559,35 +281,9 @@ async fn dispatch(paths: &Paths, request: Request) -> Outcome {
         Endpoint::Direct(_lock) => {
             let creates = matches!(request, Request::Apply { .. });
             let ctx = open_directly(paths, creates)?;
-            ops::execute(&ctx, request).await
+            handlers::execute(&ctx, request).await
         }
     }
-}
-
-/// What `beehive plugins` can change on a PostgreSQL store, whose hosts
-/// serve the plugins pushed into it.
-#[derive(Debug, Subcommand)]
-enum PluginsAction {
-    /// Store a plugin in the database and make it the version serving
-    /// under its name: every active host hot-swaps to it within a second.
-    /// Pushing an older file again rolls back.
-    Push {
-        /// The component (`.wasm`).
-        file: PathBuf,
-        /// The name it serves under (default: the file's stem).
-        #[arg(long)]
-        name: Option<String>,
-        /// Its policy file (what it may reach; see `beehive run --help`).
-        #[arg(long, value_name = "FILE")]
-        policy: Option<PathBuf>,
-    },
-    /// Stop serving a pushed plugin (its bytes are kept for a later push).
-    Remove {
-        /// The plugin's name.
-        name: String,
-    },
-    /// List the plugins pushed into the store.
-    List,
 }
 
 async fn plugins_action(paths: &Paths, action: PluginsAction) -> Result<String, Failure> {
@@ -708,8 +404,8 @@ async fn wait(
             }
             Endpoint::Direct(_lock) => {
                 let ctx = open_directly(paths, false)?;
-                let group_kind = ops::resolve_kind(&ctx.store, &kind)?;
-                ops::holds(
+                let group_kind = handlers::resolve_kind(&ctx.store, &kind)?;
+                handlers::holds(
                     &beehive::RawClient::new(&ctx.store, group_kind),
                     &name,
                     &until,
@@ -717,13 +413,16 @@ async fn wait(
             }
         };
         if holds {
-            return Ok(format!("{kind}/{name}: {}\n", ops::describe_until(&until)));
+            return Ok(format!(
+                "{kind}/{name}: {}\n",
+                handlers::describe_until(&until)
+            ));
         }
         if left.is_zero() {
             return Err(Failure::timeout(format!(
                 "timed out after {} waiting until {kind}/{name} is {} (no host is running)",
                 humantime::format_duration(timeout),
-                ops::describe_until(&until)
+                handlers::describe_until(&until)
             )));
         }
         tokio::time::sleep(Duration::from_millis(100).min(left)).await;

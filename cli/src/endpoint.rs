@@ -9,8 +9,8 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::cli::failure::Failure;
-use crate::cli::protocol::{Outcome, Request, read_line, write_line};
+use crate::failure::Failure;
+use crate::protocol::{Outcome, Request, read_line, write_line};
 
 /// How long a command waits for a host that holds the lock to answer on its
 /// socket (it may be starting) before saying it does not.

@@ -9,7 +9,7 @@ use clap::ValueEnum;
 
 use beehive::naming::escape;
 
-use crate::cli::protocol::{Description, EventView, LimitsView, PluginsView, Related};
+use crate::protocol::{Description, EventView, LimitsView, PluginsView, Related};
 use beehive::object::ObjectDocument;
 
 /// `-o` for `get`.

@@ -14,7 +14,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 use ratatui::{Frame, Terminal};
 
-use crate::cli::failure::Failure;
+use crate::failure::Failure;
 
 /// One sample of the text format: name, labels, value.
 #[derive(Clone, Debug, PartialEq)]

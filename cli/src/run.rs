@@ -14,11 +14,11 @@ use beehive::plugin::{
 use beehive::{Host, HostOptions};
 use clap::Args;
 
-use crate::cli::endpoint::{Lock, Paths, holder, remove_stale_socket};
-use crate::cli::manifest_watch::watch_manifests;
-use crate::cli::ops::Context;
-use crate::cli::plugin_mirror;
-use crate::cli::server::{listen, serve};
+use crate::endpoint::{Lock, Paths, holder, remove_stale_socket};
+use crate::handlers::Context;
+use crate::manifest_watch::watch_manifests;
+use crate::plugin_mirror;
+use crate::server::{listen, serve};
 
 /// How long `run` waits for a command that holds the lock to finish.
 const LOCK_PATIENCE: Duration = Duration::from_secs(10);
@@ -431,7 +431,7 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
     };
     let listener = listen(&paths.socket)?;
     if let Some(addr) = args.metrics_addr {
-        let endpoint = super::metrics_http::listen(addr, ctx.store.metrics().clone()).await?;
+        let endpoint = crate::metrics_http::listen(addr, ctx.store.metrics().clone()).await?;
         tracing::info!("serving metrics on http://{endpoint}/metrics");
     }
     tracing::info!(

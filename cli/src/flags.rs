@@ -1,0 +1,252 @@
+//! The command line's flags and commands, as clap parses them; what each
+//! command does is in `commands`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::output::{self, Format};
+use crate::protocol::Until;
+use crate::run;
+
+/// Beehive: an embedded, durable, self-healing control plane whose
+/// controllers are WebAssembly plugins.
+///
+/// `beehive run` is the host: it loads every plugin in a directory and
+/// reconciles objects until stopped. The other commands work the same with
+/// or without a running host: they talk to the host over `DB.sock`, or, when
+/// none runs, take the lock `DB.lock` and open the database themselves.
+#[derive(Parser, Debug)]
+#[command(
+    name = "beehive",
+    version,
+    about,
+    long_about,
+    after_help = "Exit codes: 0 done, 1 failed, 2 usage, 3 not found, 4 conflict \
+                  (name taken, being deleted, cycle, store in use), 5 timed out, \
+                  6 no host answers (a command that needs one)."
+)]
+pub(crate) struct Cli {
+    /// The database: a SQLite file, or a PostgreSQL connection string
+    /// (postgres://user@host/db, or postgres://user@/db?host=/socket/dir).
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE|URL",
+        default_value = "beehive.db",
+        env = "BEEHIVE_DB"
+    )]
+    pub(crate) db: PathBuf,
+
+    /// The least severe log lines shown (on stderr).
+    #[arg(long, global = true, value_enum, default_value = "info")]
+    pub(crate) log_level: LogLevel,
+
+    /// Log lines as text or as JSON objects.
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    pub(crate) log_format: LogFormat,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// Run the host: load the plugin directory and reconcile until SIGINT or
+    /// SIGTERM (a second signal forces the stop).
+    Run(Box<run::RunArgs>),
+    /// Create or update the objects in manifest files (JSON or YAML): all of
+    /// them or, if any is invalid, none.
+    Apply {
+        /// A file, a directory of `.json`/`.yaml`/`.yml` files, or `-` for stdin.
+        #[arg(short = 'f', long = "filename", value_name = "FILE|DIR|-")]
+        file: PathBuf,
+    },
+    /// List the objects of a kind, or show one.
+    Get {
+        /// The kind: `Kind` or `Kind.group`.
+        kind: String,
+        /// Only this object.
+        name: Option<String>,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value = "table")]
+        output: Format,
+        /// After the current state, print each change as it happens (needs
+        /// a running host; Ctrl-C ends it).
+        #[arg(short = 'w', long)]
+        watch: bool,
+    },
+    /// Show an object: spec, status, conditions, relations, next pass, events.
+    Describe {
+        #[command(flatten)]
+        object: Named,
+        #[command(flatten)]
+        printed: Printed,
+    },
+    /// Delete objects (their finalizers and children are honoured). With
+    /// several names each is tried; a name that cannot be deleted is
+    /// reported and the rest go ahead.
+    Delete {
+        /// The kind: `Kind` or `Kind.group`.
+        kind: String,
+        /// The objects' names.
+        #[arg(required = true)]
+        names: Vec<String>,
+    },
+    /// Show an object's event timeline, newest first.
+    Events {
+        #[command(flatten)]
+        object: Named,
+        /// Only this timeline (`""` is the default one).
+        #[arg(long)]
+        category: Option<String>,
+        #[command(flatten)]
+        printed: Printed,
+        /// After the timeline, print each run as it is written (needs a
+        /// running host; Ctrl-C ends it).
+        #[arg(short = 'w', long)]
+        watch: bool,
+    },
+    /// Wait until an object is settled, has a condition, or is deleted.
+    Wait {
+        #[command(flatten)]
+        object: Named,
+        /// `settled` (its generation observed), `condition=TYPE[=STATUS]`
+        /// (STATUS defaults to True), or `delete`.
+        #[arg(long = "for", value_name = "CONDITION", value_parser = parse_until)]
+        until: Until,
+        /// Give up after this long.
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        timeout: Duration,
+    },
+    /// Show which plugin version serves each kind, and which files failed;
+    /// on a PostgreSQL store, also push plugins into it.
+    Plugins {
+        #[command(flatten)]
+        printed: Printed,
+        #[command(subcommand)]
+        action: Option<PluginsAction>,
+    },
+    /// Print the running host's metrics in the Prometheus text format
+    /// (reconciles, work queues, plugins, the store, watches).
+    Metrics,
+    /// A live view of the running host, refreshed in place: per kind its
+    /// objects, unsettled and failing ones, queue, passes/s and p99 pass
+    /// time; per plugin its instances and memory. q, Esc or Ctrl-C quits.
+    Top {
+        /// How often it refreshes (and the interval rates are taken over).
+        #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+        interval: Duration,
+        /// Print one frame and exit (for scripts and non-terminals).
+        #[arg(long)]
+        once: bool,
+    },
+    /// Queue an object for a pass now, clearing its backoff (needs a host).
+    Requeue {
+        #[command(flatten)]
+        object: Named,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// One object, named as its commands take it: kind, then name.
+#[derive(Args, Debug)]
+pub(crate) struct Named {
+    /// The kind: `Kind` or `Kind.group`.
+    pub(crate) kind: String,
+    /// The object's name.
+    pub(crate) name: String,
+}
+
+/// `-o json|yaml`, for the commands that print a document.
+#[derive(Args, Debug)]
+pub(crate) struct Printed {
+    /// Print as JSON or YAML instead.
+    #[arg(short = 'o', long, value_parser = ["json", "yaml"])]
+    pub(crate) output: Option<String>,
+}
+
+impl Printed {
+    /// `value` as `-o` asks, or as `as_text` puts it for people.
+    pub(crate) fn show<T: serde::Serialize>(
+        &self,
+        value: &T,
+        as_text: impl FnOnce(&T) -> String,
+    ) -> String {
+        match self.output.as_deref() {
+            Some("json") => output::json(value),
+            Some(_) => output::yaml(value),
+            None => as_text(value),
+        }
+    }
+}
+
+fn parse_until(text: &str) -> Result<Until, String> {
+    match text {
+        "settled" => Ok(Until::Settled),
+        "delete" | "deleted" => Ok(Until::Deleted),
+        _ => {
+            let condition = text.strip_prefix("condition=").ok_or_else(|| {
+                format!("{text:?}: write settled, condition=TYPE[=STATUS] or delete")
+            })?;
+            let (type_, status) = condition.split_once('=').unwrap_or((condition, "True"));
+            if type_.is_empty()
+                || !["true", "false", "unknown"].contains(&status.to_lowercase().as_str())
+            {
+                return Err(format!(
+                    "{text:?}: write condition=TYPE[=True|False|Unknown]"
+                ));
+            }
+            Ok(Until::Condition {
+                type_: type_.into(),
+                status: status.into(),
+            })
+        }
+    }
+}
+
+/// What `beehive plugins` can change on a PostgreSQL store, whose hosts
+/// serve the plugins pushed into it.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PluginsAction {
+    /// Store a plugin in the database and make it the version serving
+    /// under its name: every active host hot-swaps to it within a second.
+    /// Pushing an older file again rolls back.
+    Push {
+        /// The component (`.wasm`).
+        file: PathBuf,
+        /// The name it serves under (default: the file's stem).
+        #[arg(long)]
+        name: Option<String>,
+        /// Its policy file (what it may reach; see `beehive run --help`).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+    },
+    /// Stop serving a pushed plugin (its bytes are kept for a later push).
+    Remove {
+        /// The plugin's name.
+        name: String,
+    },
+    /// List the plugins pushed into the store.
+    List,
+}

@@ -1,0 +1,84 @@
+//! The `beehive` command line: `run` is the host; every other command reaches
+//! it over its socket, or opens the database itself when no host runs.
+//!
+//! `flags` is what clap parses; `commands` runs a parsed command, through
+//! the host's socket (`endpoint`, `protocol`) or on the database itself
+//! (`handlers`, which the host's `server` also answers with); `run` is the
+//! host's lifecycle.
+
+mod commands;
+mod endpoint;
+mod failure;
+mod flags;
+mod handlers;
+mod manifest;
+mod manifest_watch;
+mod metrics_http;
+mod output;
+mod plugin_mirror;
+mod protocol;
+mod run;
+mod server;
+mod top;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+
+use failure::Failure;
+use flags::{Cli, LogFormat, LogLevel};
+
+/// Parses the command line, runs it, and turns an error into one line on
+/// stderr and the exit code of its kind (see `failure::Code`: 1 for most,
+/// 3 not found, 4 conflict, 5 timeout, 6 unreachable).
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_level, cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            return fail(&Failure::from(format!(
+                "cannot start the async runtime: {e}"
+            )));
+        }
+    };
+    let result = runtime.block_on(commands::execute(cli));
+    // Tasks still running (a pass that outlived a stop's deadline) are
+    // dropped at their next yield; nothing may hold the exit beyond this.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    match result {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(failure) => fail(&failure),
+    }
+}
+
+fn fail(failure: &Failure) -> ExitCode {
+    eprintln!("error: {}", failure.message);
+    ExitCode::from(failure.code.exit_code())
+}
+
+fn init_logging(level: LogLevel, format: LogFormat) {
+    let level = match level {
+        LogLevel::Error => tracing::Level::ERROR,
+        LogLevel::Warn => tracing::Level::WARN,
+        LogLevel::Info => tracing::Level::INFO,
+        LogLevel::Debug => tracing::Level::DEBUG,
+        LogLevel::Trace => tracing::Level::TRACE,
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

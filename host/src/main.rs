@@ -1,7 +1,0 @@
-//! The `beehive` command-line tool; see `beehive --help`.
-
-mod cli;
-
-fn main() -> std::process::ExitCode {
-    cli::main()
-}

@@ -164,48 +164,64 @@ fn error(e: beehive::Error) -> Failure {
 /// Resolves `Kind` or `Kind.group` against the kinds that exist. `Kind`
 /// alone names the core group, or the one group that has such a kind.
 pub fn resolve_kind(store: &Store, text: &str) -> Result<GroupKind, Failure> {
-    let (kind, group) = text.split_once('.').unwrap_or((text, ""));
-    if kind.is_empty() {
-        return Err(format!("invalid kind {text:?}: write Kind or Kind.group").into());
-    }
-    let known = store.kinds().map_err(error)?;
-    let wanted = GroupKind::new(group, kind);
-    if known.contains(&wanted) {
-        return Ok(wanted);
-    }
-    if group.is_empty() {
-        let same_name: Vec<&GroupKind> = known.iter().filter(|k| k.kind == kind).collect();
-        match same_name.as_slice() {
-            [only] => return Ok((*only).clone()),
-            [] => {}
-            several => {
-                let names: Vec<String> = several.iter().map(|k| k.to_string()).collect();
-                return Err(format!(
-                    "kind {text} is ambiguous: write one of {}",
-                    names.join(", ")
-                )
-                .into());
-            }
-        }
-    }
-    let names: Vec<String> = known.iter().map(ToString::to_string).collect();
-    let listing = if names.is_empty() {
-        "there are no kinds yet".to_string()
-    } else {
-        format!("known kinds: {}", names.join(", "))
-    };
-    Err(Failure::not_found(format!(
-        "unknown kind {text}: {listing}"
-    )))
+    Kinds::load(store)?.resolve(text)
 }
 
-/// The kind `text` names: an existing one if it resolves, otherwise a new
-/// kind exactly as written (kinds are open).
-fn kind_as_written(store: &Store, text: &str) -> GroupKind {
-    resolve_kind(store, text).unwrap_or_else(|_| {
+/// The kinds that exist, read once for a whole request: an `apply` of many
+/// objects resolves each one's kind against this, not against the store.
+#[derive(Default)]
+struct Kinds(Vec<GroupKind>);
+
+impl Kinds {
+    fn load(store: &Store) -> Result<Kinds, Failure> {
+        store.kinds().map(Kinds).map_err(error)
+    }
+
+    /// As [`resolve_kind`].
+    fn resolve(&self, text: &str) -> Result<GroupKind, Failure> {
         let (kind, group) = text.split_once('.').unwrap_or((text, ""));
-        GroupKind::new(group, kind)
-    })
+        if kind.is_empty() {
+            return Err(format!("invalid kind {text:?}: write Kind or Kind.group").into());
+        }
+        let known = &self.0;
+        let wanted = GroupKind::new(group, kind);
+        if known.contains(&wanted) {
+            return Ok(wanted);
+        }
+        if group.is_empty() {
+            let same_name: Vec<&GroupKind> = known.iter().filter(|k| k.kind == kind).collect();
+            match same_name.as_slice() {
+                [only] => return Ok((*only).clone()),
+                [] => {}
+                several => {
+                    let names: Vec<String> = several.iter().map(|k| k.to_string()).collect();
+                    return Err(format!(
+                        "kind {text} is ambiguous: write one of {}",
+                        names.join(", ")
+                    )
+                    .into());
+                }
+            }
+        }
+        let names: Vec<String> = known.iter().map(ToString::to_string).collect();
+        let listing = if names.is_empty() {
+            "there are no kinds yet".to_string()
+        } else {
+            format!("known kinds: {}", names.join(", "))
+        };
+        Err(Failure::not_found(format!(
+            "unknown kind {text}: {listing}"
+        )))
+    }
+
+    /// The kind `text` names: an existing one if it resolves, otherwise a
+    /// new kind exactly as written (kinds are open).
+    fn as_written(&self, text: &str) -> GroupKind {
+        self.resolve(text).unwrap_or_else(|_| {
+            let (kind, group) = text.split_once('.').unwrap_or((text, ""));
+            GroupKind::new(group, kind)
+        })
+    }
 }
 
 fn find(store: &Store, kind: &str, name: &str) -> Result<(RawClient, RawObject), Failure> {
@@ -217,9 +233,11 @@ fn find(store: &Store, kind: &str, name: &str) -> Result<(RawClient, RawObject),
 
 /// Creates or updates every manifest in one transaction: all or none.
 async fn apply(ctx: &Context, manifests: Vec<Manifest>) -> Outcome {
+    // A store that cannot list its kinds leaves every kind as written.
+    let known = Kinds::load(&ctx.store).unwrap_or_default();
     let kinds: Vec<GroupKind> = manifests
         .iter()
-        .map(|m| kind_as_written(&ctx.store, &m.kind_text()))
+        .map(|m| known.as_written(&m.kind_text()))
         .collect();
     let tx = ctx
         .store
@@ -233,7 +251,7 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>) -> Outcome {
         let before = client.get_by_name(&manifest.name).ok();
         let mut options = CreateOptions::new().finalizers(manifest.finalizers.clone());
         if let Some((owner_kind, owner_name)) = manifest.owner_parts() {
-            let owner_kind = kind_as_written(&ctx.store, owner_kind);
+            let owner_kind = known.as_written(owner_kind);
             let owner = tx
                 .client(owner_kind)
                 .get_by_name(owner_name)

@@ -85,8 +85,12 @@ pub struct Store {
 struct Inner {
     path: PathBuf,
     backend: Backend,
-    writer: Arc<Writer>,
+    // Declared (and so dropped) before the writer: SQLite checkpoints the
+    // write-ahead log and removes it only when the last connection to
+    // close can write. Were a read-only one last, every later open would
+    // first rebuild the index of a log that grows to the checkpoint size.
     readers: Mutex<Vec<Connection>>,
+    writer: Arc<Writer>,
     /// Whether any `depends_on` edge may exist: false only while none has
     /// ever been created in this file, which lets the dependency waker skip
     /// the log. Set (conservatively, before commit) by every edge creation.
@@ -256,8 +260,8 @@ impl Store {
             inner: Arc::new(Inner {
                 path,
                 backend,
-                writer,
                 readers: Mutex::new(Vec::new()),
+                writer,
                 dependency_edges: std::sync::atomic::AtomicBool::new(dependency_edges),
                 migrations,
                 session,
@@ -578,6 +582,24 @@ mod tests {
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+    }
+
+    #[tokio::test]
+    async fn closing_a_store_checkpoints_and_removes_its_write_ahead_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("beehive.db");
+        let store = Store::open(&path).unwrap();
+        store.write(put("checkpointed")).await.unwrap();
+        // A pooled read-only connection, open beside the writer.
+        assert!(has_key(&store, "checkpointed"));
+        assert!(dir.path().join("beehive.db-wal").exists());
+        drop(store);
+        assert!(
+            !dir.path().join("beehive.db-wal").exists(),
+            "the log outlived the store"
+        );
+        let reopened = Store::open(&path).unwrap();
+        assert!(has_key(&reopened, "checkpointed"));
     }
 
     #[tokio::test]

@@ -22,6 +22,9 @@ use std::path::{Path, PathBuf};
 /// `store/`.
 const STORE_LAYERS: [&str; 5] = ["backend", "schema", "rows", "writer", "ops"];
 
+/// The index of `rows` in [`STORE_LAYERS`]: SQL is written at or below it.
+const ROWS_LAYER: usize = 2;
+
 /// What counts as SQL in a string literal.
 const SQL_WORDS: [&str; 5] = [
     "SELECT ",
@@ -545,6 +548,21 @@ fn find_circle(graph: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Option<Vec<PathB
     None
 }
 
+/// The folder whose files are `file`'s siblings, for the rule that they name
+/// each other by path: `engine`, or the store layer it sits in. None for a
+/// `mod.rs` (whose re-exports are the folder's face) and for the store's
+/// face files.
+fn sibling_folder(file: &Path, module: &[String]) -> Option<Vec<String>> {
+    if file.ends_with("mod.rs") {
+        return None;
+    }
+    match module {
+        [top, ..] if top == "engine" => Some(vec![top.clone()]),
+        [top, layer, _, ..] if top == "store" => Some(vec![top.clone(), layer.clone()]),
+        _ => None,
+    }
+}
+
 /// Whether `path` (below `crate`) reaches into `folder`'s re-exports: it
 /// names `folder` and then an item that is not one of its child modules.
 fn through_mod_rs(tree: &Tree, folder: &[String], path: &str) -> bool {
@@ -565,24 +583,14 @@ fn breaches(tree: &Tree) -> Vec<String> {
         let mut graph: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
         for file in tree.under(folder) {
             let source = &tree.files[file];
-            let own_folder: Vec<String> = source.module[..source.module.len().min(2)].to_vec();
-            let own_folder = if file.ends_with("mod.rs") || source.module.len() < 2 {
-                source.module.clone()
-            } else {
-                own_folder
-            };
+            let siblings = sibling_folder(file, &source.module);
             for (to, path) in tree.dependencies(file) {
                 if !to.starts_with(folder) {
                     continue;
                 }
                 graph.entry(file.clone()).or_default().insert(to.clone());
-                let sibling = own_folder.len() > 1 || folder == "engine";
-                let folder_path = if folder == "engine" {
-                    vec!["engine".to_string()]
-                } else {
-                    own_folder.clone()
-                };
-                if sibling && !file.ends_with("mod.rs") && through_mod_rs(tree, &folder_path, &path)
+                if let Some(siblings) = &siblings
+                    && through_mod_rs(tree, siblings, &path)
                 {
                     breaches.push(format!(
                         "{}: `{path}` names a sibling's item through mod.rs; use its path",
@@ -599,9 +607,7 @@ fn breaches(tree: &Tree) -> Vec<String> {
                     ));
                 }
             }
-            if folder == "store"
-                && store_layer(file) > STORE_LAYERS.iter().position(|l| *l == "rows").unwrap_or(0)
-            {
+            if folder == "store" && store_layer(file) > ROWS_LAYER {
                 for string in &source.strings {
                     if SQL_WORDS.iter().any(|word| string.contains(word)) {
                         let shown: String = string.chars().take(40).collect();

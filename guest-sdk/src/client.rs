@@ -28,35 +28,44 @@ impl CreateOptions {
     }
 }
 
-/// The untyped write surface of one pass.
+/// What a pass writes and reads about its object, untyped: the verbs of the
+/// contract's controller client, one method each. [`Client`] derefs to it,
+/// so `client.add_finalizer(..)` is this trait's; the typed client adds
+/// only what carries a type (the status, other kinds' clients).
+///
+/// Every method returns what the host reports as [`crate::Error`].
 pub trait ControllerClient {
     /// Records the status (JSON text); equal bytes write nothing.
     fn update_status_json(&self, status: String) -> Result<()>;
     /// Writes several conditions as one write.
     fn set_conditions(&self, conditions: Vec<Condition>) -> Result<()>;
-    /// Removes a condition.
+    /// Removes the condition of `type_`, if there is one.
     fn delete_condition(&self, type_: &str) -> Result<()>;
-    /// Records an observation.
+    /// Records an observation in the object's timeline.
     fn add_event(&self, event: EventSpec) -> Result<()>;
-    /// Adds a finalizer to this object (not while it is being deleted).
+    /// Adds `finalizer` to the object (see [`crate::finalizer`]);
+    /// [`crate::Error::DeletionPending`] while the object is being deleted.
     fn add_finalizer(&self, finalizer: &str) -> Result<()>;
-    /// Removes a finalizer of this object.
+    /// Removes `finalizer`; clearing the last one lets a deleting object go.
     fn delete_finalizer(&self, finalizer: &str) -> Result<()>;
-    /// Declares a dependency on `target`.
+    /// Declares that this object depends on `target`: its changes wake this
+    /// object. [`crate::Error::DependencyCycle`] when the edge would close a
+    /// cycle.
     fn add_dependency(&self, target: ObjectId) -> Result<()>;
-    /// Drops a dependency.
+    /// Drops the dependency on `target`.
     fn delete_dependency(&self, target: ObjectId) -> Result<()>;
-    /// Whether anything with a live claim points at this object.
+    /// Whether anything with a live claim (an owned child, a dependent)
+    /// points at this object.
     fn has_incoming_edges(&self) -> Result<bool>;
     /// The owner, if any.
-    fn get_owner(&self) -> Result<Option<ObjectRef>>;
+    fn owner(&self) -> Result<Option<ObjectRef>>;
     /// What this object depends on.
-    fn list_dependencies(&self) -> Result<Vec<ObjectRef>>;
+    fn dependencies(&self) -> Result<Vec<ObjectRef>>;
     /// What depends on this object.
-    fn list_dependents(&self) -> Result<Vec<ObjectRef>>;
+    fn dependents(&self) -> Result<Vec<ObjectRef>>;
     /// What this object owns.
-    fn list_owned(&self) -> Result<Vec<ObjectRef>>;
-    /// Opens a transaction frame.
+    fn owned(&self) -> Result<Vec<ObjectRef>>;
+    /// Opens a transaction frame (see [`Client::within`]).
     fn begin(&self) -> Result<()>;
     /// Closes the innermost frame, keeping its writes.
     fn commit(&self) -> Result<()>;
@@ -109,11 +118,20 @@ pub trait KindClient {
     fn list_owned_objects(&self, owner: ObjectId) -> Result<Vec<RawObject>>;
 }
 
-/// The typed face of a pass's controller client: everything a pass writes
-/// about its object, and typed clients for other kinds.
+/// The typed face of a pass's controller client: the status as `Status`,
+/// typed clients for other kinds, transactions as a closure, and (through
+/// `Deref`) every verb of [`ControllerClient`].
 pub struct Client<'a, Status> {
     raw: &'a dyn ControllerClient,
     _status: PhantomData<fn(Status)>,
+}
+
+impl<'a, Status> std::ops::Deref for Client<'a, Status> {
+    type Target = dyn ControllerClient + 'a;
+
+    fn deref(&self) -> &Self::Target {
+        self.raw
+    }
 }
 
 impl<'a, Status: Serialize> Client<'a, Status> {
@@ -145,104 +163,6 @@ impl<'a, Status: Serialize> Client<'a, Status> {
     /// What the host reports.
     pub fn set_condition(&self, condition: Condition) -> Result<()> {
         self.raw.set_conditions(vec![condition])
-    }
-
-    /// Writes several conditions as one write.
-    ///
-    /// # Errors
-    /// What the host reports.
-    pub fn set_conditions(&self, conditions: Vec<Condition>) -> Result<()> {
-        self.raw.set_conditions(conditions)
-    }
-
-    /// Removes the condition of `type_`, if there is one.
-    ///
-    /// # Errors
-    /// What the host reports.
-    pub fn delete_condition(&self, type_: &str) -> Result<()> {
-        self.raw.delete_condition(type_)
-    }
-
-    /// Records an observation in the object's timeline.
-    ///
-    /// # Errors
-    /// What the host reports.
-    pub fn add_event(&self, event: EventSpec) -> Result<()> {
-        self.raw.add_event(event)
-    }
-
-    /// Adds `finalizer` to the object (see [`crate::finalizer`]).
-    ///
-    /// # Errors
-    /// [`crate::Error::DeletionPending`] while the object is being deleted.
-    pub fn add_finalizer(&self, finalizer: &str) -> Result<()> {
-        self.raw.add_finalizer(finalizer)
-    }
-
-    /// Removes `finalizer`; clearing the last one lets a deleting object go.
-    ///
-    /// # Errors
-    /// What the host reports.
-    pub fn delete_finalizer(&self, finalizer: &str) -> Result<()> {
-        self.raw.delete_finalizer(finalizer)
-    }
-
-    /// Declares that this object depends on `target`: its changes wake this
-    /// object.
-    ///
-    /// # Errors
-    /// [`crate::Error::DependencyCycle`] when the edge would close a cycle.
-    pub fn add_dependency(&self, target: ObjectId) -> Result<()> {
-        self.raw.add_dependency(target)
-    }
-
-    /// Drops the dependency on `target`.
-    ///
-    /// # Errors
-    /// What the host reports.
-    pub fn delete_dependency(&self, target: ObjectId) -> Result<()> {
-        self.raw.delete_dependency(target)
-    }
-
-    /// Whether anything with a live claim (an owned child, a dependent)
-    /// points at this object.
-    ///
-    /// # Errors
-    /// What the host reports.
-    pub fn has_incoming_edges(&self) -> Result<bool> {
-        self.raw.has_incoming_edges()
-    }
-
-    /// The owner, if any.
-    ///
-    /// # Errors
-    /// What the host reports.
-    pub fn owner(&self) -> Result<Option<ObjectRef>> {
-        self.raw.get_owner()
-    }
-
-    /// What this object depends on.
-    ///
-    /// # Errors
-    /// What the host reports.
-    pub fn dependencies(&self) -> Result<Vec<ObjectRef>> {
-        self.raw.list_dependencies()
-    }
-
-    /// What depends on this object.
-    ///
-    /// # Errors
-    /// What the host reports.
-    pub fn dependents(&self) -> Result<Vec<ObjectRef>> {
-        self.raw.list_dependents()
-    }
-
-    /// What this object owns.
-    ///
-    /// # Errors
-    /// What the host reports.
-    pub fn owned(&self) -> Result<Vec<ObjectRef>> {
-        self.raw.list_owned()
     }
 
     /// A typed client for (`group`, `kind`) whose calls join this pass.

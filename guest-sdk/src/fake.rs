@@ -18,7 +18,8 @@ use std::rc::Rc;
 use crate::client::{Client, ControllerClient, CreateOptions, IfHeld, KindClient};
 use crate::http::{HttpError, Request, Response};
 use crate::types::{
-    Action, Condition, Error, EventSpec, Meta, ObjectId, ObjectRef, RawObject, Result, Timestamp,
+    Action, Condition, Error, EventSpec, GroupKind, Meta, ObjectId, ObjectRef, RawObject, Result,
+    Timestamp,
 };
 use crate::{Controller, ObjectOf};
 
@@ -177,11 +178,11 @@ impl ControllerClient for FakeClient {
         Ok(false)
     }
 
-    fn get_owner(&self) -> Result<Option<ObjectRef>> {
+    fn owner(&self) -> Result<Option<ObjectRef>> {
         Ok(None)
     }
 
-    fn list_dependencies(&self) -> Result<Vec<ObjectRef>> {
+    fn dependencies(&self) -> Result<Vec<ObjectRef>> {
         Ok(self
             .state
             .borrow()
@@ -189,17 +190,16 @@ impl ControllerClient for FakeClient {
             .iter()
             .map(|id| ObjectRef {
                 id: *id,
-                group: String::new(),
-                kind: String::new(),
+                group_kind: GroupKind::default(),
             })
             .collect())
     }
 
-    fn list_dependents(&self) -> Result<Vec<ObjectRef>> {
+    fn dependents(&self) -> Result<Vec<ObjectRef>> {
         Ok(Vec::new())
     }
 
-    fn list_owned(&self) -> Result<Vec<ObjectRef>> {
+    fn owned(&self) -> Result<Vec<ObjectRef>> {
         Ok(Vec::new())
     }
 
@@ -220,8 +220,7 @@ impl ControllerClient for FakeClient {
 
     fn kind_client(&self, group: &str, kind: &str) -> Box<dyn KindClient> {
         Box::new(FakeKindClient {
-            group: group.to_string(),
-            kind: kind.to_string(),
+            group_kind: GroupKind::new(group, kind),
             objects: self.objects.clone(),
         })
     }
@@ -229,8 +228,7 @@ impl ControllerClient for FakeClient {
 
 /// An in-memory kind client sharing its objects with the fake that made it.
 pub struct FakeKindClient {
-    group: String,
-    kind: String,
+    group_kind: GroupKind,
     objects: Rc<RefCell<Objects>>,
 }
 
@@ -241,7 +239,7 @@ impl FakeKindClient {
             .by_id
             .values()
             .map(|(object, _)| object)
-            .find(|o| o.meta.group == self.group && o.meta.kind == self.kind && o.meta.name == name)
+            .find(|o| o.meta.group_kind == self.group_kind && o.meta.name == name)
             .cloned()
     }
 
@@ -251,8 +249,7 @@ impl FakeKindClient {
         let object = RawObject {
             meta: Meta {
                 id: objects.next_id,
-                group: self.group.clone(),
-                kind: self.kind.clone(),
+                group_kind: self.group_kind.clone(),
                 name: name.to_string(),
                 generation: 1,
                 finalizers: options.finalizers,
@@ -315,7 +312,7 @@ impl KindClient for FakeKindClient {
             .by_id
             .get(&id)
             .map(|(object, _)| object.clone())
-            .filter(|o| o.meta.group == self.group && o.meta.kind == self.kind)
+            .filter(|o| o.meta.group_kind == self.group_kind)
             .ok_or_else(|| Error::NotFound(format!("{id}")))
     }
 
@@ -334,7 +331,7 @@ impl KindClient for FakeKindClient {
             .by_id
             .range(after.map_or(0, |a| a + 1)..)
             .map(|(_, (object, _))| object)
-            .filter(|o| o.meta.group == self.group && o.meta.kind == self.kind)
+            .filter(|o| o.meta.group_kind == self.group_kind)
             .take(limit as usize)
             .cloned()
             .collect();
@@ -375,9 +372,7 @@ impl KindClient for FakeKindClient {
             .borrow()
             .by_id
             .values()
-            .filter(|(o, o_owner)| {
-                *o_owner == Some(owner) && o.meta.group == self.group && o.meta.kind == self.kind
-            })
+            .filter(|(o, o_owner)| *o_owner == Some(owner) && o.meta.group_kind == self.group_kind)
             .map(|(object, _)| object.clone())
             .collect())
     }

@@ -54,10 +54,12 @@
 //! (not the backoff ladder) until its spec is fixed or a release that reads
 //! it is swapped in.
 //!
-//! **Shared with the host.** [`Condition`], [`EventSpec`], [`Cadence`] and
+//! **Shared with the host.** [`Meta`], [`GroupKind`], [`ObjectRef`],
+//! [`Action`], [`Verdict`], [`Condition`], [`EventSpec`], [`Cadence`] and
 //! [`Timestamp`] come from the `beehive-types` crate, which the host's
-//! library re-exports too: a plugin and an embedded controller report
-//! observations and ask for cadences with the same types.
+//! library re-exports too: a plugin and an embedded controller read
+//! metadata, report observations, end passes and ask for cadences with the
+//! same types.
 //!
 //! The bindings to the host exist only when compiling for `wasm32`; on the
 //! host target the SDK is plain Rust, which is what makes the fake work.
@@ -91,8 +93,8 @@ pub mod wasm;
 
 pub use client::{Client, ControllerClient, CreateOptions, IfHeld, Kind, KindClient};
 pub use types::{
-    Action, Cadence, Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object,
-    ObjectId, ObjectRef, RawObject, Registration, Result, Timestamp, Verdict,
+    Action, Cadence, Condition, ConditionStatus, Error, EventSpec, EventType, GroupKind, Meta,
+    Object, ObjectId, ObjectRef, RawObject, Registration, Result, Timestamp, Verdict,
 };
 
 /// The object controller `C` reconciles: its kind's spec and status.

@@ -5,9 +5,6 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
-/// An object's identity.
-pub type ObjectId = i64;
-
 /// Every way a host call can fail (the contract's `error`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[allow(missing_docs)] // Each variant is the host's error of the same name.
@@ -107,70 +104,10 @@ impl std::error::Error for Error {}
 /// The result type of the SDK.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-pub use beehive_types::{Cadence, Condition, ConditionStatus, EventSpec, EventType, Timestamp};
-
-/// A pointer to a related object.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ObjectRef {
-    /// Its id.
-    pub id: ObjectId,
-    /// Its group.
-    pub group: String,
-    /// Its kind.
-    pub kind: String,
-}
-
-/// Identity and metadata of an object.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct Meta {
-    /// The id.
-    pub id: ObjectId,
-    /// The group.
-    pub group: String,
-    /// The kind.
-    pub kind: String,
-    /// The name.
-    pub name: String,
-    /// Bumped by every spec change.
-    pub generation: i64,
-    /// The generation last settled.
-    pub observed_generation: Option<i64>,
-    /// The store-wide version of its last write.
-    pub resource_version: i64,
-    /// When deletion was requested, if it was.
-    pub deletion_requested_at: Option<Timestamp>,
-    /// What must be cleared before the row can go.
-    pub finalizers: Vec<String>,
-    /// Its conditions.
-    pub conditions: Vec<Condition>,
-    /// When it was created.
-    pub created_at: Timestamp,
-    /// When it was last written.
-    pub updated_at: Timestamp,
-}
-
-impl Meta {
-    /// Whether deletion was requested.
-    pub fn is_deleting(&self) -> bool {
-        self.deletion_requested_at.is_some()
-    }
-
-    /// The condition of `type_`, if the object has one.
-    ///
-    /// ```
-    /// use beehive_guest::{Condition, ConditionStatus, Meta};
-    ///
-    /// let meta = Meta {
-    ///     conditions: vec![Condition::new("Ready", ConditionStatus::True)],
-    ///     ..Meta::default()
-    /// };
-    /// assert_eq!(meta.condition("Ready").map(|c| c.status), Some(ConditionStatus::True));
-    /// assert!(meta.condition("Live").is_none());
-    /// ```
-    pub fn condition(&self, type_: &str) -> Option<&Condition> {
-        self.conditions.iter().find(|c| c.type_ == type_)
-    }
-}
+pub use beehive_types::{
+    Action, Cadence, Condition, ConditionStatus, EventSpec, EventType, GroupKind, Meta, ObjectId,
+    ObjectRef, Timestamp, Verdict,
+};
 
 /// An object as the untyped interface carries it: spec and status as JSON.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -229,66 +166,6 @@ impl<Spec: DeserializeOwned, Status: DeserializeOwned> Object<Spec, Status> {
             spec,
             status,
         })
-    }
-}
-
-/// What a pass concluded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// The pass observed the current generation.
-    Settled,
-    /// Real work done, not caught up.
-    Unsettled,
-    /// The pass failed.
-    Failed(String),
-}
-
-/// What happens after a pass: what `reconcile` returns inside `Ok`, and what
-/// [`crate::Controller::error_policy`] makes of an `Err`.
-///
-/// | action | records the generation | next pass |
-/// |---|---|---|
-/// | `settled()` | yes | none scheduled |
-/// | `unsettled()` | no | after the owed-pass interval |
-/// | either `.requeue_after(d)` | as above | after `d` |
-/// | `backoff(e)` | no | the backoff ladder, with a `ReconcileFailed` event |
-#[must_use]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Action {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// When to run again.
-    pub requeue_after: Option<Duration>,
-}
-
-impl Action {
-    /// The pass observed the object's current generation.
-    pub fn settled() -> Self {
-        Self::of(Verdict::Settled)
-    }
-
-    /// Real work done, not caught up: comes back after the owed-pass interval.
-    pub fn unsettled() -> Self {
-        Self::of(Verdict::Unsettled)
-    }
-
-    /// The pass failed: the backoff ladder, and a `ReconcileFailed` event
-    /// with `error` as its message.
-    pub fn backoff(error: impl std::fmt::Display) -> Self {
-        Self::of(Verdict::Failed(error.to_string()))
-    }
-
-    fn of(verdict: Verdict) -> Self {
-        Action {
-            verdict,
-            requeue_after: None,
-        }
-    }
-
-    /// Schedules the next pass after `delay` (ignored by `backoff`).
-    pub fn requeue_after(mut self, delay: Duration) -> Self {
-        self.requeue_after = Some(delay);
-        self
     }
 }
 

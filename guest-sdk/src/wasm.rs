@@ -10,8 +10,8 @@ use crate::bindings::exports::beehive::controller::controller::Guest;
 use crate::bindings::exports::beehive::controller::migrator::Guest as MigratorGuest;
 use crate::client::{Client, ControllerClient, CreateOptions, IfHeld, KindClient};
 use crate::types::{
-    Action, Condition, ConditionStatus, Error, EventSpec, EventType, Meta, Object, ObjectId,
-    ObjectRef, RawObject, Result, Timestamp, Verdict,
+    Action, Condition, ConditionStatus, Error, EventSpec, EventType, GroupKind, Meta, Object,
+    ObjectId, ObjectRef, RawObject, Result, Timestamp, Verdict,
 };
 use crate::{Controller, Level};
 
@@ -172,11 +172,11 @@ impl ControllerClient for HostClient<'_> {
         self.0.has_incoming_edges().map_err(error)
     }
 
-    fn get_owner(&self) -> Result<Option<ObjectRef>> {
+    fn owner(&self) -> Result<Option<ObjectRef>> {
         Ok(self.0.get_owner().map_err(error)?.map(object_ref))
     }
 
-    fn list_dependencies(&self) -> Result<Vec<ObjectRef>> {
+    fn dependencies(&self) -> Result<Vec<ObjectRef>> {
         Ok(self
             .0
             .list_dependencies()
@@ -186,7 +186,7 @@ impl ControllerClient for HostClient<'_> {
             .collect())
     }
 
-    fn list_dependents(&self) -> Result<Vec<ObjectRef>> {
+    fn dependents(&self) -> Result<Vec<ObjectRef>> {
         Ok(self
             .0
             .list_dependents()
@@ -196,7 +196,7 @@ impl ControllerClient for HostClient<'_> {
             .collect())
     }
 
-    fn list_owned(&self) -> Result<Vec<ObjectRef>> {
+    fn owned(&self) -> Result<Vec<ObjectRef>> {
         Ok(self
             .0
             .list_owned()
@@ -303,11 +303,11 @@ fn raw_object(object: wit::Object) -> RawObject {
     RawObject {
         meta: Meta {
             id: object.id,
-            group: object.group,
-            kind: object.kind,
+            group_kind: GroupKind::new(object.group, object.kind),
             name: object.name,
             generation: object.generation,
             observed_generation: object.observed_generation,
+            observed_at: object.observed_at_ms.map(Timestamp::from_millis),
             resource_version: object.resource_version,
             deletion_requested_at: object.deletion_requested_at_ms.map(Timestamp::from_millis),
             finalizers: object.finalizers,
@@ -357,8 +357,7 @@ fn wit_condition(c: Condition) -> wit::Condition {
 fn object_ref(r: wit::ObjectRef) -> ObjectRef {
     ObjectRef {
         id: r.id,
-        group: r.group,
-        kind: r.kind,
+        group_kind: GroupKind::new(r.group, r.kind),
     }
 }
 

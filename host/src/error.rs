@@ -192,6 +192,11 @@ pub enum Error {
     #[error("commit failed: {0}")]
     CommitFailed(String),
 
+    /// A controller's own failure, made with [`Error::msg`]; nothing in
+    /// Beehive returns it.
+    #[error("{0}")]
+    Controller(String),
+
     /// A broken invariant inside Beehive: a bug, reported instead of a panic.
     #[error("internal error: {0}")]
     Internal(String),
@@ -230,6 +235,12 @@ impl From<std::io::Error> for Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// A failure of a controller's own, with `message`: what `reconcile`
+    /// returns when something outside the store stopped the pass.
+    pub fn msg(message: impl std::fmt::Display) -> Error {
+        Error::Controller(message.to_string())
+    }
+
     pub(crate) fn not_found(what: impl Into<String>) -> Self {
         Error::NotFound { what: what.into() }
     }

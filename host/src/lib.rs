@@ -52,10 +52,12 @@
 //!   [`engine::StopHandle::stop`], and are replaced or unregistered while it runs.
 //!   Each kind has its own work queue, workers and cadences; a host costs a
 //!   few tasks when idle and nothing per settled object.
-//! - A controller implements [`Controller`] (raw objects) or [`Reconciler`]
-//!   (typed, wrapped in [`Typed`]); a pass gets a [`ControllerClient`] bound
-//!   to its object and returns a [`ReconcileResult`]. Passes may run again at
-//!   any time, so they are written to be idempotent.
+//! - A controller implements [`Controller`]: a pass gets its object decoded
+//!   into the controller's spec and status types, and a [`ControllerClient`]
+//!   bound to it, and returns `Result<`[`Action`]`>`; an error goes to the
+//!   controller's error policy (the backoff ladder by default), and
+//!   [`engine::finalizer::run`] runs a finalizer's life in one call. Passes may
+//!   run again at any time, so they are written to be idempotent.
 //! - Plugins ([`plugin`]): controllers compiled to WebAssembly components. A
 //!   [`plugin::Runtime`] (one per process: an engine, a compiled-code
 //!   cache, the operator's limits) loads them; a [`plugin::Directory`]
@@ -129,10 +131,7 @@ mod sync;
 // The root holds what a newcomer needs to store objects and run controllers;
 // everything else is reached through its module.
 pub use client::{Client, CreateOptions, RawClient};
-pub use engine::{
-    Controller, ControllerClient, ControllerOptions, Host, HostOptions, ReconcileResult,
-    Reconciler, Typed,
-};
+pub use engine::{Action, Controller, ControllerClient, ControllerOptions, Host, HostOptions};
 pub use error::{Error, Result};
 pub use event::EventSpec;
 pub use json::Json;

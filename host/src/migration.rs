@@ -124,25 +124,25 @@ impl Migrations {
         if current > 0 {
             object.spec = convert(
                 &format!("spec of {label}"),
-                object.meta.spec_version,
+                object.bookkeeping.spec_version,
                 current,
                 object.spec,
                 |from, spec| migrator.convert_spec(from, spec),
             )?;
-            object.meta.spec_version = current;
+            object.bookkeeping.spec_version = current;
         }
         let current = i64::from(migrator.status_version());
         if current > 0 {
             if let Some(status) = object.status.take() {
                 object.status = Some(convert(
                     &format!("status of {label}"),
-                    object.meta.status_version,
+                    object.bookkeeping.status_version,
                     current,
                     status,
                     |from, status| migrator.convert_status(from, status),
                 )?);
             }
-            object.meta.status_version = current;
+            object.bookkeeping.status_version = current;
         }
         Ok(object)
     }

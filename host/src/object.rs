@@ -1,59 +1,13 @@
 //! The object model: identity, metadata, conditions and secondary lookups.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::json::Json;
 
-pub use beehive_types::{Condition, ConditionStatus, Timestamp};
-
-/// The store-assigned identity of one object incarnation. Never reused.
-pub type ObjectId = i64;
-
-/// A kind of object: `Kind` in the core group (`""`), or `Kind.group`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct GroupKind {
-    /// `""` for the core group, a domain such as `acme.com` otherwise.
-    pub group: String,
-    /// The kind's name, e.g. `Cluster`.
-    pub kind: String,
-}
-
-impl GroupKind {
-    /// A kind in `group`.
-    pub fn new(group: impl Into<String>, kind: impl Into<String>) -> Self {
-        GroupKind {
-            group: group.into(),
-            kind: kind.into(),
-        }
-    }
-
-    /// A kind in the core group.
-    pub fn core(kind: impl Into<String>) -> Self {
-        GroupKind::new("", kind)
-    }
-}
-
-impl fmt::Display for GroupKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.group.is_empty() {
-            f.write_str(&self.kind)
-        } else {
-            write!(f, "{}.{}", self.kind, self.group)
-        }
-    }
-}
-
-/// A pointer to a related object, with the kind needed to address it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ObjectRef {
-    /// The related object's id.
-    pub id: ObjectId,
-    /// Its kind.
-    #[serde(flatten)]
-    pub group_kind: GroupKind,
-}
+pub use beehive_types::{
+    Condition, ConditionStatus, GroupKind, Meta, ObjectId, ObjectRef, Timestamp,
+};
 
 /// Which secondary lookups a read loads alongside each object.
 ///
@@ -144,79 +98,6 @@ impl Relations {
     }
 }
 
-/// Metadata every object carries, whatever its spec and status types.
-///
-/// Serialized with camelCase keys and the kind as two keys, `group` and
-/// `kind`, as [`ObjectDocument`] carries it; the engine's bookkeeping
-/// (passes owed, the requeue time) stays out.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Meta {
-    /// The object's id.
-    pub id: ObjectId,
-    /// Its kind.
-    #[serde(flatten)]
-    pub group_kind: GroupKind,
-    /// Its name: unique within the kind, immutable, never empty.
-    pub name: String,
-    /// Bumped by every spec write that changes the spec.
-    pub generation: i64,
-    /// The generation a controller last settled, if any.
-    pub observed_generation: Option<i64>,
-    /// When `observed_generation` was recorded. Not a heartbeat.
-    pub observed_at: Option<Timestamp>,
-    /// The store-wide write sequence at this object's last write.
-    pub resource_version: i64,
-    /// Set once deletion is requested; the row lingers until its finalizers clear.
-    pub deletion_requested_at: Option<Timestamp>,
-    /// What must be cleared before the row can be removed.
-    pub finalizers: Vec<String>,
-    /// Per-type observations reported by controllers.
-    pub conditions: Vec<Condition>,
-    /// When the object was created.
-    pub created_at: Timestamp,
-    /// When the object was last written.
-    pub updated_at: Timestamp,
-    /// The schema version the spec was written at; documents logged before
-    /// versions were recorded hold none.
-    #[serde(default)]
-    pub(crate) spec_version: i64,
-    /// The version the status was written at, as `spec_version`.
-    #[serde(default)]
-    pub(crate) status_version: i64,
-    /// Passes owed by dependency wakes, drained by successful passes.
-    #[serde(skip)]
-    pub(crate) reconcile_owed: i64,
-    /// When the last pass asked to run again, kept across restarts.
-    #[serde(skip)]
-    pub(crate) requeue_at: Option<Timestamp>,
-}
-
-impl Meta {
-    /// A `Kind/name` label for messages.
-    pub fn label(&self) -> String {
-        format!("{}/{}", self.group_kind, self.name)
-    }
-
-    /// A reference to this object.
-    pub fn to_ref(&self) -> ObjectRef {
-        ObjectRef {
-            id: self.id,
-            group_kind: self.group_kind.clone(),
-        }
-    }
-
-    /// True when the current generation has been settled by a controller.
-    pub fn is_observed(&self) -> bool {
-        self.observed_generation == Some(self.generation)
-    }
-
-    /// The condition of `type_`, if the object has one.
-    pub fn condition(&self, type_: &str) -> Option<&Condition> {
-        self.conditions.iter().find(|c| c.type_ == type_)
-    }
-}
-
 /// An object: its metadata, its desired state (`spec`) and what a controller
 /// last reported (`status`). The type parameters are serde types for the
 /// typed [`Client`](crate::Client) and canonical [`Json`] by default.
@@ -229,6 +110,23 @@ pub struct Object<Spec = Json, Status = Json> {
     /// The observed state, once a controller has reported one.
     pub status: Option<Status>,
     pub(crate) relations: Relations,
+    pub(crate) bookkeeping: Bookkeeping,
+}
+
+/// What the host keeps on a row beside its metadata: the schema versions
+/// its documents were written at (shown in an [`ObjectDocument`]) and the
+/// engine's pass bookkeeping (never shown).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Bookkeeping {
+    /// The schema version the spec was written at; 0 for a kind that never
+    /// declared one.
+    pub(crate) spec_version: i64,
+    /// The version the status was written at, as `spec_version`.
+    pub(crate) status_version: i64,
+    /// Passes owed by dependency wakes, drained by successful passes.
+    pub(crate) reconcile_owed: i64,
+    /// When the last pass asked to run again, kept across restarts.
+    pub(crate) requeue_at: Option<Timestamp>,
 }
 
 /// An object with its spec and status as canonical JSON: what the untyped
@@ -295,6 +193,13 @@ pub struct ObjectDocument {
     /// Identity and metadata.
     #[serde(flatten)]
     pub meta: Meta,
+    /// The schema version the spec was written at; documents logged before
+    /// versions were recorded hold none.
+    #[serde(default, rename = "specVersion")]
+    pub(crate) spec_version: i64,
+    /// The version the status was written at, as `spec_version`.
+    #[serde(default, rename = "statusVersion")]
+    pub(crate) status_version: i64,
     /// The spec.
     pub spec: serde_json::Value,
     /// The status, if any was written.
@@ -305,6 +210,8 @@ impl From<&RawObject> for ObjectDocument {
     fn from(object: &RawObject) -> Self {
         ObjectDocument {
             meta: object.meta.clone(),
+            spec_version: object.bookkeeping.spec_version,
+            status_version: object.bookkeeping.status_version,
             spec: object.spec.to_value(),
             status: object.status.as_ref().map(Json::to_value),
         }
@@ -320,6 +227,11 @@ impl ObjectDocument {
             spec: Json::from_value(&self.spec),
             status: self.status.as_ref().map(Json::from_value),
             relations: Relations::default(),
+            bookkeeping: Bookkeeping {
+                spec_version: self.spec_version,
+                status_version: self.status_version,
+                ..Bookkeeping::default()
+            },
         }
     }
 }
@@ -368,13 +280,11 @@ mod tests {
             conditions: vec![Condition::new("Ready", ConditionStatus::True).reason("Up")],
             created_at: Timestamp::from_millis(1),
             updated_at: Timestamp::from_millis(4),
-            spec_version: 1,
-            status_version: 0,
-            reconcile_owed: 0,
-            requeue_at: None,
         };
         let document = ObjectDocument {
             meta,
+            spec_version: 1,
+            status_version: 0,
             spec: serde_json::json!({"size": 2}),
             status: Some(serde_json::json!({"ready": true})),
         };
@@ -401,6 +311,6 @@ mod tests {
         let object = serde_json::from_str::<ObjectDocument>(text)
             .unwrap()
             .into_raw();
-        assert_eq!(object.meta.spec_version, 0);
+        assert_eq!(object.bookkeeping.spec_version, 0);
     }
 }

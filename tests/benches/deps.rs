@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use beehive::{
-    Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
-    Json, RawObject, ReconcileResult, Store,
+    Action, Controller, ControllerClient, ControllerOptions, CreateOptions, Error, GroupKind, Host,
+    HostOptions, Json, RawObject, Result, Store,
 };
 use beehive_e2e::bench::{block_on, figure, outstanding, wait_for};
 
@@ -23,15 +23,16 @@ struct Dependent {
 }
 
 impl Controller for Dependent {
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> Result<Action> {
         self.passes.fetch_add(1, Ordering::SeqCst);
         let Some(target) = object.spec.to_value()["target"].as_i64() else {
-            return ReconcileResult::fail("no target");
+            return Err(Error::msg("no target"));
         };
-        match client.add_dependency(target).await {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
+        client.add_dependency(target).await?;
+        Ok(Action::settled())
     }
 }
 

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use beehive::plugin::{Change, Directory, Limits, Policy, Runtime, RuntimeOptions};
 use beehive::{
-    Client, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions, Json,
-    Object, RawClient, ReconcileResult, Reconciler, Store, Typed,
+    Action, Client, Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind,
+    Host, HostOptions, Json, Object, RawClient, Store,
 };
 use beehive_e2e::bench::{OBJECTS, block_on, create_all, figure, median, outstanding, wait_for};
 use beehive_e2e::{TestServer, plugin_dir, plugin_wasm, shared_plugin_cache};
@@ -52,17 +52,18 @@ struct Status {
 /// The greeting plugin's logic, natively.
 struct NativeGreeter;
 
-impl Reconciler<Spec, Status> for NativeGreeter {
+impl Controller for NativeGreeter {
+    type Spec = Spec;
+    type Status = Status;
+
     async fn reconcile(
         &self,
         client: &ControllerClient,
         object: &Object<Spec, Status>,
-    ) -> ReconcileResult {
+    ) -> beehive::Result<Action> {
         let message = format!("Hello, {}!", object.spec.name);
-        match client.update_status(&Status { message }).await {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
+        client.update_status(&Status { message }).await?;
+        Ok(Action::settled())
     }
 }
 
@@ -117,13 +118,9 @@ async fn wasm() -> f64 {
 async fn native() -> f64 {
     let store = Store::temporary().expect("store");
     let host = Host::new(&store, HostOptions::new()).expect("host");
-    host.register(
-        greeting(),
-        Typed::new(NativeGreeter),
-        ControllerOptions::new(),
-    )
-    .await
-    .expect("register");
+    host.register(greeting(), NativeGreeter, ControllerOptions::new())
+        .await
+        .expect("register");
     converge(store, host).await
 }
 

@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use beehive::{
-    Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
-    Json, RawObject, ReconcileResult, Store,
+    Action, Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host,
+    HostOptions, Json, RawObject, Result, Store,
 };
 use beehive_e2e::TestPostgres;
 use beehive_e2e::bench::{
@@ -115,7 +115,10 @@ async fn sequential(url: &str) -> (f64, f64) {
 struct FirstPass(Arc<Mutex<Option<Instant>>>);
 
 impl Controller for FirstPass {
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> Result<Action> {
         self.0.lock().unwrap().get_or_insert_with(Instant::now);
         WriteStatus.reconcile(client, object).await
     }

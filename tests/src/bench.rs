@@ -6,8 +6,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use beehive::{
-    Controller, ControllerClient, CreateOptions, GroupKind, Json, RawClient, RawObject,
-    ReconcileResult,
+    Action, Controller, ControllerClient, CreateOptions, GroupKind, Json, RawClient, RawObject,
+    Result,
 };
 
 /// How many objects a throughput workload creates.
@@ -66,11 +66,12 @@ pub fn object_name(i: usize) -> String {
 pub struct WriteStatus;
 
 impl Controller for WriteStatus {
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
-        match client.update_status_json(object.spec.clone()).await {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> Result<Action> {
+        client.update_status_json(object.spec.clone()).await?;
+        Ok(Action::settled())
     }
 }
 

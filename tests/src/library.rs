@@ -111,14 +111,17 @@ impl PassCounter {
 }
 
 impl beehive::Controller for PassCounter {
+    type Spec = beehive::Json;
+    type Status = beehive::Json;
+
     async fn reconcile(
         &self,
         _: &beehive::ControllerClient,
         _: &beehive::RawObject,
-    ) -> beehive::ReconcileResult {
+    ) -> beehive::Result<beehive::Action> {
         self.passes
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        beehive::ReconcileResult::settled()
+        Ok(beehive::Action::settled())
     }
 }
 

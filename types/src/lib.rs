@@ -1,19 +1,25 @@
 //! The vocabulary a Beehive host and its Rust plugins share.
 //!
-//! A controller reports what it observed as [`Condition`]s and
-//! [`EventSpec`]s, and says how often its kind should be revisited with a
+//! An object carries [`Meta`] (its identity, [`GroupKind`] and generations)
+//! and points at others with [`ObjectRef`]s. A controller reports what it
+//! observed as [`Condition`]s and [`EventSpec`]s, says what happens after a
+//! pass with an [`Action`], and asks how often its kind is revisited with a
 //! [`Cadence`]. Those types mean the same thing whether the controller is
 //! embedded in a Rust application (the `beehive` crate) or runs as a plugin
-//! (the `beehive-guest` SDK), so both re-export them from here and neither can
-//! drift from the other. Nothing in this crate touches the store or a runtime:
-//! it builds for `wasm32-wasip2` as well as for the host.
+//! (the `beehive-guest` SDK), so both re-export them from here and neither
+//! can drift from the other. Nothing in this crate touches the store or a
+//! runtime: it builds for `wasm32-wasip2` as well as for the host.
 
+mod action;
 mod cadence;
 mod condition;
 mod event;
+mod object;
 mod time;
 
+pub use action::{Action, Verdict};
 pub use cadence::Cadence;
 pub use condition::{Condition, ConditionStatus};
 pub use event::{EventSpec, EventType};
+pub use object::{GroupKind, Meta, ObjectId, ObjectRef};
 pub use time::Timestamp;

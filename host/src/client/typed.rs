@@ -30,6 +30,7 @@ impl<Spec: DeserializeOwned, Status: DeserializeOwned> Object<Spec, Status> {
             spec,
             status,
             relations: raw.relations,
+            bookkeeping: raw.bookkeeping,
         })
     }
 }
@@ -43,6 +44,7 @@ impl<Spec, Status: DeserializeOwned> Object<Spec, Status> {
             spec,
             status,
             relations: raw.relations,
+            bookkeeping: raw.bookkeeping,
         })
     }
 }

@@ -1,73 +1,157 @@
 //! What a controller is, what it returns, and how it is configured.
 
 use std::future::Future;
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::Receiver;
 
 use crate::engine::cadence::Cadence;
 use crate::engine::controller_client::ControllerClient;
+use crate::error::{Error, Result};
+use crate::json::Json;
 use crate::migration::Migrator;
-use crate::object::Object;
-use crate::object::{ObjectId, RawObject};
+use crate::object::{Object, ObjectId, RawObject};
 use crate::sync::lock;
+pub use beehive_types::{Action, Verdict};
 
-/// Reconcile logic for one kind, over the untyped object.
+/// Reconcile logic for one kind: the one trait a native controller
+/// implements, in the shape of a plugin's.
 ///
 /// A controller has no lifecycle of its own: the host calls `reconcile` for an
 /// object that owes a pass, with a [`ControllerClient`] bound to that object
-/// and that pass. Write it to be idempotent: each client write commits on its
-/// own, and the next pass works from whatever is stored.
+/// and that pass, and the object decoded into [`Controller::Spec`] and
+/// [`Controller::Status`]. Write it to be idempotent: each client write
+/// commits on its own, and the next pass works from whatever is stored.
+/// Write `?` on every call; an `Err` goes to [`Controller::error_policy`].
 ///
-/// Most Rust code implements [`Reconciler`] instead and registers it wrapped
-/// in [`Typed`]; a WebAssembly plugin is another implementation of this trait.
+/// Take the documents as stored with [`Json`] as both types. An object whose
+/// spec or status does not decode is quarantined: logged, given a
+/// `DecodeFailed` Warning event with the decoder's message, and counted as a
+/// pass that settles nothing, so it comes back on the owed-pass cadence
+/// (staying visible) instead of spinning under backoff. Plugins built with
+/// the guest SDK follow the same policy. A WebAssembly [`Plugin`] is another
+/// implementation of this trait.
 ///
-/// Implement it with an `async fn`:
+/// [`Plugin`]: crate::plugin::Plugin
 ///
 /// ```
-/// use beehive::{Controller, ControllerClient, RawObject, ReconcileResult};
+/// use beehive::{Action, Controller, ControllerClient, Object, Result};
 ///
-/// struct Noop;
+/// #[derive(serde::Deserialize)]
+/// struct Spec { replicas: u32 }
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Status { ready: u32 }
 ///
-/// impl Controller for Noop {
-///     async fn reconcile(&self, _: &ControllerClient, _: &RawObject) -> ReconcileResult {
-///         ReconcileResult::settled()
+/// struct Clusters;
+///
+/// impl Controller for Clusters {
+///     type Spec = Spec;
+///     type Status = Status;
+///
+///     async fn reconcile(&self, client: &ControllerClient, cluster: &Object<Spec, Status>) -> Result<Action> {
+///         client.update_status(&Status { ready: cluster.spec.replicas }).await?;
+///         Ok(Action::settled())
 ///     }
 /// }
 /// ```
 pub trait Controller: Send + Sync + 'static {
+    /// The kind's spec: a serde type, or [`Json`] for the stored document.
+    type Spec: Document;
+    /// The kind's status, as `Spec`.
+    type Status: Document;
+
     /// Drives `object` toward its spec and reports what was observed.
+    ///
+    /// # Errors
+    /// Whatever stopped the pass; [`Controller::error_policy`] decides what
+    /// happens next.
     fn reconcile(
         &self,
         client: &ControllerClient,
-        object: &RawObject,
-    ) -> impl Future<Output = ReconcileResult> + Send;
+        object: &Object<Self::Spec, Self::Status>,
+    ) -> impl Future<Output = Result<Action>> + Send;
+
+    /// What a pass that returned `error` does next. The default is the
+    /// backoff ladder, with a `ReconcileFailed` event carrying the error.
+    fn error_policy(&self, object: &Object<Self::Spec, Self::Status>, error: &Error) -> Action {
+        let _ = object;
+        Action::backoff(error)
+    }
 }
 
 /// A controller shared with other owners serves as itself.
 impl<C: Controller> Controller for Arc<C> {
+    type Spec = C::Spec;
+    type Status = C::Status;
+
     fn reconcile(
         &self,
         client: &ControllerClient,
-        object: &RawObject,
-    ) -> impl Future<Output = ReconcileResult> + Send {
+        object: &Object<Self::Spec, Self::Status>,
+    ) -> impl Future<Output = Result<Action>> + Send {
         C::reconcile(self, client, object)
+    }
+
+    fn error_policy(&self, object: &Object<Self::Spec, Self::Status>, error: &Error) -> Action {
+        C::error_policy(self, object, error)
     }
 }
 
+/// What a controller's spec and status decode into: any serde type, or
+/// [`Json`] to take the document as stored (no decoding, never refused).
+pub trait Document: Sized + Send + Sync + 'static {
+    /// Reads a stored document.
+    ///
+    /// # Errors
+    /// The decoder's, when the document does not fit the type.
+    fn from_json(json: &Json) -> std::result::Result<Self, serde_json::Error>;
+}
+
+impl<T: DeserializeOwned + Send + Sync + 'static> Document for T {
+    fn from_json(json: &Json) -> std::result::Result<Self, serde_json::Error> {
+        json.decode()
+    }
+}
+
+impl Document for Json {
+    fn from_json(json: &Json) -> std::result::Result<Self, serde_json::Error> {
+        Ok(json.clone())
+    }
+}
+
+/// The object a pass is handed, or the decoder's error.
+fn decode<Spec: Document, Status: Document>(raw: &RawObject) -> Result<Object<Spec, Status>> {
+    let status = match &raw.status {
+        Some(status) => Some(decode_one(raw, "status", status)?),
+        None => None,
+    };
+    Ok(Object {
+        meta: raw.meta.clone(),
+        spec: decode_one(raw, "spec", &raw.spec)?,
+        status,
+        relations: raw.relations.clone(),
+        bookkeeping: raw.bookkeeping,
+    })
+}
+
+fn decode_one<T: Document>(raw: &RawObject, what: &str, json: &Json) -> Result<T> {
+    T::from_json(json).map_err(|source| Error::Decode {
+        what: format!("{what} of {}", raw.meta.label()),
+        source,
+    })
+}
+
 /// The future the engine holds for one pass.
-pub(crate) type PassFuture<'a> = Pin<Box<dyn Future<Output = ReconcileResult> + Send + 'a>>;
+pub(crate) type PassFuture<'a> = Pin<Box<dyn Future<Output = Action> + Send + 'a>>;
 
 /// [`Controller`] in the form the engine can store behind one pointer type:
 /// an `async fn` in a trait cannot be called through `dyn`, so every
 /// controller is boxed into this on registration.
 pub(crate) trait StoredController: Send + Sync + 'static {
-    /// Starts a pass; see [`Controller::reconcile`].
+    /// Runs a pass: decodes `object`, reconciles it, and turns an error
+    /// into the action the controller's policy names.
     fn start_pass<'a>(
         &'a self,
         client: &'a ControllerClient,
@@ -81,133 +165,27 @@ impl<C: Controller> StoredController for C {
         client: &'a ControllerClient,
         object: &'a RawObject,
     ) -> PassFuture<'a> {
-        Box::pin(self.reconcile(client, object))
-    }
-}
-
-/// Reconcile logic over decoded spec and status types.
-pub trait Reconciler<Spec, Status>: Send + Sync + 'static {
-    /// Drives `object` toward its spec and reports what was observed.
-    fn reconcile(
-        &self,
-        client: &ControllerClient,
-        object: &Object<Spec, Status>,
-    ) -> impl Future<Output = ReconcileResult> + Send;
-}
-
-/// Adapts a [`Reconciler`] into a [`Controller`]: decodes each object before
-/// the pass. An object that does not decode is quarantined: logged, given a
-/// `DecodeFailed` Warning event with the decoder's message, and its pass
-/// counted as a success that settles nothing, so it comes back on the
-/// owed-pass cadence (staying visible) instead of spinning under backoff.
-/// Plugins built with the guest SDK follow the same policy.
-pub struct Typed<R, Spec, Status> {
-    reconciler: R,
-    _types: PhantomData<fn() -> (Spec, Status)>,
-}
-
-impl<R, Spec, Status> Typed<R, Spec, Status> {
-    /// Wraps `reconciler`.
-    pub fn new(reconciler: R) -> Self {
-        Typed {
-            reconciler,
-            _types: PhantomData,
-        }
-    }
-}
-
-impl<R, Spec, Status> Controller for Typed<R, Spec, Status>
-where
-    R: Reconciler<Spec, Status>,
-    Spec: Serialize + DeserializeOwned + Send + Sync + 'static,
-    Status: Serialize + DeserializeOwned + Send + Sync + 'static,
-{
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
-        match Object::<Spec, Status>::from_raw(object.clone()) {
-            Ok(typed) => self.reconciler.reconcile(client, &typed).await,
-            Err(error) => {
-                tracing::warn!(object = %object.meta.label(), %error, "quarantined: the object does not decode");
-                let event = crate::EventSpec::warning("DecodeFailed").message(error.to_string());
-                if let Err(failed) = client.add_event(event).await {
-                    tracing::warn!(object = %object.meta.label(), %failed, "cannot record DecodeFailed");
-                }
-                ReconcileResult::unsettled()
+        Box::pin(async move {
+            let typed = match decode::<C::Spec, C::Status>(object) {
+                Ok(typed) => typed,
+                Err(error) => return quarantine(client, object, &error).await,
+            };
+            match self.reconcile(client, &typed).await {
+                Ok(action) => action,
+                Err(error) => self.error_policy(&typed, &error),
             }
-        }
+        })
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    Settled,
-    Unsettled,
-    Failed(String),
-    Invalid(String),
-}
-
-/// What a pass reports. Build it with [`ReconcileResult::settled`],
-/// [`ReconcileResult::unsettled`] or [`ReconcileResult::fail`]:
-///
-/// | result | records the generation | next pass |
-/// |---|---|---|
-/// | `settled()` | yes | none scheduled |
-/// | `unsettled()` | no | after the owed-pass interval |
-/// | either `.requeue_after(d)` | as above | after `d` (zero: as soon as the floor allows) |
-/// | `fail(e)` | no | the backoff ladder; `requeue_after` is ignored |
-#[must_use]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReconcileResult {
-    pub(crate) verdict: Verdict,
-    pub(crate) requeue_after: Option<Duration>,
-}
-
-impl ReconcileResult {
-    /// The pass observed the object's current generation, which the host
-    /// records. It claims nothing about health.
-    pub fn settled() -> Self {
-        Self::of(Verdict::Settled)
+/// Records why `object` does not decode; the pass settles nothing.
+async fn quarantine(client: &ControllerClient, object: &RawObject, error: &Error) -> Action {
+    tracing::warn!(object = %object.meta.label(), %error, "quarantined: the object does not decode");
+    let event = crate::EventSpec::warning("DecodeFailed").message(error.to_string());
+    if let Err(failed) = client.add_event(event).await {
+        tracing::warn!(object = %object.meta.label(), %failed, "cannot record DecodeFailed");
     }
-
-    /// The pass did real work but the object has not caught up; nothing is
-    /// recorded, and the object comes back after the owed-pass interval unless
-    /// [`ReconcileResult::requeue_after`] says otherwise.
-    pub fn unsettled() -> Self {
-        Self::of(Verdict::Unsettled)
-    }
-
-    /// The pass failed: nothing is recorded and the object retries on the
-    /// backoff ladder.
-    pub fn fail(error: impl std::fmt::Display) -> Self {
-        Self::of(Verdict::Failed(error.to_string()))
-    }
-
-    /// A result that cannot be used (a plugin's malformed answer); it fails
-    /// the pass.
-    pub(crate) fn invalid(why: impl Into<String>) -> Self {
-        Self::of(Verdict::Invalid(why.into()))
-    }
-
-    fn of(verdict: Verdict) -> Self {
-        ReconcileResult {
-            verdict,
-            requeue_after: None,
-        }
-    }
-
-    /// Schedules the next pass after `delay`; zero means as soon as the
-    /// per-object floor allows. Ignored on a failed pass.
-    pub fn requeue_after(mut self, delay: Duration) -> Self {
-        self.requeue_after = Some(delay);
-        self
-    }
-
-    /// The failure this result carries, if any.
-    pub fn error(&self) -> Option<&str> {
-        match &self.verdict {
-            Verdict::Failed(message) | Verdict::Invalid(message) => Some(message),
-            Verdict::Settled | Verdict::Unsettled => None,
-        }
-    }
+    Action::unsettled()
 }
 
 /// Per-kind settings, given at registration. Unset values take the host's.

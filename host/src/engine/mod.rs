@@ -4,6 +4,7 @@ mod admin;
 pub(crate) mod cadence;
 mod controller;
 mod controller_client;
+pub mod finalizer;
 mod host;
 mod kind;
 mod options;
@@ -17,7 +18,7 @@ mod waker;
 
 pub use admin::AdminClient;
 pub use cadence::Cadence;
-pub use controller::{Controller, ControllerOptions, ReconcileResult, Reconciler, Typed};
+pub use controller::{Action, Controller, ControllerOptions, Document, Verdict};
 pub use controller_client::{ControllerClient, STATUS_GRACE};
 pub use host::{Host, StopHandle};
 pub use options::HostOptions;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use tracing::Instrument;
 
-use crate::engine::controller::{StoredController, Verdict};
+use crate::engine::controller::{Action, StoredController, Verdict};
 use crate::engine::controller_client::ControllerClient;
 use crate::engine::options::KindSettings;
 use crate::engine::queue::{Outcome, WorkQueue};
@@ -181,11 +181,11 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
     let took = started.elapsed();
     let (held_status, left_open) = client.end();
     let result = match called {
-        Ok(_) if left_open => crate::engine::controller::ReconcileResult::invalid(
-            "the pass returned with a transaction open; it was rolled back",
-        ),
-        Ok(result) => result,
-        Err(_) => crate::engine::controller::ReconcileResult::invalid("the controller panicked"),
+        Ok(_) if left_open => {
+            Action::backoff("the pass returned with a transaction open; it was rolled back")
+        }
+        Ok(action) => action,
+        Err(_) => Action::backoff("the controller panicked"),
     };
     record(kind.metrics, &result, took);
     let watermark = has_dependencies.then_some(cursor);
@@ -202,16 +202,12 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
 /// Counts the pass as controller-runtime does: `error` for a failure,
 /// `requeue_after` for a pass that asked for a delay, `requeue` for one
 /// that did not settle, `success` otherwise.
-fn record(
-    metrics: &crate::metrics::KindMetrics,
-    result: &crate::engine::controller::ReconcileResult,
-    took: Duration,
-) {
+fn record(metrics: &crate::metrics::KindMetrics, result: &Action, took: Duration) {
     metrics
         .reconcile_time
         .observe(crate::metrics::seconds(took));
     match (&result.verdict, result.requeue_after) {
-        (Verdict::Failed(_) | Verdict::Invalid(_), _) => {
+        (Verdict::Failed(_), _) => {
             metrics.error.inc();
             metrics.errors.inc();
         }
@@ -238,10 +234,10 @@ fn handshake(
     object: &RawObject,
     held_status: Option<Json>,
     watermark: Option<i64>,
-    result: crate::engine::controller::ReconcileResult,
+    result: Action,
 ) -> Finish {
     let meta = &object.meta;
-    let (id, generation, owed) = (meta.id, meta.generation, meta.reconcile_owed);
+    let (id, generation, owed) = (meta.id, meta.generation, object.bookkeeping.reconcile_owed);
     let label = meta.label();
     let object_ref = meta.to_ref();
     let settings = kind.settings();
@@ -278,7 +274,7 @@ fn handshake(
             });
             (outcome, job)
         }
-        Verdict::Failed(message) | Verdict::Invalid(message) => {
+        Verdict::Failed(message) => {
             tracing::warn!(object = %label, error = %message, "reconcile failed");
             let message = crate::naming::clip(&message, crate::naming::MAX_MESSAGE_BYTES);
             let event = EventSpec::warning("ReconcileFailed")
@@ -303,7 +299,7 @@ fn handshake(
         Outcome::Failed => Some(kind.queue.next_backoff(id)),
         Outcome::Gone => None,
     };
-    let job = with_requeue(job, id, meta.requeue_at, next_pass);
+    let job = with_requeue(job, id, object.bookkeeping.requeue_at, next_pass);
     let Some(job) = job else {
         return Finish::Done(outcome);
     };

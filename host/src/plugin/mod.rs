@@ -41,7 +41,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::engine::{Controller, ControllerClient, ControllerOptions, ReconcileResult};
+use crate::engine::{Action, Controller, ControllerClient, ControllerOptions};
 use crate::event::EventSpec;
 use crate::object::{GroupKind, RawObject};
 use crate::sync::lock;
@@ -182,11 +182,11 @@ impl Plugin {
         Ok(())
     }
 
-    async fn run(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+    async fn run(&self, client: &ControllerClient, object: &RawObject) -> Action {
         tracing::Span::current().record("version", short_hash(&self.content_hash));
         let mut warm = match self.warm().await {
             Ok(warm) => warm,
-            Err(error) => return ReconcileResult::invalid(error.to_string()),
+            Err(error) => return Action::backoff(error.to_string()),
         };
         let stderr_before = warm.store.data().stderr.contents().len();
         let state = warm.store.data_mut();
@@ -204,7 +204,7 @@ impl Plugin {
         {
             Ok(handle) => handle,
             Err(error) => {
-                return ReconcileResult::invalid(format!("plugin {}: {error}", self.sandbox.name));
+                return Action::backoff(format!("plugin {}: {error}", self.sandbox.name));
             }
         };
         let borrowed = wasmtime::component::Resource::new_borrow(handle.rep());
@@ -231,7 +231,7 @@ impl Plugin {
                 self.sandbox.count_failure(&error);
                 let why = self.sandbox.failure(&warm, &error, stderr_before);
                 tracing::warn!(plugin = &*self.sandbox.name, object = %object.meta.label(), "plugin pass failed: {why}");
-                ReconcileResult::invalid(why)
+                Action::backoff(why)
             }
         }
     }
@@ -264,14 +264,14 @@ async fn record_denials(client: &ControllerClient, denied: Vec<String>) {
 /// The longest requeue delay a plugin may ask for; more is a malformed result.
 const MAX_REQUEUE: Duration = Duration::from_secs(366 * 24 * 60 * 60);
 
-fn reconcile_result(name: &str, result: wit::ReconcileResult) -> ReconcileResult {
+fn reconcile_result(name: &str, result: wit::ReconcileResult) -> Action {
     let base = match result.verdict {
-        wit::Verdict::Settled => ReconcileResult::settled(),
-        wit::Verdict::Unsettled => ReconcileResult::unsettled(),
-        wit::Verdict::Failed(message) => return ReconcileResult::fail(message),
+        wit::Verdict::Settled => Action::settled(),
+        wit::Verdict::Unsettled => Action::unsettled(),
+        wit::Verdict::Failed(message) => return Action::backoff(message),
     };
     match result.requeue_after_ms.map(Duration::from_millis) {
-        Some(delay) if delay > MAX_REQUEUE => ReconcileResult::invalid(format!(
+        Some(delay) if delay > MAX_REQUEUE => Action::backoff(format!(
             "plugin {name} returned a malformed result: a requeue delay of {delay:?}"
         )),
         Some(delay) => base.requeue_after(delay),
@@ -279,9 +279,17 @@ fn reconcile_result(name: &str, result: wit::ReconcileResult) -> ReconcileResult
     }
 }
 
+/// A plugin takes its objects as stored: the component decodes them.
 impl Controller for Plugin {
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
-        self.run(client, object).await
+    type Spec = crate::Json;
+    type Status = crate::Json;
+
+    async fn reconcile(
+        &self,
+        client: &ControllerClient,
+        object: &RawObject,
+    ) -> crate::Result<Action> {
+        Ok(self.run(client, object).await)
     }
 }
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use beehive::engine::Cadence;
 use beehive::{
-    Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host, HostOptions,
-    RawObject, ReconcileResult, Store, event::EventFilter,
+    Action, Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind, Host,
+    HostOptions, Json, RawObject, Result, Store, event::EventFilter,
 };
 use beehive_e2e::{
     create, eventually, metric, run_after_restart, run_then_crash, serve, spec, stop, update,
@@ -39,7 +39,7 @@ impl Apps {
         self.passes.lock().unwrap().get(&id).copied().unwrap_or(0)
     }
 
-    async fn pass(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+    async fn pass(&self, client: &ControllerClient, object: &RawObject) -> Action {
         *self
             .passes
             .lock()
@@ -70,18 +70,21 @@ impl Apps {
                 .await
         };
         match outcome.await {
-            Ok(()) => ReconcileResult::settled(),
+            Ok(()) => Action::settled(),
             Err(error) => {
                 self.errors.lock().unwrap().push(error.to_string());
-                ReconcileResult::fail(error)
+                Action::backoff(error)
             }
         }
     }
 }
 
 impl Controller for Apps {
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
-        self.pass(client, object).await
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> Result<Action> {
+        Ok(self.pass(client, object).await)
     }
 }
 
@@ -92,22 +95,22 @@ struct Dbs {
 }
 
 impl Controller for Dbs {
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> Result<Action> {
         if object.meta.deletion_requested_at.is_some() {
-            return ReconcileResult::settled();
+            return Ok(Action::settled());
         }
         let passes = {
             let mut passes = self.passes.lock().unwrap();
             *passes += 1;
             *passes
         };
-        match client
+        client
             .update_status(&serde_json::json!({ "passes": passes }))
-            .await
-        {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
+            .await?;
+        Ok(Action::settled())
     }
 }
 
@@ -355,11 +358,14 @@ struct HangingApps {
 }
 
 impl Controller for HangingApps {
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> Result<Action> {
         if self.inner.passes_of(object.meta.id) >= 2 {
             std::future::pending::<()>().await;
         }
-        self.inner.pass(client, object).await
+        Ok(self.inner.pass(client, object).await)
     }
 }
 

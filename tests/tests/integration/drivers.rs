@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
-    Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec, GroupKind,
-    Host, HostOptions, Object, RawObject, ReconcileResult, Reconciler, Store, Typed,
+    Action, Controller, ControllerClient, ControllerOptions, CreateOptions, Error, EventSpec,
+    GroupKind, Host, HostOptions, Json, Object, RawObject, Result, Store,
 };
 use beehive_e2e::{
     PassCounter, create, delete_and_wait_gone, eventually, metric, serve, serve_with, spec, stop,
@@ -133,10 +133,13 @@ async fn stop_reports_a_pass_that_outlives_its_deadline() {
     let started = Arc::new(tokio::sync::Notify::new());
     struct Stuck(Arc<tokio::sync::Notify>);
     impl Controller for Stuck {
-        async fn reconcile(&self, _: &ControllerClient, _: &RawObject) -> ReconcileResult {
+        type Spec = Json;
+        type Status = Json;
+
+        async fn reconcile(&self, _: &ControllerClient, _: &RawObject) -> Result<Action> {
             self.0.notify_one();
             tokio::time::sleep(Duration::from_secs(3600)).await;
-            ReconcileResult::settled()
+            Ok(Action::settled())
         }
     }
     let running = serve(&host, widget(), Stuck(started.clone())).await;
@@ -163,19 +166,20 @@ struct Greeted {
 
 struct Greeter;
 
-impl Reconciler<Greeting, Greeted> for Greeter {
+impl Controller for Greeter {
+    type Spec = Greeting;
+    type Status = Greeted;
+
     async fn reconcile(
         &self,
         client: &ControllerClient,
         object: &Object<Greeting, Greeted>,
-    ) -> ReconcileResult {
+    ) -> Result<Action> {
         let status = Greeted {
             message: format!("Hello, {}!", object.spec.name),
         };
-        match client.update_status(&status).await {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
-        }
+        client.update_status(&status).await?;
+        Ok(Action::settled())
     }
 }
 
@@ -183,7 +187,7 @@ impl Reconciler<Greeting, Greeted> for Greeter {
 async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
     let store = beehive_e2e::store();
     let host = Host::new(&store, quiet()).unwrap();
-    let running = serve(&host, widget(), Typed::new(Greeter)).await;
+    let running = serve(&host, widget(), Greeter).await;
     let client = host.typed_client::<Greeting, Greeted>(widget());
     let created = client
         .create(
@@ -268,16 +272,17 @@ async fn the_sweeper_applies_event_and_write_log_retention() {
     let counter = reasons.clone();
     struct Chatty(Arc<Mutex<usize>>);
     impl Controller for Chatty {
-        async fn reconcile(&self, client: &ControllerClient, _o: &RawObject) -> ReconcileResult {
+        type Spec = Json;
+        type Status = Json;
+
+        async fn reconcile(&self, client: &ControllerClient, _o: &RawObject) -> Result<Action> {
             for i in 0..5 {
                 // Alternating reasons make five runs in one timeline.
                 let reason = if i % 2 == 0 { "Up" } else { "Down" };
-                if let Err(error) = client.add_event(EventSpec::normal(reason)).await {
-                    return ReconcileResult::fail(error);
-                }
+                client.add_event(EventSpec::normal(reason)).await?;
                 *self.0.lock().unwrap() += 1;
             }
-            ReconcileResult::settled()
+            Ok(Action::settled())
         }
     }
     let running = serve(&host, widget(), Chatty(counter)).await;
@@ -337,7 +342,10 @@ impl Appointments {
 }
 
 impl Controller for Appointments {
-    async fn reconcile(&self, _: &ControllerClient, object: &RawObject) -> ReconcileResult {
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, _: &ControllerClient, object: &RawObject) -> Result<Action> {
         let pass = {
             let mut passes = self.passes.lock().unwrap();
             let count = passes.entry(object.meta.name.clone()).or_default();
@@ -348,11 +356,11 @@ impl Controller for Appointments {
             .as_str()
             .unwrap_or("")
             .to_string();
-        match (act.as_str(), pass) {
-            ("later", 1) => ReconcileResult::settled().requeue_after(Duration::from_millis(1500)),
-            ("fail", 1) => ReconcileResult::fail("not yet"),
-            _ => ReconcileResult::settled(),
-        }
+        Ok(match (act.as_str(), pass) {
+            ("later", 1) => Action::settled().requeue_after(Duration::from_millis(1500)),
+            ("fail", 1) => Action::backoff("not yet"),
+            _ => Action::settled(),
+        })
     }
 }
 

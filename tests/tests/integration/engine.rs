@@ -5,10 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use beehive::engine::finalizer::{self, Event};
 use beehive::engine::{Cadence, StopHandle};
 use beehive::{
-    Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
-    Error, EventSpec, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store,
+    Action, Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions,
+    CreateOptions, Error, EventSpec, GroupKind, Host, HostOptions, Json, RawObject, Result, Store,
     event::EventFilter,
 };
 use beehive_e2e::{
@@ -26,35 +27,38 @@ struct FnController<F>(F);
 impl<F, Fut> Controller for FnController<F>
 where
     F: Fn(ControllerClient, RawObject) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ReconcileResult> + Send + 'static,
+    Fut: std::future::Future<Output = Action> + Send + 'static,
 {
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
-        (self.0)(client.clone(), object.clone()).await
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> Result<Action> {
+        Ok((self.0)(client.clone(), object.clone()).await)
     }
 }
 
 fn controller<F, Fut>(f: F) -> FnController<F>
 where
     F: Fn(ControllerClient, RawObject) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ReconcileResult> + Send + 'static,
+    Fut: std::future::Future<Output = Action> + Send + 'static,
 {
     FnController(f)
 }
 
 /// A controller like [`controller`]'s whose closure is also handed a clone of
 /// `shared` (the test's view of what its passes did) on every pass.
-fn sharing<S, F, Fut>(shared: S, f: F) -> impl Controller
+fn sharing<S, F, Fut>(shared: S, f: F) -> impl Controller<Spec = Json, Status = Json>
 where
     S: Clone + Send + Sync + 'static,
     F: Fn(S, ControllerClient, RawObject) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ReconcileResult> + Send + 'static,
+    Fut: std::future::Future<Output = Action> + Send + 'static,
 {
     controller(move |client, object| f(shared.clone(), client, object))
 }
 
 /// A controller whose passes return `script(n)` for the n-th pass (from 0),
 /// with the count of passes so far.
-fn scripted(script: fn(usize) -> ReconcileResult) -> (Arc<AtomicUsize>, impl Controller) {
+fn scripted(script: fn(usize) -> Action) -> (Arc<AtomicUsize>, impl Controller) {
     let passes = Arc::new(AtomicUsize::new(0));
     let count = passes.clone();
     let controller = controller(move |_client, _object| {
@@ -72,7 +76,7 @@ struct Recorder {
 }
 
 impl Recorder {
-    fn controller(&self) -> impl Controller {
+    fn controller(&self) -> impl Controller<Spec = Json, Status = Json> {
         sharing(self.passes.clone(), |passes, client, object| async move {
             *passes
                 .lock()
@@ -80,8 +84,8 @@ impl Recorder {
                 .entry((object.meta.id, object.meta.generation))
                 .or_default() += 1;
             match client.update_status_json(object.spec.clone()).await {
-                Ok(()) => ReconcileResult::settled(),
-                Err(error) => ReconcileResult::fail(error),
+                Ok(()) => Action::settled(),
+                Err(error) => Action::backoff(error),
             }
         })
     }
@@ -167,9 +171,9 @@ async fn a_failing_controller_backs_off_and_recovers() {
             let mut calls = seen.lock().unwrap();
             calls.push(Instant::now());
             if calls.len() <= 4 {
-                ReconcileResult::fail("not yet")
+                Action::backoff("not yet")
             } else {
-                ReconcileResult::settled()
+                Action::settled()
             }
         }),
         ControllerOptions::new().cadence(Cadence::new().max_retry_interval(Duration::from_secs(2))),
@@ -207,7 +211,7 @@ async fn a_client_kept_past_its_pass_is_refused() {
         widget(),
         sharing(kept.clone(), |stash, client, _object| async move {
             *stash.lock().unwrap() = Some(client);
-            ReconcileResult::settled()
+            Action::settled()
         }),
     )
     .await;
@@ -284,10 +288,10 @@ async fn a_finalizer_holds_the_row_until_its_controller_clears_it() {
             if object.meta.deletion_requested_at.is_some() {
                 count.fetch_add(1, Ordering::SeqCst);
                 if let Err(error) = client.delete_finalizer("test.dev/cleanup").await {
-                    return ReconcileResult::fail(error);
+                    return Action::backoff(error);
                 }
             }
-            ReconcileResult::settled()
+            Action::settled()
         }),
         ControllerOptions::new().finalizers(["test.dev/cleanup"]),
     )
@@ -317,12 +321,12 @@ async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
             if object.meta.deletion_requested_at.is_some() {
                 seen.lock().unwrap().push(added);
                 if let Err(error) = client.delete_finalizer("test.dev/cleanup").await {
-                    return ReconcileResult::fail(error);
+                    return Action::backoff(error);
                 }
             } else if let Err(error) = added {
-                return ReconcileResult::fail(error);
+                return Action::backoff(error);
             }
-            ReconcileResult::settled()
+            Action::settled()
         }),
         ControllerOptions::new().finalizers(["test.dev/cleanup"]),
     )
@@ -339,6 +343,119 @@ async fn a_pass_adds_its_finalizer_but_not_once_deletion_was_requested() {
         matches!(refusals.as_slice(), [Err(Error::DeletionPending { .. })]),
         "{refusals:?}"
     );
+    stop(running).await;
+}
+
+/// Runs its objects under the finalizer helper, counting each event.
+#[derive(Clone, Default)]
+struct Buckets {
+    applied: Arc<AtomicUsize>,
+    cleaned: Arc<AtomicUsize>,
+}
+
+impl Controller for Buckets {
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, client: &ControllerClient, bucket: &RawObject) -> Result<Action> {
+        finalizer::run(client, "test.dev/bucket", bucket, |event| async move {
+            let counter = match event {
+                Event::Apply(_) => &self.applied,
+                Event::Cleanup(_) => &self.cleaned,
+            };
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(Action::settled())
+        })
+        .await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_finalizer_helper_adds_cleans_up_and_lets_the_object_go() {
+    let (_store, host) = fast_host();
+    let buckets = Buckets::default();
+    let running = serve_with(
+        &host,
+        widget(),
+        buckets.clone(),
+        ControllerOptions::new().finalizers(["test.dev/bucket"]),
+    )
+    .await;
+    let client = host.client(widget());
+    let created = create(&client, "b", "{}").await;
+    eventually("the bucket carries the finalizer and settled", || {
+        let read = client.get(created.meta.id).unwrap();
+        read.meta.finalizers == ["test.dev/bucket"] && read.meta.is_observed()
+    })
+    .await;
+    assert_eq!(buckets.cleaned.load(Ordering::SeqCst), 0);
+    delete_and_wait_gone(&client, created.meta.id).await;
+    assert_eq!(buckets.cleaned.load(Ordering::SeqCst), 1);
+    assert!(buckets.applied.load(Ordering::SeqCst) >= 1);
+    stop(running).await;
+}
+
+/// Fails every pass with its own error, under the default error policy.
+struct Failing;
+
+impl Controller for Failing {
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, _: &ControllerClient, _: &RawObject) -> Result<Action> {
+        Err(Error::msg("the upstream API is down"))
+    }
+}
+
+/// Fails as `Failing` does, with a policy that settles instead of backing off.
+struct Forgiving;
+
+impl Controller for Forgiving {
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> Result<Action> {
+        Failing.reconcile(client, object).await
+    }
+
+    fn error_policy(&self, _: &RawObject, error: &Error) -> Action {
+        assert_eq!(error.to_string(), "the upstream API is down");
+        Action::settled()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_goes_to_the_error_policy() {
+    let (_store, host) = fast_host();
+    let running = serve(&host, widget(), Forgiving).await;
+    let client = host.client(widget());
+    let created = create(&client, "p", "{}").await;
+    eventually("the policy's action settled the object", || {
+        client.get(created.meta.id).unwrap().meta.is_observed()
+    })
+    .await;
+    let failures = client
+        .list_events(created.meta.id, &EventFilter::all().category("reconcile"))
+        .unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    stop(running).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_backs_off_with_its_text_in_an_event_by_default() {
+    let (_store, host) = fast_host();
+    let running = serve(&host, widget(), Failing).await;
+    let client = host.client(widget());
+    let created = create(&client, "f", "{}").await;
+    eventually("the failure is recorded", || {
+        client
+            .list_events(created.meta.id, &EventFilter::all().category("reconcile"))
+            .unwrap()
+            .iter()
+            .any(|e| e.reason == "ReconcileFailed" && e.message == "the upstream API is down")
+    })
+    .await;
+    assert!(!client.get(created.meta.id).unwrap().meta.is_observed());
     stop(running).await;
 }
 
@@ -402,9 +519,9 @@ async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
             match report.await {
                 Ok(()) => {
                     let _ = object;
-                    ReconcileResult::settled()
+                    Action::settled()
                 }
-                Err(error) => ReconcileResult::fail(error),
+                Err(error) => Action::backoff(error),
             }
         }),
     )
@@ -507,8 +624,8 @@ async fn requeue_needs_an_object_of_the_kind_and_a_controller() {
 async fn an_unsettled_pass_comes_back_and_a_requeue_delay_is_scheduled() {
     let (_store, host) = fast_host();
     let (passes, script) = scripted(|pass| match pass {
-        0 => ReconcileResult::unsettled().requeue_after(Duration::from_millis(1500)),
-        _ => ReconcileResult::settled().requeue_after(Duration::from_secs(3600)),
+        0 => Action::unsettled().requeue_after(Duration::from_millis(1500)),
+        _ => Action::settled().requeue_after(Duration::from_secs(3600)),
     });
     host.register(widget(), script, ControllerOptions::new())
         .await
@@ -541,7 +658,10 @@ async fn a_spec_written_mid_pass_stays_unobserved_and_runs_again() {
                 let _ = signal.send(());
                 wait.notified().await;
             }
-            inner.reconcile(&client, &object).await
+            inner
+                .reconcile(&client, &object)
+                .await
+                .unwrap_or_else(Action::backoff)
         }),
     )
     .await;
@@ -578,8 +698,8 @@ fn versioned(version: u32) -> impl Controller {
     controller(move |client, object| async move {
         let status = serde_json::json!({ "version": version, "spec": object.spec.to_value() });
         match client.update_status(&status).await {
-            Ok(()) => ReconcileResult::settled(),
-            Err(error) => ReconcileResult::fail(error),
+            Ok(()) => Action::settled(),
+            Err(error) => Action::backoff(error),
         }
     })
 }
@@ -655,8 +775,8 @@ fn a_host_dropped_mid_work_converges_every_object_when_reopened() {
             controller(|client, object| async move {
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 match client.update_status_json(object.spec.clone()).await {
-                    Ok(()) => ReconcileResult::settled(),
-                    Err(error) => ReconcileResult::fail(error),
+                    Ok(()) => Action::settled(),
+                    Err(error) => Action::backoff(error),
                 }
             }),
         )
@@ -703,8 +823,8 @@ async fn a_schedule_watch_follows_backoff_and_requeues_as_a_gauge() {
 
     let (_store, host) = fast_host();
     let (_passes, script) = scripted(|pass| match pass {
-        0 => ReconcileResult::fail("not yet"),
-        _ => ReconcileResult::settled().requeue_after(Duration::from_secs(3600)),
+        0 => Action::backoff("not yet"),
+        _ => Action::settled().requeue_after(Duration::from_secs(3600)),
     });
     host.register(widget(), script, ControllerOptions::new())
         .await

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use beehive::{
-    Controller, ControllerClient, ControllerOptions, CreateOptions, Error, GroupKind, Host,
-    HostOptions, Json, RawClient, RawObject, ReconcileResult, Store, migration::Migrator,
+    Action, Controller, ControllerClient, ControllerOptions, CreateOptions, Error, GroupKind, Host,
+    HostOptions, Json, RawClient, RawObject, Store, migration::Migrator,
 };
 use beehive_e2e::{eventually, stop};
 
@@ -50,16 +50,21 @@ impl Migrator for ClusterMigrator {
 struct Reporter;
 
 impl Controller for Reporter {
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(
+        &self,
+        client: &ControllerClient,
+        object: &RawObject,
+    ) -> beehive::Result<Action> {
         let replicas = object.spec.to_value()["replicas"].clone();
         if replicas.is_null() {
-            return ReconcileResult::fail("spec not upgraded");
+            return Err(beehive::Error::msg("spec not upgraded"));
         }
         let status = Json::from_value(&serde_json::json!({ "ready": replicas }));
-        match client.update_status_json(status).await {
-            Ok(()) => ReconcileResult::settled(),
-            Err(e) => ReconcileResult::fail(e),
-        }
+        client.update_status_json(status).await?;
+        Ok(Action::settled())
     }
 }
 

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use beehive::engine::Cadence;
 use beehive::{
-    Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions, CreateOptions,
-    Error, GroupKind, Host, HostOptions, RawObject, ReconcileResult, Store, event::EventFilter,
+    Action, Condition, ConditionStatus, Controller, ControllerClient, ControllerOptions,
+    CreateOptions, Error, GroupKind, Host, HostOptions, Json, RawObject, Result, Store,
+    event::EventFilter,
 };
 use beehive_e2e::{create, eventually, metric, serve, spec, stop};
 
@@ -37,11 +38,7 @@ fn note(seen: &Mutex<Vec<String>>, line: impl Into<String>) {
     seen.lock().unwrap().push(line.into());
 }
 
-async fn run(
-    client: &ControllerClient,
-    object: &RawObject,
-    seen: &Mutex<Vec<String>>,
-) -> ReconcileResult {
+async fn run(client: &ControllerClient, object: &RawObject, seen: &Mutex<Vec<String>>) -> Action {
     let children = client.kind_client(child());
     let scenario = object.spec.to_value()["scenario"]
         .as_str()
@@ -65,7 +62,7 @@ async fn run(
                 })
                 .await;
             note(seen, format!("commit: {result:?}"));
-            ReconcileResult::settled()
+            Action::settled()
         }
         "rollback" => {
             let hook_ran = Arc::new(Mutex::new(false));
@@ -90,7 +87,7 @@ async fn run(
                 .await;
             note(seen, format!("rollback: {}", result.is_err()));
             note(seen, format!("hook ran: {}", hook_ran.lock().unwrap()));
-            ReconcileResult::settled()
+            Action::settled()
         }
         "nested" => {
             let outcome = async {
@@ -107,7 +104,7 @@ async fn run(
                 seen,
                 format!("extra commit: {:?}", client.commit().await.err()),
             );
-            ReconcileResult::settled()
+            Action::settled()
         }
         "hold" => {
             let outcome = async {
@@ -122,7 +119,7 @@ async fn run(
                 seen,
                 format!("hold: {:?}", outcome.err().map(|e| e.to_string())),
             );
-            ReconcileResult::settled()
+            Action::settled()
         }
         "status-rolled-back" => {
             let reported = serde_json::json!({"phase": "B"});
@@ -136,7 +133,7 @@ async fn run(
             }
             .await;
             note(seen, format!("status: {outcome:?}"));
-            ReconcileResult::settled()
+            Action::settled()
         }
         "status-nested" => {
             let outcome = async {
@@ -156,7 +153,7 @@ async fn run(
             }
             .await;
             note(seen, format!("status: {outcome:?}"));
-            ReconcileResult::settled()
+            Action::settled()
         }
         "left-open" => {
             if client.begin().await.is_ok() {
@@ -164,15 +161,18 @@ async fn run(
                     .create("abandoned", spec("{}"), CreateOptions::new())
                     .await;
             }
-            ReconcileResult::settled()
+            Action::settled()
         }
-        _ => ReconcileResult::settled(),
+        _ => Action::settled(),
     }
 }
 
 impl Controller for Scenario {
-    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> ReconcileResult {
-        run(client, object, &self.seen).await
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> Result<Action> {
+        Ok(run(client, object, &self.seen).await)
     }
 }
 
@@ -316,16 +316,19 @@ async fn writers_outside_a_transaction_wait_for_it_and_then_proceed() {
         release: Arc<tokio::sync::Notify>,
     }
     impl Controller for Holder {
+        type Spec = Json;
+        type Status = Json;
+
         async fn reconcile(
             &self,
             client: &ControllerClient,
             _object: &RawObject,
-        ) -> ReconcileResult {
+        ) -> Result<Action> {
             let signal = self.entered.lock().unwrap().take();
             let Some(signal) = signal else {
-                return ReconcileResult::settled();
+                return Ok(Action::settled());
             };
-            let result = client
+            client
                 .within(|tx| async move {
                     tx.set_condition(Condition::new("Held", ConditionStatus::True))
                         .await?;
@@ -333,11 +336,8 @@ async fn writers_outside_a_transaction_wait_for_it_and_then_proceed() {
                     self.release.notified().await;
                     Ok(())
                 })
-                .await;
-            match result {
-                Ok(()) => ReconcileResult::settled(),
-                Err(error) => ReconcileResult::fail(error),
-            }
+                .await?;
+            Ok(Action::settled())
         }
     }
     let running = serve(

@@ -200,11 +200,11 @@ fn apply_spec(
     if object.spec == spec {
         return Ok(object);
     }
-    if spec_version < object.meta.spec_version {
+    if spec_version < object.bookkeeping.spec_version {
         return Err(Error::SchemaVersionDowngrade {
             what: object.meta.label(),
             document: "spec",
-            stored: object.meta.spec_version,
+            stored: object.bookkeeping.spec_version,
             writer: spec_version,
         });
     }

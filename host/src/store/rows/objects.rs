@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::object::{
-    Condition, ConditionStatus, GroupKind, Loads, Meta, ObjectId, ObjectRef, RawObject, Relations,
-    Timestamp,
+    Bookkeeping, Condition, ConditionStatus, GroupKind, Loads, Meta, ObjectId, ObjectRef,
+    RawObject, Relations, Timestamp,
 };
 use crate::store::backend::{Conn, Dialect, Param, Row, RowCount, params};
 use crate::store::rows::events;
@@ -65,8 +65,6 @@ fn object_from_row(row: &Row<'_>) -> Result<RawObject> {
             id: row.get(0)?,
             group_kind: group_kind_at(row, 1)?,
             name: row.get(3)?,
-            spec_version: row.get(6)?,
-            status_version: row.get(7)?,
             generation: row.get(8)?,
             observed_generation: row.get(9)?,
             observed_at: row.get::<Option<i64>>(10)?.map(Timestamp::from_millis),
@@ -76,12 +74,16 @@ fn object_from_row(row: &Row<'_>) -> Result<RawObject> {
             conditions: Vec::new(),
             created_at: Timestamp::from_millis(row.get(14)?),
             updated_at: Timestamp::from_millis(row.get(15)?),
-            reconcile_owed: row.get(16)?,
-            requeue_at: row.get::<Option<i64>>(17)?.map(Timestamp::from_millis),
         },
         spec: Json::from_stored(row.get(4)?),
         status: row.get::<Option<String>>(5)?.map(Json::from_stored),
         relations: Relations::default(),
+        bookkeeping: Bookkeeping {
+            spec_version: row.get(6)?,
+            status_version: row.get(7)?,
+            reconcile_owed: row.get(16)?,
+            requeue_at: row.get::<Option<i64>>(17)?.map(Timestamp::from_millis),
+        },
     })
 }
 
@@ -485,14 +487,14 @@ fn stored_new(new: NewObject<'_>) -> RawObject {
             conditions: Vec::new(),
             created_at: new.now,
             updated_at: new.now,
-            spec_version: new.spec_version,
-            status_version: 0,
-            reconcile_owed: 0,
-            requeue_at: None,
         },
         spec: new.spec.clone(),
         status: None,
         relations: Relations::default(),
+        bookkeeping: Bookkeeping {
+            spec_version: new.spec_version,
+            ..Bookkeeping::default()
+        },
     }
 }
 
@@ -520,7 +522,7 @@ pub(crate) fn update_spec(
         ],
     )?;
     object.spec = spec;
-    object.meta.spec_version = spec_version;
+    object.bookkeeping.spec_version = spec_version;
     object.meta.generation += 1;
     object.meta.resource_version = resource_version;
     object.meta.updated_at = now;

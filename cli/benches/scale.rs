@@ -1,32 +1,52 @@
-//! What the CLI costs as the store grows, through the real binary with no
-//! host running (each command opens the database itself, as an operator's
-//! would between host runs). The store is grown by `apply -f -` of JSON
-//! lines in batches of 20,000, as a user would load it.
+//! What the CLI and a host cost as the store grows, through the real
+//! binary. The store is grown by `apply -f -` of JSON lines in batches of
+//! 20,000 with no host running, as a user would load it; a host then
+//! serves it with the greeting plugin (`scripts/build-plugins`), whose
+//! compiled code is cached by a first start on the empty store, as any
+//! restart finds it.
 //!
 //! Prints, at each size N (10k and 100k; 1M too with `BEEHIVE_SCALE_1M=1`):
 //! - `scale.apply_per_s@N`: objects per second of the batch that brought
 //!   the store to N objects;
+//! - `scale.converge_s@N`: from starting `beehive run` to every object
+//!   settled, for the objects applied since the last size; and
+//!   `scale.converge_per_s@N`, those objects per second;
+//! - `scale.idle_cpu_ms_per_min@N`: CPU time of the settled host over 30 s
+//!   (every thread, from `/proc/PID/task/*/schedstat`), per minute, with
+//!   the threads that spent it;
+//! - `scale.rss_mib@N`: the settled host's resident memory;
+//! - `scale.restart_to_socket_ms@N`: a restart of the settled host, until
+//!   its socket accepts;
+//! - `scale.restart_first_pass_ms@N`: the same restart, until an object
+//!   applied once the socket accepts has had its first pass;
 //! - `scale.get_one_ms@N`: `beehive get KIND NAME -o json` of one object,
-//!   process start included; the median of five;
+//!   process start included, with no host; the median of five;
 //! - `scale.get_small_kind_ms@N`: `beehive get KIND` of a 20-object kind
 //!   beside the big one, the same way;
 //! - `scale.db_mib@N`: the database's size on disk, its write-ahead log
 //!   included.
 //!
-//! And once, before anything runs: `scale.load_avg_1m`, the machine's load,
-//! since these figures move with it.
+//! And `scale.load_avg_1m` before each size, since these figures move with
+//! the machine's load.
 
 use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Objects per `apply`.
 const BATCH: usize = 20_000;
 
-/// The big kind, and the small one beside it.
-const BIG: &str = "Bulk.scale.dev";
+/// The big kind (the greeting plugin's), and the small one beside it.
+const BIG: &str = "Greeting.example.dev";
 const SMALL: &str = "Small.scale.dev";
+
+/// How long the settled host is watched for idle CPU.
+const IDLE: Duration = Duration::from_secs(30);
+
+/// How long any wait here may take before the benchmark gives up.
+const PATIENCE: Duration = Duration::from_secs(900);
 
 /// Runs `beehive --db DB ARGS` with `stdin`, and insists it succeeds.
 fn beehive(db: &Path, args: &[&str], stdin: &[u8]) {
@@ -55,7 +75,9 @@ fn beehive(db: &Path, args: &[&str], stdin: &[u8]) {
 /// JSON lines for objects `from..to` of `kind`.
 fn manifests(kind: &str, from: usize, to: usize) -> Vec<u8> {
     (from..to)
-        .map(|i| format!("{{\"kind\":\"{kind}\",\"name\":\"o{i}\",\"spec\":{{\"n\":{i}}}}}\n"))
+        .map(|i| {
+            format!("{{\"kind\":\"{kind}\",\"name\":\"o{i}\",\"spec\":{{\"name\":\"n{i}\"}}}}\n")
+        })
         .collect::<String>()
         .into_bytes()
 }
@@ -82,9 +104,15 @@ fn median(mut samples: Vec<f64>) -> f64 {
 }
 
 /// The figures this benchmark prints, without their sizes.
-const FIGURES: [&str; 5] = [
+const FIGURES: [&str; 11] = [
     "scale.load_avg_1m",
     "scale.apply_per_s",
+    "scale.converge_s",
+    "scale.converge_per_s",
+    "scale.idle_cpu_ms_per_min",
+    "scale.rss_mib",
+    "scale.restart_to_socket_ms",
+    "scale.restart_first_pass_ms",
     "scale.get_one_ms",
     "scale.get_small_kind_ms",
     "scale.db_mib",
@@ -104,21 +132,258 @@ fn load_average() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// Waits until `done` holds, polling every `every`.
+///
+/// # Panics
+/// After [`PATIENCE`], naming `what`.
+fn wait_until(what: &str, every: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting: {what}");
+        std::thread::sleep(every);
+    }
+}
+
+/// A plugin directory holding the greeting plugin.
+fn plugin_directory(scratch: &Path) -> PathBuf {
+    // The bench runs from the cli package; plugins are built into the
+    // workspace's shared target directory.
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or(target, PathBuf::from);
+    let wasm = target.join("wasm32-wasip2/release/greeting.wasm");
+    assert!(
+        wasm.exists(),
+        "{} is missing: run scripts/build-plugins first",
+        wasm.display()
+    );
+    let plugins = scratch.join("plugins");
+    std::fs::create_dir_all(&plugins).expect("the plugin directory");
+    std::fs::copy(&wasm, plugins.join("greeting.wasm")).expect("the plugin is copied");
+    plugins
+}
+
+/// A `beehive run` over the store, started now.
+struct HostProcess {
+    child: Child,
+    started: Instant,
+}
+
+impl HostProcess {
+    fn start(db: &Path, plugins: &Path) -> HostProcess {
+        let log = std::fs::File::create(db.with_extension("host.log")).expect("a host log");
+        let started = Instant::now();
+        let child = Command::new(env!("CARGO_BIN_EXE_beehive"))
+            .arg("--db")
+            .arg(db)
+            .args(["--log-level", "warn", "run", "--plugins"])
+            .arg(plugins)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("beehive run starts");
+        HostProcess { child, started }
+    }
+
+    /// Milliseconds from the start until the socket accepts a connection.
+    fn socket_ms(&mut self, db: &Path) -> f64 {
+        let socket = db.with_extension("db.sock");
+        wait_until("the host's socket", Duration::from_millis(2), || {
+            assert!(
+                self.child.try_wait().expect("the host's state").is_none(),
+                "the host exited; see {}",
+                db.with_extension("host.log").display()
+            );
+            UnixStream::connect(&socket).is_ok()
+        });
+        ms(self.started.elapsed())
+    }
+
+    /// CPU time of every thread of the process, from the scheduler.
+    fn cpu_time(&self) -> Duration {
+        let tasks = format!("/proc/{}/task", self.child.id());
+        per_thread_cpu(&tasks).into_iter().map(|(_, t)| t).sum()
+    }
+
+    /// Stops the host as an operator would (SIGTERM) and waits for it.
+    fn stop(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "the host is signalled");
+        let exited = self.child.wait().expect("the host exits");
+        assert!(exited.success(), "the host stops cleanly: {exited}");
+    }
+}
+
+/// Each thread's name and CPU time so far, from `/proc/PID/task/*/schedstat`
+/// (nanoseconds on a CPU, unlike `stat`'s 10 ms ticks).
+fn per_thread_cpu(tasks: &str) -> Vec<(String, Duration)> {
+    let Ok(entries) = std::fs::read_dir(tasks) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            let name = std::fs::read_to_string(path.join("comm")).ok()?;
+            let schedstat = std::fs::read_to_string(path.join("schedstat")).ok()?;
+            let nanos: u64 = schedstat.split_whitespace().next()?.parse().ok()?;
+            let id = path.file_name()?.to_string_lossy().into_owned();
+            Some((format!("{}:{id}", name.trim()), Duration::from_nanos(nanos)))
+        })
+        .collect()
+}
+
+/// A `/proc/PID/status` field in MiB (`VmRSS`).
+fn status_mib(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .expect("the field");
+    kib / 1024.0
+}
+
+fn ms(elapsed: Duration) -> f64 {
+    elapsed.as_secs_f64() * 1000.0
+}
+
+/// Objects of the big kind that owe a pass, read through the store's
+/// partial index of outstanding work (what the owed scan reads).
+fn outstanding(db: &Path) -> i64 {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("the store opens read-only");
+    conn.busy_timeout(Duration::from_secs(5))
+        .expect("a busy timeout");
+    conn.query_row(
+        "SELECT count(*) FROM objects \
+         WHERE grp = 'example.dev' AND kind = 'Greeting' \
+           AND (observed_generation IS NULL \
+                OR observed_generation < generation \
+                OR reconcile_owed > 0)",
+        [],
+        |row| row.get(0),
+    )
+    .expect("the count")
+}
+
+/// Whether object `name` of the big kind has been settled.
+fn settled(db: &Path, name: &str) -> bool {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("the store opens read-only");
+    conn.busy_timeout(Duration::from_secs(5))
+        .expect("a busy timeout");
+    conn.query_row(
+        "SELECT observed_generation = generation FROM objects \
+         WHERE grp = 'example.dev' AND kind = 'Greeting' AND name = ?1",
+        [name],
+        |row| row.get::<_, Option<bool>>(0),
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false)
+}
+
+/// Serves the store until the `added` objects applied since the last size
+/// settle, then measures the settled host.
+fn serve_and_settle(db: &Path, plugins: &Path, size: usize, added: usize) {
+    let mut host = HostProcess::start(db, plugins);
+    host.socket_ms(db);
+    wait_until("every object settled", Duration::from_millis(200), || {
+        outstanding(db) == 0
+    });
+    let converge = host.started.elapsed().as_secs_f64();
+    figure(&format!("scale.converge_s@{size}"), converge, "s");
+    figure(
+        &format!("scale.converge_per_s@{size}"),
+        added as f64 / converge,
+        "obj/s",
+    );
+    // Let the last status writes and the commit listener's tail finish.
+    std::thread::sleep(Duration::from_secs(2));
+    let tasks = format!("/proc/{}/task", host.child.id());
+    let before = per_thread_cpu(&tasks);
+    let cpu_before = host.cpu_time();
+    std::thread::sleep(IDLE);
+    let idle = host.cpu_time().saturating_sub(cpu_before);
+    let per_minute = ms(idle) * 60.0 / IDLE.as_secs_f64();
+    figure(
+        &format!("scale.idle_cpu_ms_per_min@{size}"),
+        per_minute,
+        "ms",
+    );
+    print_idle_threads(&before, &per_thread_cpu(&tasks));
+    figure(
+        &format!("scale.rss_mib@{size}"),
+        status_mib(host.child.id(), "VmRSS"),
+        "MiB",
+    );
+    host.stop();
+}
+
+/// Names the threads that spent CPU while the host was idle, so a
+/// regression says where it went.
+fn print_idle_threads(before: &[(String, Duration)], after: &[(String, Duration)]) {
+    for (thread, total) in after {
+        let earlier = before
+            .iter()
+            .find(|(name, _)| name == thread)
+            .map_or(Duration::ZERO, |(_, t)| *t);
+        let spent = total.saturating_sub(earlier);
+        if spent >= Duration::from_micros(100) {
+            println!("  idle cpu: thread {thread} {:.2} ms", ms(spent));
+        }
+    }
+}
+
+/// Restarts the settled host: until the socket accepts, then until an
+/// object applied through it has had its first pass.
+fn restart(db: &Path, plugins: &Path, size: usize) {
+    let mut host = HostProcess::start(db, plugins);
+    let socket = host.socket_ms(db);
+    figure(&format!("scale.restart_to_socket_ms@{size}"), socket, "ms");
+    let name = format!("fresh-{size}");
+    let manifest =
+        format!("{{\"kind\":\"{BIG}\",\"name\":\"{name}\",\"spec\":{{\"name\":\"x\"}}}}\n");
+    beehive(db, &["apply", "-f", "-"], manifest.as_bytes());
+    wait_until(
+        "the fresh object's first pass",
+        Duration::from_millis(2),
+        || settled(db, &name),
+    );
+    figure(
+        &format!("scale.restart_first_pass_ms@{size}"),
+        ms(host.started.elapsed()),
+        "ms",
+    );
+    host.stop();
+}
+
 fn main() {
     if !wanted() {
         return;
     }
-    figure("scale.load_avg_1m", load_average(), "load");
     let mut sizes = vec![10_000, 100_000];
     if std::env::var_os("BEEHIVE_SCALE_1M").is_some() {
         sizes.push(1_000_000);
     }
     let dir = tempfile::tempdir().expect("a scratch directory");
     let db = dir.path().join("scale.db");
+    let plugins = plugin_directory(dir.path());
     beehive(&db, &["apply", "-f", "-"], &manifests(SMALL, 0, 20));
+    // Compiles the plugin into the cache beside the store.
+    let mut first = HostProcess::start(&db, &plugins);
+    first.socket_ms(&db);
+    first.stop();
     let mut stored = 0;
     for size in sizes {
+        figure("scale.load_avg_1m", load_average(), "load");
         let mut last_rate = 0.0;
+        let added = size - stored;
         while stored < size {
             let to = (stored + BATCH).min(size);
             let started = Instant::now();
@@ -127,6 +392,8 @@ fn main() {
             stored = to;
         }
         figure(&format!("scale.apply_per_s@{size}"), last_rate, "obj/s");
+        serve_and_settle(&db, &plugins, size, added);
+        restart(&db, &plugins, size);
         let name = format!("o{}", size / 2);
         figure(
             &format!("scale.get_one_ms@{size}"),

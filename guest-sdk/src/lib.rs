@@ -55,7 +55,8 @@
 //! it is swapped in.
 //!
 //! **Shared with the host.** [`Meta`], [`GroupKind`], [`ObjectRef`],
-//! [`Action`], [`Verdict`], [`Condition`], [`EventSpec`], [`Cadence`] and
+//! [`Action`], [`Verdict`], [`Error`] (the contract's `ContractError`),
+//! [`Condition`], [`EventSpec`], [`Cadence`] and
 //! [`Timestamp`] come from the `beehive-types` crate, which the host's
 //! library re-exports too: a plugin and an embedded controller read
 //! metadata, report observations, end passes and ask for cadences with the

@@ -5,108 +5,18 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
-/// Every way a host call can fail (the contract's `error`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[allow(missing_docs)] // Each variant is the host's error of the same name.
-pub enum Error {
-    NotFound(String),
-    NameTaken(String),
-    DeletionPending(String),
-    InvalidName,
-    WrongKind(String),
-    InvalidOption(String),
-    InvalidDocument(String),
-    Decode(String),
-    NotLoaded(String),
-    DuplicateConditionType(String),
-    InvalidCondition(String),
-    InvalidResult(String),
-    ReconcileReturned,
-    NoController(String),
-    StoreInUse(String),
-    DependencyCycle(Vec<String>),
-    TransactionTimedOut,
-    NoTransaction,
-    ConcurrentNestedTransaction,
-    StaleTransaction,
-    SchemaVersionDowngrade(String),
-    WatchTooOld,
-    WatchTooNew,
-    Stopped,
-    Other(String),
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::NotFound(what) => write!(f, "not found: {what}"),
-            Error::NameTaken(name) => write!(f, "the name is taken: {name}"),
-            Error::DeletionPending(what) => write!(f, "being deleted: {what}"),
-            Error::InvalidName => write!(f, "invalid name"),
-            Error::WrongKind(why) => write!(f, "wrong kind: {why}"),
-            Error::InvalidOption(why) => write!(f, "invalid option: {why}"),
-            Error::InvalidDocument(why) => write!(f, "invalid document: {why}"),
-            Error::Decode(why) => write!(f, "does not decode: {why}"),
-            Error::NotLoaded(what) => write!(f, "not loaded: {what}"),
-            Error::DuplicateConditionType(type_) => {
-                write!(f, "condition type {type_} given twice")
-            }
-            Error::InvalidCondition(why) => write!(f, "invalid condition: {why}"),
-            Error::InvalidResult(why) => write!(f, "invalid result: {why}"),
-            Error::ReconcileReturned => {
-                write!(f, "the pass has returned; its client cannot be used")
-            }
-            Error::NoController(kind) => write!(f, "no controller reconciles {kind}"),
-            Error::StoreInUse(why) => write!(f, "the store is in use: {why}"),
-            Error::DependencyCycle(cycle) => write!(f, "dependency cycle: {}", cycle.join(" → ")),
-            Error::TransactionTimedOut => write!(f, "the transaction timed out"),
-            Error::NoTransaction => write!(f, "no transaction is open"),
-            Error::ConcurrentNestedTransaction => {
-                write!(f, "a nested transaction is already open")
-            }
-            Error::StaleTransaction => write!(f, "the transaction is stale"),
-            Error::SchemaVersionDowngrade(why) => write!(f, "schema version downgrade: {why}"),
-            Error::WatchTooOld => write!(f, "the watch position is too old"),
-            Error::WatchTooNew => write!(f, "the watch position is in the future"),
-            Error::Stopped => write!(f, "the host is stopping"),
-            Error::Other(message) => write!(f, "{message}"),
-        }
-    }
-}
-
-impl Error {
-    /// An error of the plugin's own, with `message`.
-    pub fn msg(message: impl std::fmt::Display) -> Error {
-        Error::Other(message.to_string())
-    }
-}
-
 impl From<crate::http::HttpError> for Error {
     fn from(error: crate::http::HttpError) -> Error {
         Error::Other(format!("HTTP: {error}"))
     }
 }
 
-impl From<std::io::Error> for Error {
-    fn from(error: std::io::Error) -> Error {
-        Error::Other(error.to_string())
-    }
-}
-
-impl From<serde_json::Error> for Error {
-    fn from(error: serde_json::Error) -> Error {
-        Error::InvalidDocument(error.to_string())
-    }
-}
-
-impl std::error::Error for Error {}
-
 /// The result type of the SDK.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 pub use beehive_types::{
-    Action, Cadence, Condition, ConditionStatus, EventSpec, EventType, GroupKind, Meta, ObjectId,
-    ObjectRef, Timestamp, Verdict,
+    Action, Cadence, Condition, ConditionStatus, ContractError as Error, EventSpec, EventType,
+    GroupKind, Meta, ObjectId, ObjectRef, Timestamp, Verdict,
 };
 
 /// An object as the untyped interface carries it: spec and status as JSON.

@@ -5,6 +5,7 @@
 //! payload is context for the message, not something to parse.
 
 use crate::object::ObjectId;
+use beehive_types::ContractError;
 
 /// Everything that can go wrong in Beehive.
 #[derive(Debug, thiserror::Error)]
@@ -241,6 +242,37 @@ impl Error {
         Error::Controller(message.to_string())
     }
 
+    /// The case of the plugin contract's error this is, as a plugin is told
+    /// it: the cases both sides name, with this error's message; what the
+    /// contract has no case for (database and I/O failures among them) is
+    /// `Other`.
+    pub fn contract(&self) -> ContractError {
+        use ContractError as C;
+        let message = self.to_string();
+        match self {
+            Error::NotFound { .. } => C::NotFound(message),
+            Error::NameTaken { .. } => C::NameTaken(message),
+            Error::DeletionPending { .. } => C::DeletionPending(message),
+            Error::InvalidName(_) => C::InvalidName,
+            Error::DocumentTooLarge(_) | Error::InvalidDocument(_) => C::InvalidDocument(message),
+            Error::SchemaVersionDowngrade { .. } => C::SchemaVersionDowngrade(message),
+            Error::Stopped => C::Stopped,
+            Error::WrongKind { .. } => C::WrongKind(message),
+            Error::InvalidOption(_) => C::InvalidOption(message),
+            Error::Decode { .. } => C::Decode(message),
+            Error::NotLoaded(_) => C::NotLoaded(message),
+            Error::DuplicateConditionType(_) => C::DuplicateConditionType(message),
+            Error::InvalidCondition(_) => C::InvalidCondition(message),
+            Error::ReconcileReturned => C::ReconcileReturned,
+            Error::NoController(_) => C::NoController(message),
+            Error::StoreInUse(_) => C::StoreInUse(message),
+            Error::DependencyCycle { cycle } => C::DependencyCycle(cycle.clone()),
+            Error::TransactionTimedOut => C::TransactionTimedOut,
+            Error::NoTransaction => C::NoTransaction,
+            _ => C::Other(message),
+        }
+    }
+
     pub(crate) fn not_found(what: impl Into<String>) -> Self {
         Error::NotFound { what: what.into() }
     }
@@ -249,6 +281,28 @@ impl Error {
 #[cfg(test)]
 mod chain_tests {
     use super::*;
+
+    #[test]
+    fn a_host_error_names_its_contract_case_with_its_message() {
+        let taken = Error::NameTaken {
+            kind: "Db".into(),
+            name: "orders".into(),
+        };
+        assert_eq!(
+            taken.contract(),
+            ContractError::NameTaken(taken.to_string())
+        );
+        let cycle = Error::DependencyCycle {
+            cycle: vec!["A/a".into(), "A/a".into()],
+        };
+        assert_eq!(
+            cycle.contract(),
+            ContractError::DependencyCycle(vec!["A/a".into(), "A/a".into()])
+        );
+        // What the contract has no case for reaches a plugin as Other.
+        let disk = Error::from(std::io::Error::other("disk full"));
+        assert_eq!(disk.contract(), ContractError::Other(disk.to_string()));
+    }
 
     #[test]
     fn a_store_error_says_its_cause_once_in_a_chain() {

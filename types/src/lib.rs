@@ -4,7 +4,8 @@
 //! and points at others with [`ObjectRef`]s. A controller reports what it
 //! observed as [`Condition`]s and [`EventSpec`]s, says what happens after a
 //! pass with an [`Action`], and asks how often its kind is revisited with a
-//! [`Cadence`]. Those types mean the same thing whether the controller is
+//! [`Cadence`]; a host call that fails says why with a [`ContractError`].
+//! Those types mean the same thing whether the controller is
 //! embedded in a Rust application (the `beehive` crate) or runs as a plugin
 //! (the `beehive-guest` SDK), so both re-export them from here and neither
 //! can drift from the other. Nothing in this crate touches the store or a
@@ -13,6 +14,7 @@
 mod action;
 mod cadence;
 mod condition;
+mod contract_error;
 mod event;
 mod object;
 mod time;
@@ -20,6 +22,7 @@ mod time;
 pub use action::{Action, Verdict};
 pub use cadence::Cadence;
 pub use condition::{Condition, ConditionStatus};
+pub use contract_error::ContractError;
 pub use event::{EventSpec, EventType};
 pub use object::{GroupKind, Meta, ObjectId, ObjectRef};
 pub use time::Timestamp;

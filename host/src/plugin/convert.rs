@@ -165,31 +165,35 @@ pub(crate) fn event_spec(e: wit::EventSpec) -> Result<EventSpec, Error> {
     })
 }
 
-/// The contract's error for a host error: one variant per sentinel.
+/// The contract's error for a host error, in the bindings' type.
 pub(crate) fn error(e: Error) -> wit::Error {
+    use beehive_types::ContractError as C;
     use wit::Error as W;
-    let message = e.to_string();
-    match e {
-        Error::NotFound { .. } => W::NotFound(message),
-        Error::NameTaken { .. } => W::NameTaken(message),
-        Error::DeletionPending { .. } => W::DeletionPending(message),
-        Error::InvalidName(_) => W::InvalidName,
-        Error::DocumentTooLarge(_) => W::InvalidDocument(message),
-        Error::SchemaVersionDowngrade { .. } => W::SchemaVersionDowngrade(message),
-        Error::Stopped => W::Stopped,
-        Error::WrongKind { .. } => W::WrongKind(message),
-        Error::InvalidOption(_) => W::InvalidOption(message),
-        Error::InvalidDocument(_) => W::InvalidDocument(message),
-        Error::Decode { .. } => W::Decode(message),
-        Error::NotLoaded(_) => W::NotLoaded(message),
-        Error::DuplicateConditionType(_) => W::DuplicateConditionType(message),
-        Error::InvalidCondition(_) => W::InvalidCondition(message),
-        Error::ReconcileReturned => W::ReconcileReturned,
-        Error::NoController(_) => W::NoController(message),
-        Error::StoreInUse(_) => W::StoreInUse(message),
-        Error::DependencyCycle { cycle } => W::DependencyCycle(cycle),
-        Error::TransactionTimedOut => W::TransactionTimedOut,
-        Error::NoTransaction => W::NoTransaction,
-        _ => W::Other(message),
+    match e.contract() {
+        C::NotFound(m) => W::NotFound(m),
+        C::NameTaken(m) => W::NameTaken(m),
+        C::DeletionPending(m) => W::DeletionPending(m),
+        C::InvalidName => W::InvalidName,
+        C::WrongKind(m) => W::WrongKind(m),
+        C::InvalidOption(m) => W::InvalidOption(m),
+        C::InvalidDocument(m) => W::InvalidDocument(m),
+        C::Decode(m) => W::Decode(m),
+        C::NotLoaded(m) => W::NotLoaded(m),
+        C::DuplicateConditionType(m) => W::DuplicateConditionType(m),
+        C::InvalidCondition(m) => W::InvalidCondition(m),
+        C::InvalidResult(m) => W::InvalidResult(m),
+        C::ReconcileReturned => W::ReconcileReturned,
+        C::NoController(m) => W::NoController(m),
+        C::StoreInUse(m) => W::StoreInUse(m),
+        C::DependencyCycle(cycle) => W::DependencyCycle(cycle),
+        C::TransactionTimedOut => W::TransactionTimedOut,
+        C::NoTransaction => W::NoTransaction,
+        C::ConcurrentNestedTransaction => W::ConcurrentNestedTransaction,
+        C::StaleTransaction => W::StaleTransaction,
+        C::SchemaVersionDowngrade(m) => W::SchemaVersionDowngrade(m),
+        C::WatchTooOld => W::WatchTooOld,
+        C::WatchTooNew => W::WatchTooNew,
+        C::Stopped => W::Stopped,
+        C::Other(m) => W::Other(m),
     }
 }

@@ -29,6 +29,7 @@ mod sandbox;
 mod state;
 
 pub use crate::operator_file::{MAX_PLUGIN_BYTES, MAX_POLICY_BYTES};
+pub use beehive_types::ContractError;
 pub use directory::{Change, Directory, LoadFailure, Served};
 pub use error::Error;
 pub use http::{HostPattern, HttpLimits};

@@ -30,7 +30,13 @@ where
     Fut: Future<Output = ()> + Send,
 {
     let (notified, mut notifications) = mpsc::unbounded_channel();
-    let mut watcher = notify::recommended_watcher(move |event| {
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // A read changes nothing, and the callback's own reading of the
+        // directory is one: passed on, it would call the callback again,
+        // forever.
+        if matches!(&event, Ok(e) if e.kind.is_access()) {
+            return;
+        }
         // The receiver is gone only once watching has stopped.
         let _ = notified.send(event);
     })
@@ -95,5 +101,45 @@ impl Drop for WatchHandle {
 impl std::fmt::Debug for WatchHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WatchHandle").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reading_the_directory_does_not_call_back_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (seen, path) = (calls.clone(), dir.path().to_path_buf());
+        let handle = watch_directory(dir.path(), Duration::from_secs(3600), move || {
+            seen.fetch_add(1, Ordering::SeqCst);
+            // What a directory sync does: list it and read its files.
+            for entry in std::fs::read_dir(&path).unwrap() {
+                let _ = std::fs::read(entry.unwrap().path());
+            }
+            async {}
+        })
+        .unwrap();
+        std::fs::write(dir.path().join("a.wasm"), b"x").unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while calls.load(Ordering::SeqCst) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the write was never seen"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Twenty debounce windows: a callback whose own reads woke it again
+        // would have run many times by now. (The write itself may come as
+        // two bursts on a busy machine.)
+        tokio::time::sleep(DEBOUNCE * 20).await;
+        let calls = calls.load(Ordering::SeqCst);
+        assert!(calls <= 2, "{calls} callbacks for one write");
+        handle.stop().await;
     }
 }

@@ -78,6 +78,15 @@ struct Entry {
 }
 
 impl Entry {
+    /// Idle, with nothing pending, and past its floor: what the queue no
+    /// longer needs to remember.
+    fn is_forgettable(&self, now: Instant, floor: Duration) -> bool {
+        self.phase == Phase::Idle
+            && self.alarm.is_none()
+            && self.backoff.is_none()
+            && self.last_dispatch.is_none_or(|at| at + floor <= now)
+    }
+
     fn new() -> Self {
         Entry {
             phase: Phase::Idle,
@@ -95,12 +104,52 @@ struct State {
     entries: HashMap<ObjectId, Entry>,
     ready: VecDeque<ObjectId>,
     alarms: BTreeSet<(Instant, ObjectId)>,
+    /// Objects whose pass settled with nothing to follow, and when their
+    /// floor passes: then the entry is only memory. Nearly in time order
+    /// (the floor is one value for the kind; passes end out of order), so
+    /// an entry may wait a little behind a later one.
+    settled: VecDeque<(Instant, ObjectId)>,
     closed: bool,
     /// Objects made ready since the metrics last heard.
     added: u64,
 }
 
 impl State {
+    /// Drops the entries of settled objects whose floor has passed and that
+    /// nothing has touched since, so a converged kind holds no memory per
+    /// object; each settled pass is forgotten once, here.
+    fn forget_settled(&mut self, now: Instant, floor: Duration) {
+        while let Some(&(due, id)) = self.settled.front() {
+            if due > now {
+                break;
+            }
+            self.settled.pop_front();
+            if self
+                .entries
+                .get(&id)
+                .is_some_and(|e| e.is_forgettable(now, floor))
+            {
+                self.entries.remove(&id);
+            }
+        }
+        self.shrink();
+    }
+
+    /// Gives back what a burst of work left allocated: the maps keep their
+    /// largest size otherwise, a million objects' worth after a big apply.
+    fn shrink(&mut self) {
+        const SMALLEST: usize = 1024;
+        if self.entries.capacity() > SMALLEST && self.entries.len() < self.entries.capacity() / 4 {
+            self.entries.shrink_to(self.entries.len() * 2);
+        }
+        if self.ready.capacity() > SMALLEST && self.ready.len() < self.ready.capacity() / 4 {
+            self.ready.shrink_to(self.ready.len() * 2);
+        }
+        if self.settled.capacity() > SMALLEST && self.settled.len() < self.settled.capacity() / 4 {
+            self.settled.shrink_to(self.settled.len() * 2);
+        }
+    }
+
     /// Puts idle `id` in line; it must have an entry.
     fn make_ready(&mut self, id: ObjectId, now: Instant) {
         if let Some(entry) = self.entries.get_mut(&id) {
@@ -386,9 +435,11 @@ impl WorkQueue {
         match outcome {
             Outcome::Succeeded { requeue } => {
                 entry.backoff = None;
-                if let Some(delay) = requeue {
-                    let floor_at = entry.last_dispatch.map_or(now, |at| at + floor);
-                    self.arm(&mut state, id, (now + delay).max(floor_at), false);
+                let floor_at = entry.last_dispatch.map_or(now, |at| at + floor);
+                match requeue {
+                    Some(delay) => self.arm(&mut state, id, (now + delay).max(floor_at), false),
+                    None if rerun.is_none() => state.settled.push_back((floor_at, id)),
+                    None => {}
                 }
             }
             Outcome::Failed => {
@@ -404,6 +455,7 @@ impl WorkQueue {
         {
             self.wake_locked(&mut state, id, wake, now);
         }
+        state.forget_settled(now, floor);
     }
 
     /// The backoff step a failure of `id` would take now.
@@ -450,12 +502,9 @@ impl WorkQueue {
         let mut state = self.edit();
         let now = Instant::now();
         let floor = self.config().floor;
-        state.entries.retain(|_, e| {
-            e.phase != Phase::Idle
-                || e.alarm.is_some()
-                || e.backoff.is_some()
-                || e.last_dispatch.is_some_and(|at| at + floor > now)
-        });
+        state.entries.retain(|_, e| !e.is_forgettable(now, floor));
+        state.settled.clear();
+        state.shrink();
     }
 
     /// Stops handing out work; waiting workers get `None`.
@@ -693,6 +742,29 @@ mod tests {
         q.prune();
         assert_eq!(q.len(), 0);
         assert_eq!(q.due_of(b), Due::Nothing);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn settled_objects_are_forgotten_as_passes_end_once_their_floor_passes() {
+        let q = queue();
+        q.wake_all([1, 2, 3], Wake::Immediate);
+        let first = q.next().await.unwrap();
+        q.done(first, Outcome::Succeeded { requeue: None });
+        // Still inside its floor: remembered, so a wake now waits for it.
+        assert_eq!(q.len(), 3);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let second = q.next().await.unwrap();
+        q.done(second, Outcome::Succeeded { requeue: None });
+        // The first is forgotten without a prune; the second is in its floor.
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.due_of(first), Due::Nothing);
+        let third = q.next().await.unwrap();
+        q.done(third, Outcome::Failed);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        q.prune();
+        // A failing object keeps its backoff; the settled one goes.
+        assert_eq!(q.len(), 1);
+        assert_ne!(q.due_of(third), Due::Nothing);
     }
 
     #[tokio::test(start_paused = true)]

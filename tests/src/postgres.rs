@@ -167,6 +167,54 @@ impl TestPostgres {
         run(Command::new("chmod").arg("600").arg(&key));
     }
 
+    /// Restarts the server as an operator's routine restart does
+    /// (`pg_ctl restart -m fast`: every connection is closed, the options
+    /// kept), and returns once it accepts connections again.
+    ///
+    /// # Panics
+    /// When the restart fails.
+    pub fn restart(&self) {
+        run(self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(self.data())
+            .arg("-l")
+            .arg(self.dir.path().join("log"))
+            .args(["-w", "-m", "fast", "restart"]));
+    }
+
+    /// Runs `sql` on the server through `psql`, as its superuser would.
+    ///
+    /// # Panics
+    /// When it fails.
+    pub fn psql(&self, sql: &str) {
+        run(self
+            .command("psql")
+            .arg("-h")
+            .arg(self.dir.path())
+            .args([
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "beehive",
+                "-d",
+                "postgres",
+            ])
+            .args(["-v", "ON_ERROR_STOP=1", "-qc", sql]));
+    }
+
+    /// Terminates every other connection to the server
+    /// (`pg_terminate_backend`), as an operator or a pooler's failover would.
+    ///
+    /// # Panics
+    /// When it fails.
+    pub fn terminate_connections(&self) {
+        self.psql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'",
+        );
+    }
+
     /// Its connection string.
     pub fn url(&self) -> &str {
         &self.url

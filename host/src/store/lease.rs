@@ -49,6 +49,12 @@ impl Store {
     /// As [`Store::try_take_lease`].
     pub fn renew_lease(&self, holder: &str, token: i64, period: Duration) -> Result<bool> {
         self.require_postgres()?;
+        // Holding the lease must mean being able to write: a writer whose
+        // connection is lost and cannot be reopened fails the renewal, so
+        // the holder steps down. A writer busy with a batch is alive.
+        if let Ok(mut writer) = self.inner.writer.conn.try_lock() {
+            writer.heal()?;
+        }
         self.read_conn(|conn| renew(conn, holder, token, period))
     }
 

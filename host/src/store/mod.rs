@@ -190,18 +190,19 @@ impl Store {
         conn.pragma_update(None, "wal_autocheckpoint", 8000)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         schema::sqlite::migrate(&mut conn)?;
-        Self::assemble(path, Backend::Sqlite, Connection::Sqlite(conn), temporary)
+        Self::assemble(
+            path,
+            Backend::Sqlite,
+            Connection::Sqlite(conn),
+            None,
+            temporary,
+        )
     }
 
     fn open_postgres(target: postgres::Target, temporary: Option<Temporary>) -> Result<Store> {
         let conn = postgres::PgConn::connect(&target, "")?;
         schema::postgres::migrate(&conn)?;
-        // A writer paused inside a transaction (SIGSTOP, a hung VM) must not
-        // hold its locks, the lease row's among them, for ever.
-        conn.simple(&format!(
-            "SET idle_in_transaction_session_timeout = {}",
-            WRITER_IDLE_LIMIT.as_millis()
-        ))?;
+        set_up_writer(&conn)?;
         let channel = postgres::commit_channel(&conn)?;
         let conn = conn.with_channel(&channel);
         let path = PathBuf::from(&target.display);
@@ -209,10 +210,17 @@ impl Store {
             target: Box::new(target.clone()),
             channel: channel.clone(),
         };
+        let (again, on) = (target.clone(), channel.clone());
+        let reopen = writer::Reopen::new(Box::new(move || {
+            let conn = postgres::PgConn::connect(&again, "")?;
+            set_up_writer(&conn)?;
+            Ok(Connection::Postgres(Box::new(conn.with_channel(&on))))
+        }));
         let store = Self::assemble(
             path,
             backend,
             Connection::Postgres(Box::new(conn)),
+            Some(reopen),
             temporary,
         )?;
         let writer = store.inner.writer.clone();
@@ -233,6 +241,7 @@ impl Store {
         path: PathBuf,
         backend: Backend,
         conn: Connection,
+        reopen: Option<writer::Reopen>,
         temporary: Option<Temporary>,
     ) -> Result<Store> {
         let leader = match backend {
@@ -253,6 +262,7 @@ impl Store {
                 migrations: migrations.clone(),
                 metrics: metrics.store.clone(),
                 opened: None,
+                reopen,
             },
             leader,
         ));
@@ -429,7 +439,10 @@ impl Store {
     /// Runs `work` on a pooled read-only connection: for the store's own
     /// modules.
     pub(super) fn read_conn<R>(&self, work: impl FnOnce(Conn<'_>) -> Result<R>) -> Result<R> {
-        let conn = match lock(&self.inner.readers).pop() {
+        // A connection the server dropped while it sat in the pool (a
+        // restart, a terminated backend) is replaced, not handed out.
+        let pooled = lock(&self.inner.readers).pop().filter(Connection::is_alive);
+        let conn = match pooled {
             Some(conn) => conn,
             None => self.open_reader()?,
         };
@@ -437,7 +450,7 @@ impl Store {
         let mut idle = lock(&self.inner.readers);
         // A burst of concurrent reads opens a connection each; only so many
         // stay open after it (a PostgreSQL connection is a server process).
-        if idle.len() < MAX_IDLE_READERS {
+        if idle.len() < MAX_IDLE_READERS && conn.is_alive() {
             idle.push(conn);
         }
         result
@@ -470,6 +483,17 @@ impl Store {
             )),
         }
     }
+}
+
+/// Sets up a PostgreSQL connection as the writer's.
+fn set_up_writer(conn: &postgres::PgConn) -> Result<()> {
+    // A writer paused inside a transaction (SIGSTOP, a hung VM) must not
+    // hold its locks, the lease row's among them, for ever.
+    conn.simple(&format!(
+        "SET idle_in_transaction_session_timeout = {}",
+        WRITER_IDLE_LIMIT.as_millis()
+    ))?;
+    Ok(())
 }
 
 /// Whether `location` names a PostgreSQL store (`postgres://…` or

@@ -465,3 +465,60 @@ fn a_tenure_is_renewed_from_the_moment_it_is_taken() {
     tenure.release();
     assert!(!store.lease_holder().unwrap().expect("a holder").live);
 }
+
+/// Creates `name` through `client`, retrying while the store heals: the
+/// first writes after a fault may fail (their connection was lost), and
+/// one must succeed within the patience. A create whose outcome was
+/// unknown may have committed, so a name already taken counts.
+fn create_eventually(runtime: &tokio::runtime::Runtime, client: &RawClient, name: &str) {
+    let spec = Json::parse("{}").unwrap();
+    let deadline = std::time::Instant::now() + beehive_e2e::PATIENCE;
+    loop {
+        let created = runtime.block_on(client.create(name, spec.clone(), CreateOptions::new()));
+        match created {
+            Ok(_) | Err(beehive::Error::NameTaken { .. }) => return,
+            Err(error) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the store never healed: {error}"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// A store rides out `fault`: writes and reads work again after it, through
+/// the same store, with nothing restarted but the database.
+fn a_store_heals_after(fault: impl Fn(&TestPostgres)) {
+    let server = TestPostgres::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = Store::open(server.url()).unwrap();
+    let client = RawClient::new(&store, GroupKind::new("test.dev", "Widget"));
+    create_eventually(&runtime, &client, "before");
+    // Pool a few readers, so the fault finds idle connections too.
+    for _ in 0..3 {
+        client.get_by_name("before").unwrap();
+    }
+    fault(&server);
+    create_eventually(&runtime, &client, "after");
+    // Every pooled reader the fault closed is replaced, not handed out.
+    for _ in 0..5 {
+        assert_eq!(client.get_by_name("before").unwrap().meta.name, "before");
+    }
+    assert_eq!(client.get_by_name("after").unwrap().meta.name, "after");
+    // And the writer keeps working after its first write.
+    runtime
+        .block_on(client.create("later", Json::parse("{}").unwrap(), CreateOptions::new()))
+        .unwrap();
+}
+
+#[test]
+fn a_store_heals_after_the_server_restarts() {
+    a_store_heals_after(TestPostgres::restart);
+}
+
+#[test]
+fn a_store_heals_after_its_connections_are_terminated() {
+    a_store_heals_after(TestPostgres::terminate_connections);
+}

@@ -40,6 +40,16 @@ impl Connection {
             Connection::Postgres(conn) => Conn::Postgres(conn),
         }
     }
+
+    /// Whether a statement could still run on it: a SQLite file stays
+    /// open; a PostgreSQL connection is lost when the server restarts,
+    /// terminates its backend or the network fails.
+    pub(crate) fn is_alive(&self) -> bool {
+        match self {
+            Connection::Sqlite(_) => true,
+            Connection::Postgres(conn) => conn.is_alive(),
+        }
+    }
 }
 
 /// One result row. Columns are read by position.

@@ -455,6 +455,9 @@ impl Writer {
         let started = std::time::Instant::now();
         let mut writer = lock(&self.conn);
         let writer = &mut *writer;
+        if let Err(error) = writer.heal() {
+            return (Err(error.to_string()), Vec::new());
+        }
         writer.batches += 1;
         let mut tx = WriteTx {
             #[cfg(test)]
@@ -492,6 +495,15 @@ impl Writer {
                 metrics
                     .write_seconds
                     .observe(crate::metrics::seconds(started.elapsed()));
+            }
+            Err(why) if !writer.conn.is_alive() => {
+                // The COMMIT may have reached the server before the
+                // connection went: say so, and never retry it.
+                let unknown = format!(
+                    "the connection to the database was lost during this write, \
+                     which may or may not have committed (read it back to know): {why}"
+                );
+                return (Err(unknown), Vec::new());
             }
             Err(_) => {
                 writer.conn.conn().rollback();

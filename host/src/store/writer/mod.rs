@@ -14,4 +14,4 @@ pub(crate) mod write_tx;
 
 pub(crate) use group_commit::{Leader, Writer};
 pub(crate) use session::Session;
-pub(crate) use write_tx::{CommitListener, Committed, Hook, Push, WriteTx, WriterConn};
+pub(crate) use write_tx::{CommitListener, Committed, Hook, Push, Reopen, WriteTx, WriterConn};

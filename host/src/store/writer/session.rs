@@ -94,8 +94,9 @@ impl Session {
     ) -> Result<Arc<Session>> {
         writer.lease().await;
         let sequences = {
-            let conn = lock(&writer.conn);
-            match conn.conn.conn().begin_write() {
+            let mut conn = lock(&writer.conn);
+            let begun = conn.heal().and_then(|()| conn.conn.conn().begin_write());
+            match begun {
                 Ok(committed) => committed.unwrap_or(conn.sequences),
                 Err(error) => {
                     drop(conn);

@@ -3,6 +3,7 @@
 //! pushed and the hooks it scheduled.
 
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::migration::{Migrations, SchemaVersions};
@@ -224,4 +225,80 @@ pub(crate) struct WriterConn {
     /// A write transaction opened early, with the previous commit, for a
     /// batch that was already waiting; its counters as it found them.
     pub(crate) opened: Option<Sequences>,
+    /// How to replace the connection once it is lost (PostgreSQL); `None`
+    /// for a SQLite file, which cannot go away under it.
+    pub(crate) reopen: Option<Reopen>,
+}
+
+/// How long a lost writer connection waits between attempts to reopen it:
+/// writes meanwhile fail at once with the last attempt's error.
+const REOPEN_BACKOFF: Duration = Duration::from_millis(250);
+
+/// Opens a replacement for the writer's connection, set up as the first.
+pub(crate) type Open = Box<dyn Fn() -> crate::Result<Connection> + Send>;
+
+/// The writer's way back after losing its connection.
+pub(crate) struct Reopen {
+    open: Open,
+    /// When the last attempt failed, and why.
+    failed: Option<(Instant, String)>,
+}
+
+impl Reopen {
+    pub(crate) fn new(open: Open) -> Reopen {
+        Reopen { open, failed: None }
+    }
+}
+
+impl WriterConn {
+    /// Makes sure the connection can run a statement: a lost PostgreSQL
+    /// connection is replaced (its fencing token carried over, the
+    /// transaction open on it forgotten), at most every [`REOPEN_BACKOFF`].
+    ///
+    /// # Errors
+    /// [`Error::Database`] while the server cannot be reached.
+    pub(crate) fn heal(&mut self) -> crate::Result<()> {
+        let Some(reopen) = &mut self.reopen else {
+            return Ok(());
+        };
+        if self.conn.is_alive() {
+            return Ok(());
+        }
+        if let Some((at, why)) = &reopen.failed
+            && at.elapsed() < REOPEN_BACKOFF
+        {
+            return Err(lost(why));
+        }
+        match (reopen.open)() {
+            Ok(fresh) => {
+                if let (Connection::Postgres(old), Connection::Postgres(new)) = (&self.conn, &fresh)
+                {
+                    new.set_fence(old.fence());
+                }
+                self.conn = fresh;
+                self.opened = None;
+                if reopen.failed.take().is_some() {
+                    tracing::info!("the store's writer connection is back");
+                } else {
+                    tracing::info!("reopened the store's lost writer connection");
+                }
+                Ok(())
+            }
+            Err(error) => {
+                if reopen.failed.is_none() {
+                    tracing::warn!(%error, "the store's writer connection is lost; retrying every {REOPEN_BACKOFF:?}");
+                }
+                let why = error.to_string();
+                reopen.failed = Some((Instant::now(), why.clone()));
+                Err(lost(&why))
+            }
+        }
+    }
+}
+
+fn lost(why: &str) -> Error {
+    Error::Database {
+        backend: "postgres",
+        message: format!("the writer's connection is lost and cannot be reopened yet: {why}"),
+    }
 }

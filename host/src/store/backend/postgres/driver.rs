@@ -67,6 +67,8 @@ pub(crate) struct Driver {
     waker: Waker,
     /// Notifications that arrived while a request was being driven.
     notifications: Vec<Notification>,
+    /// Set once the server closed the connection or it failed.
+    closed: bool,
 }
 
 impl Driver {
@@ -81,7 +83,29 @@ impl Driver {
             waker: Waker::from(flag.clone()),
             flag,
             notifications: Vec::new(),
+            closed: false,
         }
+    }
+
+    /// Whether the server has closed the connection or it failed, from what
+    /// has arrived, without waiting: a connection the server dropped while
+    /// it sat idle (a restart, a terminated backend) is found out here
+    /// rather than by the next statement. Notifications read on the way are
+    /// kept for [`Driver::notifications`].
+    pub(crate) fn is_closed(&mut self) -> bool {
+        let waker = self.waker.clone();
+        let mut cx = Context::from_waker(&waker);
+        while !self.closed {
+            match self.connection.poll_message(&mut cx) {
+                Poll::Ready(Some(Ok(AsyncMessage::Notification(notification)))) => {
+                    self.notifications.push(notification);
+                }
+                Poll::Ready(Some(Ok(_notice))) => {}
+                Poll::Ready(Some(Err(_)) | None) => self.closed = true,
+                Poll::Pending => return false,
+            }
+        }
+        true
     }
 
     /// Runs `request` to completion, moving the connection's traffic as it
@@ -97,10 +121,15 @@ impl Driver {
             flag,
             waker,
             notifications,
+            closed,
         } = self;
-        drive(request, socket, flag, waker, deadline, |cx| {
+        let driven = drive(request, socket, flag, waker, deadline, |cx| {
             pump(connection, notifications, cx)
-        })
+        });
+        if matches!(driven, Err(DriveError::Connection(_))) {
+            *closed = true;
+        }
+        driven
     }
 
     /// Waits up to `timeout` for notifications, and returns those that came.

@@ -340,6 +340,18 @@ impl PgConn {
         self.fence.set(token);
     }
 
+    /// The tenure token this connection's commits must still hold.
+    pub(crate) fn fence(&self) -> Option<i64> {
+        self.fence.get()
+    }
+
+    /// Whether a statement could still run: false once the server closed
+    /// the connection (a restart, a terminated backend) or it failed, found
+    /// out without waiting.
+    pub(crate) fn is_alive(&self) -> bool {
+        !self.client.is_closed() && !self.driver.borrow_mut().is_closed()
+    }
+
     /// Opens a write transaction and locks the store's counters, so writers
     /// in other processes queue behind it; returns them as committed.
     pub(crate) fn begin_write(&self) -> Result<Sequences> {

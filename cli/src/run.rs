@@ -18,7 +18,7 @@ use crate::endpoint::{Lock, Paths, holder, remove_stale_socket};
 use crate::handlers::Context;
 use crate::manifest_watch::watch_manifests;
 use crate::plugin_mirror;
-use crate::server::{listen, serve};
+use crate::server::{Signals, listen, serve};
 
 /// How long `run` waits for a command that holds the lock to finish.
 const LOCK_PATIENCE: Duration = Duration::from_secs(10);
@@ -358,7 +358,9 @@ fn require_directory(what: &str, dir: &Path) -> Result<(), String> {
     }
 }
 
-/// Runs the host until a signal stops it.
+/// Runs the host until a signal stops it. On PostgreSQL it stands by
+/// until it takes the store's lease, serves while it holds it, and goes
+/// back to standing by when it loses it.
 pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
     let paths = Paths::new(db);
     let (plugin_dir, mirrored) = args.plugin_dir(&paths)?;
@@ -379,113 +381,190 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
         false => Some(lock_for_host(&paths).await?),
     };
     let store = paths.open_store()?;
-    let tenure = match paths.is_postgres() {
-        true => match until_signal(Tenure::take(&store, args.lease)).await? {
-            Some(tenure) => Some(tenure.map_err(|e| format!("taking the host lease: {e}"))?),
-            None => return Ok(()),
-        },
-        false => None,
-    };
-    remove_stale_socket(&paths.socket);
-    let host = Host::new(&store, args.host_options(tenure.is_some())).map_err(|e| e.to_string())?;
-    let runtime = Runtime::new(
-        args.runtime_options(&paths)
-            .metrics(store.metrics().clone()),
-    )
-    .map_err(|e| e.to_string())?;
-    if mirrored {
-        plugin_mirror::mirror(&store, &plugin_dir)?;
-    }
-    let plugins = Directory::new(runtime, host.clone(), &plugin_dir);
-    let changes = plugins.sync().await.map_err(|e| e.to_string())?;
-    changes.iter().for_each(Change::log);
-    if plugins.served().is_empty() {
-        tracing::warn!(
-            "no plugins in {}: objects are stored but nothing reconciles them",
-            plugin_dir.display()
-        );
-    }
-    let running = host.start().await.map_err(|e| e.to_string())?;
-    let plugin_watch = plugins
-        .watch(args.rescan_interval)
-        .map_err(|e| e.to_string())?;
-    let mirror = mirrored.then(|| {
-        let (store, dir) = (store.clone(), plugin_dir.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(plugin_mirror::INTERVAL).await;
-                if let Err(error) = plugin_mirror::mirror(&store, &dir) {
-                    tracing::warn!("{error}");
-                }
-            }
-        })
-    });
-    let ctx = Context {
-        store,
-        host: Some(host),
-        plugins: Some(plugins),
-    };
-    let manifest_watch = match &args.manifests {
-        Some(dir) => Some(watch_manifests(&ctx, dir, args.rescan_interval).await?),
-        None => None,
-    };
-    let listener = listen(&paths.socket)?;
+    let mut signals = Signals::new()?;
     if let Some(addr) = args.metrics_addr {
-        let endpoint = crate::metrics_http::listen(addr, ctx.store.metrics().clone()).await?;
+        let endpoint = crate::metrics_http::listen(addr, store.metrics().clone()).await?;
         tracing::info!("serving metrics on http://{endpoint}/metrics");
     }
-    tracing::info!(
-        "serving {} on {} (plugins: {})",
-        paths.shown,
-        paths.socket.display(),
-        plugin_dir.display()
-    );
-    let lost = async {
-        match &tenure {
-            Some(tenure) => tenure.hold().await,
-            None => std::future::pending().await,
-        }
+    let serving = Serving {
+        paths: &paths,
+        args: &args,
+        store: &store,
+        plugin_dir: &plugin_dir,
+        mirrored,
     };
-    let lost = serve(listener, &ctx, lost).await?;
-    match &lost {
-        Some(why) => tracing::error!("stepping down: {why}"),
-        None => tracing::info!("stopping: finishing passes in flight (a second signal forces)"),
+    if !paths.is_postgres() {
+        return serving.serve(None, &mut signals).await.map(|_| ());
     }
-    let _ = std::fs::remove_file(&paths.socket);
-    if let Some(mirror) = mirror {
-        mirror.abort();
+    loop {
+        let tenure = match until_signal(&mut signals, Tenure::take(&store, args.lease)).await {
+            Some(tenure) => tenure.map_err(|e| format!("taking the host lease: {e}"))?,
+            None => return Ok(()),
+        };
+        match serving.serve(Some(tenure), &mut signals).await? {
+            Ending::Stopped => return Ok(()),
+            Ending::SteppedDown => {
+                tracing::warn!("back to standing by: this host competes for the lease again");
+            }
+        }
     }
-    plugin_watch.stop().await;
-    if let Some(watch) = manifest_watch {
-        watch.stop().await;
+}
+
+/// How one stretch of serving ended.
+enum Ending {
+    /// A signal asked the host to stop.
+    Stopped,
+    /// The host lost its lease; its passes were wound down.
+    SteppedDown,
+}
+
+/// What a stretch of serving needs, the same for every tenure.
+struct Serving<'a> {
+    paths: &'a Paths,
+    args: &'a RunArgs,
+    store: &'a beehive::Store,
+    plugin_dir: &'a Path,
+    mirrored: bool,
+}
+
+impl Serving<'_> {
+    /// Serves the store (while `tenure` is held, on PostgreSQL) until a
+    /// signal or the loss of the tenure: a host, its plugins, the socket.
+    async fn serve(&self, tenure: Option<Tenure>, signals: &mut Signals) -> Result<Ending, String> {
+        let Serving {
+            paths,
+            args,
+            store,
+            plugin_dir,
+            mirrored,
+        } = *self;
+        remove_stale_socket(&paths.socket);
+        let host =
+            Host::new(store, args.host_options(tenure.is_some())).map_err(|e| e.to_string())?;
+        let runtime = Runtime::new(args.runtime_options(paths).metrics(store.metrics().clone()))
+            .map_err(|e| e.to_string())?;
+        if mirrored {
+            plugin_mirror::mirror(store, plugin_dir)?;
+        }
+        let plugins = Directory::new(runtime, host.clone(), plugin_dir);
+        let changes = plugins.sync().await.map_err(|e| e.to_string())?;
+        changes.iter().for_each(Change::log);
+        if plugins.served().is_empty() {
+            tracing::warn!(
+                "no plugins in {}: objects are stored but nothing reconciles them",
+                plugin_dir.display()
+            );
+        }
+        let running = host.start().await.map_err(|e| e.to_string())?;
+        let plugin_watch = plugins
+            .watch(args.rescan_interval)
+            .map_err(|e| e.to_string())?;
+        let mirror = mirrored.then(|| {
+            let (store, dir) = (store.clone(), plugin_dir.to_path_buf());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(plugin_mirror::INTERVAL).await;
+                    if let Err(error) = plugin_mirror::mirror(&store, &dir) {
+                        tracing::warn!("{error}");
+                    }
+                }
+            })
+        });
+        let ctx = Context {
+            store: store.clone(),
+            host: Some(host),
+            plugins: Some(plugins),
+        };
+        let manifest_watch = match &args.manifests {
+            Some(dir) => Some(watch_manifests(&ctx, dir, args.rescan_interval).await?),
+            None => None,
+        };
+        let listener = listen(&paths.socket)?;
+        let socket = SocketFile::bound(&paths.socket);
+        tracing::info!(
+            "serving {} on {} (plugins: {})",
+            paths.shown,
+            paths.socket.display(),
+            plugin_dir.display()
+        );
+        let lost = async {
+            match &tenure {
+                Some(tenure) => tenure.hold().await,
+                None => std::future::pending().await,
+            }
+        };
+        let lost = serve(listener, &ctx, signals, lost).await?;
+        match &lost {
+            Some(why) => tracing::error!("stepping down: {why}"),
+            None => tracing::info!("stopping: finishing passes in flight (a second signal forces)"),
+        }
+        socket.remove();
+        if let Some(mirror) = mirror {
+            mirror.abort();
+        }
+        plugin_watch.stop().await;
+        if let Some(watch) = manifest_watch {
+            watch.stop().await;
+        }
+        if lost.is_some() {
+            // Its writes are refused now, so passes in flight cannot finish
+            // anything: give them a moment, not the graceful stop's patience.
+            let _ = running.stop(STEP_DOWN_PATIENCE).await;
+            return Ok(Ending::SteppedDown);
+        }
+        let stopped = running.stop(args.stop_timeout).await;
+        if let Some(tenure) = &tenure {
+            tenure.release();
+        }
+        stopped.map_err(|e| e.to_string())?;
+        tracing::info!("stopped");
+        Ok(Ending::Stopped)
     }
-    if let Some(why) = lost {
-        // Its writes are refused now, so passes in flight cannot finish
-        // anything: give them a moment, not the graceful stop's patience.
-        let _ = running.stop(STEP_DOWN_PATIENCE).await;
-        return Err(why);
+}
+
+/// The socket file this host bound, known by its inode: another host on
+/// the same store may have replaced it since (after this one lost its
+/// lease), and that one's is not this host's to remove.
+struct SocketFile {
+    path: PathBuf,
+    identity: Option<(u64, u64)>,
+}
+
+impl SocketFile {
+    fn bound(path: &Path) -> SocketFile {
+        SocketFile {
+            path: path.to_path_buf(),
+            identity: identity(path),
+        }
     }
-    let stopped = running.stop(args.stop_timeout).await;
-    if let Some(tenure) = &tenure {
-        tenure.release();
+
+    /// Removes the socket file if it is still the one this host bound.
+    fn remove(self) {
+        if self.identity.is_some() && identity(&self.path) == self.identity {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
-    stopped.map_err(|e| e.to_string())?;
-    tracing::info!("stopped");
-    Ok(())
+}
+
+/// A file's device and inode, if it exists.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|meta| (meta.dev(), meta.ino()))
 }
 
 /// How long a host that lost its lease waits for its passes in flight.
 const STEP_DOWN_PATIENCE: Duration = Duration::from_secs(1);
 
 /// Runs `work` unless SIGINT or SIGTERM comes first (`None`).
-async fn until_signal<T>(work: impl std::future::Future<Output = T>) -> Result<Option<T>, String> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
-    let mut terminate = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+async fn until_signal<T>(
+    signals: &mut Signals,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
     tokio::select! {
-        done = work => Ok(Some(done)),
-        _ = interrupt.recv() => Ok(None),
-        _ = terminate.recv() => Ok(None),
+        done = work => Some(done),
+        () = signals.recv() => None,
     }
 }
 

@@ -10,7 +10,7 @@ use futures_util::StreamExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::handlers::{self, Context, Following};
 use crate::protocol::{Outcome, Request};
@@ -35,6 +35,31 @@ pub(super) fn listen(socket: &Path) -> Result<UnixListener, String> {
     Ok(listener)
 }
 
+/// SIGINT and SIGTERM, heard from when the host starts until it exits: a
+/// signal that arrives while nothing is waiting for one (a host between
+/// taking the lease and serving) is kept for the next wait, never lost.
+pub(super) struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl Signals {
+    pub(super) fn new() -> Result<Signals, String> {
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt()).map_err(|e| e.to_string())?,
+            terminate: signal(SignalKind::terminate()).map_err(|e| e.to_string())?,
+        })
+    }
+
+    /// Waits for either signal.
+    pub(super) async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {},
+            _ = self.terminate.recv() => {},
+        }
+    }
+}
+
 /// Serves connections until SIGINT or SIGTERM; a second signal exits at once.
 ///
 /// Returns when a signal asks it to stop (`None`), or when `lost` resolves
@@ -42,10 +67,9 @@ pub(super) fn listen(socket: &Path) -> Result<UnixListener, String> {
 pub(super) async fn serve(
     listener: UnixListener,
     ctx: &Context,
+    signals: &mut Signals,
     lost: impl std::future::Future<Output = String>,
 ) -> Result<Option<String>, String> {
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
-    let mut terminate = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
     let mut lost = std::pin::pin!(lost);
     let mut why = None;
     loop {
@@ -60,22 +84,23 @@ pub(super) async fn serve(
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
                 }
             },
-            _ = interrupt.recv() => break,
-            _ = terminate.recv() => break,
+            () = signals.recv() => break,
             reason = &mut lost => {
                 why = Some(reason);
                 break;
             }
         }
     }
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = interrupt.recv() => {},
-            _ = terminate.recv() => {},
-        }
-        eprintln!("second signal: exiting without waiting for passes in flight");
-        std::process::exit(130);
-    });
+    // Only a stop has a second signal to watch for: a host stepping down
+    // goes back to standing by, where the next signal stops it as usual.
+    if why.is_none() {
+        let mut again = Signals::new()?;
+        tokio::spawn(async move {
+            again.recv().await;
+            eprintln!("second signal: exiting without waiting for passes in flight");
+            std::process::exit(130);
+        });
+    }
     Ok(why)
 }
 

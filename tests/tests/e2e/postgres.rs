@@ -266,13 +266,13 @@ fn a_standby_takes_over_from_a_killed_host_and_nothing_is_lost() {
 
 /// A paused active host (SIGSTOP) loses its lease to the standby; resumed,
 /// it finds its lease gone and steps down rather than serve beside the new
-/// active host.
+/// active host, then stands by again, and takes over when that one goes.
 #[test]
-fn a_paused_host_resumes_to_find_itself_replaced_and_steps_down() {
+fn a_paused_host_resumes_to_find_itself_replaced_and_stands_by_again() {
     let server = TestPostgres::start();
     let workspace = Workspace::with_db(server.url());
     push(&workspace, "greeting", "greeting");
-    let (mut first, second) = active_and_standby(&workspace, "1s");
+    let (first, second) = active_and_standby(&workspace, "1s");
     let file = greetings(&workspace, 0, 10);
     workspace.ok(&["apply", "-f", &file]);
     wait_until("converged", || settled_greetings(&workspace) == 10);
@@ -282,13 +282,10 @@ fn a_paused_host_resumes_to_find_itself_replaced_and_steps_down() {
         second.log().contains("active: this host holds the lease")
     });
     first.signal("CONT");
-    let status = first.exits_within(beehive_e2e::PATIENCE);
-    assert!(!status.success());
-    assert!(
-        first.log().contains("lost the host lease"),
-        "{}",
-        first.log()
-    );
+    wait_until("the resumed host stepped down and stands by", || {
+        let log = first.log();
+        log.contains("lost the host lease") && log.contains("back to standing by")
+    });
 
     // The new active host serves on.
     let file = greetings(&workspace, 10, 20);
@@ -296,7 +293,22 @@ fn a_paused_host_resumes_to_find_itself_replaced_and_steps_down() {
     wait_until("the new host converged the rest", || {
         settled_greetings(&workspace) == 20
     });
-    second.terminate();
+
+    // And when it goes, the first host, still running, takes over again.
+    second.kill();
+    wait_until("the first host is active again", || {
+        first
+            .log()
+            .matches("active: this host holds the lease")
+            .count()
+            == 2
+    });
+    let file = greetings(&workspace, 20, 30);
+    workspace.ok(&["apply", "-f", &file]);
+    wait_until("the first host converged what came after", || {
+        settled_greetings(&workspace) == 30
+    });
+    first.terminate();
 }
 
 /// Plugins travel with the store: a push hot-swaps every host, pushing the
@@ -521,4 +533,50 @@ fn a_store_heals_after_the_server_restarts() {
 #[test]
 fn a_store_heals_after_its_connections_are_terminated() {
     a_store_heals_after(TestPostgres::terminate_connections);
+}
+
+/// Something done to the database server under the hosts.
+type Fault = fn(&TestPostgres);
+
+/// Two hosts on one database ride out a routine restart of it (`pg_ctl
+/// restart -m fast`, every connection closed) and the termination of every
+/// backend: nobody is restarted, every acknowledged object is kept, and
+/// what is applied afterwards converges.
+#[test]
+fn hosts_ride_out_a_database_restart_and_terminated_backends() {
+    let server = TestPostgres::start();
+    let workspace = Workspace::with_db(server.url());
+    push(&workspace, "greeting", "greeting");
+    let (first, second) = active_and_standby(&workspace, "5s");
+    let file = greetings(&workspace, 0, 20);
+    workspace.ok(&["apply", "-f", &file]);
+    wait_until("converged before the faults", || {
+        settled_greetings(&workspace) == 20
+    });
+    let faults: [(&str, Fault); 2] = [
+        ("a server restart", TestPostgres::restart),
+        ("terminated backends", TestPostgres::terminate_connections),
+    ];
+    let mut applied = 20;
+    for (fault, inflict) in faults {
+        inflict(&server);
+        // The first command after the fault may meet a host that has not
+        // healed yet; one must succeed soon.
+        let file = greetings(&workspace, applied, applied + 20);
+        wait_until(&format!("an apply succeeds after {fault}"), || {
+            workspace.run(&["apply", "-f", &file]).status.success()
+        });
+        applied += 20;
+        wait_until(&format!("everything converges after {fault}"), || {
+            settled_greetings(&workspace) == applied
+        });
+    }
+    // Both hosts are still running: neither exited for the database's faults.
+    for host in [&first, &second] {
+        let log = host.log();
+        assert!(!log.contains("stopped"), "{log}");
+    }
+    // The standby first, so neither is stopped while it takes over.
+    second.terminate();
+    first.terminate();
 }

@@ -576,7 +576,9 @@ fn hosts_ride_out_a_database_restart_and_terminated_backends() {
         let log = host.log();
         assert!(!log.contains("stopped"), "{log}");
     }
-    // The standby first, so neither is stopped while it takes over.
-    second.terminate();
-    first.terminate();
+    // Killed, not stopped: a host signalled in the moment it takes over the
+    // lease can miss the signal (a known defect, issue 28), and this test
+    // is about the database's faults.
+    second.kill();
+    first.kill();
 }

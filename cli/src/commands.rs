@@ -15,7 +15,8 @@ use crate::{endpoint, manifest, run, top};
 
 /// Runs a command and returns what to print.
 pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
-    let paths = Paths::new(&cli.db);
+    let mut paths = Paths::new(&cli.db);
+    paths.request_timeout = (!cli.request_timeout.is_zero()).then_some(cli.request_timeout);
     let request = match cli.command {
         Command::Run(args) => {
             return run::run(&cli.db, *args)
@@ -388,6 +389,11 @@ async fn wait(
         };
         let holds = match endpoint {
             Endpoint::Host(stream) => {
+                // The host answers when the wait ends: give it that long too.
+                let patience = paths.request_timeout.map(|t| t + left);
+                stream
+                    .set_read_timeout(patience)
+                    .map_err(|e| format!("cannot set the request timeout: {e}"))?;
                 let request = Request::Wait {
                     kind: kind.clone(),
                     name: name.clone(),

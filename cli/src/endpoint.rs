@@ -16,10 +16,14 @@ use crate::protocol::{Outcome, Request, read_line, write_line};
 /// socket (it may be starting) before saying it does not.
 const HOST_PATIENCE: Duration = Duration::from_secs(3);
 
-/// The files beside a database. A PostgreSQL store has no file to sit
-/// beside: its lock, socket and plugin cache go in the temporary directory,
-/// named after its connection string, so commands on this machine find the
-/// host that serves it.
+/// How long a command waits for a running host's answer unless
+/// `--request-timeout` says otherwise.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The files beside a database, and how long to wait for the host serving
+/// it. A PostgreSQL store has no file to sit beside: its lock, socket and
+/// plugin cache go in the temporary directory, named after its connection
+/// string, so commands on this machine find the host that serves it.
 #[derive(Clone, Debug)]
 pub struct Paths {
     pub db: PathBuf,
@@ -27,6 +31,9 @@ pub struct Paths {
     pub shown: String,
     pub lock: PathBuf,
     pub socket: PathBuf,
+    /// How long a request waits for the host's answer (a watch: for its
+    /// first one); `None` waits for ever.
+    pub request_timeout: Option<Duration>,
     /// The stem the other files are named from.
     local: PathBuf,
 }
@@ -47,6 +54,7 @@ impl Paths {
             shown,
             lock: PathBuf::new(),
             socket: PathBuf::new(),
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
             local,
         };
         paths.lock = paths.beside(".lock");
@@ -158,11 +166,16 @@ pub enum Endpoint {
 }
 
 /// Finds the host, or takes the lock when there is none. A socket left by a
-/// killed host is removed.
+/// killed host is removed. A host's connection gives up on an answer after
+/// the paths' request timeout.
 pub fn reach(paths: &Paths) -> Result<Endpoint, Failure> {
     let deadline = Instant::now() + HOST_PATIENCE;
     loop {
         if let Ok(stream) = UnixStream::connect(&paths.socket) {
+            let patient = stream
+                .set_read_timeout(paths.request_timeout)
+                .and_then(|()| stream.set_write_timeout(paths.request_timeout));
+            patient.map_err(|e| format!("cannot set the request timeout: {e}"))?;
             return Ok(Endpoint::Host(stream));
         }
         if paths.is_postgres() {
@@ -204,19 +217,31 @@ pub fn ask(connection: UnixStream, request: &Request) -> Outcome {
 }
 
 /// Sends `request` to the host and hands each reply line to `each` until the
-/// host closes the connection or `each` returns false.
+/// host closes the connection or `each` returns false. The first reply must
+/// come within the connection's timeout; later ones (a watch's changes) may
+/// take as long as they take.
 pub fn stream(
     stream: UnixStream,
     request: &Request,
     mut each: impl FnMut(Outcome) -> bool,
-) -> Result<(), String> {
-    let lost = |e: std::io::Error| format!("lost the connection to the host: {e}");
+) -> Result<(), Failure> {
+    let patience = stream.read_timeout().ok().flatten();
+    let lost = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            Failure::timeout(no_answer(&stream, patience))
+        }
+        _ => Failure::from(format!("lost the connection to the host: {e}")),
+    };
     let mut writer = stream.try_clone().map_err(lost)?;
     write_line(&mut writer, request).map_err(lost)?;
-    let mut reader = BufReader::new(stream);
+    let mut reader = BufReader::new(stream.try_clone().map_err(lost)?);
+    let mut first = true;
     loop {
         match read_line::<Outcome>(&mut reader) {
             Ok(outcome) => {
+                if std::mem::take(&mut first) {
+                    reader.get_ref().set_read_timeout(None).map_err(lost)?;
+                }
                 if !each(outcome) {
                     return Ok(());
                 }
@@ -225,4 +250,41 @@ pub fn stream(
             Err(e) => return Err(lost(e)),
         }
     }
+}
+
+/// Says which host kept a command waiting, and for how long.
+fn no_answer(stream: &UnixStream, patience: Option<Duration>) -> String {
+    let socket = stream
+        .peer_addr()
+        .ok()
+        .and_then(|a| a.as_pathname().map(|p| p.display().to_string()))
+        .unwrap_or_else(|| "its socket".into());
+    let pid = peer_pid(stream).map_or_else(String::new, |pid| format!(" (pid {pid})"));
+    let waited = patience.map_or_else(|| "in time".into(), |p| format!("within {p:?}"));
+    format!(
+        "the host on {socket}{pid} did not answer {waited}: it may be stopped or overloaded \
+         (wait longer with --request-timeout, 0 for no limit)"
+    )
+}
+
+/// The process at the other end of a Unix socket, as the kernel knows it.
+fn peer_pid(stream: &UnixStream) -> Option<i32> {
+    use std::os::fd::AsRawFd;
+    let mut credentials = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut length = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: a valid socket descriptor, and a buffer of the size passed.
+    let done = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut credentials as *mut libc::ucred).cast(),
+            &mut length,
+        )
+    };
+    (done == 0 && credentials.pid > 0).then_some(credentials.pid)
 }

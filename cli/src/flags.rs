@@ -43,6 +43,12 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_enum, default_value = "info")]
     pub(crate) log_level: LogLevel,
 
+    /// How long a command waits for a running host's answer (a watch: for
+    /// its first), e.g. `30s`, `2m`; `0` waits for ever. `wait` adds its
+    /// own --timeout.
+    #[arg(long, global = true, value_name = "DURATION", default_value = "30s", value_parser = parse_request_timeout)]
+    pub(crate) request_timeout: Duration,
+
     /// Log lines as text or as JSON objects.
     #[arg(long, global = true, value_enum, default_value = "text")]
     pub(crate) log_format: LogFormat,
@@ -249,4 +255,13 @@ pub(crate) enum PluginsAction {
     },
     /// List the plugins pushed into the store.
     List,
+}
+
+/// A duration, or `0` for no limit, as kubectl's --request-timeout.
+fn parse_request_timeout(text: &str) -> Result<Duration, String> {
+    match text.trim() {
+        "0" => Ok(Duration::ZERO),
+        text => humantime::parse_duration(text)
+            .map_err(|e| format!("{text:?}: {e} (write e.g. 30s, or 0 for no limit)")),
+    }
 }

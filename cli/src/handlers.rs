@@ -471,22 +471,28 @@ pub fn describe_until(until: &Until) -> String {
 }
 
 fn plugins(ctx: &Context) -> Outcome {
+    let mut not_ready = ctx.host.as_ref().and_then(|_| ctx.store.write_outage());
     let active_host = match ctx.store.is_postgres() {
-        true => ctx
-            .store
-            .lease_holder()
-            .map_err(error)?
-            .map(|h| ActiveHostView {
+        true => match ctx.store.lease_holder() {
+            Ok(holder) => holder.map(|h| ActiveHostView {
                 holder: h.holder,
                 tenure: h.token,
                 live: h.live,
             }),
+            // A host cut off from its store still says what it serves.
+            Err(e) if ctx.host.is_some() => {
+                not_ready.get_or_insert_with(|| format!("the store does not answer: {e}"));
+                None
+            }
+            Err(e) => return Err(error(e)),
+        },
         false => None,
     };
     let view = match &ctx.plugins {
         Some(directory) => PluginsView {
             running: true,
             active_host,
+            not_ready,
             plugins: directory
                 .served()
                 .into_iter()
@@ -521,6 +527,7 @@ fn plugins(ctx: &Context) -> Outcome {
         None => PluginsView {
             running: false,
             active_host,
+            not_ready,
             plugins: ctx
                 .store
                 .registrations()

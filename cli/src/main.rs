@@ -17,6 +17,7 @@ mod metrics_http;
 mod output;
 mod plugin_mirror;
 mod protocol;
+mod readiness;
 mod run;
 mod server;
 mod top;

@@ -1,11 +1,16 @@
 //! `beehive run --metrics-addr`: the metrics over HTTP for a Prometheus
-//! scraper. GET /metrics answers the text format; anything else is 404.
+//! scraper, and the host's health for a supervisor. GET /metrics answers
+//! the text format; /healthz answers 200 while the process answers at all;
+//! /readyz answers 200 while the host serves and can write, 503 with the
+//! reason otherwise; anything else is 404.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use beehive::metrics::Metrics;
+
+use crate::readiness::Readiness;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -15,7 +20,11 @@ type Body = String;
 
 /// Binds `addr` and serves the metrics there until the process ends;
 /// returns the address bound (port 0 picks one).
-pub async fn listen(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<SocketAddr, String> {
+pub async fn listen(
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    readiness: Readiness,
+) -> Result<SocketAddr, String> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
@@ -29,11 +38,11 @@ pub async fn listen(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<SocketAdd
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 continue;
             };
-            let metrics = metrics.clone();
+            let (metrics, readiness) = (metrics.clone(), readiness.clone());
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |request| {
-                    let metrics = metrics.clone();
-                    async move { Ok::<_, Infallible>(answer(&request, &metrics)) }
+                    let (metrics, readiness) = (metrics.clone(), readiness.clone());
+                    async move { Ok::<_, Infallible>(answer(&request, &metrics, &readiness)) }
                 });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
@@ -44,20 +53,29 @@ pub async fn listen(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<SocketAdd
     Ok(bound)
 }
 
-fn answer(request: &Request<Incoming>, metrics: &Metrics) -> Response<Body> {
-    let response = Response::builder();
-    let built = if request.method() == hyper::Method::GET && request.uri().path() == "/metrics" {
-        response
-            .header(
-                hyper::header::CONTENT_TYPE,
-                "text/plain; version=0.0.4; charset=utf-8",
-            )
-            .body(metrics.encode())
-    } else {
-        response
-            .status(StatusCode::NOT_FOUND)
-            .body("metrics are at /metrics\n".to_string())
+fn answer(request: &Request<Incoming>, metrics: &Metrics, readiness: &Readiness) -> Response<Body> {
+    let response = Response::builder().header(
+        hyper::header::CONTENT_TYPE,
+        "text/plain; version=0.0.4; charset=utf-8",
+    );
+    let (status, body) = match (request.method(), request.uri().path()) {
+        (&hyper::Method::GET, "/metrics") => (StatusCode::OK, metrics.encode()),
+        (&hyper::Method::GET, "/healthz") => (StatusCode::OK, "ok\n".to_string()),
+        (&hyper::Method::GET, "/readyz") => match readiness.not_ready() {
+            None => (StatusCode::OK, "ready\n".to_string()),
+            Some(why) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("not ready: {why}\n"),
+            ),
+        },
+        _ => (
+            StatusCode::NOT_FOUND,
+            "metrics are at /metrics; health at /healthz and /readyz\n".to_string(),
+        ),
     };
     // A response from a status, a valid header and a body always builds.
-    built.unwrap_or_else(|_| Response::new(String::new()))
+    response
+        .status(status)
+        .body(body)
+        .unwrap_or_else(|_| Response::new(String::new()))
 }

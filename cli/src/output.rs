@@ -536,6 +536,9 @@ pub fn plugins(view: &PluginsView) -> String {
             ),
         });
     }
+    if let Some(why) = &view.not_ready {
+        out.push_str(&format!("Not ready: {why}\n"));
+    }
     if !view.running {
         out.push_str("No host is running; the registrations it last recorded:\n");
     }

@@ -166,6 +166,10 @@ pub struct PluginsView {
     /// serves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_host: Option<ActiveHostView>,
+    /// Why the running host cannot do its job now (its store cannot
+    /// write), if it cannot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_ready: Option<String>,
     pub plugins: Vec<PluginRow>,
     pub failures: Vec<PluginFailure>,
 }

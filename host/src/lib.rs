@@ -125,6 +125,7 @@ pub mod naming;
 pub mod object;
 mod operator_file;
 pub mod plugin;
+mod process;
 pub mod store;
 mod sync;
 

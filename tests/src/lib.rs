@@ -484,3 +484,24 @@ impl Default for Workspace {
         Self::new()
     }
 }
+
+/// One HTTP/1.1 GET of `path` from `address` (`HOST:PORT`); the response's
+/// head (status line and headers) and body.
+///
+/// # Panics
+/// When the server cannot be reached or answers with no head.
+pub fn http_get(address: &str, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).expect("the server is reached");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n"
+    )
+    .expect("the request is sent");
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .expect("the response is read");
+    let (head, body) = response.split_once("\r\n\r\n").expect("a head");
+    (head.to_string(), body.to_string())
+}

@@ -188,6 +188,15 @@ impl TestPostgres {
     /// # Panics
     /// When it fails.
     pub fn psql(&self, sql: &str) {
+        self.query(sql);
+    }
+
+    /// Runs `sql` through `psql` and returns its rows, one a line, columns
+    /// split by `|`.
+    ///
+    /// # Panics
+    /// When it fails.
+    pub fn query(&self, sql: &str) -> String {
         run(self
             .command("psql")
             .arg("-h")
@@ -200,7 +209,20 @@ impl TestPostgres {
                 "-d",
                 "postgres",
             ])
-            .args(["-v", "ON_ERROR_STOP=1", "-qc", sql]));
+            .args(["-v", "ON_ERROR_STOP=1", "-qAtc", sql]))
+    }
+
+    /// Terminates the connections of one process of the store's
+    /// (`beehive HOST:PID` in `pg_stat_activity`), as an operator who
+    /// picked them out would.
+    ///
+    /// # Panics
+    /// When it fails.
+    pub fn terminate_connections_of(&self, pid: u32) {
+        self.psql(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name LIKE 'beehive %:{pid}'"
+        ));
     }
 
     /// Terminates every other connection to the server
@@ -276,7 +298,7 @@ fn server_bindir() -> PathBuf {
     bindir
 }
 
-fn run(command: &mut Command) {
+fn run(command: &mut Command) -> String {
     let output = command.output().expect("a PostgreSQL tool runs");
     assert!(
         output.status.success(),
@@ -284,4 +306,5 @@ fn run(command: &mut Command) {
         command,
         String::from_utf8_lossy(&output.stderr)
     );
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }

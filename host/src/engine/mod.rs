@@ -23,4 +23,4 @@ pub use controller_client::{ControllerClient, STATUS_GRACE};
 pub use host::{Host, StopHandle};
 pub use options::HostOptions;
 pub use schedule::{Schedule, ScheduleStream};
-pub use tenure::Tenure;
+pub use tenure::{DEFAULT_LEASE, STANDBY_POLL, Tenure};

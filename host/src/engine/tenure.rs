@@ -4,11 +4,19 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use crate::Store;
 
 /// How often a standby asks whether the active host's lease has lapsed: a
 /// takeover comes at most this long after it does.
-const STANDBY_POLL: Duration = Duration::from_millis(250);
+pub const STANDBY_POLL: Duration = Duration::from_millis(250);
+
+/// The lease `beehive run` holds unless told otherwise. Failover, from the
+/// active host's death to its successor's first pass, takes at most the
+/// lease, plus [`STANDBY_POLL`], plus the successor's start (plugins from
+/// the compiled cache): under 5 s with this one.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(4);
 
 /// This process's hold on a PostgreSQL store's host lease, renewed in the
 /// background from the moment it is taken until it is released or dropped:
@@ -45,14 +53,23 @@ impl Tenure {
     /// # Errors
     /// [`Error::InvalidOption`](crate::Error::InvalidOption) on a SQLite store.
     pub async fn take(store: &Store, period: Duration) -> crate::Result<Tenure> {
-        let holder = holder_name();
+        let holder = crate::process::identity();
         let mut announced = None;
+        let mut unreachable = false;
         loop {
             let taken = match store.try_take_lease(&holder, period) {
-                Ok(taken) => taken,
+                Ok(taken) => {
+                    if std::mem::take(&mut unreachable) {
+                        tracing::info!("the store answers again");
+                    }
+                    taken
+                }
                 Err(error @ crate::Error::InvalidOption(_)) => return Err(error),
                 Err(error) => {
-                    tracing::warn!(%error, "cannot reach the store to take its lease; retrying");
+                    // Said once per outage, not at every poll.
+                    if !std::mem::replace(&mut unreachable, true) {
+                        tracing::warn!(%error, "cannot reach the store to take its lease; retrying");
+                    }
                     None
                 }
             };
@@ -136,33 +153,60 @@ impl Renewer {
     }
 
     async fn renew_until_lost(&self) -> String {
-        let mut last_renewed = tokio::time::Instant::now();
+        // When the last renewal that succeeded was asked for: the database
+        // dated the new expiry no earlier, so the lease runs at least
+        // `period` from here.
+        let mut renewed_at = Instant::now();
+        let mut failing = false;
         loop {
             tokio::time::sleep(self.period / 3).await;
-            match self
-                .store
-                .renew_lease(&self.holder, self.token, self.period)
-            {
-                Ok(true) => last_renewed = tokio::time::Instant::now(),
-                Ok(false) => {
+            let asked_at = Instant::now();
+            // A renewal still unanswered when the lease would lapse is as
+            // good as refused: on a cut network a statement waits far
+            // longer than any lease for its answer. One asked late (this
+            // process was paused or starved) still gets a third of the
+            // lease, so the database, not this clock, says it was lost.
+            let left = self
+                .period
+                .saturating_sub(renewed_at.elapsed())
+                .max(self.period / 3);
+            let renewal = tokio::task::spawn_blocking({
+                let (store, holder, token, period) = (
+                    self.store.clone(),
+                    self.holder.clone(),
+                    self.token,
+                    self.period,
+                );
+                move || store.renew_lease(&holder, token, period)
+            });
+            match tokio::time::timeout(left, renewal).await {
+                Ok(Ok(Ok(true))) => {
+                    if std::mem::take(&mut failing) {
+                        tracing::info!("renewed the host lease again: the store answers");
+                    }
+                    renewed_at = asked_at;
+                }
+                Ok(Ok(Ok(false))) => {
                     return format!(
                         "lost the host lease (tenure {}): it lapsed or another host took it",
                         self.token
                     );
                 }
-                Err(error) if last_renewed.elapsed() >= self.period => {
+                Ok(Ok(Err(error))) if renewed_at.elapsed() >= self.period => {
                     return format!("could not renew the host lease in time: {error}");
                 }
-                Err(error) => tracing::warn!(%error, "renewing the host lease; retrying"),
+                Ok(Ok(Err(error))) => {
+                    if !std::mem::replace(&mut failing, true) {
+                        tracing::warn!(%error, "cannot renew the host lease: the store does not answer; retrying");
+                    }
+                }
+                Ok(Err(panicked)) => return format!("renewing the host lease failed: {panicked}"),
+                Err(_) => {
+                    return format!(
+                        "could not renew the host lease in time: the store did not answer within {left:?}"
+                    );
+                }
             }
         }
     }
-}
-
-/// `HOSTNAME:PID`: unique among live hosts, and says where to look.
-fn holder_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into());
-    format!("{host}:{}", std::process::id())
 }

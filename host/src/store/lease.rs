@@ -58,6 +58,16 @@ impl Store {
         self.read_conn(|conn| renew(conn, holder, token, period))
     }
 
+    /// Why this store cannot write now, as far as it knows without asking
+    /// the server: its writer's connection is lost, and the last attempt
+    /// to reopen it failed (PostgreSQL). `None` while the writer is busy
+    /// or its connection looks alive; a cut network that closes nothing
+    /// shows up instead as a lease renewal that does not answer in time.
+    pub fn write_outage(&self) -> Option<String> {
+        let writer = self.inner.writer.conn.try_lock().ok()?;
+        writer.outage()
+    }
+
     /// Ends tenure `token` at once, so a standby takes over without waiting
     /// for it to expire.
     ///

@@ -57,10 +57,11 @@ use writer::{Writer, WriterConn};
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long a PostgreSQL writer connection may sit idle inside a
-/// transaction before the server ends it: longer than any held transaction
-/// (`transaction_hold_limit`, 1 s by default), as long as the default host
-/// lease, so a standby's takeover never waits on a paused holder for longer.
-const WRITER_IDLE_LIMIT: Duration = Duration::from_secs(5);
+/// transaction before the server ends it: longer than a held transaction
+/// waits between statements (`transaction_hold_limit`, 1 s by default),
+/// shorter than the default host lease (4 s), so a standby's takeover never
+/// waits on a paused holder's lock past the lease's own lapse.
+const WRITER_IDLE_LIMIT: Duration = Duration::from_secs(3);
 
 /// Read connections kept open between reads; more are opened while more
 /// reads run at once, and closed when they finish.

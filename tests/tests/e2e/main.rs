@@ -11,6 +11,7 @@ spec: {names: [ada, grace]}
 finalizers: [example.dev/greetings]
 "#;
 
+mod chaos;
 mod cli;
 mod contain;
 mod grants;

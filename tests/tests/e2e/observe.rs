@@ -1,17 +1,15 @@
 //! Operating a host: its metrics, scraped over HTTP and printed by `beehive
 //! metrics`, move as objects are reconciled, passes fail and watches open.
 
-use std::io::{Read, Write};
-
-use beehive_e2e::{HostProcess, Workspace, assert_mentions, wait_until};
+use beehive_e2e::{HostProcess, Workspace, assert_mentions, http_get, wait_until};
 
 /// `beehive run --metrics-addr 127.0.0.1:0` logs where it serves them.
-fn metrics_address(host: &HostProcess) -> String {
+pub(crate) fn metrics_address(host: &HostProcess) -> String {
     let mut address = None;
     wait_until("the host says where its metrics are", || {
         address = host.log().lines().find_map(|line| {
             let (_, rest) = line.split_once("serving metrics on http://")?;
-            Some(rest.trim_end_matches("/metrics").trim().to_string())
+            Some(rest.split("/metrics").next()?.trim().to_string())
         });
         address.is_some()
     });
@@ -20,18 +18,10 @@ fn metrics_address(host: &HostProcess) -> String {
 
 /// One GET of /metrics, as a scraper does it.
 fn scrape(address: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    write!(
-        stream,
-        "GET /metrics HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let (head, body) = http_get(address, "/metrics");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert_mentions(head, &["text/plain; version=0.0.4"]);
-    body.to_string()
+    assert_mentions(&head, &["text/plain; version=0.0.4"]);
+    body
 }
 
 /// The value of the sample `series` (name and labels, as printed), or 0.
@@ -174,5 +164,66 @@ fn top_shows_kinds_and_plugins_and_wants_a_terminal_for_the_live_view() {
     // Not a terminal here: the live view says how to get a frame instead.
     let refused = workspace.fails(&["top"]);
     assert_mentions(&refused, &["--once"]);
+    host.terminate();
+}
+
+#[test]
+fn health_and_readiness_answer_beside_the_metrics() {
+    let workspace = Workspace::with_plugins(&["greeting"]);
+    let host = workspace.start_host(&["--metrics-addr", "127.0.0.1:0"]);
+    let address = metrics_address(&host);
+    let (head, body) = http_get(&address, "/healthz");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body, "ok\n");
+    let (head, body) = http_get(&address, "/readyz");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body, "ready\n");
+    let (head, _) = http_get(&address, "/nothing");
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+    host.terminate();
+}
+
+/// A host that stops answering (SIGSTOP) costs a command its request
+/// timeout, not for ever, and the error says which host; a watch's quiet
+/// stretches are not held against it.
+#[test]
+fn a_command_gives_up_on_a_stopped_host_and_names_it() {
+    let workspace = Workspace::with_plugins(&["greeting"]);
+    let host = workspace.start_host(&[]);
+    workspace.apply(
+        "a.yaml",
+        "kind: Greeting.example.dev\nname: a\nspec: {name: A}\n",
+    );
+    let mut watch = workspace.follow(&[
+        "--request-timeout",
+        "1s",
+        "get",
+        "Greeting",
+        "-w",
+        "-o",
+        "json",
+    ]);
+    assert_mentions(&watch.next_line(), &["\"name\":\"a\""]);
+    host.signal("STOP");
+    let output = workspace.run(&["--request-timeout", "1s", "get", "Greeting"]);
+    host.signal("CONT");
+    assert_eq!(output.status.code(), Some(5), "the timeout's exit code");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_mentions(
+        &stderr,
+        &[
+            "did not answer within 1s",
+            &format!("(pid {})", host.pid()),
+            "--request-timeout",
+        ],
+    );
+    // The watch waited out more than its timeout in silence, and goes on.
+    workspace.apply(
+        "b.yaml",
+        "kind: Greeting.example.dev\nname: b\nspec: {name: B}\n",
+    );
+    while !watch.next_line().contains("\"name\":\"b\"") {}
+    workspace.ok(&["--request-timeout", "0", "get", "Greeting", "b"]);
+    drop(watch);
     host.terminate();
 }

@@ -175,8 +175,7 @@ fn settled_greetings(workspace: &Workspace) -> usize {
         .unwrap()
         .iter()
         .filter(|g| {
-            g["status"]["message"].is_string()
-                && g["metadata"]["observedGeneration"] == g["metadata"]["generation"]
+            g["status"]["message"].is_string() && g["observedGeneration"] == g["generation"]
         })
         .count()
 }

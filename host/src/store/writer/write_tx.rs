@@ -251,6 +251,16 @@ impl Reopen {
 }
 
 impl WriterConn {
+    /// Why the connection cannot run a statement, if it is lost: the last
+    /// attempt to reopen it, or that none was made yet.
+    pub(crate) fn outage(&self) -> Option<String> {
+        let reopen = self.reopen.as_ref()?;
+        if let Some((_, why)) = &reopen.failed {
+            return Some(lost(why).to_string());
+        }
+        (!self.conn.is_alive()).then(|| "the store's writer connection is lost".to_string())
+    }
+
     /// Makes sure the connection can run a statement: a lost PostgreSQL
     /// connection is replaced (its fencing token carried over, the
     /// transaction open on it forgotten), at most every [`REOPEN_BACKOFF`].

@@ -75,6 +75,9 @@ impl Target {
         if let Some(mode) = tls.mode {
             config.ssl_mode(mode);
         }
+        if config.get_application_name().is_none() {
+            config.application_name(application_name());
+        }
         Ok(Target {
             display: redact(url),
             config,
@@ -123,6 +126,13 @@ impl Target {
             ),
         })
     }
+}
+
+/// What each connection is called in `pg_stat_activity` unless the
+/// connection string names it: `beehive HOSTNAME:PID`, so an operator can
+/// tell which process holds which connection (and end one host's).
+fn application_name() -> String {
+    format!("beehive {}", crate::process::identity())
 }
 
 /// `url` with any password replaced by `***`.

@@ -165,7 +165,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     stale_dependents_interval: Option<Duration>,
 
-    /// How long a pass's transaction may hold the writer (default 1s).
+    /// How long a pass's transaction may hold the writer (default 1s). On
+    /// PostgreSQL the server also ends a transaction idle for 3 s between
+    /// two statements, so a paused host cannot hold the lease row's lock.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     transaction_hold_limit: Option<Duration>,
 

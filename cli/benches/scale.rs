@@ -250,42 +250,44 @@ fn ms(elapsed: Duration) -> f64 {
     elapsed.as_secs_f64() * 1000.0
 }
 
-/// Objects of the big kind that owe a pass, read through the store's
-/// partial index of outstanding work (what the owed scan reads).
-fn outstanding(db: &Path) -> i64 {
+/// The store as an outside observer reads it, beside the running host.
+fn read_only(db: &Path) -> rusqlite::Connection {
     let conn =
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .expect("the store opens read-only");
     conn.busy_timeout(Duration::from_secs(5))
         .expect("a busy timeout");
-    conn.query_row(
-        "SELECT count(*) FROM objects \
+    conn
+}
+
+/// Objects of the big kind that owe a pass, read through the store's
+/// partial index of outstanding work (what the owed scan reads).
+fn outstanding(db: &Path) -> i64 {
+    read_only(db)
+        .query_row(
+            "SELECT count(*) FROM objects \
          WHERE grp = 'example.dev' AND kind = 'Greeting' \
            AND (observed_generation IS NULL \
                 OR observed_generation < generation \
                 OR reconcile_owed > 0)",
-        [],
-        |row| row.get(0),
-    )
-    .expect("the count")
+            [],
+            |row| row.get(0),
+        )
+        .expect("the count")
 }
 
 /// Whether object `name` of the big kind has been settled.
 fn settled(db: &Path, name: &str) -> bool {
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .expect("the store opens read-only");
-    conn.busy_timeout(Duration::from_secs(5))
-        .expect("a busy timeout");
-    conn.query_row(
-        "SELECT observed_generation = generation FROM objects \
+    read_only(db)
+        .query_row(
+            "SELECT observed_generation = generation FROM objects \
          WHERE grp = 'example.dev' AND kind = 'Greeting' AND name = ?1",
-        [name],
-        |row| row.get::<_, Option<bool>>(0),
-    )
-    .ok()
-    .flatten()
-    .unwrap_or(false)
+            [name],
+            |row| row.get::<_, Option<bool>>(0),
+        )
+        .ok()
+        .flatten()
+        .unwrap_or(false)
 }
 
 /// Serves the store until the `added` objects applied since the last size

@@ -35,6 +35,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use beehive_e2e::bench::{per_thread_cpu, print_idle_threads};
+
 /// Objects per `apply`.
 const BATCH: usize = 20_000;
 
@@ -217,24 +219,6 @@ impl HostProcess {
     }
 }
 
-/// Each thread's name and CPU time so far, from `/proc/PID/task/*/schedstat`
-/// (nanoseconds on a CPU, unlike `stat`'s 10 ms ticks).
-fn per_thread_cpu(tasks: &str) -> Vec<(String, Duration)> {
-    let Ok(entries) = std::fs::read_dir(tasks) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| {
-            let path = entry.ok()?.path();
-            let name = std::fs::read_to_string(path.join("comm")).ok()?;
-            let schedstat = std::fs::read_to_string(path.join("schedstat")).ok()?;
-            let nanos: u64 = schedstat.split_whitespace().next()?.parse().ok()?;
-            let id = path.file_name()?.to_string_lossy().into_owned();
-            Some((format!("{}:{id}", name.trim()), Duration::from_nanos(nanos)))
-        })
-        .collect()
-}
-
 /// A `/proc/PID/status` field in MiB (`VmRSS`).
 fn status_mib(pid: u32, field: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
@@ -325,21 +309,6 @@ fn serve_and_settle(db: &Path, plugins: &Path, size: usize, added: usize) {
         "MiB",
     );
     host.stop();
-}
-
-/// Names the threads that spent CPU while the host was idle, so a
-/// regression says where it went.
-fn print_idle_threads(before: &[(String, Duration)], after: &[(String, Duration)]) {
-    for (thread, total) in after {
-        let earlier = before
-            .iter()
-            .find(|(name, _)| name == thread)
-            .map_or(Duration::ZERO, |(_, t)| *t);
-        let spent = total.saturating_sub(earlier);
-        if spent >= Duration::from_micros(100) {
-            println!("  idle cpu: thread {thread} {:.2} ms", ms(spent));
-        }
-    }
 }
 
 /// Restarts the settled host: until the socket accepts, then until an

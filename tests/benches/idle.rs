@@ -23,7 +23,8 @@ use std::time::Duration;
 use beehive::plugin::{Change, Directory, Runtime, RuntimeOptions};
 use beehive::{GroupKind, Host, HostOptions, Json, RawClient, Store};
 use beehive_e2e::bench::{
-    block_on, create_all, figure, object_name, outstanding, wait_for, write_all,
+    block_on, create_all, figure, object_name, outstanding, per_thread_cpu, print_idle_threads,
+    wait_for, write_all,
 };
 use beehive_e2e::plugin_dir;
 
@@ -141,8 +142,10 @@ fn main() {
         let commits_before = commits(&metrics_before);
         let version_before = store.resource_version();
         let cpu_before = cpu_time();
+        let threads_before = per_thread_cpu("/proc/self/task");
         tokio::time::sleep(IDLE).await;
         let cpu = cpu_time() - cpu_before;
+        let threads_after = per_thread_cpu("/proc/self/task");
         let metrics_after = store.metrics().encode();
         let commits_after = commits(&metrics_after);
         if commits_after > commits_before {
@@ -157,6 +160,7 @@ fn main() {
         }
         let per_minute = cpu.as_secs_f64() * 1000.0 * 60.0 / IDLE.as_secs_f64();
         figure("host.idle_cpu_ms_per_min", per_minute, "ms/min");
+        print_idle_threads(&threads_before, &threads_after);
         let writes = commits_after - commits_before;
         figure("host.idle_writes", writes, "commits");
         assert_eq!(

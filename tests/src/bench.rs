@@ -149,3 +149,40 @@ pub async fn wait_for(every: Duration, mut done: impl FnMut() -> bool) {
         tokio::time::sleep(every).await;
     }
 }
+
+/// Each thread's name and CPU time so far, from `/proc/PID/task/*/schedstat`
+/// (nanoseconds on a CPU, unlike `stat`'s 10 ms ticks); `tasks` is that
+/// folder (`/proc/self/task` for this process).
+pub fn per_thread_cpu(tasks: &str) -> Vec<(String, Duration)> {
+    let Ok(entries) = std::fs::read_dir(tasks) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            let name = std::fs::read_to_string(path.join("comm")).ok()?;
+            let schedstat = std::fs::read_to_string(path.join("schedstat")).ok()?;
+            let nanos: u64 = schedstat.split_whitespace().next()?.parse().ok()?;
+            let id = path.file_name()?.to_string_lossy().into_owned();
+            Some((format!("{}:{id}", name.trim()), Duration::from_nanos(nanos)))
+        })
+        .collect()
+}
+
+/// Prints a line for each thread that spent CPU between two readings of
+/// [`per_thread_cpu`], so an idle figure that moved says where it went.
+pub fn print_idle_threads(before: &[(String, Duration)], after: &[(String, Duration)]) {
+    for (thread, total) in after {
+        let earlier = before
+            .iter()
+            .find(|(name, _)| name == thread)
+            .map_or(Duration::ZERO, |(_, t)| *t);
+        let spent = total.saturating_sub(earlier);
+        if spent >= Duration::from_micros(100) {
+            println!(
+                "  idle cpu: thread {thread} {:.2} ms",
+                spent.as_secs_f64() * 1000.0
+            );
+        }
+    }
+}

@@ -575,9 +575,15 @@ fn hosts_ride_out_a_database_restart_and_terminated_backends() {
         let log = host.log();
         assert!(!log.contains("stopped"), "{log}");
     }
-    // Killed, not stopped: a host signalled in the moment it takes over the
-    // lease can miss the signal (a known defect, issue 28), and this test
-    // is about the database's faults.
-    second.kill();
-    first.kill();
+    // Stopped as an operator would. The standby takes the lease the first
+    // releases and is signalled the moment it says so, before it serves:
+    // the signal is kept for when it does, and it stops cleanly.
+    first.terminate();
+    let mut second = second;
+    wait_until("the standby takes over", || {
+        second.log().contains("active: this host holds the lease")
+    });
+    second.signal("TERM");
+    let stopped = second.exits_within(beehive_e2e::PATIENCE);
+    assert!(stopped.success(), "{stopped}: {}", second.log());
 }

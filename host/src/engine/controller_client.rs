@@ -492,7 +492,19 @@ impl ControllerClient {
     /// # Cancel safety
     /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn add_dependency(&self, target: ObjectId) -> Result<()> {
-        self.live()?.store.note_dependency_edge();
+        let pass = self.live()?;
+        pass.store.note_dependency_edge();
+        // Every pass of a dependent re-asserts its edges: one that exists
+        // is answered by a read, not a turn at the writer. The edge's
+        // foreign keys mean both ends exist, as the write would check;
+        // inside a held transaction only the transaction sees its own
+        // writes, so it is asked instead.
+        if pass.open_transaction().is_none() {
+            let from = pass.object.id;
+            if pass.store.read(|r| r.has_dependency(from, target))? {
+                return Ok(());
+            }
+        }
         let added = self
             .write(move |tx, object| ops::add_dependency(tx, object, target))
             .await;

@@ -444,3 +444,60 @@ async fn a_self_dependency_is_accepted_and_costs_no_pass() {
     stop(running).await;
     assert!(apps.errors.lock().unwrap().is_empty());
 }
+
+/// Re-asserts its dependency twenty times in one pass, counting the store's
+/// commits across the repeats.
+#[derive(Clone)]
+struct Reasserts {
+    store: Store,
+    commits_during_repeats: Arc<Mutex<Option<f64>>>,
+}
+
+impl Controller for Reasserts {
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> Result<Action> {
+        let target = object.spec.to_value()["target"].as_i64().unwrap();
+        client.add_dependency(target).await?;
+        let before = metric(&self.store, "beehive_store_commits_total");
+        for _ in 0..20 {
+            client.add_dependency(target).await?;
+        }
+        let during = metric(&self.store, "beehive_store_commits_total") - before;
+        self.commits_during_repeats
+            .lock()
+            .unwrap()
+            .get_or_insert(during);
+        Ok(Action::settled())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn re_asserting_an_existing_dependency_writes_nothing() {
+    let store = beehive_e2e::store();
+    let target = create(&beehive::RawClient::new(&store, config()), "target", "{}").await;
+    let host = Host::new(&store, options()).unwrap();
+    let reasserts = Reasserts {
+        store: store.clone(),
+        commits_during_repeats: Arc::default(),
+    };
+    let running = serve(&host, app(), reasserts.clone()).await;
+    let spec = pointing_at(target.meta.id, "Config");
+    let dependent = create(&host.client(app()), "dependent", &spec).await;
+    eventually("the dependent's pass ran", || {
+        reasserts.commits_during_repeats.lock().unwrap().is_some()
+    })
+    .await;
+    let during = reasserts.commits_during_repeats.lock().unwrap().unwrap();
+    // At most the waker's saved cursor (once a second) lands in between.
+    assert!(during <= 1.0, "{during} commits for 20 re-assertions");
+    assert_eq!(
+        host.client(app())
+            .list_dependencies(dependent.meta.id)
+            .unwrap()
+            .len(),
+        1
+    );
+    stop(running).await;
+}

@@ -215,6 +215,11 @@ impl<'c> Reader<'c> {
         write_log::log_above(self.conn, cursor, limit)
     }
 
+    /// Whether `from` already depends on `to`.
+    pub(crate) fn has_dependency(&self, from: ObjectId, to: ObjectId) -> Result<bool> {
+        edges::has_dependency(self.conn, from, to)
+    }
+
     /// The dependents of the `moved` targets that have not seen the move.
     pub(crate) fn dependents_of(
         &self,

@@ -399,3 +399,44 @@ async fn a_requeue_and_a_backoff_alarm_survive_a_restart() {
     assert!(kept.meta.is_observed());
     stop(running).await;
 }
+
+/// Fails every pass, so its objects stay unsettled.
+struct AlwaysFails;
+
+impl Controller for AlwaysFails {
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, _: &ControllerClient, _: &RawObject) -> Result<Action> {
+        Err(Error::msg("not today"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_object_gauges_count_each_kind_and_its_unsettled_objects() {
+    let store = beehive_e2e::store();
+    seed(&store, 3).await;
+    let broken = GroupKind::new("test.dev", "Broken");
+    create(&beehive::RawClient::new(&store, broken.clone()), "b0", "{}").await;
+    let host = Host::new(&store, quiet()).unwrap();
+    let counter = PassCounter::default();
+    let widgets = serve(&host, widget(), counter.clone()).await;
+    host.register(broken, AlwaysFails, ControllerOptions::new())
+        .await
+        .unwrap();
+    let client = host.client(widget());
+    eventually("the widgets converged", || {
+        client.list().unwrap().iter().all(|o| o.meta.is_observed())
+    })
+    .await;
+    eventually("the broken one failed", || {
+        metric(&store, r#"beehive_objects_failing{kind="Broken.test.dev"}"#) == 1.0
+    })
+    .await;
+    let gauge = |name: &str, kind: &str| metric(&store, &format!("{name}{{kind=\"{kind}\"}}"));
+    assert_eq!(gauge("beehive_objects", "Widget.test.dev"), 3.0);
+    assert_eq!(gauge("beehive_objects_unsettled", "Widget.test.dev"), 0.0);
+    assert_eq!(gauge("beehive_objects", "Broken.test.dev"), 1.0);
+    assert_eq!(gauge("beehive_objects_unsettled", "Broken.test.dev"), 1.0);
+    stop(widgets).await;
+}

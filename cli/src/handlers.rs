@@ -262,7 +262,10 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>) -> Outcome {
         let (after, created) = client
             .create_or_update(&manifest.name, spec, options)
             .await
-            .map_err(|e| format!("{label}: {e}"))?;
+            .map_err(|e| match e {
+                beehive::Error::TransactionTimedOut => too_long(manifests.len()),
+                e => format!("{label}: {e}"),
+            })?;
         let action = match (created, before) {
             (true, _) => "created",
             (false, Some(b)) if b.meta.generation == after.meta.generation => "unchanged",
@@ -274,8 +277,21 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>) -> Outcome {
             action: action.into(),
         });
     }
-    tx.commit().map_err(error)?;
+    tx.commit().map_err(|e| match e {
+        beehive::Error::TransactionTimedOut => Failure::from(too_long(manifests.len())),
+        e => error(e),
+    })?;
     Ok(Reply::Applied { results })
+}
+
+/// Why an apply that outlasted its hold on the store wrote nothing, and
+/// what to do instead.
+fn too_long(objects: usize) -> String {
+    format!(
+        "applying {objects} objects held the store past {APPLY_HOLD_LIMIT:?}, the most one apply \
+         may, so none was applied: split the manifests into smaller files \
+         (20,000 objects apply in about a second)"
+    )
 }
 
 fn get(ctx: &Context, kind: &str, name: Option<&str>) -> Outcome {

@@ -390,10 +390,7 @@ async fn wait(
         let holds = match endpoint {
             Endpoint::Host(stream) => {
                 // The host answers when the wait ends: give it that long too.
-                let patience = paths.request_timeout.map(|t| t + left);
-                stream
-                    .set_read_timeout(patience)
-                    .map_err(|e| format!("cannot set the request timeout: {e}"))?;
+                endpoint::be_patient(&stream, paths.request_timeout.map(|t| t + left))?;
                 let request = Request::Wait {
                     kind: kind.clone(),
                     name: name.clone(),

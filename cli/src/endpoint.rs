@@ -172,10 +172,7 @@ pub fn reach(paths: &Paths) -> Result<Endpoint, Failure> {
     let deadline = Instant::now() + HOST_PATIENCE;
     loop {
         if let Ok(stream) = UnixStream::connect(&paths.socket) {
-            let patient = stream
-                .set_read_timeout(paths.request_timeout)
-                .and_then(|()| stream.set_write_timeout(paths.request_timeout));
-            patient.map_err(|e| format!("cannot set the request timeout: {e}"))?;
+            be_patient(&stream, paths.request_timeout)?;
             return Ok(Endpoint::Host(stream));
         }
         if paths.is_postgres() {
@@ -195,6 +192,15 @@ pub fn reach(paths: &Paths) -> Result<Endpoint, Failure> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Gives up on the host after `patience` (`None`: never) for each read
+/// and write on `stream`.
+pub fn be_patient(stream: &UnixStream, patience: Option<Duration>) -> Result<(), Failure> {
+    stream
+        .set_read_timeout(patience)
+        .and_then(|()| stream.set_write_timeout(patience))
+        .map_err(|e| Failure::from(format!("cannot set the request timeout: {e}")))
 }
 
 /// Removes a socket file nobody serves: only call while holding the lock.

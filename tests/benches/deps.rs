@@ -4,7 +4,7 @@
 //! registered kind that declare the edge in their pass; once all have settled
 //! (and the per-object re-enqueue floor of their last pass has passed), the
 //! target is updated, and the figure is the time until every dependent has
-//! run again.
+//! run again (the median of five such updates).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,6 +35,10 @@ impl Controller for Dependent {
         Ok(Action::settled())
     }
 }
+
+/// How many times the target is updated; the figure is the median round, as
+/// a single round on a shared machine measures its neighbours as much as us.
+const ROUNDS: usize = 5;
 
 /// How often a wait polls.
 const POLL: Duration = Duration::from_millis(2);
@@ -71,22 +75,24 @@ async fn fanout() -> f64 {
     let conn = rusqlite::Connection::open(store.path()).expect("observer");
     // Counting dependents only: the client-only target never settles.
     wait_for(POLL, || outstanding(&conn, Some(&apps)) == 0).await;
-    // Let the re-enqueue floor of every dependent's last pass run out, as it
-    // has for any target that changes less than once a second.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let before = passes.load(Ordering::SeqCst);
-    let start = Instant::now();
-    configs
-        .update(target.meta.id, Json::parse(r#"{"v":2}"#).expect("spec"))
-        .await
-        .expect("update");
-    wait_for(POLL, || {
-        passes.load(Ordering::SeqCst) >= before + DEPENDENTS
-    })
-    .await;
-    let elapsed = start.elapsed().as_secs_f64();
+    let mut rounds = Vec::with_capacity(ROUNDS);
+    for round in 0..ROUNDS {
+        // Let the re-enqueue floor of every dependent's last pass run out, as
+        // it has for any target that changes less than once a second.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let before = passes.load(Ordering::SeqCst);
+        let start = Instant::now();
+        let spec = Json::parse(&format!(r#"{{"v":{}}}"#, round + 2)).expect("spec");
+        configs.update(target.meta.id, spec).await.expect("update");
+        wait_for(POLL, || {
+            passes.load(Ordering::SeqCst) >= before + DEPENDENTS
+        })
+        .await;
+        rounds.push(start.elapsed().as_secs_f64());
+    }
     running.stop(Duration::from_secs(30)).await.expect("stop");
-    elapsed
+    rounds.sort_by(f64::total_cmp);
+    rounds[ROUNDS / 2]
 }
 
 fn main() {

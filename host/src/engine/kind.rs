@@ -22,6 +22,9 @@ use crate::object::{GroupKind, ObjectId, Timestamp};
 use crate::store::{Reader, Store};
 use crate::sync::{lock, read, write};
 
+/// The most objects a worker takes, and loads in one read, at a time.
+const BATCH: usize = 32;
+
 /// The registered kinds of a host, by name.
 pub(crate) type Kinds = RwLock<HashMap<GroupKind, Arc<Kind>>>;
 
@@ -161,21 +164,48 @@ impl Kind {
         }
     }
 
-    /// A worker: takes the next object and runs its pass, until cancelled or
-    /// no longer wanted. A pass in flight is finished, never abandoned.
+    /// A worker: takes the next objects and runs their passes, until
+    /// cancelled or no longer wanted. A pass in flight is finished, never
+    /// abandoned; objects taken but not yet started go back in line.
     async fn work(self: &Arc<Self>, store: &Store, host: &TaskTracker, index: usize) {
         loop {
-            if index >= self.settings().concurrency {
+            let concurrency = self.settings().concurrency;
+            if index >= concurrency {
                 break;
             }
             let next = tokio::select! {
                 _ = self.cancel.cancelled() => None,
                 next = self.queue.next() => next,
             };
-            let Some(id) = next else {
+            let Some(first) = next else {
                 break;
             };
-            match pass::run(store, &self.view(), id).await {
+            let mut batch = vec![first];
+            batch.extend(self.queue.take_more(BATCH - 1, concurrency));
+            self.run_batch(store, host, &batch).await;
+        }
+        self.workers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Runs the passes of `batch`, loaded together, one after another.
+    async fn run_batch(self: &Arc<Self>, store: &Store, host: &TaskTracker, batch: &[ObjectId]) {
+        let view = self.view();
+        let loads = match pass::load_batch(store, &view, batch) {
+            Ok(loads) => loads,
+            Err(error) => {
+                let outcome = pass::load_failed(&self.group_kind, batch, &error);
+                for &id in batch {
+                    self.queue.done(id, outcome);
+                }
+                return;
+            }
+        };
+        for (position, (&id, loaded)) in batch.iter().zip(loads).enumerate() {
+            if position > 0 && self.cancel.is_cancelled() {
+                self.queue.give_back(&batch[position..]);
+                return;
+            }
+            match pass::run(store, &view, id, loaded).await {
                 Finish::Done(outcome) => self.queue.done(id, outcome),
                 Finish::Handshake(handshake) => {
                     let kind = self.clone();
@@ -186,7 +216,6 @@ impl Kind {
                 }
             }
         }
-        self.workers.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// The per-kind drivers in one loop: the owed pass and the full pass,

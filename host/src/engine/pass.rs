@@ -1,6 +1,7 @@
 //! One pass over one object: load it, collect it if it is being deleted,
 //! call the controller, then record the handshake.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -54,9 +55,10 @@ pub(crate) enum Finish {
     Handshake(Pin<Box<dyn Future<Output = Outcome> + Send>>),
 }
 
-/// Runs one pass of object `id` of `kind`.
-pub(crate) async fn run(store: &Store, kind: &KindView<'_>, id: i64) -> Finish {
-    match try_run(store, kind, id).await {
+/// Runs one pass of object `id` of `kind`, from what [`load_batch`] found
+/// for it.
+pub(crate) async fn run(store: &Store, kind: &KindView<'_>, id: i64, loaded: Load) -> Finish {
+    match try_run(store, kind, id, loaded).await {
         Ok(finish) => finish,
         Err(error) => Finish::Done(store_failure(kind.group_kind, id, error)),
     }
@@ -64,6 +66,16 @@ pub(crate) async fn run(store: &Store, kind: &KindView<'_>, id: i64) -> Finish {
 
 fn store_failure(kind: &crate::object::GroupKind, id: i64, error: crate::Error) -> Outcome {
     tracing::warn!(%kind, id, %error, "pass failed in the store");
+    Outcome::Failed
+}
+
+/// How each pass of a batch whose load failed ends.
+pub(crate) fn load_failed(
+    kind: &crate::object::GroupKind,
+    ids: &[i64],
+    error: &crate::Error,
+) -> Outcome {
+    tracing::warn!(%kind, ?ids, %error, "passes failed in the store: could not load their objects");
     Outcome::Failed
 }
 
@@ -77,8 +89,8 @@ fn after_collect(collected: Collected) -> Outcome {
     }
 }
 
-async fn try_run(store: &Store, kind: &KindView<'_>, id: i64) -> Result<Finish> {
-    let loaded = match load(store, kind, id) {
+async fn try_run(store: &Store, kind: &KindView<'_>, id: i64, loaded: Load) -> Result<Finish> {
+    let loaded = match loaded {
         Ok(Some(loaded)) => loaded,
         Ok(None) => return Ok(Finish::Done(Outcome::Gone)),
         // Quarantined: the same bytes would fail the same way under backoff
@@ -113,7 +125,7 @@ async fn try_run(store: &Store, kind: &KindView<'_>, id: i64) -> Result<Finish> 
 }
 
 /// What a pass starts from.
-struct Loaded {
+pub(crate) struct Loaded {
     object: RawObject,
     /// The store-wide write cursor sampled before the read: every write at or
     /// below it is in what the pass saw. A successful pass of a dependent
@@ -122,30 +134,52 @@ struct Loaded {
     has_dependencies: bool,
 }
 
-/// The object, if it still exists and is of this kind.
-fn load(store: &Store, kind: &KindView<'_>, id: i64) -> Result<Option<Loaded>> {
+/// What one pass starts from: the object if it still exists and is of the
+/// kind, or why it cannot be shown to the controller.
+pub(crate) type Load = Result<Option<Loaded>>;
+
+/// Loads the objects of the passes of `ids` in one read, one [`Load`] per
+/// id, in order. A worker with a line of work takes several objects at once:
+/// one read of many rows costs little more than a read of one. An object
+/// written after this read is woken while running, so its pass runs again.
+pub(crate) fn load_batch(store: &Store, kind: &KindView<'_>, ids: &[i64]) -> Result<Vec<Load>> {
     let cursor = store.resource_version();
-    store.read(|r| {
-        let Some((object, has_dependencies)) = r.object_for_pass(id)? else {
-            return Ok(None);
-        };
-        if object.meta.group_kind != *kind.group_kind {
-            return Ok(None);
+    let mut found: HashMap<i64, (RawObject, bool)> = store
+        .read(|r| r.objects_for_passes(ids))?
+        .into_iter()
+        .map(|(object, has_dependencies)| (object.meta.id, (object, has_dependencies)))
+        .collect();
+    let loads = ids.iter().map(|id| match found.remove(id) {
+        Some((object, _)) if object.meta.group_kind != *kind.group_kind => Ok(None),
+        Some((object, has_dependencies)) => {
+            prepare(store, object, has_dependencies, cursor).map(Some)
         }
-        if object.meta.deletion_requested_at.is_some() && object.meta.finalizers.is_empty() {
-            // Only collected, never shown to the controller.
-            return Ok(Some(Loaded {
-                object,
-                cursor,
-                has_dependencies: false,
-            }));
-        }
-        let object = store.migrations().upgrade(object)?;
-        Ok(Some(Loaded {
+        None => Ok(None),
+    });
+    Ok(loads.collect())
+}
+
+/// A loaded object made ready for its pass: upgraded to the current
+/// version, unless it is only to be collected.
+fn prepare(
+    store: &Store,
+    object: RawObject,
+    has_dependencies: bool,
+    cursor: i64,
+) -> Result<Loaded> {
+    if object.meta.deletion_requested_at.is_some() && object.meta.finalizers.is_empty() {
+        // Only collected, never shown to the controller.
+        return Ok(Loaded {
             object,
             cursor,
-            has_dependencies,
-        }))
+            has_dependencies: false,
+        });
+    }
+    let object = store.migrations().upgrade(object)?;
+    Ok(Loaded {
+        object,
+        cursor,
+        has_dependencies,
     })
 }
 

@@ -384,13 +384,7 @@ impl WorkQueue {
                 let now = Instant::now();
                 fire_due_alarms(&mut state, now);
                 if let Some(id) = state.ready.pop_front() {
-                    if let Some(entry) = state.entries.get_mut(&id) {
-                        entry.phase = Phase::Running;
-                        entry.last_dispatch = Some(now);
-                        if let Some(since) = entry.ready_since.take() {
-                            self.metrics.queue_seconds.observe(seconds(now - since));
-                        }
-                    }
+                    self.dispatch(&mut state, id, now);
                     if !state.ready.is_empty() {
                         // Another worker may be waiting for the rest.
                         self.changed.notify_one();
@@ -407,6 +401,55 @@ impl WorkQueue {
                     }
                 }
                 None => changed.await,
+            }
+        }
+    }
+
+    /// Takes more objects that are ready now, without waiting, for a worker
+    /// that has just taken one from [`next`](Self::next): at most `max`, and
+    /// no more than a fair share of the line among `workers` workers, so a
+    /// short line still spreads across them. Each is running until
+    /// [`done`](Self::done) or [`give_back`](Self::give_back).
+    pub(crate) fn take_more(&self, max: usize, workers: usize) -> Vec<ObjectId> {
+        let mut state = self.edit();
+        if state.closed {
+            return Vec::new();
+        }
+        let share = state.ready.len() / workers.max(1);
+        let now = Instant::now();
+        let mut taken = Vec::with_capacity(max.min(share));
+        while taken.len() < max.min(share) {
+            let Some(id) = state.ready.pop_front() else {
+                break;
+            };
+            self.dispatch(&mut state, id, now);
+            taken.push(id);
+        }
+        taken
+    }
+
+    /// Puts objects taken but never run back at the head of the line, as if
+    /// they had not been taken (a worker stopped before their passes).
+    pub(crate) fn give_back(&self, ids: &[ObjectId]) {
+        let mut state = self.edit();
+        for &id in ids.iter().rev() {
+            let Some(entry) = state.entries.get_mut(&id) else {
+                continue;
+            };
+            entry.phase = Phase::Ready;
+            entry.rerun = None;
+            state.ready.push_front(id);
+        }
+        self.changed.notify_one();
+    }
+
+    /// Marks ready `id`, just taken off the line, running.
+    fn dispatch(&self, state: &mut State, id: ObjectId, now: Instant) {
+        if let Some(entry) = state.entries.get_mut(&id) {
+            entry.phase = Phase::Running;
+            entry.last_dispatch = Some(now);
+            if let Some(since) = entry.ready_since.take() {
+                self.metrics.queue_seconds.observe(seconds(now - since));
             }
         }
     }
@@ -625,6 +668,35 @@ mod tests {
             Some(1),
             "the wake was kept"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_worker_takes_more_only_up_to_its_share_of_the_line() {
+        let q = queue();
+        q.wake_all(1..=10, Wake::Immediate);
+        assert_eq!(q.next().await, Some(1));
+        // Nine wait: two workers get four each at most, and never past `max`.
+        assert_eq!(q.take_more(3, 2), vec![2, 3, 4]);
+        assert_eq!(q.take_more(31, 2), vec![5, 6, 7]);
+        assert_eq!(q.take_more(31, 4), Vec::<ObjectId>::new(), "3 / 4 is none");
+        assert_eq!(q.take_more(31, 1), vec![8, 9, 10]);
+        // Taken means running: a wake is kept for after the pass.
+        q.wake(6, Wake::Immediate);
+        assert_eq!(next_within(&q, Duration::from_secs(60)).await, None);
+        q.done(6, Outcome::Succeeded { requeue: None });
+        assert_eq!(next_within(&q, Duration::ZERO).await, Some(6));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn objects_given_back_are_next_in_line_in_their_order() {
+        let q = queue();
+        q.wake_all(1..=4, Wake::Immediate);
+        assert_eq!(q.next().await, Some(1));
+        assert_eq!(q.take_more(2, 1), vec![2, 3]);
+        q.give_back(&[2, 3]);
+        assert_eq!(next_within(&q, Duration::ZERO).await, Some(2));
+        assert_eq!(next_within(&q, Duration::ZERO).await, Some(3));
+        assert_eq!(next_within(&q, Duration::ZERO).await, Some(4));
     }
 
     #[tokio::test(start_paused = true)]

@@ -28,20 +28,31 @@ macro_rules! object_columns {
 
 const COLUMNS: &str = object_columns!();
 
-/// One object by id, and whether it depends on anything (column 18).
-const SELECT_WITH_DEPENDENCIES: &str = concat!(
-    "SELECT ",
-    object_columns!(),
-    ", EXISTS (SELECT 1 FROM edges WHERE from_id = objects.id AND relation = 'depends_on') \
-     FROM objects WHERE id = ?1"
-);
+/// The objects whose ids are parameter `?1`, and whether each depends on
+/// anything (column 18).
+macro_rules! select_with_dependencies {
+    ($ids:literal) => {
+        concat!(
+            "SELECT ",
+            object_columns!(),
+            ", EXISTS (SELECT 1 FROM edges WHERE from_id = objects.id AND relation = 'depends_on') \
+             FROM objects WHERE ",
+            $ids
+        )
+    };
+}
 
-/// One object by id, with `FALSE` for column 18.
-const SELECT_WITHOUT_DEPENDENCIES: &str = concat!(
-    "SELECT ",
-    object_columns!(),
-    ", FALSE FROM objects WHERE id = ?1"
-);
+/// The objects whose ids are parameter `?1`, with `FALSE` for column 18.
+macro_rules! select_without_dependencies {
+    ($ids:literal) => {
+        concat!(
+            "SELECT ",
+            object_columns!(),
+            ", FALSE FROM objects WHERE ",
+            $ids
+        )
+    };
+}
 
 /// The conditions of the objects whose ids are parameter `?1`.
 macro_rules! conditions_where {
@@ -238,32 +249,38 @@ fn attach_conditions(objects: &mut [RawObject], rows: Vec<(ObjectId, Condition)>
     }
 }
 
-/// The object with `id` (whatever its kind) with its conditions, and
-/// whether it depends on anything (if `dependencies` asks; else `false`),
-/// asked together: one round trip in PostgreSQL.
+/// The objects with `ids` (whatever their kind) that exist, by id, with
+/// their conditions, and whether each depends on anything (if
+/// `dependencies` asks; else `false`), asked together: one round trip in
+/// PostgreSQL.
 pub(crate) fn select_with_conditions(
     conn: Conn<'_>,
-    id: ObjectId,
+    ids: &[ObjectId],
     session: i64,
     dependencies: bool,
-) -> Result<Option<(RawObject, bool)>> {
-    let object_sql = match dependencies {
-        true => SELECT_WITH_DEPENDENCIES,
-        false => SELECT_WITHOUT_DEPENDENCIES,
+) -> Result<Vec<(RawObject, bool)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let object_sql = match (conn.dialect(), dependencies) {
+        (Dialect::Sqlite, true) => {
+            select_with_dependencies!("id IN (SELECT value FROM json_each(?1)) ORDER BY id")
+        }
+        (Dialect::Sqlite, false) => {
+            select_without_dependencies!("id IN (SELECT value FROM json_each(?1)) ORDER BY id")
+        }
+        (Dialect::Postgres, true) => select_with_dependencies!("id = ANY(?1) ORDER BY id"),
+        (Dialect::Postgres, false) => select_without_dependencies!("id = ANY(?1) ORDER BY id"),
     };
-    let ids = [id];
     let (found, conditions) = conn.query_two(
-        (object_sql, params![id]),
-        (conditions_sql(conn), params![&ids[..]]),
+        (object_sql, params![ids]),
+        (conditions_sql(conn), params![ids]),
         |row| Ok((object_from_row(row)?, row.get::<bool>(18)?)),
         |row| condition_from_row(row, session),
     )?;
-    Ok(found.into_iter().next().map(|(object, has_dependencies)| {
-        let mut objects = [object];
-        attach_conditions(&mut objects, conditions);
-        let [object] = objects;
-        (object, has_dependencies)
-    }))
+    let (mut objects, has_dependencies): (Vec<RawObject>, Vec<bool>) = found.into_iter().unzip();
+    attach_conditions(&mut objects, conditions);
+    Ok(objects.into_iter().zip(has_dependencies).collect())
 }
 
 /// One direction of one edge relation.

@@ -40,7 +40,8 @@ impl<'c> Reader<'c> {
         id: ObjectId,
         loads: Loads,
     ) -> Result<Option<RawObject>> {
-        let found = rows::select_with_conditions(self.conn, id, self.session, false)?
+        let found = rows::select_with_conditions(self.conn, &[id], self.session, false)?
+            .pop()
             .filter(|(o, _)| o.meta.group_kind == *group_kind);
         let Some((object, _)) = found else {
             return Ok(None);
@@ -51,10 +52,11 @@ impl<'c> Reader<'c> {
         Ok(Some(object))
     }
 
-    /// What a pass of object `id` loads: the object (whatever its kind) with
-    /// its conditions, and whether it depends on anything.
-    pub(crate) fn object_for_pass(&self, id: ObjectId) -> Result<Option<(RawObject, bool)>> {
-        rows::select_with_conditions(self.conn, id, self.session, true)
+    /// What passes of objects `ids` load: each object that exists (whatever
+    /// its kind), by id, with its conditions, and whether it depends on
+    /// anything.
+    pub(crate) fn objects_for_passes(&self, ids: &[ObjectId]) -> Result<Vec<(RawObject, bool)>> {
+        rows::select_with_conditions(self.conn, ids, self.session, true)
     }
 
     /// What of `group_kind` holds `name`, with its conditions and `loads`.

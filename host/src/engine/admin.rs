@@ -68,12 +68,14 @@ impl AdminClient {
         F: FnOnce(ControllerClient) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        // No known status: the first status write always writes.
+        // No known status or edges: the first status write always writes,
+        // and every edge is asked of the store.
         let client = ControllerClient::new(
             self.store.clone(),
             self.group_kind.clone(),
             id,
             None,
+            Vec::new(),
             HOLD_LIMIT,
         );
         let outcome = client.within(verb).await;

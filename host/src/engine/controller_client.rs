@@ -50,6 +50,10 @@ struct PassState {
     /// kind clients' included, joins it.
     transaction: Mutex<Option<Arc<Session>>>,
     hold_limit: Duration,
+    /// The object's dependencies this pass knows are committed (loaded with
+    /// it or asserted since, less those dropped since): re-asserting one
+    /// needs no store call.
+    known_dependencies: Mutex<Vec<ObjectId>>,
 }
 
 impl TransactionSource for PassState {
@@ -113,6 +117,7 @@ impl ControllerClient {
         group_kind: GroupKind,
         object_id: ObjectId,
         status: Option<Json>,
+        loaded_dependencies: Vec<ObjectId>,
         hold_limit: Duration,
     ) -> Self {
         ControllerClient {
@@ -131,6 +136,7 @@ impl ControllerClient {
                 returned: AtomicBool::new(false),
                 transaction: Mutex::new(None),
                 hold_limit,
+                known_dependencies: Mutex::new(loaded_dependencies),
             }),
         }
     }
@@ -494,20 +500,30 @@ impl ControllerClient {
     pub async fn add_dependency(&self, target: ObjectId) -> Result<()> {
         let pass = self.live()?;
         pass.store.note_dependency_edge();
-        // Every pass of a dependent re-asserts its edges: one that exists
-        // is answered by a read, not a turn at the writer. The edge's
-        // foreign keys mean both ends exist, as the write would check;
-        // inside a held transaction only the transaction sees its own
-        // writes, so it is asked instead.
-        if pass.open_transaction().is_none() {
+        // Every pass of a dependent re-asserts its edges: one that the pass
+        // loaded is answered from memory, one that exists by a read, neither
+        // by a turn at the writer. The edge's foreign keys mean both ends
+        // existed, as the write would check (a target deleted since wakes
+        // this object again). Inside a held transaction only the transaction
+        // sees its own writes, so it is asked instead.
+        let outside_transaction = pass.open_transaction().is_none();
+        if outside_transaction {
+            if lock(&pass.known_dependencies).contains(&target) {
+                return Ok(());
+            }
             let from = pass.object.id;
             if pass.store.read(|r| r.has_dependency(from, target))? {
+                lock(&pass.known_dependencies).push(target);
                 return Ok(());
             }
         }
         let added = self
             .write(move |tx, object| ops::add_dependency(tx, object, target))
             .await;
+        // What a held transaction writes may yet roll back.
+        if added.is_ok() && outside_transaction {
+            lock(&pass.known_dependencies).push(target);
+        }
         if let Err(Error::DependencyCycle { cycle }) = &added {
             let event = EventSpec::warning("DependencyCycle")
                 .category("dependencies")
@@ -531,6 +547,7 @@ impl ControllerClient {
     /// # Cancel safety
     /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete_dependency(&self, target: ObjectId) -> Result<()> {
+        lock(&self.pass.known_dependencies).retain(|&known| known != target);
         self.write(move |tx, object| ops::delete_dependency(tx, object, target))
             .await
             .map(drop)

@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::event::EventSpec;
 use crate::json::Json;
 use crate::metrics::KindMetrics;
-use crate::object::GroupKind;
+use crate::object::{GroupKind, ObjectId};
 use crate::object::{RawObject, Timestamp};
 use crate::store::{Collected, Store, WriteTx, ops};
 use crate::sync::read;
@@ -131,7 +131,8 @@ pub(crate) struct Loaded {
     /// below it is in what the pass saw. A successful pass of a dependent
     /// records it as its watermark.
     cursor: i64,
-    has_dependencies: bool,
+    /// What the object depended on as the pass loaded it.
+    dependencies: Vec<ObjectId>,
 }
 
 /// What one pass starts from: the object if it still exists and is of the
@@ -144,16 +145,14 @@ pub(crate) type Load = Result<Option<Loaded>>;
 /// written after this read is woken while running, so its pass runs again.
 pub(crate) fn load_batch(store: &Store, kind: &KindView<'_>, ids: &[i64]) -> Result<Vec<Load>> {
     let cursor = store.resource_version();
-    let mut found: HashMap<i64, (RawObject, bool)> = store
+    let mut found: HashMap<i64, (RawObject, Vec<ObjectId>)> = store
         .read(|r| r.objects_for_passes(ids))?
         .into_iter()
-        .map(|(object, has_dependencies)| (object.meta.id, (object, has_dependencies)))
+        .map(|(object, dependencies)| (object.meta.id, (object, dependencies)))
         .collect();
     let loads = ids.iter().map(|id| match found.remove(id) {
         Some((object, _)) if object.meta.group_kind != *kind.group_kind => Ok(None),
-        Some((object, has_dependencies)) => {
-            prepare(store, object, has_dependencies, cursor).map(Some)
-        }
+        Some((object, dependencies)) => prepare(store, object, dependencies, cursor).map(Some),
         None => Ok(None),
     });
     Ok(loads.collect())
@@ -164,7 +163,7 @@ pub(crate) fn load_batch(store: &Store, kind: &KindView<'_>, ids: &[i64]) -> Res
 fn prepare(
     store: &Store,
     object: RawObject,
-    has_dependencies: bool,
+    dependencies: Vec<ObjectId>,
     cursor: i64,
 ) -> Result<Loaded> {
     if object.meta.deletion_requested_at.is_some() && object.meta.finalizers.is_empty() {
@@ -172,14 +171,14 @@ fn prepare(
         return Ok(Loaded {
             object,
             cursor,
-            has_dependencies: false,
+            dependencies: Vec::new(),
         });
     }
     let object = store.migrations().upgrade(object)?;
     Ok(Loaded {
         object,
         cursor,
-        has_dependencies,
+        dependencies,
     })
 }
 
@@ -187,8 +186,9 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
     let Loaded {
         object,
         cursor,
-        has_dependencies,
+        dependencies,
     } = loaded;
+    let watermark = (!dependencies.is_empty()).then_some(cursor);
     let id = object.meta.id;
     let controller = kind.controller();
     let client = ControllerClient::new(
@@ -196,6 +196,7 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
         kind.group_kind.clone(),
         id,
         object.status.clone(),
+        dependencies,
         kind.settings().transaction_hold_limit,
     );
     // Everything the pass logs, a plugin's lines included, carries these.
@@ -222,7 +223,6 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
         Err(_) => Action::backoff("the controller panicked"),
     };
     record(kind.metrics, &result, took);
-    let watermark = has_dependencies.then_some(cursor);
     Ok(handshake(
         store,
         kind,

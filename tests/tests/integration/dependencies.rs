@@ -501,3 +501,59 @@ async fn re_asserting_an_existing_dependency_writes_nothing() {
     );
     stop(running).await;
 }
+
+/// Declares its dependency, and in the first pass that sees `v: 2` drops it
+/// and declares it again; reports the spec's `v` as its status, committed
+/// after the edges.
+#[derive(Clone, Default)]
+struct Redeclares;
+
+impl Controller for Redeclares {
+    type Spec = Json;
+    type Status = Json;
+
+    async fn reconcile(&self, client: &ControllerClient, object: &RawObject) -> Result<Action> {
+        let spec = object.spec.to_value();
+        let target = spec["target"].as_i64().unwrap();
+        client.add_dependency(target).await?;
+        let status = object.status.as_ref().map(|s| s.to_value()["v"].clone());
+        if spec["v"] == 2 && status != Some(2.into()) {
+            client.delete_dependency(target).await?;
+            client.add_dependency(target).await?;
+        }
+        client
+            .update_status(&serde_json::json!({ "v": spec["v"] }))
+            .await?;
+        Ok(Action::settled())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_dropped_and_declared_again_in_one_pass_is_written_again() {
+    let store = beehive_e2e::store();
+    let target = create(&beehive::RawClient::new(&store, config()), "target", "{}").await;
+    let host = Host::new(&store, options()).unwrap();
+    let running = serve(&host, app(), Redeclares).await;
+    let spec = format!(r#"{{"target":{},"v":1}}"#, target.meta.id);
+    let dependent = create(&host.client(app()), "dependent", &spec).await;
+    let passed = |v: i64| {
+        let object = host.client(app()).get(dependent.meta.id).unwrap();
+        object.status.map(|s| s.to_value()["v"] == v) == Some(true)
+    };
+    eventually("the first pass commits", || passed(1)).await;
+    // The second pass loads the edge with the object: dropping it must
+    // forget what was loaded, or declaring it again would write nothing.
+    update(
+        &host.client(app()),
+        dependent.meta.id,
+        &format!(r#"{{"target":{},"v":2}}"#, target.meta.id),
+    )
+    .await;
+    eventually("the second pass commits", || passed(2)).await;
+    let edges = host
+        .client(app())
+        .list_dependencies(dependent.meta.id)
+        .unwrap();
+    assert_eq!(edges.len(), 1, "the edge declared again was not written");
+    stop(running).await;
+}

@@ -28,27 +28,30 @@ macro_rules! object_columns {
 
 const COLUMNS: &str = object_columns!();
 
-/// The objects whose ids are parameter `?1`, and whether each depends on
-/// anything (column 18).
+/// The objects whose ids are parameter `?2`, each with the ids of what it
+/// depends on as a comma-separated list, or NULL (column 18); `$list` is the
+/// dialect's aggregate of `to_id`.
 macro_rules! select_with_dependencies {
-    ($ids:literal) => {
+    ($list:literal, $ids:literal) => {
         concat!(
             "SELECT ",
             object_columns!(),
-            ", EXISTS (SELECT 1 FROM edges WHERE from_id = objects.id AND relation = 'depends_on') \
+            ", (SELECT ",
+            $list,
+            " FROM edges WHERE from_id = objects.id AND relation = 'depends_on') \
              FROM objects WHERE ",
             $ids
         )
     };
 }
 
-/// The objects whose ids are parameter `?1`, with `FALSE` for column 18.
+/// The objects whose ids are parameter `?1`, with NULL for column 18.
 macro_rules! select_without_dependencies {
     ($ids:literal) => {
         concat!(
             "SELECT ",
             object_columns!(),
-            ", FALSE FROM objects WHERE ",
+            ", NULL FROM objects WHERE ",
             $ids
         )
     };
@@ -250,37 +253,55 @@ fn attach_conditions(objects: &mut [RawObject], rows: Vec<(ObjectId, Condition)>
 }
 
 /// The objects with `ids` (whatever their kind) that exist, by id, with
-/// their conditions, and whether each depends on anything (if
-/// `dependencies` asks; else `false`), asked together: one round trip in
-/// PostgreSQL.
+/// their conditions, and the ids of what each depends on (if `dependencies`
+/// asks; else none), asked together: one round trip in PostgreSQL.
 pub(crate) fn select_with_conditions(
     conn: Conn<'_>,
     ids: &[ObjectId],
     session: i64,
     dependencies: bool,
-) -> Result<Vec<(RawObject, bool)>> {
+) -> Result<Vec<(RawObject, Vec<ObjectId>)>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let object_sql = match (conn.dialect(), dependencies) {
         (Dialect::Sqlite, true) => {
-            select_with_dependencies!("id IN (SELECT value FROM json_each(?1)) ORDER BY id")
+            select_with_dependencies!(
+                "group_concat(to_id)",
+                "id IN (SELECT value FROM json_each(?1)) ORDER BY id"
+            )
         }
         (Dialect::Sqlite, false) => {
             select_without_dependencies!("id IN (SELECT value FROM json_each(?1)) ORDER BY id")
         }
-        (Dialect::Postgres, true) => select_with_dependencies!("id = ANY(?1) ORDER BY id"),
+        (Dialect::Postgres, true) => {
+            select_with_dependencies!("string_agg(to_id::text, ',')", "id = ANY(?1) ORDER BY id")
+        }
         (Dialect::Postgres, false) => select_without_dependencies!("id = ANY(?1) ORDER BY id"),
     };
     let (found, conditions) = conn.query_two(
         (object_sql, params![ids]),
         (conditions_sql(conn), params![ids]),
-        |row| Ok((object_from_row(row)?, row.get::<bool>(18)?)),
+        |row| Ok((object_from_row(row)?, id_list(row.get(18)?)?)),
         |row| condition_from_row(row, session),
     )?;
-    let (mut objects, has_dependencies): (Vec<RawObject>, Vec<bool>) = found.into_iter().unzip();
+    let (mut objects, dependencies): (Vec<RawObject>, Vec<Vec<ObjectId>>) =
+        found.into_iter().unzip();
     attach_conditions(&mut objects, conditions);
-    Ok(objects.into_iter().zip(has_dependencies).collect())
+    Ok(objects.into_iter().zip(dependencies).collect())
+}
+
+/// The ids of a comma-separated list as the store aggregates them.
+fn id_list(list: Option<String>) -> Result<Vec<ObjectId>> {
+    let Some(list) = list else {
+        return Ok(Vec::new());
+    };
+    list.split(',')
+        .map(|id| {
+            id.parse()
+                .map_err(|_| Error::Internal(format!("a stored id list does not parse: {list}")))
+        })
+        .collect()
 }
 
 /// One direction of one edge relation.

@@ -53,9 +53,12 @@ impl<'c> Reader<'c> {
     }
 
     /// What passes of objects `ids` load: each object that exists (whatever
-    /// its kind), by id, with its conditions, and whether it depends on
-    /// anything.
-    pub(crate) fn objects_for_passes(&self, ids: &[ObjectId]) -> Result<Vec<(RawObject, bool)>> {
+    /// its kind), by id, with its conditions and the ids of what it depends
+    /// on.
+    pub(crate) fn objects_for_passes(
+        &self,
+        ids: &[ObjectId],
+    ) -> Result<Vec<(RawObject, Vec<ObjectId>)>> {
         rows::select_with_conditions(self.conn, ids, self.session, true)
     }
 

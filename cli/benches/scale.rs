@@ -12,8 +12,8 @@
 //!   settled, for the objects applied since the last size; and
 //!   `scale.converge_per_s@N`, those objects per second;
 //! - `scale.idle_cpu_ms_per_min@N`: CPU time of the settled host over 30 s
-//!   (every thread, from `/proc/PID/task/*/schedstat`), per minute, with
-//!   the threads that spent it;
+//!   (each thread alive at its end, from `/proc/PID/task/*/schedstat`), per
+//!   minute, with the threads that spent it;
 //! - `scale.rss_mib@N`: the settled host's resident memory;
 //! - `scale.restart_to_socket_ms@N`: a restart of the settled host, until
 //!   its socket accepts;
@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use beehive_e2e::bench::{per_thread_cpu, print_idle_threads};
+use beehive_e2e::bench::{cpu_spent, per_thread_cpu, print_idle_threads};
 
 /// Objects per `apply`.
 const BATCH: usize = 20_000;
@@ -201,12 +201,6 @@ impl HostProcess {
         ms(self.started.elapsed())
     }
 
-    /// CPU time of every thread of the process, from the scheduler.
-    fn cpu_time(&self) -> Duration {
-        let tasks = format!("/proc/{}/task", self.child.id());
-        per_thread_cpu(&tasks).into_iter().map(|(_, t)| t).sum()
-    }
-
     /// Stops the host as an operator would (SIGTERM) and waits for it.
     fn stop(mut self) {
         let status = Command::new("kill")
@@ -293,16 +287,16 @@ fn serve_and_settle(db: &Path, plugins: &Path, size: usize, added: usize) {
     std::thread::sleep(Duration::from_secs(2));
     let tasks = format!("/proc/{}/task", host.child.id());
     let before = per_thread_cpu(&tasks);
-    let cpu_before = host.cpu_time();
     std::thread::sleep(IDLE);
-    let idle = host.cpu_time().saturating_sub(cpu_before);
+    let after = per_thread_cpu(&tasks);
+    let idle = cpu_spent(&before, &after);
     let per_minute = ms(idle) * 60.0 / IDLE.as_secs_f64();
     figure(
         &format!("scale.idle_cpu_ms_per_min@{size}"),
         per_minute,
         "ms",
     );
-    print_idle_threads(&before, &per_thread_cpu(&tasks));
+    print_idle_threads(&before, &after);
     figure(
         &format!("scale.rss_mib@{size}"),
         status_mib(host.child.id(), "VmRSS"),

@@ -169,15 +169,32 @@ pub fn per_thread_cpu(tasks: &str) -> Vec<(String, Duration)> {
         .collect()
 }
 
-/// Prints a line for each thread that spent CPU between two readings of
-/// [`per_thread_cpu`], so an idle figure that moved says where it went.
-pub fn print_idle_threads(before: &[(String, Duration)], after: &[(String, Duration)]) {
-    for (thread, total) in after {
+/// Each thread's CPU time between two readings of [`per_thread_cpu`]: a
+/// thread born meanwhile counts whole. A thread that ended meanwhile (the
+/// runtime's blocking pool lets idle threads go) drops out, where a
+/// difference of two sums would subtract all it ever spent.
+pub fn cpu_by_thread<'a>(
+    before: &'a [(String, Duration)],
+    after: &'a [(String, Duration)],
+) -> impl Iterator<Item = (&'a str, Duration)> {
+    after.iter().map(|(thread, total)| {
         let earlier = before
             .iter()
             .find(|(name, _)| name == thread)
             .map_or(Duration::ZERO, |(_, t)| *t);
-        let spent = total.saturating_sub(earlier);
+        (thread.as_str(), total.saturating_sub(earlier))
+    })
+}
+
+/// The CPU time the threads alive at `after` spent since `before`.
+pub fn cpu_spent(before: &[(String, Duration)], after: &[(String, Duration)]) -> Duration {
+    cpu_by_thread(before, after).map(|(_, spent)| spent).sum()
+}
+
+/// Prints a line for each thread that spent CPU between two readings of
+/// [`per_thread_cpu`], so an idle figure that moved says where it went.
+pub fn print_idle_threads(before: &[(String, Duration)], after: &[(String, Duration)]) {
+    for (thread, spent) in cpu_by_thread(before, after) {
         if spent >= Duration::from_micros(100) {
             println!(
                 "  idle cpu: thread {thread} {:.2} ms",

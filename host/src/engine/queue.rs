@@ -376,13 +376,17 @@ impl WorkQueue {
             // Registered before the state is read, so a change made after the
             // read still wakes this waiter.
             changed.as_mut().enable();
-            let next_alarm = {
+            let wake_at = {
                 let mut state = self.edit();
                 if state.closed {
                     return None;
                 }
                 let now = Instant::now();
                 fire_due_alarms(&mut state, now);
+                // A burst's last passes are forgotten when their floor
+                // passes, not at the next owed scan: an idle host then holds
+                // and does nothing for them.
+                state.forget_settled(now, self.config().floor);
                 if let Some(id) = state.ready.pop_front() {
                     self.dispatch(&mut state, id, now);
                     if !state.ready.is_empty() {
@@ -391,9 +395,11 @@ impl WorkQueue {
                     }
                     return Some(id);
                 }
-                state.alarms.first().map(|(due, _)| *due)
+                let alarm = state.alarms.first().map(|(due, _)| *due);
+                let forget = state.settled.front().map(|(due, _)| *due);
+                alarm.into_iter().chain(forget).min()
             };
-            match next_alarm {
+            match wake_at {
                 Some(due) => {
                     tokio::select! {
                         _ = &mut changed => {}
@@ -837,6 +843,24 @@ mod tests {
         // A failing object keeps its backoff; the settled one goes.
         assert_eq!(q.len(), 1);
         assert_ne!(q.due_of(third), Due::Nothing);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_worker_forgets_the_last_settled_pass_when_its_floor_passes() {
+        let q = std::sync::Arc::new(queue());
+        q.wake_all([1], Wake::Immediate);
+        let id = q.next().await.unwrap();
+        q.done(id, Outcome::Succeeded { requeue: None });
+        assert_eq!(q.len(), 1, "inside its floor");
+        // No further pass ends and no prune runs: the idle worker does it.
+        let waiting = tokio::spawn({
+            let q = q.clone();
+            async move { q.next().await }
+        });
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(q.len(), 0);
+        q.close();
+        assert_eq!(waiting.await.unwrap(), None);
     }
 
     #[tokio::test(start_paused = true)]

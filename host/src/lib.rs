@@ -119,6 +119,7 @@ pub mod event;
 mod json;
 #[cfg(test)]
 mod layering;
+mod memory;
 pub mod metrics;
 pub mod migration;
 pub mod naming;

@@ -13,6 +13,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::memory;
 use crate::metrics::{QueueMetrics, seconds};
 use crate::sync::lock;
 use tokio::sync::{Notify, watch};
@@ -117,8 +118,9 @@ struct State {
 impl State {
     /// Drops the entries of settled objects whose floor has passed and that
     /// nothing has touched since, so a converged kind holds no memory per
-    /// object; each settled pass is forgotten once, here.
-    fn forget_settled(&mut self, now: Instant, floor: Duration) {
+    /// object; each settled pass is forgotten once, here. True when the
+    /// object map shrank: a burst has ended.
+    fn forget_settled(&mut self, now: Instant, floor: Duration) -> bool {
         while let Some(&(due, id)) = self.settled.front() {
             if due > now {
                 break;
@@ -132,14 +134,17 @@ impl State {
                 self.entries.remove(&id);
             }
         }
-        self.shrink();
+        self.shrink()
     }
 
     /// Gives back what a burst of work left allocated: the maps keep their
     /// largest size otherwise, a million objects' worth after a big apply.
-    fn shrink(&mut self) {
+    /// True when the object map shrank.
+    fn shrink(&mut self) -> bool {
         const SMALLEST: usize = 1024;
-        if self.entries.capacity() > SMALLEST && self.entries.len() < self.entries.capacity() / 4 {
+        let burst_ended =
+            self.entries.capacity() > SMALLEST && self.entries.len() < self.entries.capacity() / 4;
+        if burst_ended {
             self.entries.shrink_to(self.entries.len() * 2);
         }
         if self.ready.capacity() > SMALLEST && self.ready.len() < self.ready.capacity() / 4 {
@@ -148,6 +153,7 @@ impl State {
         if self.settled.capacity() > SMALLEST && self.settled.len() < self.settled.capacity() / 4 {
             self.settled.shrink_to(self.settled.len() * 2);
         }
+        burst_ended
     }
 
     /// Puts idle `id` in line; it must have an entry.
@@ -376,7 +382,7 @@ impl WorkQueue {
             // Registered before the state is read, so a change made after the
             // read still wakes this waiter.
             changed.as_mut().enable();
-            let wake_at = {
+            let (wake_at, burst_ended) = {
                 let mut state = self.edit();
                 if state.closed {
                     return None;
@@ -386,7 +392,7 @@ impl WorkQueue {
                 // A burst's last passes are forgotten when their floor
                 // passes, not at the next owed scan: an idle host then holds
                 // and does nothing for them.
-                state.forget_settled(now, self.config().floor);
+                let burst_ended = state.forget_settled(now, self.config().floor);
                 if let Some(id) = state.ready.pop_front() {
                     self.dispatch(&mut state, id, now);
                     if !state.ready.is_empty() {
@@ -397,8 +403,11 @@ impl WorkQueue {
                 }
                 let alarm = state.alarms.first().map(|(due, _)| *due);
                 let forget = state.settled.front().map(|(due, _)| *due);
-                alarm.into_iter().chain(forget).min()
+                (alarm.into_iter().chain(forget).min(), burst_ended)
             };
+            if burst_ended {
+                memory::give_back_freed();
+            }
             match wake_at {
                 Some(due) => {
                     tokio::select! {
@@ -504,7 +513,10 @@ impl WorkQueue {
         {
             self.wake_locked(&mut state, id, wake, now);
         }
-        state.forget_settled(now, floor);
+        if state.forget_settled(now, floor) {
+            drop(state);
+            memory::give_back_freed();
+        }
     }
 
     /// The backoff step a failure of `id` would take now.
@@ -553,7 +565,10 @@ impl WorkQueue {
         let floor = self.config().floor;
         state.entries.retain(|_, e| !e.is_forgettable(now, floor));
         state.settled.clear();
-        state.shrink();
+        if state.shrink() {
+            drop(state);
+            memory::give_back_freed();
+        }
     }
 
     /// Stops handing out work; waiting workers get `None`.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -24,6 +24,13 @@ use crate::sync::{lock, read, write};
 
 /// The most objects a worker takes, and loads in one read, at a time.
 const BATCH: usize = 32;
+
+/// The most passes of a kind whose end is still being written. Workers
+/// outrun the writer during a burst; past this many they wait, where the
+/// backlog of written-but-uncommitted passes grew without bound (half a
+/// gigabyte while a million objects converged). Sixteen of the writer's
+/// largest batches, so the writer never starves.
+const HANDSHAKES_IN_FLIGHT: usize = 1024;
 
 /// The registered kinds of a host, by name.
 pub(crate) type Kinds = RwLock<HashMap<GroupKind, Arc<Kind>>>;
@@ -53,6 +60,9 @@ pub(crate) struct Kind {
     /// and what it wrote was pushed to no one here.
     owed_now: Notify,
     workers: AtomicUsize,
+    /// Permits for passes whose end is being written
+    /// ([`HANDSHAKES_IN_FLIGHT`]).
+    handshakes: Arc<Semaphore>,
     /// Trigger feeds not yet receiving: they start with the kind's tasks.
     feeds: Mutex<Vec<Feed>>,
     pub(crate) metrics: KindMetrics,
@@ -83,6 +93,7 @@ impl Kind {
             settings_changed: Notify::new(),
             owed_now: Notify::new(),
             workers: AtomicUsize::new(0),
+            handshakes: Arc::new(Semaphore::new(HANDSHAKES_IN_FLIGHT)),
             feeds: Mutex::new(Vec::new()),
             metrics,
         }
@@ -205,6 +216,11 @@ impl Kind {
                 self.queue.give_back(&batch[position..]);
                 return;
             }
+            // Taken before the pass, so its end is submitted to the writer
+            // and awaited at once: a submitted write nobody awaits could be
+            // the one whose turn it is to lead the writer's next batch. The
+            // semaphore is never closed, so a permit always comes.
+            let permit = self.handshakes.clone().acquire_owned().await.ok();
             match pass::run(store, &view, id, loaded).await {
                 Finish::Done(outcome) => self.queue.done(id, outcome),
                 Finish::Handshake(handshake) => {
@@ -212,6 +228,7 @@ impl Kind {
                     host.spawn(self.tracker.track_future(async move {
                         let outcome = handshake.await;
                         kind.queue.done(id, outcome);
+                        drop(permit);
                     }));
                 }
             }

@@ -15,6 +15,8 @@
 //!   (each thread alive at its end, from `/proc/PID/task/*/schedstat`), per
 //!   minute, with the threads that spent it;
 //! - `scale.rss_mib@N`: the settled host's resident memory;
+//! - `scale.peak_rss_mib@N`: the most it was resident at any moment since
+//!   it started, converging included (`VmHWM`);
 //! - `scale.restart_to_socket_ms@N`: a restart of the settled host, until
 //!   its socket accepts;
 //! - `scale.restart_first_pass_ms@N`: the same restart, until an object
@@ -106,13 +108,14 @@ fn median(mut samples: Vec<f64>) -> f64 {
 }
 
 /// The figures this benchmark prints, without their sizes.
-const FIGURES: [&str; 11] = [
+const FIGURES: [&str; 12] = [
     "scale.load_avg_1m",
     "scale.apply_per_s",
     "scale.converge_s",
     "scale.converge_per_s",
     "scale.idle_cpu_ms_per_min",
     "scale.rss_mib",
+    "scale.peak_rss_mib",
     "scale.restart_to_socket_ms",
     "scale.restart_first_pass_ms",
     "scale.get_one_ms",
@@ -300,6 +303,11 @@ fn serve_and_settle(db: &Path, plugins: &Path, size: usize, added: usize) {
     figure(
         &format!("scale.rss_mib@{size}"),
         status_mib(host.child.id(), "VmRSS"),
+        "MiB",
+    );
+    figure(
+        &format!("scale.peak_rss_mib@{size}"),
+        status_mib(host.child.id(), "VmHWM"),
         "MiB",
     );
     host.stop();

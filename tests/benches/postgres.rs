@@ -148,10 +148,16 @@ fn spawn_host(
             .build()
             .expect("runtime");
         block_on(async move {
+            let mut killed = killed;
             let store = Store::open(&url).expect("store");
-            let tenure = beehive::engine::Tenure::take(&store, beehive::engine::DEFAULT_LEASE)
-                .await
-                .expect("lease");
+            // A standby is killed while it waits for the lease, too: one
+            // that waited on would wait for ever once the active host is
+            // stopped after it.
+            let taking = beehive::engine::Tenure::take(&store, beehive::engine::DEFAULT_LEASE);
+            let tenure = tokio::select! {
+                tenure = taking => tenure.expect("lease"),
+                _ = &mut killed => return,
+            };
             let options =
                 HostOptions::new().cadence(beehive::engine::Cadence::new().startup_full_pass(true));
             let host = Host::new(&store, options).expect("host");
@@ -269,8 +275,12 @@ async fn restart_recovery(server: &TestPostgres) -> f64 {
     let accepting = Instant::now();
     passed("after-restart").await;
     let recovered = accepting.elapsed().as_secs_f64();
+    let mut threads = Vec::new();
     for (thread, kill) in hosts {
         let _ = kill.send(());
+        threads.push(thread);
+    }
+    for thread in threads {
         thread.join().expect("a host's thread");
     }
     recovered

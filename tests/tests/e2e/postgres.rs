@@ -43,19 +43,53 @@ fn a_host_on_postgres_converges_and_the_cli_reads_it_after_the_host_stops() {
 #[test]
 fn a_commit_in_one_store_wakes_another_on_the_same_database() {
     let server = TestPostgres::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
     let writer = Store::open(server.url()).unwrap();
     let listener = Store::open(server.url()).unwrap();
-    let before = listener.resource_version();
     let client = RawClient::new(&writer, GroupKind::new("e2e.dev", "Thing"));
-    let created = tokio::runtime::Runtime::new()
-        .unwrap()
-        .block_on(client.create("one", Json::parse("{}").unwrap(), CreateOptions::new()))
+    heard_by(&listener, &runtime, &client, "one");
+}
+
+/// The listening store keeps hearing after `fault`: its listener finds its
+/// connection closed and listens again on a new one. A listener deaf after
+/// a restart left hosts blind to other processes' writes until their next
+/// scan, minutes later.
+fn still_heard_after(fault: impl Fn(&TestPostgres)) {
+    let server = TestPostgres::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let writer = Store::open(server.url()).unwrap();
+    let listener = Store::open(server.url()).unwrap();
+    let client = RawClient::new(&writer, GroupKind::new("e2e.dev", "Thing"));
+    heard_by(&listener, &runtime, &client, "before");
+    fault(&server);
+    create_eventually(&runtime, &client, "after");
+    let after = client.get_by_name("after").unwrap();
+    wait_until("the other store heard a commit after the fault", || {
+        listener.resource_version() >= after.meta.resource_version
+    });
+}
+
+/// Creates `name` through `client` and waits until `listener`, which wrote
+/// nothing, has heard the commit: only a notification can move it.
+fn heard_by(listener: &Store, runtime: &tokio::runtime::Runtime, client: &RawClient, name: &str) {
+    let before = listener.resource_version();
+    let created = runtime
+        .block_on(client.create(name, Json::parse("{}").unwrap(), CreateOptions::new()))
         .unwrap();
     assert!(created.meta.resource_version > before);
-    // The listener wrote nothing: only the notification can move it.
     wait_until("the other store heard the commit", || {
         listener.resource_version() >= created.meta.resource_version
     });
+}
+
+#[test]
+fn a_store_hears_other_processes_again_after_the_server_restarts() {
+    still_heard_after(TestPostgres::restart);
+}
+
+#[test]
+fn a_store_hears_other_processes_again_after_its_connections_are_terminated() {
+    still_heard_after(TestPostgres::terminate_connections);
 }
 
 /// Two stores writing at once never hand out the same id or version: each

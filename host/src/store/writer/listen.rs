@@ -41,12 +41,13 @@ fn listen(conn: PgConn, target: &Target, channel: &str, session: i64, writer: &W
     while writer.strong_count() > 0 {
         let subscribed = match conn.take() {
             Some(conn) => conn,
-            None => match subscribe(target, channel) {
-                Ok(conn) => {
-                    // Commits made while no one listened are unknown: wake
-                    // everything that waits on one.
+            None => match subscribe(target, channel).and_then(catch_up) {
+                Ok((conn, version)) => {
+                    // Commits made while no one listened were not heard:
+                    // the store's version now stands for all of them, and
+                    // everything waiting on one is woken.
                     if let Some(writer) = writer.upgrade() {
-                        writer.heard_commit(0);
+                        writer.heard_commit(version);
                     }
                     conn
                 }
@@ -68,6 +69,17 @@ fn subscribe(target: &Target, channel: &str) -> crate::Result<PgConn> {
     let conn = PgConn::connect(target, channel)?;
     conn.simple(&format!("LISTEN {}", quote_ident(channel)))?;
     Ok(conn)
+}
+
+/// The store's version, read once the connection listens: every commit
+/// after it will be heard, every one before it is covered by it.
+fn catch_up(conn: PgConn) -> crate::Result<(PgConn, i64)> {
+    let rows = conn.query("SELECT value FROM kv WHERE key = 'resource_version'", &[])?;
+    let version = rows
+        .first()
+        .and_then(|row| row.try_get::<_, i64>(0).ok())
+        .unwrap_or(0);
+    Ok((conn, version))
 }
 
 /// Hands each foreign commit to the writer until the store closes (`Ok`) or

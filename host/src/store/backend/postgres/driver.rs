@@ -31,6 +31,8 @@ pub(crate) enum DriveError {
     TimedOut(Duration),
     /// Waiting on the socket failed.
     Io(io::Error),
+    /// The server closed the connection while nothing was asked of it.
+    Closed,
 }
 
 impl std::fmt::Display for DriveError {
@@ -41,6 +43,7 @@ impl std::fmt::Display for DriveError {
                 write!(f, "the server did not answer within {after:?}")
             }
             DriveError::Io(error) => write!(f, "waiting on the server's socket: {error}"),
+            DriveError::Closed => write!(f, "the server closed the connection"),
         }
     }
 }
@@ -123,8 +126,9 @@ impl Driver {
             notifications,
             closed,
         } = self;
+        // A closed connection is reported by the request's own future.
         let driven = drive(request, socket, flag, waker, deadline, |cx| {
-            pump(connection, notifications, cx)
+            pump(connection, notifications, cx).map(|_open| ())
         });
         if matches!(driven, Err(DriveError::Connection(_))) {
             *closed = true;
@@ -142,9 +146,16 @@ impl Driver {
             self.flag.0.store(false, Ordering::SeqCst);
             let waker = self.waker.clone();
             let mut cx = Context::from_waker(&waker);
-            pump(&mut self.connection, &mut self.notifications, &mut cx)?;
+            let open = pump(&mut self.connection, &mut self.notifications, &mut cx)?;
             if !self.notifications.is_empty() {
                 return Ok(std::mem::take(&mut self.notifications));
+            }
+            // No request here reports a closed connection; a listener that
+            // missed it would wait on a dead socket for ever, and hear no
+            // other process's commits again.
+            if !open {
+                self.closed = true;
+                return Err(DriveError::Closed);
             }
             if self.flag.0.load(Ordering::SeqCst) {
                 continue;
@@ -197,12 +208,12 @@ fn drive<F: Future>(
 }
 
 /// Moves a connection's traffic until it would block, keeping what
-/// notifications arrive.
+/// notifications arrive; `false` once the server has closed it.
 fn pump(
     connection: &mut Connection<Socket, TlsSocket>,
     notifications: &mut Vec<Notification>,
     cx: &mut Context<'_>,
-) -> Result<(), DriveError> {
+) -> Result<bool, DriveError> {
     loop {
         match connection.poll_message(cx) {
             Poll::Ready(Some(Ok(AsyncMessage::Notification(notification)))) => {
@@ -210,9 +221,8 @@ fn pump(
             }
             Poll::Ready(Some(Ok(_notice))) => {}
             Poll::Ready(Some(Err(error))) => return Err(DriveError::Connection(error)),
-            // Closed: the request's own future reports it.
-            Poll::Ready(None) => return Ok(()),
-            Poll::Pending => return Ok(()),
+            Poll::Ready(None) => return Ok(false),
+            Poll::Pending => return Ok(true),
         }
     }
 }

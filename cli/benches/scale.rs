@@ -347,7 +347,11 @@ fn main() {
     let dir = tempfile::tempdir().expect("a scratch directory");
     let db = dir.path().join("scale.db");
     let plugins = plugin_directory(dir.path());
-    beehive(&db, &["apply", "-f", "-"], &manifests(SMALL, 0, 20));
+    beehive(
+        &db,
+        &["apply", "-f", "-", "--new-kind"],
+        &manifests(SMALL, 0, 20),
+    );
     // Compiles the plugin into the cache beside the store.
     let mut first = HostProcess::start(&db, &plugins);
     first.socket_ms(&db);

@@ -34,8 +34,9 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             until,
             timeout,
         } => return wait(&paths, object, until, timeout).await,
-        Command::Apply { file } => Request::Apply {
+        Command::Apply { file, new_kind } => Request::Apply {
             objects: manifest::load(&file)?,
+            new_kinds: new_kind,
         },
         Command::Get {
             kind,

@@ -83,6 +83,10 @@ pub(crate) enum Command {
         /// A file, a directory of `.json`/`.yaml`/`.yml` files, or `-` for stdin.
         #[arg(short = 'f', long = "filename", value_name = "FILE|DIR|-")]
         file: PathBuf,
+        /// Allow kinds that no plugin serves and no object has: without it,
+        /// such a kind is taken for a typo and nothing is applied.
+        #[arg(long)]
+        new_kind: bool,
     },
     /// List the objects of a kind, or show one.
     Get {

@@ -14,7 +14,7 @@ use beehive::{
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 
-use crate::failure::Failure;
+use crate::failure::{Code, Failure};
 use crate::manifest::Manifest;
 use crate::protocol::{
     ActiveHostView, Applied, Change, Description, EventView, HttpLimitsView, LimitsView, NextPass,
@@ -36,7 +36,7 @@ pub struct Context {
 /// Runs one request.
 pub async fn execute(ctx: &Context, request: Request) -> Outcome {
     match request {
-        Request::Apply { objects } => apply(ctx, objects).await,
+        Request::Apply { objects, new_kinds } => apply(ctx, objects, new_kinds).await,
         Request::Get { kind, name } => get(ctx, &kind, name.as_deref()),
         Request::Describe { kind, name } => describe(ctx, &kind, &name),
         Request::Delete { kind, name } => delete(ctx, &kind, &name).await,
@@ -214,6 +214,22 @@ impl Kinds {
         )))
     }
 
+    /// The kind an applied object of kind `text` gets: an existing one, or,
+    /// when `new_kinds` allows it, a new kind exactly as written.
+    fn for_apply(&self, text: &str, new_kinds: bool) -> Result<GroupKind, Failure> {
+        if new_kinds {
+            return Ok(self.as_written(text));
+        }
+        self.resolve(text).map_err(|failure| match failure.code {
+            Code::NotFound => Failure::not_found(format!(
+                "{}; a plugin's kind is known once a host has served it, and \
+                 `apply --new-kind` creates a kind that no plugin serves",
+                failure.message
+            )),
+            _ => failure,
+        })
+    }
+
     /// The kind `text` names: an existing one if it resolves, otherwise a
     /// new kind exactly as written (kinds are open).
     fn as_written(&self, text: &str) -> GroupKind {
@@ -231,14 +247,19 @@ fn find(store: &Store, kind: &str, name: &str) -> Result<(RawClient, RawObject),
     Ok((client, object))
 }
 
-/// Creates or updates every manifest in one transaction: all or none.
-async fn apply(ctx: &Context, manifests: Vec<Manifest>) -> Outcome {
-    // A store that cannot list its kinds leaves every kind as written.
-    let known = Kinds::load(&ctx.store).unwrap_or_default();
-    let kinds: Vec<GroupKind> = manifests
+/// Creates or updates every manifest in one transaction: all or none. A
+/// kind nothing knows is refused unless `new_kinds` allows it.
+async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outcome {
+    let known = if new_kinds {
+        // A store that cannot list its kinds leaves every kind as written.
+        Kinds::load(&ctx.store).unwrap_or_default()
+    } else {
+        Kinds::load(&ctx.store)?
+    };
+    let kinds = manifests
         .iter()
-        .map(|m| known.as_written(&m.kind_text()))
-        .collect();
+        .map(|m| known.for_apply(&m.kind_text(), new_kinds))
+        .collect::<Result<Vec<GroupKind>, Failure>>()?;
     let tx = ctx
         .store
         .transaction(APPLY_HOLD_LIMIT)

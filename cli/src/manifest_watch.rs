@@ -54,9 +54,15 @@ async fn apply_changed(ctx: &Context, dir: &Path, applied: &Mutex<BTreeMap<PathB
 
 async fn apply_file(ctx: &Context, file: &Path) -> Result<(), String> {
     let objects = manifest::load(file)?;
-    let reply = handlers::execute(ctx, Request::Apply { objects })
-        .await
-        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let reply = handlers::execute(
+        ctx,
+        Request::Apply {
+            objects,
+            new_kinds: false,
+        },
+    )
+    .await
+    .map_err(|e| format!("{}: {e}", file.display()))?;
     if let Reply::Applied { results } = reply {
         for r in results.iter().filter(|r| r.action != "unchanged") {
             tracing::info!(

@@ -18,6 +18,10 @@ use crate::manifest::Manifest;
 pub enum Request {
     Apply {
         objects: Vec<Manifest>,
+        /// Whether a kind nothing knows yet may be created (`--new-kind`);
+        /// otherwise such a kind is taken for a typo and refused.
+        #[serde(default)]
+        new_kinds: bool,
     },
     Get {
         kind: String,

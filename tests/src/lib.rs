@@ -281,6 +281,13 @@ impl Workspace {
         self.ok(&["apply", "-f", file])
     }
 
+    /// As [`Workspace::apply`], allowed to create kinds that nothing knows
+    /// yet (`--new-kind`): plain records no plugin serves.
+    pub fn apply_new_kind(&self, file: &str, text: &str) -> String {
+        self.write(file, text);
+        self.ok(&["apply", "-f", file, "--new-kind"])
+    }
+
     /// Writes `text` to `file` and applies it, expecting the apply to fail;
     /// returns its one error line.
     pub fn apply_fails(&self, file: &str, text: &str) -> String {

@@ -112,8 +112,9 @@ fn commands_work_without_a_host() {
         "team.yaml",
         &TEAM.replace("finalizers: [example.dev/greetings]", ""),
     );
+    // No host has served the kind yet, so only `--new-kind` creates it.
     assert_eq!(
-        workspace.ok(&["apply", "-f", "team.yaml"]),
+        workspace.ok(&["apply", "-f", "team.yaml", "--new-kind"]),
         "GreetingSet.example.dev/team created\n"
     );
     assert_eq!(
@@ -187,13 +188,14 @@ fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
         &workspace.fails(&["apply", "-f", "missing.yaml"]),
         &["missing.yaml: no such file"],
     );
+    workspace.write("ok.yaml", "kind: Thing\nname: real\n");
+    workspace.ok(&["apply", "-f", "ok.yaml", "--new-kind"]);
     let error = workspace.apply_fails(
         "owned.yaml",
         "kind: Thing\nname: a\n---\nkind: Thing\nname: b\nowner: Thing/nobody\n",
     );
     assert_mentions(&error, &["owner", "nobody"]);
 
-    workspace.apply("ok.yaml", "kind: Thing\nname: real\n");
     let things = workspace.ok(&["get", "Thing", "-o", "name"]);
     assert_eq!(things, "Thing/real\n", "no bad file applied anything");
     let error = workspace.fails(&["get", "Thnig"]);
@@ -465,10 +467,35 @@ fn a_health_checker_reaches_granted_endpoints_only_and_keeps_its_token_secret() 
     host.terminate();
 }
 
+/// A kind no plugin serves and no object has is taken for a typo: the
+/// apply is refused with exit code 3, names the kinds that exist and writes
+/// nothing of the file; `--new-kind` creates such a kind on purpose.
+#[test]
+fn apply_refuses_a_kind_nothing_knows_unless_told_it_is_new() {
+    let workspace = Workspace::new();
+    workspace.write("first.yaml", "kind: Note\nname: a\n");
+    let refused = workspace.run(&["apply", "-f", "first.yaml"]);
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&refused.stderr),
+        &["unknown kind Note", "there are no kinds yet", "--new-kind"],
+    );
+    workspace.ok(&["apply", "-f", "first.yaml", "--new-kind"]);
+
+    let typo = "kind: Note\nname: b\n---\nkind: Nte\nname: c\n";
+    let error = workspace.apply_fails("typo.yaml", typo);
+    assert_mentions(&error, &["unknown kind Nte", "known kinds: Note"]);
+    assert_eq!(
+        workspace.ok(&["get", "Note", "-o", "name"]),
+        "Note/a\n",
+        "nothing of the refused file was applied"
+    );
+}
+
 #[test]
 fn exit_codes_say_what_failed_with_or_without_a_host() {
     let workspace = Workspace::new();
-    workspace.apply("note.yaml", "kind: Note\nname: a\nspec: {x: 1}\n");
+    workspace.apply_new_kind("note.yaml", "kind: Note\nname: a\nspec: {x: 1}\n");
     // `line` is the command line after `beehive`, split on spaces.
     let code = |line: &str| {
         let args: Vec<&str> = line.split_whitespace().collect();

@@ -74,11 +74,7 @@ fn subscribe(target: &Target, channel: &str) -> crate::Result<PgConn> {
 /// The store's version, read once the connection listens: every commit
 /// after it will be heard, every one before it is covered by it.
 fn catch_up(conn: PgConn) -> crate::Result<(PgConn, i64)> {
-    let rows = conn.query("SELECT value FROM kv WHERE key = 'resource_version'", &[])?;
-    let version = rows
-        .first()
-        .and_then(|row| row.try_get::<_, i64>(0).ok())
-        .unwrap_or(0);
+    let version = conn.store_version()?;
     Ok((conn, version))
 }
 

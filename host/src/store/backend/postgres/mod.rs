@@ -474,6 +474,18 @@ impl PgConn {
     }
 }
 
+impl PgConn {
+    /// The store's version (its `resource_version` counter), read without
+    /// a lock: what a listener that lost its connection takes as heard.
+    pub(crate) fn store_version(&self) -> Result<i64> {
+        let rows = self.query("SELECT value FROM kv WHERE key = 'resource_version'", &[])?;
+        Ok(rows
+            .first()
+            .and_then(|row| row.try_get::<_, i64>(0).ok())
+            .unwrap_or(0))
+    }
+}
+
 /// Reads the counters under a row lock, so writers in other processes
 /// queue behind this transaction.
 const LOCK_COUNTERS: &str = "SELECT key, value FROM kv \

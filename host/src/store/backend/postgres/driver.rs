@@ -96,19 +96,13 @@ impl Driver {
     /// rather than by the next statement. Notifications read on the way are
     /// kept for [`Driver::notifications`].
     pub(crate) fn is_closed(&mut self) -> bool {
-        let waker = self.waker.clone();
-        let mut cx = Context::from_waker(&waker);
-        while !self.closed {
-            match self.connection.poll_message(&mut cx) {
-                Poll::Ready(Some(Ok(AsyncMessage::Notification(notification)))) => {
-                    self.notifications.push(notification);
-                }
-                Poll::Ready(Some(Ok(_notice))) => {}
-                Poll::Ready(Some(Err(_)) | None) => self.closed = true,
-                Poll::Pending => return false,
-            }
+        if !self.closed {
+            let waker = self.waker.clone();
+            let mut cx = Context::from_waker(&waker);
+            let open = pump(&mut self.connection, &mut self.notifications, &mut cx);
+            self.closed = !matches!(open, Ok(true));
         }
-        true
+        self.closed
     }
 
     /// Runs `request` to completion, moving the connection's traffic as it

@@ -19,6 +19,9 @@ pub enum Code {
     Timeout,
     /// The command needs a running host and none answers (exit 6).
     Unreachable,
+    /// A spec breaks its kind's schema or its plugin's rules; nothing was
+    /// written (exit 7).
+    Invalid,
 }
 
 impl Code {
@@ -30,6 +33,7 @@ impl Code {
             Code::Conflict => 4,
             Code::Timeout => 5,
             Code::Unreachable => 6,
+            Code::Invalid => 7,
         }
     }
 }
@@ -71,9 +75,22 @@ impl From<beehive::Error> for Failure {
             | E::DeletionPending { .. }
             | E::DependencyCycle { .. }
             | E::StoreInUse(_) => Code::Conflict,
+            E::Invalid { .. } | E::ValidatorFailed { .. } => Code::Invalid,
             _ => Code::Failure,
         };
         Failure::new(code, error.to_string())
+    }
+}
+
+impl Failure {
+    /// `error`'s failure, its message prefixed with `about` unless the
+    /// message already names it.
+    pub fn about(about: &str, error: beehive::Error) -> Failure {
+        let failure = Failure::from(error);
+        if failure.message.contains(about) {
+            return failure;
+        }
+        Failure::new(failure.code, format!("{about}: {}", failure.message))
     }
 }
 
@@ -111,5 +128,10 @@ mod tests {
         });
         assert_eq!(taken.code, Code::Conflict);
         assert_eq!(Failure::from("boom").code.exit_code(), 1);
+        let invalid = Failure::from(beehive::Error::Invalid {
+            what: "Greeting/x".into(),
+            violations: vec![],
+        });
+        assert_eq!(invalid.code.exit_code(), 7);
     }
 }

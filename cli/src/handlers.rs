@@ -284,8 +284,8 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outc
             .create_or_update(&manifest.name, spec, options)
             .await
             .map_err(|e| match e {
-                beehive::Error::TransactionTimedOut => too_long(manifests.len()),
-                e => format!("{label}: {e}"),
+                beehive::Error::TransactionTimedOut => Failure::from(too_long(manifests.len())),
+                e => Failure::about(&label, e),
             })?;
         let action = match (created, before) {
             (true, _) => "created",

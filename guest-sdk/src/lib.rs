@@ -79,9 +79,10 @@ mod types;
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",
-        // Every plugin exports the migrator; the host calls it only for a
-        // plugin whose registration declares schema versions.
-        world: "plugin-with-migrator",
+        // Every plugin exports the migrator and the schema interface; the
+        // host converts only for a plugin whose registration declares
+        // schema versions, and validates only for one that asks.
+        world: "plugin-with-schema",
         pub_export_macro: true,
         export_macro_name: "__export_plugin",
         default_bindings_module: "::beehive_guest::bindings",
@@ -93,9 +94,12 @@ pub mod bindings {
 pub mod wasm;
 
 pub use client::{Client, ControllerClient, CreateOptions, IfHeld, Kind, KindClient};
+/// The derive and trait a kind's schema comes from (see
+/// [`Registration::spec_schema`]).
+pub use schemars::JsonSchema;
 pub use types::{
     Action, Cadence, Condition, ConditionStatus, Error, EventSpec, EventType, GroupKind, Meta,
-    Object, ObjectId, ObjectRef, RawObject, Registration, Result, Timestamp, Verdict,
+    Object, ObjectId, ObjectRef, RawObject, Registration, Result, Timestamp, Verdict, Violation,
 };
 
 /// The object controller `C` reconciles: its kind's spec and status.
@@ -140,6 +144,16 @@ pub trait Controller: Default + 'static {
     ) -> std::result::Result<serde_json::Value, String> {
         let _ = spec;
         Err(format!("no converter for spec version {from}"))
+    }
+
+    /// Rules a schema cannot say, over a spec that passed it: the ways
+    /// `spec` breaks them, empty when it keeps them. The host calls it on
+    /// every spec write of the kind when the registration asks
+    /// ([`Registration::validates`]), and refuses the write for any
+    /// violation. The default accepts everything.
+    fn validate(&self, spec: &Self::Spec) -> Vec<Violation> {
+        let _ = spec;
+        Vec::new()
     }
 
     /// As [`Controller::convert_spec`], for a status.

@@ -99,6 +99,14 @@ pub struct Registration {
     pub status_schema_version: u32,
     /// The CPU time one pass may spend in the plugin.
     pub pass_deadline: Option<Duration>,
+    /// The JSON Schema of the spec, as JSON text: the host checks every
+    /// spec write of the kind against it before it commits.
+    pub spec_schema: Option<String>,
+    /// The JSON Schema of the status, as JSON text (shown by `explain`).
+    pub status_schema: Option<String>,
+    /// Whether the host calls [`crate::Controller::validate`] on every spec
+    /// write of the kind that passed the schema.
+    pub validates: bool,
 }
 
 impl Registration {
@@ -133,6 +141,50 @@ impl Registration {
         self
     }
 
+    /// Declares the spec's JSON Schema, derived from `Spec` (usually the
+    /// controller's [`crate::Controller::Spec`]) with
+    /// `#[derive(schemars::JsonSchema)]`: doc comments become descriptions
+    /// and serde attributes (`deny_unknown_fields`, `default`, `rename`)
+    /// are honoured. The host then refuses, at `apply` and every other
+    /// write, a spec that would not decode into `Spec`, naming the field and
+    /// the rule. Describe the shape of [`Registration::schema_versions`]'s
+    /// spec version.
+    ///
+    /// ```
+    /// use beehive_guest::Registration;
+    ///
+    /// /// What a greeting asks for.
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// #[serde(deny_unknown_fields)]
+    /// struct GreetingSpec {
+    ///     /// Who to greet.
+    ///     name: String,
+    /// }
+    ///
+    /// let registration = Registration::new("example.dev", "Greeting").spec_schema::<GreetingSpec>();
+    /// assert!(registration.spec_schema.unwrap().contains("Who to greet."));
+    /// ```
+    pub fn spec_schema<Spec: schemars::JsonSchema>(mut self) -> Self {
+        self.spec_schema = Some(schema_text::<Spec>());
+        self
+    }
+
+    /// Declares the status's JSON Schema, derived from `Status`, for
+    /// `explain`.
+    pub fn status_schema<Status: schemars::JsonSchema>(mut self) -> Self {
+        self.status_schema = Some(schema_text::<Status>());
+        self
+    }
+
+    /// Asks the host to call [`crate::Controller::validate`] on every spec
+    /// write of the kind, after the schema: for rules a schema cannot say.
+    /// It runs under the plugin's limits on a fresh instance, so keep it a
+    /// pure function of the spec.
+    pub fn validates(mut self) -> Self {
+        self.validates = true;
+        self
+    }
+
     /// Passes at once.
     pub fn concurrency(mut self, workers: u32) -> Self {
         self.concurrency = Some(workers);
@@ -153,5 +205,31 @@ impl Registration {
     pub fn cadence(mut self, cadence: Cadence) -> Self {
         self.cadence = cadence;
         self
+    }
+}
+
+/// `T`'s JSON Schema (draft 2020-12) as JSON text.
+fn schema_text<T: schemars::JsonSchema>() -> String {
+    schemars::schema_for!(T).as_value().to_string()
+}
+
+/// One way a spec breaks a controller's rules, as
+/// [`crate::Controller::validate`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Where, as a path into the object: `spec` for the whole spec,
+    /// `spec.port` for a field.
+    pub path: String,
+    /// The rule, in words (`must be between 1 and 65535`).
+    pub message: String,
+}
+
+impl Violation {
+    /// A violation at `path`.
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Violation {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }

@@ -8,6 +8,9 @@ use crate::bindings::beehive::controller::host;
 use crate::bindings::beehive::controller::types as wit;
 use crate::bindings::exports::beehive::controller::controller::Guest;
 use crate::bindings::exports::beehive::controller::migrator::Guest as MigratorGuest;
+use crate::bindings::exports::beehive::controller::schema::{
+    self as wit_schema, Guest as SchemaGuest,
+};
 use crate::client::{Client, ControllerClient, CreateOptions, IfHeld, KindClient};
 use crate::types::{
     Action, Condition, ConditionStatus, Error, EventSpec, EventType, GroupKind, Meta, Object,
@@ -82,6 +85,31 @@ impl<I: Instance> MigratorGuest for Adapter<I> {
         convert(&raw, |value| {
             I::Controller::convert_status(from_version, value)
         })
+    }
+}
+
+impl<I: Instance> SchemaGuest for Adapter<I> {
+    fn describe_schemas() -> wit_schema::Schemas {
+        let r = <I::Controller as Controller>::registration();
+        wit_schema::Schemas {
+            spec: r.spec_schema,
+            status: r.status_schema,
+            validates: r.validates,
+        }
+    }
+
+    fn validate(spec: String) -> Vec<wit_schema::Violation> {
+        let violations = match serde_json::from_str(&spec) {
+            Ok(spec) => I::with(|controller| controller.validate(&spec)),
+            Err(error) => vec![crate::Violation::new("spec", error.to_string())],
+        };
+        violations
+            .into_iter()
+            .map(|v| wit_schema::Violation {
+                path: v.path,
+                message: v.message,
+            })
+            .collect()
     }
 }
 

@@ -77,6 +77,29 @@ pub enum Error {
         source: serde_json::Error,
     },
 
+    /// A spec breaks its kind's rules (the schema its controller declares,
+    /// or the controller's own validator); nothing was written.
+    #[error(
+        "invalid spec of {what}: {}",
+        crate::validation::violations_line(violations)
+    )]
+    Invalid {
+        /// The object, e.g. `Greeting.example.dev/bad`.
+        what: String,
+        /// Each rule broken, with where.
+        violations: Vec<crate::validation::Violation>,
+    },
+
+    /// The kind's validator could not check a spec (it trapped, ran out of
+    /// time or memory, or is gone); nothing was written.
+    #[error("validator failed for {what}: {message}")]
+    ValidatorFailed {
+        /// The object, e.g. `Service.example.dev/web`.
+        what: String,
+        /// Why.
+        message: String,
+    },
+
     /// One `set_conditions` call named the same condition type twice; nothing
     /// was written.
     #[error("duplicate condition type: {0:?} appears twice in one call")]

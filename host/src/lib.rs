@@ -129,6 +129,7 @@ pub mod plugin;
 mod process;
 pub mod store;
 mod sync;
+pub mod validation;
 
 // The root holds what a newcomer needs to store objects and run controllers;
 // everything else is reached through its module.

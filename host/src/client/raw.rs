@@ -204,7 +204,7 @@ impl RawClient {
     /// # Cancel safety
     /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn update(&self, id: ObjectId, spec: Json) -> Result<RawObject> {
-        spec.require_object()?;
+        self.check_spec(&format!("#{id}"), &spec)?;
         let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
         let updated = self
             .write(move |tx| ops::update(tx, &group_kind, id, spec, spec_version))
@@ -224,7 +224,7 @@ impl RawClient {
     /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn update_by_name(&self, name: &str, spec: Json) -> Result<RawObject> {
         check_name(name)?;
-        spec.require_object()?;
+        self.check_spec(name, &spec)?;
         let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
         let name = name.to_string();
         let updated = self
@@ -405,6 +405,19 @@ impl RawClient {
         self.read(|r| r.refs(id, direction))
     }
 
+    /// Checks a spec about to be written to `name` (or `#id`): a JSON
+    /// object, keeping the kind's rules.
+    fn check_spec(&self, name: &str, spec: &Json) -> Result<()> {
+        spec.require_object()?;
+        let group_kind = &self.group_kind;
+        self.store.validations().check(
+            group_kind,
+            || format!("{group_kind}/{name}"),
+            spec,
+            || self.store.read(|r| r.spec_schema(group_kind)),
+        )
+    }
+
     fn plan_create(&self, name: &str, spec: Json, mut options: CreateOptions) -> Result<Create> {
         check_name(name)?;
         if let Some(problem) =
@@ -412,7 +425,7 @@ impl RawClient {
         {
             return Err(Error::InvalidName(problem));
         }
-        spec.require_object()?;
+        self.check_spec(name, &spec)?;
         options.validate()?;
         if !options.finalizers.is_empty()
             && !self.store.read(|r| r.is_registered(&self.group_kind))?

@@ -196,6 +196,8 @@ pub struct ControllerOptions {
     pub(crate) finalizers: Vec<String>,
     pub(crate) source: Option<(String, Option<String>)>,
     pub(crate) migrator: Option<Arc<dyn Migrator>>,
+    pub(crate) schemas: crate::validation::KindSchemas,
+    pub(crate) validator: Option<Arc<dyn crate::validation::SpecValidator>>,
     pub(crate) feeds: Vec<FeedSlot>,
 }
 
@@ -207,6 +209,8 @@ impl std::fmt::Debug for ControllerOptions {
             .field("finalizers", &self.finalizers)
             .field("source", &self.source)
             .field("migrator", &self.migrator.is_some())
+            .field("spec_schema", &self.schemas.spec.is_some())
+            .field("validator", &self.validator.is_some())
             .field("trigger_feeds", &self.feeds.len())
             .finish_non_exhaustive()
     }
@@ -249,6 +253,26 @@ impl ControllerOptions {
     /// [`ControllerOptions::migrator`] for one already shared.
     pub fn shared_migrator(mut self, migrator: Arc<dyn Migrator>) -> Self {
         self.migrator = Some(migrator);
+        self
+    }
+
+    /// The JSON Schemas of the kind's spec and status, recorded with the
+    /// registration. Every spec write of the kind, through any client of
+    /// the store (in this process or, by the recorded copy, another),
+    /// is checked against the spec's schema before it commits and refused
+    /// with [`crate::Error::Invalid`] when it breaks it. Registering fails
+    /// with [`crate::Error::InvalidOption`] for a schema that does not
+    /// compile.
+    pub fn schemas(mut self, schemas: crate::validation::KindSchemas) -> Self {
+        self.schemas = schemas;
+        self
+    }
+
+    /// Rules beyond the schema, checked after it on every spec write of the
+    /// kind made through this process's clients while the controller is
+    /// registered (see [`crate::validation::SpecValidator`]).
+    pub fn validator(mut self, validator: Arc<dyn crate::validation::SpecValidator>) -> Self {
+        self.validator = Some(validator);
         self
     }
 

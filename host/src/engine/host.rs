@@ -25,6 +25,7 @@ use crate::store::RegisteredKind;
 use crate::store::ops;
 use crate::store::{CommitListener, Committed, Store};
 use crate::sync::{lock, read, write};
+use crate::validation::{KindRules, SpecSchema};
 
 /// The control plane: controllers registered per kind over one [`Store`],
 /// driven between [`Host::start`] and [`StopHandle::stop`].
@@ -148,6 +149,7 @@ impl Host {
             return Err(Error::InvalidName(problem));
         }
         let settings = self.shared.options.resolve(&options)?;
+        let rules = validation_rules(&options)?;
         let (source, content_hash) = options
             .source
             .clone()
@@ -167,6 +169,8 @@ impl Host {
             source,
             content_hash,
             registered_at: Timestamp::now(),
+            spec_schema: options.schemas.spec.clone(),
+            status_schema: options.schemas.status.clone(),
         };
         self.shared
             .store
@@ -176,6 +180,7 @@ impl Host {
             .store
             .migrations()
             .set(&group_kind, options.migrator.clone());
+        self.shared.store.validations().set(&group_kind, rules);
         let feeds: Vec<_> = options
             .feeds
             .iter()
@@ -227,6 +232,10 @@ impl Host {
             .remove(group_kind)
             .ok_or_else(|| Error::NoController(group_kind.to_string()))?;
         self.shared.store.migrations().set(group_kind, None);
+        self.shared
+            .store
+            .validations()
+            .set(group_kind, KindRules::default());
         kind.shut_down();
         kind.tracker.wait().await;
         let group_kind = group_kind.clone();
@@ -498,4 +507,26 @@ impl Drop for Claim {
     fn drop(&mut self) {
         lock(&CLAIMS).remove(&self.0);
     }
+}
+
+/// The rules `options` give a kind's spec writes.
+///
+/// # Errors
+/// [`Error::InvalidOption`] for a spec schema that does not compile.
+fn validation_rules(options: &ControllerOptions) -> Result<KindRules> {
+    let schema = options
+        .schemas
+        .spec
+        .as_deref()
+        .map(SpecSchema::compile)
+        .transpose()
+        .map_err(|e| Error::InvalidOption(format!("the spec schema: {e}")))?;
+    if let Some(status) = &options.schemas.status {
+        SpecSchema::compile(status)
+            .map_err(|e| Error::InvalidOption(format!("the status schema: {e}")))?;
+    }
+    Ok(KindRules {
+        schema,
+        validator: options.validator.clone(),
+    })
 }

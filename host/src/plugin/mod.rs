@@ -22,10 +22,10 @@ mod granted_dir;
 mod http;
 mod limits;
 mod memory;
-mod migrate;
 mod policy;
 mod runtime;
 mod sandbox;
+mod side_calls;
 mod state;
 
 pub use crate::operator_file::{MAX_PLUGIN_BYTES, MAX_POLICY_BYTES};
@@ -47,8 +47,8 @@ use crate::event::EventSpec;
 use crate::object::{GroupKind, RawObject};
 use crate::sync::lock;
 use bindings::beehive::controller::types as wit;
-use migrate::PluginMigrator;
 use sandbox::{STDERR_CAPACITY, Sandbox, Warm};
+use side_calls::Extras;
 use state::ControllerClientHandle;
 
 /// An instance whose linear memory is above this after a pass is dropped
@@ -65,9 +65,8 @@ pub struct Plugin {
     /// a plugin's globals (a kind client it keeps) live on. There are never
     /// more than the kind's workers; a trapped instance is never put back.
     pub(super) idle: Mutex<Vec<Warm>>,
-    /// Converts the kind's older documents, when the plugin declares schema
-    /// versions and exports the migrator.
-    pub(super) migrator: Option<Arc<PluginMigrator>>,
+    /// Its kind's schemas, and its migrator and validator when it has them.
+    pub(super) extras: Extras,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -100,8 +99,8 @@ impl Plugin {
     }
 
     /// How the plugin asked to be driven, as registration options, already
-    /// clamped under the operator's ceilings; with its migrator, if it has
-    /// one.
+    /// clamped under the operator's ceilings; with its schemas, migrator
+    /// and validator, if it has them.
     pub fn controller_options(&self) -> ControllerOptions {
         let r = &self.registration;
         let mut options = ControllerOptions::new()
@@ -114,10 +113,13 @@ impl Plugin {
         if let Some(n) = r.concurrency {
             options = options.concurrency(n as usize);
         }
-        if let Some(migrator) = &self.migrator {
+        if let Some(migrator) = &self.extras.migrator {
             options = options.shared_migrator(migrator.clone());
         }
-        options
+        if let Some(validator) = &self.extras.validator {
+            options = options.validator(validator.clone());
+        }
+        options.schemas(self.extras.schemas.clone())
     }
 
     /// The limits its passes run under: the operator's ceilings, with what

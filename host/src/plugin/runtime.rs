@@ -16,8 +16,8 @@ use crate::operator_file::{self, MAX_PLUGIN_BYTES};
 use crate::plugin::bindings::beehive::controller::types as wit;
 use crate::plugin::clock::Ticker;
 use crate::plugin::memory::Budget;
-use crate::plugin::migrate::PluginMigrator;
 use crate::plugin::sandbox::Sandbox;
+use crate::plugin::side_calls::Extras;
 use crate::plugin::state::PluginState;
 use crate::plugin::{Error, LimitOverrides, Limits, Plugin, Policy, bindings, cache, http, limits};
 
@@ -278,15 +278,19 @@ impl Runtime {
             limits: applied,
             ..describing
         });
-        let migrator = PluginMigrator::for_plugin(&sandbox, &component, &registration)
-            .map_err(contract)?
-            .map(Arc::new);
+        let extras = Extras::for_plugin(&sandbox, &component, &registration)
+            .await
+            .map_err(contract)?;
+        if let Some(spec) = &extras.schemas.spec {
+            crate::validation::SpecSchema::compile(spec)
+                .map_err(|e| contract(format!("its spec schema: {e}")))?;
+        }
         Ok(Plugin {
             sandbox,
             content_hash,
             registration,
             idle: Mutex::new(Vec::new()),
-            migrator,
+            extras,
         })
     }
 }

@@ -99,6 +99,8 @@ struct Inner {
     /// The migrators of kinds registered in this process, shared with the
     /// writer, which stamps writes with their versions.
     migrations: Arc<crate::migration::Migrations>,
+    /// What each kind's spec writes are checked against.
+    validations: crate::validation::Validations,
     session: i64,
     /// What this store and everything built on it measure.
     metrics: Arc<crate::metrics::Metrics>,
@@ -275,6 +277,7 @@ impl Store {
                 writer,
                 dependency_edges: std::sync::atomic::AtomicBool::new(dependency_edges),
                 migrations,
+                validations: crate::validation::Validations::default(),
                 session,
                 metrics,
                 tasks: tokio_util::task::TaskTracker::new(),
@@ -375,6 +378,11 @@ impl Store {
     /// The migrators of kinds registered in this process.
     pub(crate) fn migrations(&self) -> &crate::migration::Migrations {
         &self.inner.migrations
+    }
+
+    /// What each kind's spec writes are checked against.
+    pub(crate) fn validations(&self) -> &crate::validation::Validations {
+        &self.inner.validations
     }
 
     /// This open's session id: what liveness conditions are stamped with.

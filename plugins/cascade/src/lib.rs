@@ -14,6 +14,7 @@ use beehive_guest::{
     Action, Client, ClientOf, Condition, ConditionStatus, Controller, CreateOptions, Kind, Object,
     ObjectOf, Registration, Result,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The controller.
@@ -24,14 +25,15 @@ pub struct Cascade;
 pub const FINALIZER: &str = "example.dev/greetings";
 
 /// A set of greetings.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GreetingSetSpec {
     /// One greeting per name.
     pub names: Vec<String>,
 }
 
 /// How far the set has come.
-#[derive(Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 pub struct GreetingSetStatus {
     /// Children whose greeting is written for their current spec.
     pub ready: usize,
@@ -62,7 +64,10 @@ impl Controller for Cascade {
     }
 
     fn registration() -> Registration {
-        Registration::new("example.dev", "GreetingSet").finalizers([FINALIZER])
+        Registration::new("example.dev", "GreetingSet")
+            .spec_schema::<GreetingSetSpec>()
+            .status_schema::<GreetingSetStatus>()
+            .finalizers([FINALIZER])
     }
 }
 

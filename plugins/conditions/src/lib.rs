@@ -10,8 +10,9 @@
 
 use beehive_guest::{
     Action, Cadence, ClientOf, Condition, ConditionStatus, Controller, ObjectOf, Registration,
-    Result,
+    Result, Violation,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The controller.
@@ -19,7 +20,8 @@ use serde::{Deserialize, Serialize};
 pub struct Services;
 
 /// A service to run.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ServiceSpec {
     /// The port to listen on (1–65535).
     pub port: u32,
@@ -33,7 +35,7 @@ fn serving_by_default() -> bool {
 }
 
 /// Where the service can be reached, once it serves.
-#[derive(Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 pub struct ServiceStatus {
     /// `http://NAME:PORT` while serving.
     pub endpoint: Option<String>,
@@ -68,8 +70,24 @@ impl Controller for Services {
         Ok(Action::settled())
     }
 
+    /// A port outside 1–65535 is refused where it is written, before any
+    /// pass; the `InvalidPort` condition remains for specs stored before.
+    fn validate(&self, spec: &ServiceSpec) -> Vec<Violation> {
+        if (1..=65535).contains(&spec.port) {
+            return Vec::new();
+        }
+        vec![Violation::new(
+            "spec.port",
+            format!("{} is outside 1-65535", spec.port),
+        )]
+    }
+
     fn registration() -> Registration {
-        Registration::new("example.dev", "Service").cadence(Cadence::new().startup_full_pass(true))
+        Registration::new("example.dev", "Service")
+            .spec_schema::<ServiceSpec>()
+            .status_schema::<ServiceStatus>()
+            .validates()
+            .cadence(Cadence::new().startup_full_pass(true))
     }
 }
 

@@ -27,6 +27,7 @@ use beehive_guest::{
     Action, Cadence, Client, ClientOf, Condition, ConditionStatus, Controller, EventSpec, ObjectOf,
     Registration, Result,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The controller.
@@ -37,7 +38,8 @@ pub struct Connections;
 pub const CATEGORY: &str = "connection";
 
 /// An endpoint to keep an eye on.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ConnectionSpec {
     /// What to GET, e.g. `http://127.0.0.1:8080/health`. Any 2xx answer
     /// is healthy.
@@ -60,7 +62,7 @@ fn default_timeout_ms() -> u64 {
 }
 
 /// The last probe's verdict.
-#[derive(Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 pub struct ConnectionStatus {
     /// `connected` or `unreachable`.
     pub state: String,
@@ -100,6 +102,8 @@ impl Controller for Connections {
 
     fn registration() -> Registration {
         Registration::new("example.dev", "Connection")
+            .spec_schema::<ConnectionSpec>()
+            .status_schema::<ConnectionStatus>()
             .cadence(Cadence::new().startup_full_pass(true))
     }
 }

@@ -3,6 +3,7 @@
 //! of `greeting.wasm` shows a hot swap: every greeting is rewritten.
 
 use beehive_guest::{Action, ClientOf, Controller, ObjectOf, Registration, Result};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The controller.
@@ -10,14 +11,15 @@ use serde::{Deserialize, Serialize};
 pub struct FormalGreeter;
 
 /// What a greeting asks for (unchanged from the first release).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GreetingSpec {
     /// Who to greet.
     pub name: String,
 }
 
 /// What the plugin reports: the message, and which release wrote it.
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct GreetingStatus {
     /// The greeting.
     pub message: String,
@@ -42,6 +44,8 @@ impl Controller for FormalGreeter {
 
     fn registration() -> Registration {
         Registration::new("example.dev", "Greeting")
+            .spec_schema::<GreetingSpec>()
+            .status_schema::<GreetingStatus>()
     }
 }
 

@@ -5,6 +5,7 @@
 //! at version 1.
 
 use beehive_guest::{Action, ClientOf, Controller, ObjectOf, Registration, Result};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
@@ -13,14 +14,15 @@ use serde_json::Value as Json;
 pub struct Greeter;
 
 /// What a greeting asks for, from spec version 1 on.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GreetingSpec {
     /// Who to greet (called `name` before version 1).
     pub who: String,
 }
 
 /// What the plugin reports, and which release wrote it.
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct GreetingStatus {
     /// The greeting.
     pub message: String,
@@ -43,7 +45,10 @@ impl Controller for Greeter {
     }
 
     fn registration() -> Registration {
-        Registration::new("example.dev", "Greeting").schema_versions(1, 0)
+        Registration::new("example.dev", "Greeting")
+            .spec_schema::<GreetingSpec>()
+            .status_schema::<GreetingStatus>()
+            .schema_versions(1, 0)
     }
 
     fn convert_spec(from: u32, mut spec: Json) -> std::result::Result<Json, String> {

@@ -2,6 +2,7 @@
 //! spec names someone, by writing a greeting for them into the status.
 
 use beehive_guest::{Action, ClientOf, Controller, ObjectOf, Registration, Result};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The controller.
@@ -9,14 +10,15 @@ use serde::{Deserialize, Serialize};
 pub struct Greeter;
 
 /// What a greeting asks for.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GreetingSpec {
     /// Who to greet.
     pub name: String,
 }
 
 /// What the plugin reports.
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct GreetingStatus {
     /// The greeting.
     pub message: String,
@@ -34,6 +36,8 @@ impl Controller for Greeter {
 
     fn registration() -> Registration {
         Registration::new("example.dev", "Greeting")
+            .spec_schema::<GreetingSpec>()
+            .status_schema::<GreetingStatus>()
     }
 }
 

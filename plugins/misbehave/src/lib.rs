@@ -4,11 +4,14 @@
 //! half a billion years, `open-transaction` returns with a transaction open,
 //! `read-file` tries to read the host's files, `sleep` waits 600 ms in a
 //! host call (longer than its 300 ms deadline, which counts guest time
-//! only). Anything else behaves.
+//! only). Anything else behaves. Its `validate` misbehaves the same way
+//! for `validate-loop`, `validate-allocate`, `validate-panic`, and refuses
+//! `validate-refuse`.
 
 use std::time::Duration;
 
 use beehive_guest::{Action, ClientOf, Controller, Error, ObjectOf, Registration, Result};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The controller.
@@ -16,14 +19,15 @@ use serde::{Deserialize, Serialize};
 pub struct Misbehave;
 
 /// What to do.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Spec {
     /// The misbehaviour.
     pub act: String,
 }
 
 /// What a well-behaved pass reports.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Status {
     /// What happened.
     pub outcome: String,
@@ -74,9 +78,37 @@ impl Controller for Misbehave {
         Ok(Action::settled())
     }
 
+    fn validate(&self, spec: &Spec) -> Vec<beehive_guest::Violation> {
+        match spec.act.as_str() {
+            "validate-loop" => {
+                let mut n: u64 = 0;
+                loop {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
+            "validate-allocate" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "validate-panic" => panic!("misbehave was asked to panic in validate"),
+            "validate-refuse" => vec![beehive_guest::Violation::new(
+                "spec.act",
+                "validate-refuse is refused",
+            )],
+            _ => Vec::new(),
+        }
+    }
+
     fn registration() -> Registration {
         // A short deadline, so the endless loop is cut quickly.
-        Registration::new("test.dev", "Misbehave").pass_deadline(Duration::from_millis(300))
+        Registration::new("test.dev", "Misbehave")
+            .spec_schema::<Spec>()
+            .status_schema::<Status>()
+            .validates()
+            .pass_deadline(Duration::from_millis(300))
     }
 }
 

@@ -17,6 +17,7 @@
 
 use beehive_guest::finalizer::{Event, finalizer};
 use beehive_guest::{Action, ClientOf, Controller, Error, ObjectOf, Registration, Result};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The finalizer that keeps a page until its file is removed.
@@ -26,7 +27,8 @@ pub const FINALIZER: &str = "example.dev/rendered-file";
 const OUT: &str = "/out";
 
 /// What a page shows.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct PageSpec {
     /// The heading.
     pub title: String,
@@ -36,7 +38,7 @@ pub struct PageSpec {
 }
 
 /// What was rendered.
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct PageStatus {
     /// The file, as the plugin sees it.
     pub path: String,
@@ -90,7 +92,10 @@ impl Controller for Renderer {
     }
 
     fn registration() -> Registration {
-        Registration::new("example.dev", "Page").finalizers([FINALIZER])
+        Registration::new("example.dev", "Page")
+            .spec_schema::<PageSpec>()
+            .status_schema::<PageStatus>()
+            .finalizers([FINALIZER])
     }
 }
 

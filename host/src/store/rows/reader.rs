@@ -204,6 +204,11 @@ impl<'c> Reader<'c> {
         registrations::recorded_hash(self.conn, group_kind)
     }
 
+    /// The spec schema the registration of `group_kind` recorded, if any.
+    pub(crate) fn spec_schema(&self, group_kind: &GroupKind) -> Result<Option<String>> {
+        registrations::spec_schema(self.conn, group_kind)
+    }
+
     /// Whether a host has a controller registered for `group_kind`: its
     /// registration is recorded until it is unregistered.
     pub(crate) fn is_registered(&self, group_kind: &GroupKind) -> Result<bool> {

@@ -23,6 +23,10 @@ pub struct RegisteredKind {
     pub content_hash: Option<String>,
     /// When it was registered.
     pub registered_at: Timestamp,
+    /// The JSON Schema of the spec its controller declares, if any.
+    pub spec_schema: Option<String>,
+    /// The JSON Schema of the status its controller declares, if any.
+    pub status_schema: Option<String>,
 }
 
 /// Records `registration`, replacing an earlier one of the same kind.
@@ -31,12 +35,14 @@ pub(crate) fn upsert(conn: Conn<'_>, registration: &RegisteredKind) -> Result<()
         .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))?;
     conn.execute_later(
         "INSERT INTO registrations \
-         (grp, kind, finalizers, spec_version, status_version, source, content_hash, registered_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+         (grp, kind, finalizers, spec_version, status_version, source, content_hash, registered_at, \
+          spec_schema, status_schema) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
          ON CONFLICT (grp, kind) DO UPDATE SET finalizers = excluded.finalizers, \
             spec_version = excluded.spec_version, status_version = excluded.status_version, \
             source = excluded.source, content_hash = excluded.content_hash, \
-            registered_at = excluded.registered_at",
+            registered_at = excluded.registered_at, spec_schema = excluded.spec_schema, \
+            status_schema = excluded.status_schema",
         params![
             &registration.group_kind.group,
             &registration.group_kind.kind,
@@ -46,6 +52,8 @@ pub(crate) fn upsert(conn: Conn<'_>, registration: &RegisteredKind) -> Result<()
             &registration.source,
             registration.content_hash.as_deref(),
             registration.registered_at.as_millis(),
+            registration.spec_schema.as_deref(),
+            registration.status_schema.as_deref(),
         ],
     )?;
     Ok(())
@@ -71,6 +79,17 @@ pub(crate) fn recorded_hash(conn: Conn<'_>, gk: &GroupKind) -> Result<Option<Str
         .flatten())
 }
 
+/// The spec schema recorded with `gk`'s registration, if there is one.
+pub(crate) fn spec_schema(conn: Conn<'_>, gk: &GroupKind) -> Result<Option<String>> {
+    Ok(conn
+        .query_opt(
+            "SELECT spec_schema FROM registrations WHERE grp = ?1 AND kind = ?2",
+            params![&gk.group, &gk.kind],
+            |row| row.get::<Option<String>>(0),
+        )?
+        .flatten())
+}
+
 /// Whether `gk` has a recorded registration.
 pub(crate) fn is_registered(conn: Conn<'_>, gk: &GroupKind) -> Result<bool> {
     conn.exists(
@@ -83,7 +102,7 @@ pub(crate) fn is_registered(conn: Conn<'_>, gk: &GroupKind) -> Result<bool> {
 pub(crate) fn list(conn: Conn<'_>) -> Result<Vec<RegisteredKind>> {
     conn.query_all(
         "SELECT grp, kind, finalizers, spec_version, status_version, source, content_hash, \
-                registered_at \
+                registered_at, spec_schema, status_schema \
          FROM registrations ORDER BY grp, kind",
         params![],
         |row| {
@@ -96,6 +115,8 @@ pub(crate) fn list(conn: Conn<'_>) -> Result<Vec<RegisteredKind>> {
                 source: row.get(5)?,
                 content_hash: row.get(6)?,
                 registered_at: Timestamp::from_millis(row.get(7)?),
+                spec_schema: row.get(8)?,
+                status_schema: row.get(9)?,
             })
         },
     )

@@ -9,7 +9,20 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 
 /// Every migration, oldest first. Never edit one that has shipped: add another.
-const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
+const MIGRATIONS: &[&str] = &[
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_5,
+];
+
+/// Kind schemas: the JSON Schemas a kind's controller declares for its spec
+/// and status, so a process with no host running checks writes by them too.
+const MIGRATION_5: &str = r#"
+ALTER TABLE registrations ADD COLUMN spec_schema TEXT;
+ALTER TABLE registrations ADD COLUMN status_schema TEXT;
+"#;
 
 /// Durable requeues: when a pass asked to run again (a requeue delay, a
 /// cadence, a backoff step), so a restart keeps the appointment.

@@ -11,7 +11,7 @@ use crate::flags::*;
 use crate::handlers::{self, Context};
 use crate::output::{self, Format};
 use crate::protocol::{Outcome, Reply, Request, Until};
-use crate::{endpoint, manifest, run, top};
+use crate::{endpoint, explain, manifest, run, top};
 
 /// Runs a command and returns what to print.
 pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
@@ -105,6 +105,16 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             return top::interactive(&mut source, &host, interval)
                 .await
                 .map(|()| String::new());
+        }
+        Command::Explain { target, printed } => {
+            let (kind, path) = explain::split_target(&target);
+            return match dispatch(&paths, Request::Explain { kind }).await? {
+                Reply::Schemas(schemas) => match printed.output {
+                    Some(_) => Ok(printed.show(&explain::document(&schemas), |_| String::new())),
+                    None => explain::explain(&schemas, &path).map_err(Failure::not_found),
+                },
+                other => Err(unexpected(&other)),
+            };
         }
         Command::Metrics => {
             return match dispatch(&paths, Request::Metrics).await? {

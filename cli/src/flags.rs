@@ -153,6 +153,15 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: Option<PluginsAction>,
     },
+    /// Show a kind's fields as its plugin's schema describes them:
+    /// `explain Greeting`, `explain Greeting.spec`, `explain
+    /// Greeting.example.dev.spec.name`.
+    Explain {
+        /// The kind, then `.spec` or `.status` and a path of fields.
+        target: String,
+        #[command(flatten)]
+        printed: Printed,
+    },
     /// Print the running host's metrics in the Prometheus text format
     /// (reconciles, work queues, plugins, the store, watches).
     Metrics,

@@ -17,8 +17,9 @@ use futures_util::stream::BoxStream;
 use crate::failure::{Code, Failure};
 use crate::manifest::Manifest;
 use crate::protocol::{
-    ActiveHostView, Applied, Change, Description, EventView, HttpLimitsView, LimitsView, NextPass,
-    Outcome, PluginFailure, PluginRow, PluginsView, Related, Reply, Request, Until,
+    ActiveHostView, Applied, Change, Description, EventView, HttpLimitsView, KindSchemas,
+    LimitsView, NextPass, Outcome, PluginFailure, PluginRow, PluginsView, Related, Reply, Request,
+    Until,
 };
 
 /// How long `apply` may hold the writer for one batch of manifests.
@@ -52,6 +53,7 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
             timeout_ms,
         } => wait(ctx, &kind, &name, &until, Duration::from_millis(timeout_ms)).await,
         Request::Plugins => plugins(ctx),
+        Request::Explain { kind } => explain(ctx, &kind),
         Request::Metrics => metrics(ctx),
         Request::Requeue { kind, name } => requeue(ctx, &kind, &name),
         Request::Watch { .. } | Request::WatchEvents { .. } => {
@@ -505,6 +507,29 @@ pub fn describe_until(until: &Until) -> String {
         Until::Deleted => "deleted".into(),
         Until::Condition { type_, status } => format!("{type_}={status}"),
     }
+}
+
+/// The schemas recorded with `kind`'s registration.
+fn explain(ctx: &Context, kind: &str) -> Outcome {
+    let group_kind = resolve_kind(&ctx.store, kind)?;
+    let registration = ctx
+        .store
+        .registrations()
+        .map_err(error)?
+        .into_iter()
+        .find(|r| r.group_kind == group_kind)
+        .ok_or_else(|| {
+            Failure::not_found(format!(
+                "no plugin serves {group_kind}, so nothing describes its fields"
+            ))
+        })?;
+    Ok(Reply::Schemas(KindSchemas {
+        kind: group_kind.to_string(),
+        source: Some(registration.source),
+        spec_version: registration.spec_version,
+        spec: registration.spec_schema,
+        status: registration.status_schema,
+    }))
 }
 
 fn plugins(ctx: &Context) -> Outcome {

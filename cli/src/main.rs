@@ -8,6 +8,7 @@
 
 mod commands;
 mod endpoint;
+mod explain;
 mod failure;
 mod flags;
 mod handlers;

@@ -47,6 +47,10 @@ pub enum Request {
         timeout_ms: u64,
     },
     Plugins,
+    /// A kind's schemas, as its registration recorded them.
+    Explain {
+        kind: String,
+    },
     /// The host's metrics, in the Prometheus text format.
     Metrics,
     Requeue {
@@ -92,9 +96,25 @@ pub enum Reply {
     Described(Box<Description>),
     Events { events: Vec<EventView> },
     Plugins(PluginsView),
+    Schemas(KindSchemas),
     Metrics { text: String },
     Done { message: String },
     Change(Box<Change>),
+}
+
+/// A kind's schemas, for `explain`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KindSchemas {
+    pub kind: String,
+    /// The plugin file that serves it.
+    pub source: Option<String>,
+    /// The spec version the schema describes.
+    pub spec_version: i64,
+    /// The spec's JSON Schema, as text.
+    pub spec: Option<String>,
+    /// The status's JSON Schema, as text.
+    pub status: Option<String>,
 }
 
 /// One change on a watch.

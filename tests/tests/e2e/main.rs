@@ -21,3 +21,4 @@ mod observe;
 mod plugins;
 mod postgres;
 mod python;
+mod validate;

@@ -1,0 +1,160 @@
+//! Every spec write is checked against its plugin's schema and rules before
+//! it commits: refusals through the binary, with and without a host.
+
+use beehive_e2e::{Workspace, assert_mentions, wait_until};
+
+/// `apply -f FILE` of `text`, expected to be refused as invalid (exit 7);
+/// returns what it printed on stderr.
+fn refused(workspace: &Workspace, file: &str, text: &str) -> String {
+    workspace.write(file, text);
+    let output = workspace.run(&["apply", "-f", file]);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(7), "{file}: {stderr}");
+    stderr
+}
+
+/// The names stored of `kind`, one per line.
+fn names(workspace: &Workspace, kind: &str) -> String {
+    workspace.ok(&["get", kind, "-o", "name"])
+}
+
+#[test]
+fn apply_refuses_specs_that_break_the_schema_and_writes_nothing() {
+    let workspace = Workspace::with_plugins(&["greeting", "conditions"]);
+    let host = workspace.start_host(&[]);
+
+    let type_ = refused(
+        &workspace,
+        "type.yaml",
+        "kind: Greeting\nname: bad\nspec: {name: 5}\n",
+    );
+    assert_mentions(
+        &type_,
+        &[
+            "Greeting.example.dev/bad",
+            r#"spec.name: 5 is not of type "string""#,
+        ],
+    );
+    let unknown = refused(
+        &workspace,
+        "unknown.yaml",
+        "kind: Greeting\nname: bad\nspec: {name: a, extra: true}\n",
+    );
+    assert_mentions(&unknown, &["spec: ", "'extra' was unexpected"]);
+    let missing = refused(
+        &workspace,
+        "missing.yaml",
+        "kind: Greeting\nname: bad\nspec: {nom: a}\n",
+    );
+    assert_mentions(&missing, &[r#""name" is a required property"#]);
+    let no_spec = refused(&workspace, "empty.yaml", "kind: Greeting\nname: bad\n");
+    assert_mentions(&no_spec, &[r#""name" is a required property"#]);
+
+    // One bad object refuses the whole apply.
+    let mixed = "kind: Greeting\nname: good\nspec: {name: ada}\n---\n\
+                 kind: Greeting\nname: bad\nspec: {name: [x]}\n";
+    assert_mentions(&refused(&workspace, "mixed.yaml", mixed), &["spec.name"]);
+    assert_eq!(names(&workspace, "Greeting"), "", "nothing was written");
+
+    // A rule the schema cannot say, checked by the plugin's validate.
+    let port = refused(
+        &workspace,
+        "port.yaml",
+        "kind: Service\nname: web\nspec: {port: 70000}\n",
+    );
+    assert_mentions(&port, &["spec.port: 70000 is outside 1-65535"]);
+
+    // Valid objects still apply, and converge.
+    workspace.apply(
+        "good.yaml",
+        "kind: Greeting\nname: good\nspec: {name: ada}\n",
+    );
+    workspace.apply("web.yaml", "kind: Service\nname: web\nspec: {port: 8080}\n");
+    workspace.ok(&["wait", "Greeting", "good", "--for", "settled"]);
+
+    // With no host running, the schema recorded with the registration
+    // still holds (the plugin's own rules need the plugin, so they do not).
+    host.terminate();
+    let offline = refused(
+        &workspace,
+        "offline.yaml",
+        "kind: Greeting\nname: later\nspec: {name: false}\n",
+    );
+    assert_mentions(&offline, &["spec.name: false is not of type"]);
+    workspace.apply(
+        "later.yaml",
+        "kind: Greeting\nname: later\nspec: {name: bo}\n",
+    );
+    assert_eq!(
+        names(&workspace, "Greeting"),
+        "Greeting.example.dev/good\nGreeting.example.dev/later\n"
+    );
+}
+
+#[test]
+fn a_validator_that_traps_loops_or_runs_out_of_memory_refuses_the_write() {
+    let workspace = Workspace::with_plugins(&["misbehave"]);
+    let host = workspace.start_host(&[]);
+    let cases = [
+        ("validate-loop", "CPU deadline"),
+        ("validate-panic", "trapped"),
+        ("validate-allocate", "out of memory"),
+    ];
+    for (act, why) in cases {
+        let text = format!("kind: Misbehave\nname: {act}\nspec: {{act: {act}}}\n");
+        let stderr = refused(&workspace, &format!("{act}.yaml"), &text);
+        assert_mentions(&stderr, &["validator failed", why]);
+    }
+    let refuse = "kind: Misbehave\nname: r\nspec: {act: validate-refuse}\n";
+    assert_mentions(
+        &refused(&workspace, "refuse.yaml", refuse),
+        &["spec.act: validate-refuse is refused"],
+    );
+    assert_eq!(names(&workspace, "Misbehave"), "", "nothing was written");
+    // The host goes on serving, and a good spec applies.
+    workspace.apply(
+        "fine.yaml",
+        "kind: Misbehave\nname: fine\nspec: {act: rest}\n",
+    );
+    workspace.ok(&["wait", "Misbehave", "fine", "--for", "settled"]);
+    host.terminate();
+}
+
+#[test]
+fn explain_shows_a_kinds_fields_and_a_swapped_plugin_validates_by_its_new_schema() {
+    let workspace = Workspace::with_plugins(&["greeting", "conditions"]);
+    let host = workspace.start_host(&[]);
+
+    let greeting = workspace.ok(&["explain", "Greeting"]);
+    assert_mentions(
+        &greeting,
+        &["KIND:     Greeting.example.dev", "spec\t<Object>"],
+    );
+    let spec = workspace.ok(&["explain", "Greeting.spec"]);
+    assert_mentions(&spec, &["name\t<string> -required-", "Who to greet."]);
+    let port = workspace.ok(&["explain", "Service.example.dev.spec.port"]);
+    assert_mentions(
+        &port,
+        &["FIELD:    spec.port <integer> -required-", "1–65535"],
+    );
+    let missing = workspace.run(&["explain", "Service.spec.prot"]);
+    assert_eq!(missing.status.code(), Some(3));
+    assert_mentions(
+        &String::from_utf8_lossy(&missing.stderr),
+        &["\"prot\" does not exist", "enabled, port"],
+    );
+
+    // greeting-v3 renames `name` to `who`: once it serves, writes follow it.
+    workspace.install_plugin("greeting_v3", "greeting.wasm");
+    wait_until("the new schema is recorded", || {
+        workspace.ok(&["explain", "Greeting.spec"]).contains("who")
+    });
+    let old_shape = refused(
+        &workspace,
+        "old.yaml",
+        "kind: Greeting\nname: a\nspec: {name: ada}\n",
+    );
+    assert_mentions(&old_shape, &[r#""who" is a required property"#]);
+    workspace.apply("new.yaml", "kind: Greeting\nname: a\nspec: {who: ada}\n");
+    host.terminate();
+}

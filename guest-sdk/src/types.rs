@@ -233,3 +233,98 @@ impl Violation {
         }
     }
 }
+
+#[cfg(test)]
+mod schema_tests {
+    use serde::{Deserialize, Serialize};
+    use serde_json::json;
+
+    use super::*;
+
+    /// A spec with the shapes plugins use: nested types, optionals, lists,
+    /// enums, renamed and defaulted fields.
+    #[derive(Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Spec {
+        /// The port.
+        port: u16,
+        replicas: Option<u32>,
+        #[serde(default)]
+        tags: Vec<Tag>,
+        mode: Mode,
+    }
+
+    #[derive(Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+    struct Tag {
+        key: String,
+        value: Option<String>,
+    }
+
+    #[derive(Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+    #[serde(rename_all = "kebab-case")]
+    enum Mode {
+        Fast,
+        SafeAndSlow,
+    }
+
+    fn validator() -> jsonschema::Validator {
+        let registration = Registration::new("example.dev", "Service").spec_schema::<Spec>();
+        let schema: serde_json::Value =
+            serde_json::from_str(&registration.spec_schema.unwrap()).unwrap();
+        jsonschema::validator_for(&schema).unwrap()
+    }
+
+    #[test]
+    fn the_derived_schema_accepts_what_the_type_writes() {
+        let validator = validator();
+        let specs = [
+            Spec {
+                port: 80,
+                replicas: None,
+                tags: vec![],
+                mode: Mode::Fast,
+            },
+            Spec {
+                port: 65535,
+                replicas: Some(3),
+                tags: vec![Tag {
+                    key: "team".into(),
+                    value: Some("ada".into()),
+                }],
+                mode: Mode::SafeAndSlow,
+            },
+        ];
+        for spec in specs {
+            let value = serde_json::to_value(&spec).unwrap();
+            assert!(validator.is_valid(&value), "{value}");
+        }
+        // A defaulted field may be left out, as the type's decoder allows.
+        assert!(validator.is_valid(&json!({"port": 1, "mode": "fast"})));
+    }
+
+    #[test]
+    fn the_derived_schema_refuses_what_the_type_cannot_read() {
+        let validator = validator();
+        let unreadable = [
+            json!({"port": "80", "mode": "fast"}),
+            json!({"port": 70000, "mode": "fast"}),
+            json!({"port": 80, "mode": "medium"}),
+            json!({"port": 80, "mode": "fast", "extra": 1}),
+            json!({"mode": "fast"}),
+            json!({"port": 80, "mode": "fast", "tags": [{"value": "x"}]}),
+        ];
+        for value in unreadable {
+            assert!(
+                serde_json::from_value::<Spec>(value.clone()).is_err(),
+                "the type reads {value}"
+            );
+            assert!(!validator.is_valid(&value), "the schema accepts {value}");
+        }
+    }
+
+    #[test]
+    fn doc_comments_become_descriptions() {
+        let registration = Registration::new("example.dev", "Service").spec_schema::<Spec>();
+        assert!(registration.spec_schema.unwrap().contains("The port."));
+    }
+}

@@ -114,12 +114,10 @@ impl<I: Instance> SchemaGuest for Adapter<I> {
 }
 
 /// The decode policy shared with the host's native controllers: an object
-/// whose documents do not fit is logged, gets a `DecodeFailed` Warning
-/// event, and comes back on the owed-pass cadence instead of spinning on the
-/// backoff ladder.
+/// whose documents do not fit gets a `DecodeFailed` Warning event (the host
+/// logs it once per generation and counts the object as failing) and comes
+/// back on the owed-pass cadence instead of spinning on the backoff ladder.
 fn quarantine(client: &HostClient<'_>, raw: &RawObject, error: &Error) -> Action {
-    let message = format!("quarantined: the object does not decode: {error}");
-    log(Level::Warn, &message);
     let event = EventSpec::warning("DecodeFailed").message(error.to_string());
     if let Err(failed) = client.add_event(event) {
         log(

@@ -48,13 +48,13 @@ def run_pass(controller: Controller, backend: Any, raw: RawObject) -> Action:
     client, or a fake): decode, reconcile, map exceptions, close the client.
 
     An object whose spec or status does not decode is quarantined, as the
-    host does for native controllers: a DecodeFailed Warning event, a log
-    line, and an unsettled result, so it comes back on the owed-pass
-    cadence instead of the backoff ladder."""
+    host does for native controllers: a DecodeFailed Warning event (the host
+    logs it once per generation and counts the object as failing) and an
+    unsettled result, so it comes back on the owed-pass cadence instead of
+    the backoff ladder."""
     try:
         obj = decode_object(raw, controller.spec_type, controller.status_type)
     except DecodeError as error:
-        log.warning(f"quarantined: {raw.meta.name} does not decode: {error}")
         try:
             backend.add_event(Event.warning("DecodeFailed", str(error)))
         except BeehiveError as failed:

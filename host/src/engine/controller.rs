@@ -179,9 +179,10 @@ impl<C: Controller> StoredController for C {
 }
 
 /// Records why `object` does not decode; the pass settles nothing.
+/// The host logs the quarantine once per object and generation.
 async fn quarantine(client: &ControllerClient, object: &RawObject, error: &Error) -> Action {
-    tracing::warn!(object = %object.meta.label(), %error, "quarantined: the object does not decode");
-    let event = crate::EventSpec::warning("DecodeFailed").message(error.to_string());
+    let event = crate::EventSpec::warning(super::controller_client::DECODE_FAILED)
+        .message(error.to_string());
     if let Err(failed) = client.add_event(event).await {
         tracing::warn!(object = %object.meta.label(), %failed, "cannot record DecodeFailed");
     }

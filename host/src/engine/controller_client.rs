@@ -54,7 +54,14 @@ struct PassState {
     /// it or asserted since, less those dropped since): re-asserting one
     /// needs no store call.
     known_dependencies: Mutex<Vec<ObjectId>>,
+    /// Why the object does not decode, once the pass has said so with a
+    /// `DecodeFailed` Warning event: the object is quarantined.
+    decode_failure: Mutex<Option<String>>,
 }
+
+/// The reason of the Warning event that quarantines an object: its spec or
+/// status does not decode into the controller's types.
+pub const DECODE_FAILED: &str = "DecodeFailed";
 
 impl TransactionSource for PassState {
     fn open_transaction(&self) -> Option<Arc<Session>> {
@@ -137,6 +144,7 @@ impl ControllerClient {
                 transaction: Mutex::new(None),
                 hold_limit,
                 known_dependencies: Mutex::new(loaded_dependencies),
+                decode_failure: Mutex::new(None),
             }),
         }
     }
@@ -152,6 +160,13 @@ impl ControllerClient {
             lock(&self.pass.status).transaction_lost();
         }
         (lock(&self.pass.status).pending.take(), left_open.is_some())
+    }
+
+    /// Why the object does not decode, if the pass said so (a
+    /// `DecodeFailed` Warning event, from the host's typed controllers or a
+    /// plugin's SDK).
+    pub(crate) fn decode_failure(&self) -> Option<String> {
+        lock(&self.pass.decode_failure).clone()
     }
 
     /// A client for `group_kind` whose calls join this pass's open
@@ -441,6 +456,9 @@ impl ControllerClient {
     pub async fn add_event(&self, event: EventSpec) -> Result<()> {
         self.live()?;
         crate::event::validate(&event)?;
+        if event.type_ == crate::event::EventType::Warning && event.reason == DECODE_FAILED {
+            *lock(&self.pass.decode_failure) = Some(event.message.clone());
+        }
         self.write(move |tx, object| ops::add_event(tx, object, &event))
             .await
     }

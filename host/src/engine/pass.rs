@@ -214,7 +214,14 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
         .instrument(span)
         .await;
     let took = started.elapsed();
+    let decode_failure = client.decode_failure();
     let (held_status, left_open) = client.end();
+    let quarantined = decode_failure.as_ref().map(|_| object.meta.generation);
+    if kind.queue.note_quarantine(id, quarantined)
+        && let Some(why) = decode_failure
+    {
+        tracing::warn!(object = %object.meta.label(), error = %why, "quarantined: the object does not decode");
+    }
     let result = match called {
         Ok(_) if left_open => {
             Action::backoff("the pass returned with a transaction open; it was rolled back")

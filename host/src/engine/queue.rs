@@ -76,6 +76,10 @@ struct Entry {
     ready_since: Option<Instant>,
     /// The strongest wake that arrived while the object was running.
     rerun: Option<Wake>,
+    /// The generation whose documents did not decode, while the object is
+    /// quarantined: it counts as failing, and the quarantine is logged
+    /// once per generation.
+    quarantined: Option<i64>,
 }
 
 impl Entry {
@@ -85,6 +89,7 @@ impl Entry {
         self.phase == Phase::Idle
             && self.alarm.is_none()
             && self.backoff.is_none()
+            && self.quarantined.is_none()
             && self.last_dispatch.is_none_or(|at| at + floor <= now)
     }
 
@@ -96,6 +101,7 @@ impl Entry {
             last_dispatch: None,
             ready_since: None,
             rerun: None,
+            quarantined: None,
         }
     }
 }
@@ -548,13 +554,26 @@ impl WorkQueue {
             && state.entries.values().all(|e| e.phase == Phase::Idle)
     }
 
-    /// How many objects are on the backoff ladder: their last pass failed.
+    /// How many objects are failing: on the backoff ladder (their last
+    /// pass failed) or quarantined (their documents do not decode).
     pub(crate) fn failing(&self) -> usize {
         lock(&self.state)
             .entries
             .values()
-            .filter(|e| e.backoff.is_some())
+            .filter(|e| e.backoff.is_some() || e.quarantined.is_some())
             .count()
+    }
+
+    /// Records whether the pass of `id` just ended found its documents
+    /// undecodable (`Some(generation)`) or not (`None`). True when that is
+    /// news worth a log line: the first quarantine of this generation.
+    pub(crate) fn note_quarantine(&self, id: ObjectId, generation: Option<i64>) -> bool {
+        let mut state = lock(&self.state);
+        let Some(entry) = state.entries.get_mut(&id) else {
+            return generation.is_some();
+        };
+        let before = std::mem::replace(&mut entry.quarantined, generation);
+        generation.is_some() && before != generation
     }
 
     /// Forgets idle objects with nothing pending whose floor has passed, so
@@ -664,6 +683,30 @@ mod tests {
         q.wake_at_if_new(2, start + Duration::from_secs(5));
         assert_eq!(q.next().await, Some(2));
         assert_eq!(start.elapsed(), Duration::from_secs(5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quarantine_is_news_once_per_generation_and_counts_as_failing() {
+        let q = queue();
+        let quarantined_pass = |generation: Option<i64>| {
+            let q = &q;
+            async move {
+                q.wake(1, Wake::Immediate);
+                assert_eq!(q.next().await, Some(1));
+                let news = q.note_quarantine(1, generation);
+                q.done(1, requeue_after(30));
+                news
+            }
+        };
+        assert!(quarantined_pass(Some(1)).await, "the first quarantine");
+        assert!(
+            !quarantined_pass(Some(1)).await,
+            "the same generation again"
+        );
+        assert_eq!(q.failing(), 1);
+        assert!(quarantined_pass(Some(2)).await, "a new generation");
+        assert!(!quarantined_pass(None).await, "healed");
+        assert_eq!(q.failing(), 0);
     }
 
     #[tokio::test(start_paused = true)]

@@ -158,3 +158,48 @@ fn explain_shows_a_kinds_fields_and_a_swapped_plugin_validates_by_its_new_schema
     workspace.apply("new.yaml", "kind: Greeting\nname: a\nspec: {who: ada}\n");
     host.terminate();
 }
+
+/// How many `DecodeFailed` events `events Greeting NAME -o json` counts.
+fn decode_failures(workspace: &Workspace, name: &str) -> u64 {
+    let printed = workspace.ok(&["events", "Greeting", name, "-o", "json"]);
+    let events: serde_json::Value = serde_json::from_str(&printed).expect("events as JSON");
+    events
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["reason"] == "DecodeFailed")
+        .map(|e| e["count"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn an_object_stored_before_its_schema_is_quarantined_logged_once_and_counted_failing() {
+    let workspace = Workspace::new();
+    let host = workspace.start_host(&["--owed-pass-interval", "1s"]);
+    // Written while no plugin serves the kind, so no schema checks it.
+    workspace.write(
+        "old.yaml",
+        "kind: Greeting.example.dev\nname: old\nspec: {nom: a}\n",
+    );
+    workspace.ok(&["apply", "-f", "old.yaml", "--new-kind"]);
+    workspace.install_plugin("greeting", "greeting.wasm");
+
+    wait_until("three passes found it undecodable", || {
+        decode_failures(&workspace, "old") >= 3
+    });
+    let logged = host.log().matches("quarantined").count();
+    assert_eq!(logged, 1, "logged once for its generation: {}", host.log());
+    let failing = r#"beehive_objects_failing{kind="Greeting.example.dev"} 1"#;
+    wait_until("the metrics count it as failing", || {
+        workspace.ok(&["metrics"]).contains(failing)
+    });
+
+    // A spec that decodes heals it.
+    workspace.apply("fixed.yaml", "kind: Greeting\nname: old\nspec: {name: a}\n");
+    workspace.ok(&["wait", "Greeting", "old", "--for", "settled"]);
+    let healed = r#"beehive_objects_failing{kind="Greeting.example.dev"} 0"#;
+    wait_until("the metrics no longer count it", || {
+        workspace.ok(&["metrics"]).contains(healed)
+    });
+    host.terminate();
+}

@@ -10,7 +10,7 @@ two conditions of different lifetimes.
 """
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import List, Optional
 
 import beehive_guest as bh
 
@@ -20,6 +20,8 @@ SERVING_MESSAGE = "listening on :{port}"
 
 @dataclass
 class ServiceSpec:
+    """A service to run."""
+
     #: The port to listen on (1-65535).
     port: int
     #: Whether it should serve at all.
@@ -28,15 +30,26 @@ class ServiceSpec:
 
 @dataclass
 class ServiceStatus:
+    """Where the service can be reached, once it serves."""
+
     #: `http://NAME:PORT` while serving.
     endpoint: Optional[str] = None
 
 
 class Services(bh.Controller):
-    registration = bh.Registration("py.example.dev", "Service", startup_full_pass=True)
+    registration = bh.Registration(
+        "py.example.dev", "Service", startup_full_pass=True, validates=True
+    )
     spec_type = ServiceSpec
     status_type = ServiceStatus
     serving_message = SERVING_MESSAGE
+
+    def validate(self, spec: ServiceSpec) -> List[bh.Violation]:
+        """A port outside 1-65535 is refused where it is written; the
+        InvalidPort condition remains for specs stored before."""
+        if 1 <= spec.port <= 65535:
+            return []
+        return [bh.Violation("spec.port", f"{spec.port} is outside 1-65535")]
 
     def reconcile(self, client: bh.Client, service: bh.Object) -> bh.Action:
         port, enabled = service.spec.port, service.spec.enabled
@@ -64,3 +77,4 @@ class Services(bh.Controller):
 
 
 Controller = bh.export(Services)
+Schema = bh.export_schema(Services)

@@ -77,3 +77,4 @@ class Probes(bh.Controller):
 
 
 Controller = bh.export(Probes)
+Schema = bh.export_schema(Probes)

@@ -31,7 +31,7 @@ Test it with `beehive_guest.fake.FakeClient` under plain pytest.
 
 from . import config, errors, http, log
 from .client import Client, KindClient
-from .controller import Controller, export, export_migrator, run_pass
+from .controller import Controller, export, export_migrator, export_schema, run_pass
 from .errors import BeehiveError
 from .log import logger
 from .model import (
@@ -44,6 +44,7 @@ from .model import (
     ObjectRef,
     RawObject,
     Registration,
+    Violation,
 )
 
 # Last: the component side needs the rest of the package loaded.
@@ -63,11 +64,13 @@ __all__ = [
     "ObjectRef",
     "RawObject",
     "Registration",
+    "Violation",
     "config",
     "errors",
     "http",
     "export",
     "export_migrator",
+    "export_schema",
     "log",
     "logger",
     "run_pass",

@@ -222,6 +222,28 @@ def convert(controller: Any, document: str, from_version: int, raw: str) -> str:
         raise Err(f"{type(failure).__name__}: {failure}") from None
 
 
+def schemas(spec: Optional[str], status: Optional[str], validates: bool) -> Any:
+    """What `describe-schemas` answers."""
+    from wit_world.exports import schema
+
+    return schema.Schemas(spec=spec, status=status, validates=validates)
+
+
+def validate(controller: Any, spec_text: str) -> Any:
+    """Runs `controller.validate` over a spec, as `validate` answers the
+    host; a spec that does not decode is one violation."""
+    from wit_world.exports import schema
+
+    from .codec import from_json
+    from .errors import DecodeError
+
+    try:
+        spec = from_json(controller.spec_type, spec_text, "spec")
+    except DecodeError as error:
+        return [schema.Violation(path="spec", message=str(error))]
+    return [schema.Violation(path=v.path, message=v.message) for v in controller.validate(spec)]
+
+
 def result(action: Action) -> Any:
     if action.verdict == "settled":
         verdict = types.Verdict_Settled()

@@ -1,12 +1,12 @@
 """The controller base class, the pass every controller runs through, and
 `export`, which makes a controller the component's `controller` export."""
 
-from typing import Any, Optional
+from typing import Any, List, Optional
 
-from . import log
+from . import log, schema
 from .client import Client, decode_object
 from .errors import BeehiveError, DecodeError
-from .model import Action, Event, Object, RawObject, Registration
+from .model import Action, Event, Object, RawObject, Registration, Violation
 
 
 class Controller:
@@ -31,6 +31,14 @@ class Controller:
         """What a pass that raised `error` does next. The default is the
         backoff ladder, with a ReconcileFailed event carrying the error."""
         return Action.backoff(f"{type(error).__name__}: {error}")
+
+    def validate(self, spec: Any) -> List[Violation]:
+        """Rules a schema cannot say, over a spec (decoded as `spec_type`)
+        that passed the schema: the ways it breaks them, empty when it keeps
+        them. The host calls it on every spec write of the kind when the
+        registration says `validates=True` (export it with `export_schema`)
+        and refuses the write for any violation."""
+        return []
 
     def convert_spec(self, from_version: int, spec: Any) -> Any:
         """A stored spec written at `from_version` (below the registration's
@@ -116,3 +124,26 @@ def export_migrator(controller_class: type) -> type:
 
     ExportedMigrator.__name__ = f"ExportedMigrator{controller_class.__name__}"
     return ExportedMigrator
+
+
+def export_schema(controller_class: type) -> type:
+    """The class componentize-py exports as the `schema` interface: write
+    `Schema = export_schema(MyController)` beside `Controller = ...` (the
+    build then targets a world that exports it). The host records the JSON
+    Schemas of `spec_type` and `status_type` with the kind and checks every
+    spec write against them, then against `validate` when the registration
+    asks. The schemas are derived here, while the component is built, when
+    the source (and its `#:` comments) can be read."""
+    instance = controller_class()
+    spec = schema.json_schema_text(controller_class.spec_type)
+    status = schema.json_schema_text(controller_class.status_type)
+
+    class ExportedSchema:
+        def describe_schemas(self) -> Any:
+            return _component().schemas(spec, status, instance.registration.validates)
+
+        def validate(self, spec_text: str) -> Any:
+            return _component().validate(instance, spec_text)
+
+    ExportedSchema.__name__ = f"ExportedSchema{controller_class.__name__}"
+    return ExportedSchema

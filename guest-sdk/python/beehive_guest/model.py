@@ -47,6 +47,18 @@ class Registration:
     #: sees them.
     spec_version: int = 0
     status_version: int = 0
+    #: Whether the host calls `Controller.validate` on every spec write of
+    #: the kind (export it with `export_schema`).
+    validates: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Violation:
+    """One way a spec breaks a controller's rules, as `Controller.validate`
+    reports it: where (`spec.port`) and the rule, in words."""
+
+    path: str
+    message: str
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,27 +16,35 @@ fn a_python_plugin_converges_beside_rust_ones_and_hot_swaps() {
     workspace.apply(
         "services.yaml",
         "kind: Service.example.dev\nname: web\nspec: {port: 8080}\n---\n\
-         kind: Service.py.example.dev\nname: web\nspec: {port: 8080}\n---\n\
-         kind: Service.py.example.dev\nname: broken\nspec: {port: 70000}\n---\n\
-         kind: Service.py.example.dev\nname: garbled\nspec: {port: \"eighty\"}\n",
+         kind: Service.py.example.dev\nname: web\nspec: {port: 8080}\n",
     );
     for kind in ["Service.example.dev", "Service.py.example.dev"] {
         workspace.ok(&["wait", kind, "web", "--for", "condition=Serving=True"]);
     }
     let described = workspace.ok(&["describe", "Service.py.example.dev", "web"]);
     assert_mentions(&described, &["http://web:8080", "listening on :8080"]);
-    workspace.ok(&[
-        "wait",
-        "Service.py.example.dev",
-        "broken",
-        "--for",
-        "condition=Configured=False",
-    ]);
-    wait_until("the garbled spec is quarantined", || {
-        workspace
-            .ok(&["events", "Service.py.example.dev", "garbled"])
-            .contains("DecodeFailed")
-    });
+    // The Python SDK's schema (from the dataclass, `#:` comments as
+    // descriptions) and its validate refuse bad specs at apply.
+    let explained = workspace.ok(&["explain", "Service.py.example.dev.spec.port"]);
+    assert_mentions(
+        &explained,
+        &["<integer> -required-", "The port to listen on"],
+    );
+    for (spec, rule) in [
+        ("{port: 70000}", "spec.port: 70000 is outside 1-65535"),
+        (
+            "{port: eighty}",
+            r#"spec.port: "eighty" is not of type "integer""#,
+        ),
+    ] {
+        workspace.write(
+            "bad.yaml",
+            &format!("kind: Service.py.example.dev\nname: bad\nspec: {spec}\n"),
+        );
+        let refused = workspace.run(&["apply", "-f", "bad.yaml"]);
+        assert_eq!(refused.status.code(), Some(7), "{refused:?}");
+        assert_mentions(&String::from_utf8_lossy(&refused.stderr), &[rule]);
+    }
 
     workspace.install_plugin("conditions-py-v2", "conditions-py.wasm");
     wait_until("release 2 has re-run every service", || {

@@ -89,19 +89,42 @@ pub trait SpecValidator: Send + Sync + 'static {
     fn validate(&self, spec: &Json) -> std::result::Result<Vec<Violation>, String>;
 }
 
-/// A compiled spec schema.
+/// A compiled spec schema: what the host checks a kind's spec writes
+/// against, for an embedder to check a spec the same way before writing it.
+///
+/// # Example
+/// ```
+/// use beehive::Json;
+/// use beehive::validation::SpecSchema;
+///
+/// let schema = SpecSchema::compile(r#"{"type": "object", "required": ["name"]}"#)?;
+/// let violations = schema.check(&Json::parse("{}")?);
+/// assert_eq!(violations[0].path, "spec");
+/// # Ok::<(), beehive::Error>(())
+/// ```
 #[derive(Debug)]
-pub(crate) struct SpecSchema {
+pub struct SpecSchema {
     validator: jsonschema::Validator,
 }
 
 impl SpecSchema {
-    /// Compiles `text`.
+    /// Compiles `text`, a JSON Schema (draft 2020-12 unless its `$schema`
+    /// names another).
     ///
     /// # Errors
-    /// Why it is not a usable schema: too large, not JSON, not a schema, or
-    /// a `$ref` that leaves the document.
-    pub(crate) fn compile(text: &str) -> std::result::Result<SpecSchema, String> {
+    /// [`Error::InvalidDocument`] saying why it is not a usable schema: too
+    /// large, not JSON, not a schema, or a `$ref` that leaves the document.
+    pub fn compile(text: &str) -> Result<SpecSchema> {
+        Self::parse(text).map_err(Error::InvalidDocument)
+    }
+
+    /// The ways `spec` breaks the schema; empty when it keeps it.
+    pub fn check(&self, spec: &Json) -> Vec<Violation> {
+        self.violations(&spec.to_value())
+    }
+
+    /// [`SpecSchema::compile`], saying why not in words.
+    pub(crate) fn parse(text: &str) -> std::result::Result<SpecSchema, String> {
         if text.len() > MAX_SCHEMA_BYTES {
             return Err(format!(
                 "the schema is {} bytes, above the limit of {MAX_SCHEMA_BYTES}",
@@ -242,7 +265,7 @@ impl Validations {
 
     fn from_record(group_kind: &GroupKind, schema: Option<String>) -> Result<KindRules> {
         let schema = schema
-            .map(|text| SpecSchema::compile(&text))
+            .map(|text| SpecSchema::parse(&text))
             .transpose()
             .map_err(|e| {
                 Error::Internal(format!(
@@ -268,7 +291,7 @@ mod tests {
     }"#;
 
     fn violations(schema: &str, spec: &str) -> Vec<String> {
-        let schema = SpecSchema::compile(schema).unwrap();
+        let schema = SpecSchema::parse(schema).unwrap();
         schema
             .violations(&serde_json::from_str(spec).unwrap())
             .iter()
@@ -306,9 +329,9 @@ mod tests {
     #[test]
     fn a_schema_that_reaches_outside_itself_is_refused() {
         let remote = r#"{"$ref": "https://example.com/schema.json"}"#;
-        assert!(SpecSchema::compile(remote).is_err());
+        assert!(SpecSchema::parse(remote).is_err());
         let file = r#"{"$ref": "file:///etc/passwd"}"#;
-        assert!(SpecSchema::compile(file).is_err());
+        assert!(SpecSchema::parse(file).is_err());
     }
 
     #[test]
@@ -319,8 +342,8 @@ mod tests {
                 .unwrap_err()
                 .contains("above the limit")
         );
-        assert!(SpecSchema::compile("{").unwrap_err().contains("not JSON"));
-        assert!(SpecSchema::compile(r#"{"type": 5}"#).is_err());
+        assert!(SpecSchema::parse("{").unwrap_err().contains("not JSON"));
+        assert!(SpecSchema::parse(r#"{"type": 5}"#).is_err());
     }
 
     #[test]

@@ -3,7 +3,10 @@
 //! Prints `figure NAME VALUE UNIT` lines:
 //! - `store.creates_seq_per_s`: one caller creating objects one after another;
 //! - `store.creates_per_s`: eight concurrent callers sharing group commits;
-//! - `store.get_by_id_us`: a point read by id, decoded into a typed object.
+//! - `store.get_by_id_us`: a point read by id, decoded into a typed object;
+//! - `store.validate_us`: one spec checked against the greeting plugin's
+//!   schema (as its registration declares it), as every write of a kind
+//!   with a schema is.
 
 use std::time::Instant;
 
@@ -97,6 +100,22 @@ async fn get_by_id(objects: u32, reads: u32) -> f64 {
     start.elapsed().as_secs_f64() * 1e6 / f64::from(reads)
 }
 
+/// Microseconds to check one greeting spec against the greeting schema.
+fn validate_us(checks: u32) -> f64 {
+    use beehive_guest::Controller;
+    let text = greeting::Greeter::registration()
+        .spec_schema
+        .expect("the greeting plugin declares a spec schema");
+    let schema = beehive::validation::SpecSchema::compile(&text).expect("the schema compiles");
+    let spec = beehive::Json::parse(r#"{"name": "ada"}"#).expect("JSON");
+    let start = Instant::now();
+    for _ in 0..checks {
+        let violations = schema.check(std::hint::black_box(&spec));
+        assert!(violations.is_empty());
+    }
+    start.elapsed().as_secs_f64() * 1e6 / f64::from(checks)
+}
+
 fn main() {
     block_on(async {
         if wanted("store.creates_seq_per_s") {
@@ -115,6 +134,9 @@ fn main() {
         }
         if wanted("store.get_by_id_us") {
             figure("store.get_by_id_us", get_by_id(10_000, 50_000).await, "us");
+        }
+        if wanted("store.validate_us") {
+            figure("store.validate_us", validate_us(200_000), "us");
         }
     });
 }

@@ -518,11 +518,11 @@ fn validation_rules(options: &ControllerOptions) -> Result<KindRules> {
         .schemas
         .spec
         .as_deref()
-        .map(SpecSchema::compile)
+        .map(SpecSchema::parse)
         .transpose()
         .map_err(|e| Error::InvalidOption(format!("the spec schema: {e}")))?;
     if let Some(status) = &options.schemas.status {
-        SpecSchema::compile(status)
+        SpecSchema::parse(status)
             .map_err(|e| Error::InvalidOption(format!("the status schema: {e}")))?;
     }
     Ok(KindRules {

@@ -282,7 +282,7 @@ impl Runtime {
             .await
             .map_err(contract)?;
         if let Some(spec) = &extras.schemas.spec {
-            crate::validation::SpecSchema::compile(spec)
+            crate::validation::SpecSchema::parse(spec)
                 .map_err(|e| contract(format!("its spec schema: {e}")))?;
         }
         Ok(Plugin {

@@ -338,7 +338,7 @@ mod tests {
     fn a_schema_too_large_or_not_json_is_refused() {
         let large = format!(r#"{{"description": "{}"}}"#, "x".repeat(MAX_SCHEMA_BYTES));
         assert!(
-            SpecSchema::compile(&large)
+            SpecSchema::parse(&large)
                 .unwrap_err()
                 .contains("above the limit")
         );

@@ -13,4 +13,5 @@ mod engine;
 mod migration;
 mod transactions;
 mod triggers;
+mod validation;
 mod watch;

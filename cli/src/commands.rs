@@ -129,10 +129,15 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
     };
     match dispatch(&paths, request).await? {
         Reply::Done { message } => Ok(message + "\n"),
-        Reply::Applied { results } => Ok(results
-            .iter()
-            .map(|r| format!("{}/{} {}\n", r.kind, r.name, r.action))
-            .collect()),
+        Reply::Applied { results, warnings } => {
+            for warning in warnings {
+                eprintln!("warning: {warning}");
+            }
+            Ok(results
+                .iter()
+                .map(|r| format!("{}/{} {}\n", r.kind, r.name, r.action))
+                .collect())
+        }
         other => Err(unexpected(&other)),
     }
 }

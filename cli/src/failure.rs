@@ -75,7 +75,9 @@ impl From<beehive::Error> for Failure {
             | E::DeletionPending { .. }
             | E::DependencyCycle { .. }
             | E::StoreInUse(_) => Code::Conflict,
-            E::Invalid { .. } | E::ValidatorFailed { .. } => Code::Invalid,
+            E::Invalid { .. } | E::ValidatorFailed { .. } | E::SpecVersionTooNew { .. } => {
+                Code::Invalid
+            }
             _ => Code::Failure,
         };
         Failure::new(code, error.to_string())

@@ -268,6 +268,7 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outc
         .await
         .map_err(error)?;
     let mut results = Vec::new();
+    let mut warnings = Warnings::default();
     for (manifest, group_kind) in manifests.iter().zip(kinds) {
         let client = tx.client(group_kind.clone());
         let label = format!("{group_kind}/{}", manifest.name.escape_debug());
@@ -281,7 +282,10 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outc
                 .map_err(|e| format!("{label}: owner: {e}"))?;
             options = options.owner(owner.meta.id);
         }
-        let spec = Json::from_value(&manifest.spec);
+        let spec = spec_as_current(&client, manifest, &mut warnings).map_err(|e| match e {
+            beehive::Error::TransactionTimedOut => Failure::from(too_long(manifests.len())),
+            e => Failure::about(&label, e),
+        })?;
         let (after, created) = client
             .create_or_update(&manifest.name, spec, options)
             .await
@@ -304,7 +308,39 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outc
         beehive::Error::TransactionTimedOut => Failure::from(too_long(manifests.len())),
         e => error(e),
     })?;
-    Ok(Reply::Applied { results })
+    Ok(Reply::Applied {
+        results,
+        warnings: warnings.lines,
+    })
+}
+
+/// Warnings of one apply, each said once.
+#[derive(Default)]
+struct Warnings {
+    lines: Vec<String>,
+    unversioned: std::collections::BTreeSet<String>,
+}
+
+/// The manifest's spec as the kind's plugin reads it now: converted from
+/// the `specVersion` it names, or, when it names none, taken as the current
+/// version (said once per kind, where the plugin has moved past version 0).
+fn spec_as_current(
+    client: &RawClient,
+    manifest: &Manifest,
+    warnings: &mut Warnings,
+) -> beehive::Result<Json> {
+    let spec = Json::from_value(&manifest.spec);
+    if let Some(version) = manifest.spec_version {
+        return client.spec_from_version(&manifest.name, version, spec);
+    }
+    let current = client.current_spec_version()?;
+    let kind = client.group_kind().to_string();
+    if current > 0 && warnings.unversioned.insert(kind.clone()) {
+        warnings.lines.push(format!(
+            "{kind} reads spec version {current}: manifests that name no specVersion are taken              as written in it (write `specVersion: N` to have an older spec converted)"
+        ));
+    }
+    Ok(spec)
 }
 
 /// Why an apply that outlasted its hold on the store wrote nothing, and

@@ -9,9 +9,14 @@
 //! group: example.dev      # optional
 //! name: ada
 //! spec: {name: Ada}
+//! specVersion: 0          # optional: the spec schema version it is written in
 //! owner: GreetingSet/team # optional, Kind/name
 //! finalizers: []          # optional, set on create
 //! ```
+//!
+//! The fields `get -o json|yaml` prints beside these (`status`,
+//! `generation`, `conditions`, ...) are read-only: accepted and ignored, so a
+//! printed object applies back as it is.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -28,6 +33,14 @@ pub struct Manifest {
     pub name: String,
     #[serde(default = "empty_spec")]
     pub spec: serde_json::Value,
+    /// The spec schema version `spec` is written in; absent means the
+    /// version the kind's plugin reads now.
+    #[serde(
+        default,
+        rename = "specVersion",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub spec_version: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -148,6 +161,21 @@ fn io_reason(error: &std::io::Error) -> String {
 }
 
 /// Parses one file's text: JSON if `json`, else YAML (which reads JSON too).
+/// What `get -o json|yaml` prints that a manifest cannot set.
+const READ_ONLY_FIELDS: [&str; 11] = [
+    "id",
+    "generation",
+    "observedGeneration",
+    "observedAt",
+    "resourceVersion",
+    "deletionRequestedAt",
+    "conditions",
+    "createdAt",
+    "updatedAt",
+    "status",
+    "statusVersion",
+];
+
 fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> {
     if let Some(depth) = flow_depth_beyond(text, beehive::naming::MAX_DEPTH) {
         return Err(format!(
@@ -172,8 +200,11 @@ fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> 
         other => vec![other],
     });
     let mut manifests = Vec::new();
-    for (index, value) in values.enumerate() {
+    for (index, mut value) in values.enumerate() {
         let at = format!("{origin}: object {}", index + 1);
+        if let Some(fields) = value.as_object_mut() {
+            fields.retain(|key, _| !READ_ONLY_FIELDS.contains(&key.as_str()));
+        }
         let manifest: Manifest = serde_json::from_value(value).map_err(|e| format!("{at}: {e}"))?;
         if let Some(problem) = manifest.problem() {
             // Escaped: a name is the file author's text, and may hold the

@@ -63,7 +63,10 @@ async fn apply_file(ctx: &Context, file: &Path) -> Result<(), String> {
     )
     .await
     .map_err(|e| format!("{}: {e}", file.display()))?;
-    if let Reply::Applied { results } = reply {
+    if let Reply::Applied { results, warnings } = reply {
+        for warning in warnings {
+            tracing::warn!("manifest {}: {warning}", file.display());
+        }
         for r in results.iter().filter(|r| r.action != "unchanged") {
             tracing::info!(
                 "manifest {}: {}/{} {}",

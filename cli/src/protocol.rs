@@ -91,14 +91,28 @@ pub type Outcome = Result<Reply, crate::failure::Failure>;
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "kebab-case")]
 pub enum Reply {
-    Applied { results: Vec<Applied> },
-    Objects { objects: Vec<ObjectDocument> },
+    Applied {
+        results: Vec<Applied>,
+        /// What the caller should know though nothing failed, one line
+        /// each.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warnings: Vec<String>,
+    },
+    Objects {
+        objects: Vec<ObjectDocument>,
+    },
     Described(Box<Description>),
-    Events { events: Vec<EventView> },
+    Events {
+        events: Vec<EventView>,
+    },
     Plugins(PluginsView),
     Schemas(KindSchemas),
-    Metrics { text: String },
-    Done { message: String },
+    Metrics {
+        text: String,
+    },
+    Done {
+        message: String,
+    },
     Change(Box<Change>),
 }
 

@@ -141,6 +141,20 @@ pub enum Error {
         writer: i64,
     },
 
+    /// A spec names a schema version above the one its kind's plugin
+    /// knows; nothing was written.
+    #[error(
+        "spec version too new: {what} is written at spec version {version}; its plugin knows up to {current}"
+    )]
+    SpecVersionTooNew {
+        /// The object, e.g. `Greeting.example.dev/ada`.
+        what: String,
+        /// The version it names.
+        version: i64,
+        /// The newest version the kind's plugin reads.
+        current: i64,
+    },
+
     /// The host a watch was opened through has stopped: the stream ended
     /// with it. Open a new watch on a running host, or on the store.
     #[error("stopped: the host this watch was opened through has stopped")]

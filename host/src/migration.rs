@@ -77,6 +77,9 @@ pub(crate) struct SchemaVersions {
 #[derive(Default)]
 pub(crate) struct Migrations {
     by_kind: RwLock<HashMap<GroupKind, Arc<dyn Migrator>>>,
+    /// The versions recorded with the registrations of kinds this process
+    /// has no migrator for, read once per kind.
+    recorded: RwLock<HashMap<GroupKind, SchemaVersions>>,
     /// Whether any kind has one: reads skip the lookup while none does.
     any: AtomicBool,
 }
@@ -90,6 +93,9 @@ impl Migrations {
             None => by_kind.remove(group_kind),
         };
         self.any.store(!by_kind.is_empty(), Ordering::SeqCst);
+        drop(by_kind);
+        // The registration just recorded may say otherwise now.
+        write(&self.recorded).remove(group_kind);
     }
 
     fn get(&self, group_kind: &GroupKind) -> Option<Arc<dyn Migrator>> {
@@ -108,6 +114,77 @@ impl Migrations {
                 status: i64::from(m.status_version()),
             })
             .unwrap_or_default()
+    }
+
+    /// The versions a client's writes of `group_kind` are stamped with: its
+    /// migrator's when one is registered in this process, otherwise those
+    /// recorded with its registration (`recorded` reads them; called once
+    /// per kind), so a process with no host (the CLI on the store) writes
+    /// at the version the serving plugin reads.
+    ///
+    /// # Errors
+    /// What `recorded` returns.
+    pub(crate) fn versions_or_recorded(
+        &self,
+        group_kind: &GroupKind,
+        recorded: impl FnOnce() -> Result<Option<SchemaVersions>>,
+    ) -> Result<SchemaVersions> {
+        if let Some(migrator) = self.get(group_kind) {
+            return Ok(SchemaVersions {
+                spec: i64::from(migrator.spec_version()),
+                status: i64::from(migrator.status_version()),
+            });
+        }
+        if let Some(versions) = read(&self.recorded).get(group_kind) {
+            return Ok(*versions);
+        }
+        let versions = recorded()?.unwrap_or_default();
+        write(&self.recorded).insert(group_kind.clone(), versions);
+        Ok(versions)
+    }
+
+    /// `spec`, written at version `from`, as the current version of
+    /// `group_kind` (`current`, from [`Migrations::versions_or_recorded`])
+    /// reads it, converted by the kind's migrator where it is older.
+    ///
+    /// # Errors
+    /// [`Error::SpecVersionTooNew`] for a version above the current one;
+    /// [`Error::Migration`] when the conversion fails or this process has
+    /// no migrator for the kind.
+    pub(crate) fn spec_from(
+        &self,
+        group_kind: &GroupKind,
+        what: &str,
+        from: i64,
+        current: i64,
+        spec: Json,
+    ) -> Result<Json> {
+        if from == current {
+            return Ok(spec);
+        }
+        if from > current || from < 0 {
+            return Err(Error::SpecVersionTooNew {
+                what: what.to_string(),
+                version: from,
+                current,
+            });
+        }
+        let Some(migrator) = self.get(group_kind) else {
+            return Err(Error::Migration {
+                what: format!("spec of {what}"),
+                message: format!(
+                    "it is written at version {from}, the plugin reads version {current}, and \
+                     only a running host has the plugin's migrator: apply it through the host"
+                ),
+            });
+        };
+        convert(
+            &format!("spec of {what}"),
+            from,
+            current,
+            spec,
+            |from, spec| migrator.convert_spec(from, spec),
+        )
     }
 
     /// `object` with its spec and status upgraded to the current versions.

@@ -205,7 +205,7 @@ impl RawClient {
     /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn update(&self, id: ObjectId, spec: Json) -> Result<RawObject> {
         self.check_spec(&format!("#{id}"), &spec)?;
-        let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
+        let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version()?);
         let updated = self
             .write(move |tx| ops::update(tx, &group_kind, id, spec, spec_version))
             .await?;
@@ -225,7 +225,7 @@ impl RawClient {
     pub async fn update_by_name(&self, name: &str, spec: Json) -> Result<RawObject> {
         check_name(name)?;
         self.check_spec(name, &spec)?;
-        let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version());
+        let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version()?);
         let name = name.to_string();
         let updated = self
             .write(move |tx| ops::update_by_name(tx, &group_kind, &name, spec, spec_version))
@@ -364,8 +364,46 @@ impl RawClient {
     }
 
     /// The schema version this build writes specs of the kind at.
-    fn spec_version(&self) -> i64 {
-        self.store.migrations().versions(&self.group_kind).spec
+    /// The spec version this client's writes are stamped with: what the
+    /// kind's plugin reads.
+    fn spec_version(&self) -> Result<i64> {
+        let group_kind = &self.group_kind;
+        let versions =
+            self.store
+                .migrations()
+                .versions_or_recorded(group_kind, || {
+                    let recorded = self.store.read(|r| r.registered_versions(group_kind))?;
+                    Ok(recorded
+                        .map(|(spec, status)| crate::migration::SchemaVersions { spec, status }))
+                })?;
+        Ok(versions.spec)
+    }
+
+    /// `spec`, written at spec schema version `version` (what a manifest's
+    /// `specVersion` says), as the kind's current version reads it: run
+    /// through the kind's migrator when it is older, so it can then be
+    /// written. `name` names the object in errors.
+    ///
+    /// # Errors
+    /// [`Error::SpecVersionTooNew`] for a version the kind's plugin does not
+    /// know; [`Error::Migration`] when the conversion fails, or when it is
+    /// needed and this process has no migrator for the kind (no host serves
+    /// it here).
+    pub fn spec_from_version(&self, name: &str, version: i64, spec: Json) -> Result<Json> {
+        let current = self.spec_version()?;
+        let what = format!("{}/{name}", self.group_kind);
+        self.store
+            .migrations()
+            .spec_from(&self.group_kind, &what, version, current, spec)
+    }
+
+    /// The spec version a write of this kind is stamped with now: the
+    /// version the kind's plugin reads (0 for an unversioned kind).
+    ///
+    /// # Errors
+    /// A store error reading the kind's registration.
+    pub fn current_spec_version(&self) -> Result<i64> {
+        self.spec_version()
     }
 
     /// The owner of `id`, if it has one. Runs the edge query directly, with
@@ -440,7 +478,7 @@ impl RawClient {
             group_kind: self.group_kind.clone(),
             name: name.to_string(),
             spec,
-            spec_version: self.spec_version(),
+            spec_version: self.spec_version()?,
             owner: options.owner,
             finalizers: options.finalizers,
             on_create: options.on_create,

@@ -22,3 +22,4 @@ mod plugins;
 mod postgres;
 mod python;
 mod validate;
+mod versions;

@@ -143,6 +143,29 @@ async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_bytes_written_at_a_newer_version_are_restamped_with_a_new_generation() {
+    let store = beehive_e2e::store();
+    let clusters = RawClient::new(&store, cluster());
+    let spec = Json::parse(r#"{"replicas":3}"#).unwrap();
+    let created = clusters
+        .create("prod", spec.clone(), CreateOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(stored_versions(&store, "prod").0, 0);
+
+    let (_host, _fail) = migrating_host(&store, 1).await;
+    // The same bytes, now meaning a version-1 spec.
+    let written = clusters
+        .update(created.meta.id, spec.clone())
+        .await
+        .unwrap();
+    assert_eq!(written.meta.generation, 2, "a new generation");
+    assert_eq!(stored_versions(&store, "prod").0, 1, "re-stamped");
+    let again = clusters.update(created.meta.id, spec).await.unwrap();
+    assert_eq!(again.meta.generation, 2, "and then nothing to write");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
     let store = beehive_e2e::store();
     let (host, fail) = migrating_host(&store, 2).await;
@@ -194,7 +217,7 @@ async fn documents_from_a_newer_build_or_a_failing_converter_are_not_misread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_writer_without_the_migrator_never_lowers_a_stored_version() {
     let store = beehive_e2e::store();
-    let (_host, _fail) = migrating_host(&store, 2).await;
+    let (host, _fail) = migrating_host(&store, 2).await;
     let spec = Json::parse(r#"{"replicas":1}"#).unwrap();
     let created = RawClient::new(&store, cluster())
         .create("prod", spec.clone(), CreateOptions::new())
@@ -206,12 +229,25 @@ async fn a_writer_without_the_migrator_never_lowers_a_stored_version() {
         .unwrap();
     assert_eq!(stored_versions(&store, "prod"), (2, 1));
 
-    // A second opening of the file knows no migrator: version 0 for both.
+    // A second opening of the file has no migrator, but the registration
+    // records version 2: its writes are stamped so, as the plugin reads them.
+    let recorded = store.reopen().unwrap();
+    let changed = Json::parse(r#"{"replicas":4}"#).unwrap();
+    RawClient::new(&recorded, cluster())
+        .update_by_name("prod", changed)
+        .await
+        .unwrap();
+    assert_eq!(stored_versions(&store, "prod"), (2, 1));
+    let spec = Json::parse(r#"{"replicas":4}"#).unwrap();
+
+    // Once nothing records a version for the kind, a writer knows none:
+    // version 0 for both.
+    host.unregister(&cluster()).await.unwrap();
     let other = store.reopen().unwrap();
     let offline = RawClient::new(&other, cluster());
     let rv = other.resource_version();
     let same = offline.update_by_name("prod", spec).await.unwrap();
-    assert_eq!(same.meta.generation, 1, "identical bytes write nothing");
+    assert_eq!(same.meta.generation, 2, "identical bytes write nothing");
     assert_eq!(stored_versions(&store, "prod"), (2, 1));
     let changed = Json::parse(r#"{"replicas":5}"#).unwrap();
     let error = offline.update_by_name("prod", changed).await.unwrap_err();

@@ -195,9 +195,11 @@ fn apply_spec(
         });
     }
     let mut object = tx.reader().with_conditions(object)?;
-    // Identical bytes write nothing, whichever build wrote them; different
-    // bytes must not be tagged below what a newer build stored.
-    if object.spec == spec {
+    // Identical bytes write nothing unless they are written at a newer
+    // version (they now mean that version's spec: a new generation); never
+    // refused, whichever build wrote them. Different bytes must not be
+    // tagged below what a newer build stored.
+    if object.spec == spec && spec_version <= object.bookkeeping.spec_version {
         return Ok(object);
     }
     if spec_version < object.bookkeeping.spec_version {

@@ -204,6 +204,12 @@ impl<'c> Reader<'c> {
         registrations::recorded_hash(self.conn, group_kind)
     }
 
+    /// The (spec, status) versions the registration of `group_kind`
+    /// recorded, if it has one.
+    pub(crate) fn registered_versions(&self, group_kind: &GroupKind) -> Result<Option<(i64, i64)>> {
+        registrations::versions(self.conn, group_kind)
+    }
+
     /// The spec schema the registration of `group_kind` recorded, if any.
     pub(crate) fn spec_schema(&self, group_kind: &GroupKind) -> Result<Option<String>> {
         registrations::spec_schema(self.conn, group_kind)

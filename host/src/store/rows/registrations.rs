@@ -90,6 +90,15 @@ pub(crate) fn spec_schema(conn: Conn<'_>, gk: &GroupKind) -> Result<Option<Strin
         .flatten())
 }
 
+/// The (spec, status) versions recorded with `gk`'s registration.
+pub(crate) fn versions(conn: Conn<'_>, gk: &GroupKind) -> Result<Option<(i64, i64)>> {
+    conn.query_opt(
+        "SELECT spec_version, status_version FROM registrations WHERE grp = ?1 AND kind = ?2",
+        params![&gk.group, &gk.kind],
+        |row| Ok((row.get::<i64>(0)?, row.get::<i64>(1)?)),
+    )
+}
+
 /// Whether `gk` has a recorded registration.
 pub(crate) fn is_registered(conn: Conn<'_>, gk: &GroupKind) -> Result<bool> {
     conn.exists(

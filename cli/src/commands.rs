@@ -43,12 +43,22 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             name,
             output,
             watch: true,
+            ..
         } => return watch_objects(&paths, kind, name, output).await,
         Command::Get {
-            kind, name, output, ..
+            kind,
+            name,
+            output,
+            spec_version,
+            ..
         } => {
             let single = name.is_some();
-            let reply = dispatch(&paths, Request::Get { kind, name }).await?;
+            let request = Request::Get {
+                kind,
+                name,
+                spec_version,
+            };
+            let reply = dispatch(&paths, request).await?;
             return match reply {
                 Reply::Objects { objects } => Ok(output::objects(&objects, output, single)),
                 other => Err(unexpected(&other)),

@@ -101,6 +101,11 @@ pub(crate) enum Command {
         /// a running host; Ctrl-C ends it).
         #[arg(short = 'w', long)]
         watch: bool,
+        /// Show specs in this spec schema version. Plugins convert only
+        /// upwards, so only the version the kind's plugin reads now can be
+        /// shown; any other is refused (exit 7).
+        #[arg(long, value_name = "N", conflicts_with = "watch")]
+        spec_version: Option<i64>,
     },
     /// Show an object: spec, status, conditions, relations, next pass, events.
     Describe {

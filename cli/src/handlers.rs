@@ -38,7 +38,11 @@ pub struct Context {
 pub async fn execute(ctx: &Context, request: Request) -> Outcome {
     match request {
         Request::Apply { objects, new_kinds } => apply(ctx, objects, new_kinds).await,
-        Request::Get { kind, name } => get(ctx, &kind, name.as_deref()),
+        Request::Get {
+            kind,
+            name,
+            spec_version,
+        } => get(ctx, &kind, name.as_deref(), spec_version),
         Request::Describe { kind, name } => describe(ctx, &kind, &name),
         Request::Delete { kind, name } => delete(ctx, &kind, &name).await,
         Request::Events {
@@ -353,7 +357,22 @@ fn too_long(objects: usize) -> String {
     )
 }
 
-fn get(ctx: &Context, kind: &str, name: Option<&str>) -> Outcome {
+fn get(ctx: &Context, kind: &str, name: Option<&str>, spec_version: Option<i64>) -> Outcome {
+    if let Some(wanted) = spec_version {
+        let group_kind = resolve_kind(&ctx.store, kind)?;
+        let current = RawClient::new(&ctx.store, group_kind.clone())
+            .current_spec_version()
+            .map_err(error)?;
+        if wanted != current {
+            return Err(Failure::new(
+                Code::Invalid,
+                format!(
+                    "{group_kind}'s specs read as spec version {current}; a plugin converts only \
+                     upwards, so they cannot be shown as version {wanted}"
+                ),
+            ));
+        }
+    }
     let objects = match name {
         Some(name) => vec![find(&ctx.store, kind, name)?.1],
         None => {

@@ -26,6 +26,9 @@ pub enum Request {
     Get {
         kind: String,
         name: Option<String>,
+        /// The spec version to show the specs in (`--spec-version`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spec_version: Option<i64>,
     },
     Describe {
         kind: String,

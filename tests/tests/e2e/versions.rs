@@ -74,6 +74,23 @@ fn a_manifest_names_its_spec_version_and_is_converted_on_write() {
         "Greeting.example.dev/old unchanged\n"
     );
 
+    // Reads show the current version; an older one cannot be made.
+    workspace.ok(&[
+        "get",
+        "Greeting",
+        "old",
+        "--spec-version",
+        "1",
+        "-o",
+        "json",
+    ]);
+    let older = workspace.run(&["get", "Greeting", "old", "--spec-version", "0"]);
+    assert_eq!(older.status.code(), Some(7), "{older:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&older.stderr),
+        &["converts only upwards", "version 0"],
+    );
+
     // With no host, the CLI writes at the recorded version, and cannot
     // convert (the migrator is the plugin's).
     host.terminate();

@@ -675,16 +675,21 @@ fn metrics(ctx: &Context) -> Outcome {
 }
 
 /// A plugin's grants as `beehive plugins` lists them: directories as
-/// `GUEST=HOST:ro|rw`, hosts as `http:PATTERN`, config as
-/// `config:KEY(SOURCE)`; never a value.
+/// `GUEST=HOST:ro|rw`, hosts as `http:PATTERN`, store kinds as
+/// `store:write|read:PATTERN`, config as `config:KEY(SOURCE)`; never a value.
 fn grants_of(policy: &beehive::plugin::Policy) -> Vec<String> {
     let files = policy.files.iter().map(ToString::to_string);
     let hosts = policy.http.allow.iter().map(|host| format!("http:{host}"));
+    let store = policy
+        .store
+        .describe()
+        .into_iter()
+        .map(|g| format!("store:{g}"));
     let config = policy
         .config
         .iter()
         .map(|(key, value)| format!("config:{key}({})", value.source));
-    files.chain(hosts).chain(config).collect()
+    files.chain(hosts).chain(store).chain(config).collect()
 }
 
 fn millis(d: std::time::Duration) -> u64 {

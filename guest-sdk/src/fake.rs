@@ -19,7 +19,7 @@ use crate::client::{Client, ControllerClient, CreateOptions, IfHeld, KindClient}
 use crate::http::{HttpError, Request, Response};
 use crate::types::{
     Action, Condition, Error, EventSpec, GroupKind, Meta, ObjectId, ObjectRef, RawObject, Result,
-    Timestamp,
+    StoreGrants, StoreVerb, Timestamp,
 };
 use crate::{Controller, ObjectOf};
 
@@ -57,12 +57,62 @@ pub struct PassRecord {
 struct Objects {
     next_id: ObjectId,
     by_id: BTreeMap<ObjectId, (RawObject, Option<ObjectId>)>,
+    /// What the plugin may touch besides its own kind; `None` allows all.
+    grants: Option<StoreGrants>,
+    /// The kind of the object last reconciled: always read-write.
+    own: Option<GroupKind>,
+    /// Denials so far, each once.
+    denied: Vec<(GroupKind, StoreVerb)>,
+}
+
+impl Objects {
+    /// Allows `verb` on `kind`, as the host's policy check would.
+    fn check(&mut self, kind: &GroupKind, verb: StoreVerb) -> Result<()> {
+        let Some(grants) = &self.grants else {
+            return Ok(());
+        };
+        let own = self.own.clone().unwrap_or_default();
+        if grants.allows(&own, kind, verb) {
+            return Ok(());
+        }
+        if !self.denied.iter().any(|(k, v)| k == kind && *v == verb) {
+            self.denied.push((kind.clone(), verb));
+        }
+        Err(Error::NotGranted {
+            kind: kind.clone(),
+            verb,
+        })
+    }
+
+    /// Allows `verb` on object `id`'s kind; an unknown id passes.
+    fn check_object(&mut self, id: ObjectId, verb: StoreVerb) -> Result<()> {
+        match self.by_id.get(&id).map(|(o, _)| o.meta.group_kind.clone()) {
+            Some(kind) => self.check(&kind, verb),
+            None => Ok(()),
+        }
+    }
 }
 
 impl FakeClient {
     /// An empty fake.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// This fake, checking store calls as a host with `grants` in the
+    /// plugin's policy (`[store]`) would: the kind of the object a
+    /// [`FakeClient::reconcile`] is handed is always read-write, anything
+    /// else only as granted, and a denied call fails with
+    /// [`Error::NotGranted`]. A fake made without it allows every call.
+    pub fn with_store_grants(self, grants: StoreGrants) -> Self {
+        self.objects.borrow_mut().grants = Some(grants);
+        self
+    }
+
+    /// The kinds and verbs denied so far, each once, as the host leaves a
+    /// `StoreAccessDenied` event for each.
+    pub fn denials(&self) -> Vec<(GroupKind, StoreVerb)> {
+        self.objects.borrow().denied.clone()
     }
 
     /// What the pass wrote.
@@ -112,6 +162,7 @@ impl FakeClient {
     /// # Errors
     /// Whatever the pass returned.
     pub fn reconcile<C: Controller>(&self, controller: &C, object: &ObjectOf<C>) -> Result<Action> {
+        self.objects.borrow_mut().own = Some(object.meta.group_kind.clone());
         controller.reconcile(&Client::new(self), object)
     }
 
@@ -165,6 +216,9 @@ impl ControllerClient for FakeClient {
     }
 
     fn add_dependency(&self, target: ObjectId) -> Result<()> {
+        self.objects
+            .borrow_mut()
+            .check_object(target, StoreVerb::Read)?;
         self.state.borrow_mut().dependencies.insert(target);
         Ok(())
     }
@@ -233,6 +287,10 @@ pub struct FakeKindClient {
 }
 
 impl FakeKindClient {
+    fn check(&self, verb: StoreVerb) -> Result<()> {
+        self.objects.borrow_mut().check(&self.group_kind, verb)
+    }
+
     fn find(&self, name: &str) -> Option<RawObject> {
         self.objects
             .borrow()
@@ -283,6 +341,12 @@ impl FakeKindClient {
 
 impl KindClient for FakeKindClient {
     fn create(&self, name: &str, spec: String, options: CreateOptions) -> Result<RawObject> {
+        self.check(StoreVerb::Write)?;
+        if let Some(owner) = options.owner {
+            self.objects
+                .borrow_mut()
+                .check_object(owner, StoreVerb::Read)?;
+        }
         if name.is_empty() {
             return Err(Error::InvalidName);
         }
@@ -299,6 +363,7 @@ impl KindClient for FakeKindClient {
         options: CreateOptions,
         if_held: IfHeld,
     ) -> Result<(RawObject, bool)> {
+        self.check(StoreVerb::Write)?;
         match (self.find(name), if_held) {
             (None, _) => Ok((self.create(name, spec, options)?, true)),
             (Some(found), IfHeld::Keep) => Ok((found, false)),
@@ -307,6 +372,7 @@ impl KindClient for FakeKindClient {
     }
 
     fn get(&self, id: ObjectId) -> Result<RawObject> {
+        self.check(StoreVerb::Read)?;
         self.objects
             .borrow()
             .by_id
@@ -317,6 +383,7 @@ impl KindClient for FakeKindClient {
     }
 
     fn get_by_name(&self, name: &str) -> Result<RawObject> {
+        self.check(StoreVerb::Read)?;
         self.find(name)
             .ok_or_else(|| Error::NotFound(name.to_string()))
     }
@@ -326,6 +393,7 @@ impl KindClient for FakeKindClient {
         after: Option<ObjectId>,
         limit: u32,
     ) -> Result<(Vec<RawObject>, Option<ObjectId>)> {
+        self.check(StoreVerb::Read)?;
         let objects = self.objects.borrow();
         let page: Vec<RawObject> = objects
             .by_id
@@ -342,11 +410,13 @@ impl KindClient for FakeKindClient {
     }
 
     fn update(&self, id: ObjectId, spec: String) -> Result<RawObject> {
+        self.check(StoreVerb::Write)?;
         self.get(id)?;
         self.write_spec(id, spec)
     }
 
     fn delete(&self, id: ObjectId) -> Result<()> {
+        self.check(StoreVerb::Write)?;
         let mut objects = self.objects.borrow_mut();
         let (object, _) = objects
             .by_id
@@ -360,6 +430,7 @@ impl KindClient for FakeKindClient {
     }
 
     fn delete_by_name(&self, name: &str) -> Result<()> {
+        self.check(StoreVerb::Write)?;
         match self.find(name) {
             Some(found) => self.delete(found.meta.id),
             None => Ok(()),
@@ -367,6 +438,7 @@ impl KindClient for FakeKindClient {
     }
 
     fn list_owned_objects(&self, owner: ObjectId) -> Result<Vec<RawObject>> {
+        self.check(StoreVerb::Read)?;
         Ok(self
             .objects
             .borrow()

@@ -98,8 +98,9 @@ pub use client::{Client, ControllerClient, CreateOptions, IfHeld, Kind, KindClie
 /// [`Registration::spec_schema`]).
 pub use schemars::JsonSchema;
 pub use types::{
-    Action, Cadence, Condition, ConditionStatus, Error, EventSpec, EventType, GroupKind, Meta,
-    Object, ObjectId, ObjectRef, RawObject, Registration, Result, Timestamp, Verdict, Violation,
+    Action, Cadence, Condition, ConditionStatus, Error, EventSpec, EventType, GroupKind,
+    KindPattern, Meta, Object, ObjectId, ObjectRef, RawObject, Registration, Result, StoreGrants,
+    StoreVerb, Timestamp, Verdict, Violation,
 };
 
 /// The object controller `C` reconciles: its kind's spec and status.

@@ -414,6 +414,6 @@ fn error(e: wit::Error) -> Error {
         W::WatchTooOld => Error::WatchTooOld,
         W::WatchTooNew => Error::WatchTooNew,
         W::Stopped => Error::Stopped,
-        W::Other(m) => Error::Other(m),
+        W::Other(m) => Error::from_other(m),
     }
 }

@@ -68,6 +68,7 @@ pub struct Metrics {
     plugin_load_failures: Family<Labels, Counter>,
     plugin_traps: Family<Labels, Counter>,
     plugin_deadline_hits: Family<Labels, Counter>,
+    plugin_denials: DenialCounter,
     plugin_instances: Family<Labels, Gauge>,
     plugin_memory: Family<Labels, Gauge>,
     objects: Family<Labels, Gauge>,
@@ -121,10 +122,35 @@ pub(crate) struct QueueMetrics {
 /// One plugin's handles.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PluginMetrics {
+    pub(crate) denials: DenialCounter,
     pub(crate) traps: Counter,
     pub(crate) deadline_hits: Counter,
     pub(crate) instances: Gauge,
     pub(crate) memory: Gauge,
+}
+
+/// Counts store calls refused to plugins, by plugin, kind and verb. Denials
+/// are rare, so each looks its series up.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DenialCounter(Family<Labels, Counter>);
+
+impl DenialCounter {
+    /// Counts one denial of `verb` on `kind` to `plugin`.
+    pub(crate) fn count(
+        &self,
+        plugin: &str,
+        kind: &beehive_types::GroupKind,
+        verb: beehive_types::StoreVerb,
+    ) {
+        let kind = kind.to_string();
+        self.0
+            .get_or_create(&labels(&[
+                ("plugin", plugin),
+                ("kind", &kind),
+                ("verb", verb.as_str()),
+            ]))
+            .inc();
+    }
 }
 
 /// The size of the database files, read at each scrape.
@@ -271,6 +297,12 @@ impl Metrics {
                 "Plugin calls cut by their CPU deadline or wall-clock limit, per plugin",
                 Family::default(),
             ),
+            plugin_denials: DenialCounter(registered(
+                r,
+                "beehive_plugin_denials",
+                "Store calls refused because the plugin's policy does not grant them, per plugin, kind and verb",
+                Family::default(),
+            )),
             plugin_instances: registered(
                 r,
                 "beehive_plugin_instances",
@@ -364,6 +396,7 @@ impl Metrics {
     pub(crate) fn plugin(&self, plugin: &str) -> PluginMetrics {
         let name = labels(&[("plugin", plugin)]);
         PluginMetrics {
+            denials: self.denials(),
             traps: self.plugin_traps.get_or_create_owned(&name),
             deadline_hits: self.plugin_deadline_hits.get_or_create_owned(&name),
             instances: self.plugin_instances.get_or_create_owned(&name),
@@ -386,6 +419,11 @@ impl Metrics {
         self.plugin_load_failures
             .get_or_create(&labels(&[("plugin", plugin)]))
             .inc();
+    }
+
+    /// The counter of store calls refused to plugins.
+    pub(crate) fn denials(&self) -> DenialCounter {
+        self.plugin_denials.clone()
     }
 
     /// Counts a completed garbage-collection sweep.

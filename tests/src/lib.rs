@@ -97,10 +97,24 @@ pub fn load_failures(directory: &beehive::plugin::Directory) -> Vec<String> {
 pub fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("a temporary directory");
     for name in names {
+        install_example_policy(name, &dir.path().join(format!("{name}.toml")));
         std::fs::copy(plugin_wasm(name), dir.path().join(format!("{name}.wasm")))
             .expect("copy plugin");
     }
     dir
+}
+
+/// The policy an example plugin ships with (`plugins/NAME/policy.toml`: what
+/// it needs granted, such as `cascade`'s write on `Greeting`s), copied to
+/// `to` unless a policy is there already.
+fn install_example_policy(plugin: &str, to: &Path) {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../plugins")
+        .join(plugin)
+        .join("policy.toml");
+    if shipped.exists() && !to.exists() {
+        std::fs::copy(&shipped, to).expect("copy the example's policy");
+    }
 }
 
 /// The directory of this build's profile (`target/<profile>`), where the
@@ -309,6 +323,8 @@ impl Workspace {
     pub fn install_plugin(&self, plugin: &str, file: &str) {
         let dir = self.path().join("plugins");
         std::fs::create_dir_all(&dir).expect("plugins directory");
+        let stem = file.strip_suffix(".wasm").unwrap_or(file);
+        install_example_policy(plugin, &dir.join(format!("{stem}.toml")));
         let staging = dir.join(format!(".{file}.tmp"));
         std::fs::copy(plugin_wasm(plugin), &staging).expect("copy plugin");
         std::fs::rename(&staging, dir.join(file)).expect("rename plugin");

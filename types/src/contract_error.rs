@@ -1,3 +1,6 @@
+use crate::GroupKind;
+use crate::store_grants::{StoreVerb, not_granted_message, parse_not_granted};
+
 /// Every way a host call can fail, as the contract's `error` variant names
 /// it: what a plugin's calls return (the guest SDK's `Error`), and what the
 /// host tells a plugin its own richer error was (`beehive::Error::contract`).
@@ -29,6 +32,13 @@ pub enum ContractError {
     WatchTooOld,
     WatchTooNew,
     Stopped,
+    /// The plugin's policy grants no `verb` on `kind` (its `[store]`
+    /// section). Crosses the contract as `other`, with the message
+    /// [`crate::not_granted_message`] writes.
+    NotGranted {
+        kind: GroupKind,
+        verb: StoreVerb,
+    },
     Other(String),
 }
 
@@ -69,6 +79,9 @@ impl std::fmt::Display for ContractError {
             ContractError::WatchTooOld => write!(f, "the watch position is too old"),
             ContractError::WatchTooNew => write!(f, "the watch position is in the future"),
             ContractError::Stopped => write!(f, "the host is stopping"),
+            ContractError::NotGranted { kind, verb } => {
+                f.write_str(&not_granted_message(kind, *verb))
+            }
             ContractError::Other(message) => write!(f, "{message}"),
         }
     }
@@ -78,6 +91,15 @@ impl ContractError {
     /// An error of the plugin's own, with `message`.
     pub fn msg(message: impl std::fmt::Display) -> ContractError {
         ContractError::Other(message.to_string())
+    }
+
+    /// The error the contract's `other(message)` stands for: a denial when
+    /// the message is one, else [`ContractError::Other`].
+    pub fn from_other(message: String) -> ContractError {
+        match parse_not_granted(&message) {
+            Some((kind, verb)) => ContractError::NotGranted { kind, verb },
+            None => ContractError::Other(message),
+        }
     }
 }
 

@@ -17,6 +17,7 @@ mod condition;
 mod contract_error;
 mod event;
 mod object;
+mod store_grants;
 mod time;
 
 pub use action::{Action, Verdict};
@@ -25,4 +26,7 @@ pub use condition::{Condition, ConditionStatus};
 pub use contract_error::ContractError;
 pub use event::{EventSpec, EventType};
 pub use object::{GroupKind, Meta, ObjectId, ObjectRef};
+pub use store_grants::{
+    KindPattern, NOT_GRANTED_PREFIX, StoreGrants, StoreVerb, not_granted_message, parse_not_granted,
+};
 pub use time::Timestamp;

@@ -406,6 +406,14 @@ impl RawClient {
         self.spec_version()
     }
 
+    /// The kind of object `id`, if it exists; through the open transaction,
+    /// so an object it created is found.
+    pub(crate) fn kind_of(&self, id: ObjectId) -> Result<Option<GroupKind>> {
+        Ok(self
+            .read(|r| r.kind_and_deletion(id))?
+            .map(|(kind, _)| kind))
+    }
+
     /// The owner of `id`, if it has one. Runs the edge query directly, with
     /// no kind check: another kind's id reads that object's owner.
     pub fn get_owner(&self, id: ObjectId) -> Result<Option<ObjectRef>> {

@@ -294,6 +294,11 @@ impl ControllerClient {
         self.pass.object.id
     }
 
+    /// The kind of the object this pass is about.
+    pub(crate) fn group_kind(&self) -> &GroupKind {
+        &self.pass.object.group_kind
+    }
+
     fn live(&self) -> Result<&PassState> {
         if self.pass.returned.load(Ordering::SeqCst) {
             Err(Error::ReconcileReturned)

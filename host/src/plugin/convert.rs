@@ -167,9 +167,14 @@ pub(crate) fn event_spec(e: wit::EventSpec) -> Result<EventSpec, Error> {
 
 /// The contract's error for a host error, in the bindings' type.
 pub(crate) fn error(e: Error) -> wit::Error {
+    contract_error(e.contract())
+}
+
+/// The contract's error, in the bindings' type.
+pub(crate) fn contract_error(e: beehive_types::ContractError) -> wit::Error {
     use beehive_types::ContractError as C;
     use wit::Error as W;
-    match e.contract() {
+    match e {
         C::NotFound(m) => W::NotFound(m),
         C::NameTaken(m) => W::NameTaken(m),
         C::DeletionPending(m) => W::DeletionPending(m),
@@ -194,6 +199,7 @@ pub(crate) fn error(e: Error) -> wit::Error {
         C::WatchTooOld => W::WatchTooOld,
         C::WatchTooNew => W::WatchTooNew,
         C::Stopped => W::Stopped,
+        denied @ C::NotGranted { .. } => W::Other(denied.to_string()),
         C::Other(m) => W::Other(m),
     }
 }

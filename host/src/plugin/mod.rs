@@ -27,9 +27,10 @@ mod runtime;
 mod sandbox;
 mod side_calls;
 mod state;
+mod store_gate;
 
 pub use crate::operator_file::{MAX_PLUGIN_BYTES, MAX_POLICY_BYTES};
-pub use beehive_types::ContractError;
+pub use beehive_types::{ContractError, KindPattern, StoreGrants, StoreVerb};
 pub use directory::{Change, Directory, LoadFailure, Served};
 pub use error::Error;
 pub use http::{HostPattern, HttpLimits};
@@ -198,6 +199,7 @@ impl Plugin {
         // Denials outside a pass (while starting) were logged; events are
         // for this pass's own.
         state.http_gate.take_denials();
+        state.store_gate.take_denials();
         self.sandbox.restart_clock(&mut warm);
         let handle = match warm
             .store
@@ -220,8 +222,10 @@ impl Plugin {
             )
             .await;
         warm.store.data_mut().pass = None;
-        let denied = warm.store.data_mut().http_gate.take_denials();
-        record_denials(client, denied).await;
+        let state = warm.store.data_mut();
+        let denied = state.http_gate.take_denials();
+        let store_denied = state.store_gate.take_denials();
+        record_denials(client, denied, store_denied).await;
         match called {
             Ok(result) => {
                 let _ = warm.store.data_mut().table.delete(handle);
@@ -251,15 +255,27 @@ impl Plugin {
     }
 }
 
-/// Records a Warning event on the object for each destination its pass was
-/// denied, so the refusal shows where the operator looks.
-async fn record_denials(client: &ControllerClient, denied: Vec<String>) {
-    for destination in denied {
-        let event = EventSpec::warning("HttpRequestDenied").message(format!(
+/// Records a Warning event on the object for each destination and each
+/// store kind and verb its pass was denied, so the refusal shows where the
+/// operator looks.
+async fn record_denials(
+    client: &ControllerClient,
+    denied: Vec<String>,
+    store_denied: Vec<(GroupKind, StoreVerb)>,
+) {
+    let http = denied.into_iter().map(|destination| {
+        EventSpec::warning("HttpRequestDenied").message(format!(
             "an outbound request to {destination} was denied: the plugin's policy does not grant it"
-        ));
+        ))
+    });
+    let store = store_denied.into_iter().map(|(kind, verb)| {
+        EventSpec::warning("StoreAccessDenied").message(format!(
+            "the plugin was denied {verb} on {kind}: its policy's [store] section does not grant it"
+        ))
+    });
+    for event in http.chain(store) {
         if let Err(error) = client.add_event(event).await {
-            tracing::warn!(destination, "cannot record the denied request: {error}");
+            tracing::warn!("cannot record a denial: {error}");
         }
     }
 }

@@ -14,6 +14,10 @@
 //! max_response_bytes = 1048576        # plugin
 //! max_concurrent_requests = 4
 //!
+//! [store]                             # kinds beyond its own (always read-write)
+//! read = ["Config.example.dev"]        # get, list, follow edges, depend on, own from
+//! write = ["*.render.example.dev"]     # create, update, delete (and read)
+//!
 //! [config]
 //! region = "eu-west-1"                 # a plain value
 //! token = { env = "RENDER_TOKEN" }     # from the host's environment
@@ -43,6 +47,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use beehive_types::{KindPattern, StoreGrants};
 use serde::Deserialize;
 
 use crate::naming::MAX_DOCUMENT_BYTES;
@@ -59,6 +64,8 @@ pub struct Policy {
     pub config: BTreeMap<String, ConfigValue>,
     /// Where the plugin may send HTTP requests, and how they are bounded.
     pub http: HttpGrant,
+    /// The kinds besides its own the plugin may read and write.
+    pub store: StoreGrants,
 }
 
 /// The outbound HTTP a plugin is granted. No hosts means every request is
@@ -163,6 +170,17 @@ struct PolicyFile {
     config: BTreeMap<String, ConfigEntry>,
     #[serde(default)]
     http: Option<HttpEntry>,
+    #[serde(default)]
+    store: Option<StoreEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreEntry {
+    #[serde(default)]
+    read: Vec<String>,
+    #[serde(default)]
+    write: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -240,10 +258,12 @@ impl Policy {
             .map(|(key, entry)| Ok((key.clone(), config_value(&key, entry)?)))
             .collect::<Result<_, String>>()?;
         let http = file.http.map(http_grant).transpose()?.unwrap_or_default();
+        let store = file.store.map(store_grant).transpose()?.unwrap_or_default();
         Ok(Policy {
             files,
             config,
             http,
+            store,
         })
     }
 
@@ -251,6 +271,29 @@ impl Policy {
     pub(crate) fn file_of(wasm: &Path) -> PathBuf {
         wasm.with_extension("toml")
     }
+}
+
+/// The most kind patterns one verb of `[store]` may list: a policy is read
+/// by a person, and each pattern is tried on every denied call.
+const MAX_STORE_PATTERNS: usize = 256;
+
+fn store_grant(entry: StoreEntry) -> Result<StoreGrants, String> {
+    let patterns = |verb: &str, texts: Vec<String>| -> Result<Vec<KindPattern>, String> {
+        if texts.len() > MAX_STORE_PATTERNS {
+            return Err(format!(
+                "store.{verb}: {} patterns; at most {MAX_STORE_PATTERNS}",
+                texts.len()
+            ));
+        }
+        texts
+            .iter()
+            .map(|text| text.parse().map_err(|e| format!("store.{verb}: {e}")))
+            .collect()
+    };
+    Ok(StoreGrants {
+        read: patterns("read", entry.read)?,
+        write: patterns("write", entry.write)?,
+    })
 }
 
 fn http_grant(entry: HttpEntry) -> Result<HttpGrant, String> {
@@ -445,6 +488,20 @@ mod tests {
     }
 
     #[test]
+    fn a_store_grant_names_kinds_to_read_and_write() {
+        let text = "[store]\nread = [\"Config.example.dev\"]\nwrite = [\"*.render.dev\"]\n";
+        let policy = Policy::parse(text, &OffLimits::default()).unwrap();
+        assert_eq!(
+            policy.store.describe(),
+            ["write:*.render.dev", "read:Config.example.dev"]
+        );
+        assert_eq!(
+            Policy::parse("", &OffLimits::default()).unwrap().store,
+            StoreGrants::default()
+        );
+    }
+
+    #[test]
     fn mistakes_and_overreach_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = format!("{:?}", dir.path().display().to_string());
@@ -474,6 +531,14 @@ mod tests {
             (
                 "[http]\nallow = []\nconnect_timeout_ms = 0\n".to_string(),
                 "above zero",
+            ),
+            (
+                "[store]\nwrite = [\"Greet*.example.dev\"]\n".to_string(),
+                "store.write: \"Greet*.example.dev\" is not a kind pattern",
+            ),
+            (
+                "[store]\nlist = [\"A.b\"]\n".to_string(),
+                "unknown field `list`",
             ),
         ];
         for (text, expected) in cases {

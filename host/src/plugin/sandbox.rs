@@ -17,6 +17,7 @@ use crate::plugin::clock::{self, PassClock};
 use crate::plugin::http::{HttpAccess, HttpGate};
 use crate::plugin::memory::MemoryLimiter;
 use crate::plugin::state::PluginState;
+use crate::plugin::store_gate::StoreGate;
 use crate::plugin::{Error, FileGrant, Limits, Policy, Runtime};
 
 /// How much stderr an instance may collect. An instance that has used half
@@ -89,6 +90,11 @@ impl Sandbox {
                 policy: self.policy.clone(),
                 http: wasmtime_wasi_http::WasiHttpCtx::new(),
                 http_gate: HttpGate::new(self.name.clone(), self.http.clone()),
+                store_gate: StoreGate::new(
+                    self.name.clone(),
+                    Arc::new(self.policy.store.clone()),
+                    self.metrics.denials.clone(),
+                ),
             },
         );
         store.limiter(|state| &mut state.memory);

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use beehive_types::StoreVerb;
+
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -21,6 +23,7 @@ use crate::plugin::clock::PassClock;
 use crate::plugin::convert::{self, ToWit};
 use crate::plugin::http::HttpGate;
 use crate::plugin::memory::MemoryLimiter;
+use crate::plugin::store_gate::StoreGate;
 
 /// The most objects one `list` call hands a plugin; it pages for more.
 const MAX_PAGE: u32 = 500;
@@ -62,6 +65,8 @@ pub(crate) struct PluginState {
     pub(crate) http: WasiHttpCtx,
     /// The grant check and bounds of outbound requests.
     pub(crate) http_gate: HttpGate,
+    /// The grant check of store calls on kinds other than its own.
+    pub(crate) store_gate: StoreGate,
 }
 
 impl WasiHttpView for PluginState {
@@ -102,13 +107,82 @@ impl PluginState {
         Ok(self.table.get(handle)?.0.clone())
     }
 
-    /// The kind client behind `handle`, joined to the current pass.
+    /// The kind client behind `handle`, joined to the current pass, once
+    /// the plugin may `verb` its kind.
     fn kind(
-        &self,
+        &mut self,
         handle: &Resource<KindClientHandle>,
+        verb: StoreVerb,
     ) -> wasmtime::Result<Result<RawClient, wit::Error>> {
         let group_kind = self.table.get(handle)?.0.clone();
-        Ok(self.pass_client().map(|pass| pass.kind_client(group_kind)))
+        let pass = match self.pass_client() {
+            Ok(pass) => pass.clone(),
+            Err(error) => return Ok(Err(error)),
+        };
+        Ok(self
+            .granted(&pass, &group_kind, verb)
+            .map(|()| pass.kind_client(group_kind)))
+    }
+
+    /// Whether the plugin whose pass is `pass` may `verb` objects of `kind`.
+    fn granted(
+        &mut self,
+        pass: &ControllerClient,
+        kind: &GroupKind,
+        verb: StoreVerb,
+    ) -> Result<(), wit::Error> {
+        self.store_gate
+            .check(pass.group_kind(), kind, verb)
+            .map_err(convert::contract_error)
+    }
+
+    /// Whether the plugin may `verb` object `id`, whatever kind it is: calls
+    /// by id reach any kind, so the kind checked is the object's own. An id
+    /// that names nothing passes: the call itself then says so.
+    fn granted_on(
+        &mut self,
+        client: &RawClient,
+        id: ObjectId,
+        verb: StoreVerb,
+    ) -> Result<(), wit::Error> {
+        let pass = self.pass_client()?.clone();
+        match client.kind_of(id).map_err(convert::error)? {
+            Some(kind) => self.granted(&pass, &kind, verb),
+            None => Ok(()),
+        }
+    }
+
+    /// A kind-client call about object `id` (its edges, its events): the
+    /// handle's client, once the plugin may read `id`'s kind.
+    fn reading(
+        &mut self,
+        handle: &Resource<KindClientHandle>,
+        id: ObjectId,
+    ) -> wasmtime::Result<Result<RawClient, wit::Error>> {
+        let client = match self.kind(handle, StoreVerb::Read)? {
+            Ok(client) => client,
+            Err(error) => return Ok(Err(error)),
+        };
+        Ok(self
+            .granted_on(&client, id, StoreVerb::Read)
+            .map(|()| client))
+    }
+
+    /// A kind-client write, with the owner it names checked for read.
+    fn writing(
+        &mut self,
+        handle: &Resource<KindClientHandle>,
+        owner: Option<ObjectId>,
+    ) -> wasmtime::Result<Result<RawClient, wit::Error>> {
+        let client = match self.kind(handle, StoreVerb::Write)? {
+            Ok(client) => client,
+            Err(error) => return Ok(Err(error)),
+        };
+        let owner_granted = match owner {
+            Some(owner) => self.granted_on(&client, owner, StoreVerb::Read),
+            None => Ok(()),
+        };
+        Ok(owner_granted.map(|()| client))
     }
 }
 
@@ -155,8 +229,8 @@ impl host::Host for PluginState {
 /// Runs a kind-client call: the handle's client, joined to the pass, or
 /// `reconcile-returned` outside one.
 macro_rules! with_kind {
-    ($state:expr, $handle:expr, |$client:ident| $body:expr) => {{
-        match $state.kind(&$handle)? {
+    ($checked:expr, |$client:ident| $body:expr) => {{
+        match $checked? {
             Ok($client) => $body,
             Err(error) => Ok(Err(error)),
         }
@@ -194,7 +268,7 @@ impl host::HostKindClient for PluginState {
         spec: String,
         opts: wit::CreateOptions,
     ) -> HostResult<wit::Object> {
-        with_kind!(self, handle, |client| reply(
+        with_kind!(self.writing(&handle, opts.owner), |client| reply(
             async {
                 client
                     .create(&name, Json::parse(&spec)?, options(opts))
@@ -211,7 +285,7 @@ impl host::HostKindClient for PluginState {
         spec: String,
         opts: wit::CreateOptions,
     ) -> HostResult<(wit::Object, bool)> {
-        with_kind!(self, handle, |client| reply(
+        with_kind!(self.writing(&handle, opts.owner), |client| reply(
             async {
                 let spec = Json::parse(&spec)?;
                 client.get_or_create(&name, spec, options(opts)).await
@@ -227,7 +301,7 @@ impl host::HostKindClient for PluginState {
         spec: String,
         opts: wit::CreateOptions,
     ) -> HostResult<(wit::Object, bool)> {
-        with_kind!(self, handle, |client| reply(
+        with_kind!(self.writing(&handle, opts.owner), |client| reply(
             async {
                 let spec = Json::parse(&spec)?;
                 client.create_or_update(&name, spec, options(opts)).await
@@ -241,7 +315,9 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         id: ObjectId,
     ) -> HostResult<wit::Object> {
-        with_kind!(self, handle, |client| reply(client.get(id)))
+        with_kind!(self.kind(&handle, StoreVerb::Read), |client| reply(
+            client.get(id)
+        ))
     }
 
     async fn get_by_name(
@@ -249,7 +325,9 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         name: String,
     ) -> HostResult<wit::Object> {
-        with_kind!(self, handle, |client| reply(client.get_by_name(&name)))
+        with_kind!(self.kind(&handle, StoreVerb::Read), |client| reply(
+            client.get_by_name(&name)
+        ))
     }
 
     async fn list(
@@ -258,7 +336,7 @@ impl host::HostKindClient for PluginState {
         after: Option<ObjectId>,
         limit: u32,
     ) -> HostResult<wit::Page> {
-        with_kind!(self, handle, |client| {
+        with_kind!(self.kind(&handle, StoreVerb::Read), |client| {
             let page = client.list_page(after, limit.min(MAX_PAGE) as usize);
             Ok(page
                 .map(|(objects, next)| wit::Page {
@@ -275,7 +353,7 @@ impl host::HostKindClient for PluginState {
         id: ObjectId,
         spec: String,
     ) -> HostResult<wit::Object> {
-        with_kind!(self, handle, |client| reply(
+        with_kind!(self.writing(&handle, None), |client| reply(
             async { client.update(id, Json::parse(&spec)?).await }.await
         ))
     }
@@ -286,13 +364,15 @@ impl host::HostKindClient for PluginState {
         name: String,
         spec: String,
     ) -> HostResult<wit::Object> {
-        with_kind!(self, handle, |client| reply(
+        with_kind!(self.writing(&handle, None), |client| reply(
             async { client.update_by_name(&name, Json::parse(&spec)?).await }.await
         ))
     }
 
     async fn delete(&mut self, handle: Resource<KindClientHandle>, id: ObjectId) -> HostResult<()> {
-        with_kind!(self, handle, |client| reply(client.delete(id).await))
+        with_kind!(self.writing(&handle, None), |client| reply(
+            client.delete(id).await
+        ))
     }
 
     async fn delete_by_name(
@@ -300,7 +380,7 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         name: String,
     ) -> HostResult<()> {
-        with_kind!(self, handle, |client| reply(
+        with_kind!(self.writing(&handle, None), |client| reply(
             client.delete_by_name(&name).await
         ))
     }
@@ -310,7 +390,9 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         id: ObjectId,
     ) -> HostResult<Option<wit::ObjectRef>> {
-        with_kind!(self, handle, |client| reply(client.get_owner(id)))
+        with_kind!(self.reading(&handle, id), |client| reply(
+            client.get_owner(id)
+        ))
     }
 
     async fn list_dependencies(
@@ -318,7 +400,9 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         id: ObjectId,
     ) -> HostResult<Vec<wit::ObjectRef>> {
-        with_kind!(self, handle, |client| reply(client.list_dependencies(id)))
+        with_kind!(self.reading(&handle, id), |client| reply(
+            client.list_dependencies(id)
+        ))
     }
 
     async fn list_dependents(
@@ -326,7 +410,9 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         id: ObjectId,
     ) -> HostResult<Vec<wit::ObjectRef>> {
-        with_kind!(self, handle, |client| reply(client.list_dependents(id)))
+        with_kind!(self.reading(&handle, id), |client| reply(
+            client.list_dependents(id)
+        ))
     }
 
     async fn list_owned(
@@ -334,7 +420,9 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         id: ObjectId,
     ) -> HostResult<Vec<wit::ObjectRef>> {
-        with_kind!(self, handle, |client| reply(client.list_owned(id)))
+        with_kind!(self.reading(&handle, id), |client| reply(
+            client.list_owned(id)
+        ))
     }
 
     async fn list_owned_objects(
@@ -342,7 +430,7 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         owner: ObjectId,
     ) -> HostResult<Vec<wit::Object>> {
-        with_kind!(self, handle, |client| reply(
+        with_kind!(self.kind(&handle, StoreVerb::Read), |client| reply(
             client.list_owned_objects(owner)
         ))
     }
@@ -354,7 +442,7 @@ impl host::HostKindClient for PluginState {
         category: Option<String>,
         limit: Option<u32>,
     ) -> HostResult<Vec<wit::Event>> {
-        with_kind!(self, handle, |client| {
+        with_kind!(self.reading(&handle, id), |client| {
             let mut filter = EventFilter::all();
             if let Some(category) = category {
                 filter = filter.category(category);
@@ -443,7 +531,13 @@ impl host::HostControllerClient for PluginState {
         handle: Resource<ControllerClientHandle>,
         target: ObjectId,
     ) -> HostResult<()> {
-        reply(self.controller(&handle)?.add_dependency(target).await)
+        let client = self.controller(&handle)?;
+        // Depending on an object reads it: its kind must be granted.
+        let own = client.kind_client(client.group_kind().clone());
+        if let Err(denied) = self.granted_on(&own, target, StoreVerb::Read) {
+            return Ok(Err(denied));
+        }
+        reply(client.add_dependency(target).await)
     }
 
     async fn delete_dependency(

@@ -153,7 +153,7 @@ beehive_guest::export!(Cascade);
 #[cfg(test)]
 mod tests {
     use beehive_guest::fake::FakeClient;
-    use beehive_guest::{Meta, Object};
+    use beehive_guest::{Error, GroupKind, Meta, Object, StoreGrants, StoreVerb};
 
     use super::*;
 
@@ -209,6 +209,31 @@ mod tests {
         assert_eq!(result, Action::settled());
         assert_eq!(fake.status().unwrap()["ready"], 1);
         assert_eq!(fake.record().conditions["Ready"].reason, "AllGreeted");
+    }
+
+    #[test]
+    fn needs_its_policy_to_grant_writing_greetings() {
+        let greetings = || StoreGrants {
+            read: Vec::new(),
+            write: vec!["Greeting.example.dev".parse().unwrap()],
+        };
+        let denied = FakeClient::new().with_store_grants(StoreGrants::default());
+        let error = denied.reconcile(&Cascade, &set(&["ada"])).unwrap_err();
+        let greeting = GroupKind::new("example.dev", "Greeting");
+        assert_eq!(
+            error,
+            Error::NotGranted {
+                kind: greeting.clone(),
+                verb: StoreVerb::Write
+            }
+        );
+        assert_eq!(denied.denials(), [(greeting, StoreVerb::Write)]);
+        assert!(children(&denied).is_empty(), "nothing written");
+
+        let granted = FakeClient::new().with_store_grants(greetings());
+        let _ = granted.reconcile(&Cascade, &set(&["ada"])).unwrap();
+        assert_eq!(children(&granted), ["team-ada"]);
+        assert!(granted.denials().is_empty());
     }
 
     #[test]

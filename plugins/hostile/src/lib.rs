@@ -29,7 +29,13 @@
 //!   number) to `/data/NAME.bin`;
 //! - `raw-fetch`: sends a GET through raw wasi:http, the spec's `path`
 //!   taken as the authority verbatim (the SDK would refuse user info);
-//! - `panic`: panics, so the host drops its instance.
+//! - `panic`: panics, so the host drops its instance;
+//! - `store-OP`: one store call on another kind, named by the spec's `path`
+//!   as `Kind.group NAME ID`: `create` (create-or-update `NAME`),
+//!   `finalize` (the same, with a finalizer), `get`, `list`, `update` (object
+//!   `ID`), `delete` (by `NAME`), `depend` (on object `ID`), `own` (creates an
+//!   object of its own kind owned by object `ID`); to show what a policy's
+//!   `[store]` section grants.
 //!
 //! Anything else settles. It also declares spec schema version 1, and its
 //! converter spins forever on an older spec whose `act` is `spin`.
@@ -41,7 +47,10 @@
 
 use std::time::Duration;
 
-use beehive_guest::{Action, Cadence, ClientOf, Controller, Error, ObjectOf, Registration, Result};
+use beehive_guest::{
+    Action, Cadence, ClientOf, Controller, CreateOptions, Error, IfHeld, ObjectId, ObjectOf,
+    Registration, Result,
+};
 use serde::{Deserialize, Serialize};
 
 /// The attack.
@@ -172,6 +181,7 @@ impl Controller for Hostile {
             }
             "raw-fetch" => raw_fetch(&object.spec.path).map_err(Error::msg)?,
             "panic" => panic!("hostile: panicking on purpose"),
+            act if act.starts_with("store-") => store_call(client, object, &act["store-".len()..])?,
             "forge-log" => {
                 beehive_guest::info!("ok\n2026-12-01T00:00:00Z ERROR forged by a plugin\x1b[2J");
                 "logged".to_string()
@@ -227,6 +237,53 @@ impl Hostile {
 }
 
 /// Turns an I/O error into the pass's failure, saying what was tried.
+/// One store call on the kind the spec's `path` names (`Kind.group NAME
+/// ID`), and what it returned, in words.
+fn store_call(
+    client: &ClientOf<'_, Hostile>,
+    object: &ObjectOf<Hostile>,
+    op: &str,
+) -> Result<String> {
+    let mut words = object.spec.path.split(' ');
+    let kind = words.next().unwrap_or_default();
+    let name = words.next().unwrap_or_default();
+    let id: ObjectId = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+    let (kind_name, group) = kind.split_once('.').unwrap_or((kind, ""));
+    let other = client.raw().kind_client(group, kind_name);
+    let spec = serde_json::json!({ "name": name }).to_string();
+    let put = |options: CreateOptions| other.put(name, spec.clone(), options, IfHeld::Update);
+    Ok(match op {
+        "create" => format!("put {}", put(CreateOptions::default())?.0.meta.label()),
+        "finalize" => {
+            let options = CreateOptions {
+                owner: None,
+                finalizers: vec!["test.dev/hold".into()],
+            };
+            format!("put {} with a finalizer", put(options)?.0.meta.label())
+        }
+        "get" => format!("got {}", other.get_by_name(name)?.spec),
+        "list" => format!("listed {} objects", other.list(None, 100)?.0.len()),
+        "update" => format!("updated {}", other.update(id, spec)?.meta.label()),
+        "delete" => {
+            other.delete_by_name(name)?;
+            format!("deleted {name}")
+        }
+        "depend" => {
+            client.add_dependency(id)?;
+            format!("depends on {id}")
+        }
+        "own" => {
+            let own = &object.meta.group_kind;
+            let children = client.raw().kind_client(&own.group, &own.kind);
+            let child = format!("{}-child", object.meta.name);
+            let spec = r#"{"act":"behave"}"#.to_string();
+            children.put(&child, spec, CreateOptions::owner(id), IfHeld::Update)?;
+            format!("made {child}, owned by {id}")
+        }
+        other => return Err(Error::msg(format!("no store call {other:?}"))),
+    })
+}
+
 fn failed<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error {
     move |error| Error::msg(format!("cannot {what}: {error}"))
 }

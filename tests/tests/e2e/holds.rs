@@ -11,7 +11,11 @@ use sha2::{Digest, Sha256};
 
 /// What an object's pass came to: its latest `reconcile` failure if it has
 /// one, else its status's `outcome` once written.
-fn outcome(workspace: &Workspace, kind: &str, name: &str) -> Option<Result<String, String>> {
+pub(crate) fn outcome(
+    workspace: &Workspace,
+    kind: &str,
+    name: &str,
+) -> Option<Result<String, String>> {
     let events = workspace.run(&[
         "events",
         kind,
@@ -34,7 +38,7 @@ fn outcome(workspace: &Workspace, kind: &str, name: &str) -> Option<Result<Strin
 
 /// Applies a `kind` object `name` whose pass does `act` on `path`, and
 /// waits for what it came to.
-fn act(
+pub(crate) fn act(
     workspace: &Workspace,
     kind: &str,
     name: &str,
@@ -68,7 +72,7 @@ fn writable(guest: &str, dir: &Path) -> String {
 }
 
 /// The host's `beehive plugins` table, once it mentions `what`.
-fn plugins_mentioning(workspace: &Workspace, what: &str) -> String {
+pub(crate) fn plugins_mentioning(workspace: &Workspace, what: &str) -> String {
     wait_until(&format!("`beehive plugins` mentions {what}"), || {
         workspace.ok(&["plugins"]).contains(what)
     });
@@ -84,7 +88,7 @@ fn made(world: &Path, name: &str) -> PathBuf {
 
 /// Sends SIGTERM and requires an exit within a few seconds of the 1 s stop
 /// timeout every test host runs with.
-fn stops_promptly(mut host: HostProcess) {
+pub(crate) fn stops_promptly(mut host: HostProcess) {
     let asked = Instant::now();
     host.signal("TERM");
     let status = host.exits_within(Duration::from_secs(30));

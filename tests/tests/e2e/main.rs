@@ -21,5 +21,6 @@ mod observe;
 mod plugins;
 mod postgres;
 mod python;
+mod store_grants;
 mod validate;
 mod versions;

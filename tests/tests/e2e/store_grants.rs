@@ -1,0 +1,139 @@
+//! Least privilege inside the store, through the real binary and the
+//! `hostile` plugin: a plugin touches kinds other than its own only as its
+//! policy's `[store]` section grants; each refusal is an error in the
+//! plugin, a Warning event on the pass's object and a metric, and writes
+//! nothing; a changed grant applies to the next instances.
+
+use beehive_e2e::{Workspace, wait_until};
+
+use crate::holds::{act, plugins_mentioning, stops_promptly};
+
+/// The operator's object of a kind no plugin serves, and its id.
+fn note(workspace: &Workspace, name: &str) -> i64 {
+    let note = serde_json::json!({"kind": "Note.test.dev", "name": name, "spec": {"text": name}});
+    workspace.apply_new_kind(&format!("{name}.json"), &note.to_string());
+    let shown = workspace.ok(&["get", "Note", name, "-o", "json"]);
+    let object: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    object["id"].as_i64().unwrap()
+}
+
+/// The store calls `hostile` makes, on `Note.test.dev` object `n1` (id
+/// `id`) or a new object, and the verb and kind each needs. Finalizers
+/// need a kind with a controller: `Greeting`.
+fn calls(id: i64) -> Vec<(&'static str, String, &'static str, &'static str)> {
+    let note = "Note.test.dev";
+    let on = |kind: &str, name: &str| format!("{kind} {name} {id}");
+    vec![
+        ("store-get", on(note, "n1"), "read", note),
+        ("store-list", on(note, "n1"), "read", note),
+        ("store-depend", on(note, "n1"), "read", note),
+        ("store-own", on(note, "n1"), "read", note),
+        ("store-create", on(note, "n2"), "write", note),
+        (
+            "store-finalize",
+            on("Greeting.example.dev", "held"),
+            "write",
+            "Greeting.example.dev",
+        ),
+        ("store-update", on(note, "n1"), "write", note),
+        ("store-delete", on(note, "n1"), "write", note),
+    ]
+}
+
+fn metric(workspace: &Workspace, series: &str) -> f64 {
+    let metrics = workspace.ok(&["metrics"]);
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn a_plugin_touches_other_kinds_only_as_its_policy_grants() {
+    let workspace = Workspace::with_plugins(&["hostile", "greeting"]);
+    let host = workspace.start_host(&[]);
+    let id = note(&workspace, "n1");
+    let before = workspace.ok(&["get", "Note", "n1", "-o", "json"]);
+
+    for (op, path, verb, kind) in calls(id) {
+        let name = format!("denied-{}", &op["store-".len()..]);
+        let refused = act(&workspace, "Hostile", &name, op, &path).unwrap_err();
+        let expected = format!("not granted: {verb} on {kind}");
+        assert!(refused.contains(&expected), "{op}: {refused}");
+        let events = workspace.ok(&["events", "Hostile", &name]);
+        assert!(events.contains("StoreAccessDenied"), "{op}: {events}");
+        assert!(
+            events.contains(&format!("denied {verb} on {kind}")),
+            "{op}: {events}"
+        );
+    }
+    for verb in ["read", "write"] {
+        let series = format!(
+            "beehive_plugin_denials_total{{plugin=\"hostile\",kind=\"Note.test.dev\",verb=\"{verb}\"}}"
+        );
+        assert!(metric(&workspace, &series) >= 3.0, "{series}");
+    }
+    // Nothing was written: n1 as it was, no other Note, no owned child, no
+    // dependency.
+    assert_eq!(workspace.ok(&["get", "Note", "n1", "-o", "json"]), before);
+    let notes = workspace.ok(&["get", "Note", "-o", "name"]);
+    assert_eq!(notes.trim(), "Note.test.dev/n1");
+    assert!(
+        workspace
+            .fails(&["get", "Hostile", "denied-own-child"])
+            .contains("not found")
+    );
+    assert!(
+        workspace
+            .fails(&["get", "Greeting", "held"])
+            .contains("not found")
+    );
+    let depending = workspace.ok(&["describe", "Hostile", "denied-depend"]);
+    assert!(!depending.contains("Note.test.dev/n1"), "{depending}");
+
+    // Granted, the same calls go through on the next instances.
+    workspace.write(
+        "plugins/hostile.toml",
+        "[store]\nwrite = [\"*.test.dev\", \"Greeting.example.dev\"]\n",
+    );
+    plugins_mentioning(&workspace, "store:write:*.test.dev");
+    for (op, path, _, _) in calls(id) {
+        let name = format!("granted-{}", &op["store-".len()..]);
+        let done = act(&workspace, "Hostile", &name, op, &path);
+        assert!(done.is_ok(), "{op}: {done:?}");
+    }
+    wait_until("n1 is deleted", || {
+        let shown = workspace.run(&["get", "Note", "n1", "-o", "json"]);
+        !shown.status.success()
+            || !String::from_utf8_lossy(&shown.stdout).contains("\"deletionRequestedAt\": null")
+    });
+    let notes = workspace.ok(&["get", "Note", "-o", "name"]);
+    assert!(notes.contains("Note.test.dev/n2"), "{notes}");
+    let held = workspace.ok(&["get", "Greeting", "held", "-o", "json"]);
+    assert!(held.contains("test.dev/hold"), "{held}");
+    stops_promptly(host);
+}
+
+#[test]
+fn a_read_grant_does_not_write_and_the_shipped_cascade_policy_works() {
+    let workspace = Workspace::with_plugins(&["hostile", "greeting", "cascade"]);
+    workspace.write(
+        "plugins/hostile.toml",
+        "[store]\nread = [\"Note.test.dev\"]\n",
+    );
+    let host = workspace.start_host(&[]);
+    let id = note(&workspace, "n1");
+    let path = format!("Note.test.dev n1 {id}");
+    assert!(act(&workspace, "Hostile", "reads", "store-get", &path).is_ok());
+    let refused = act(&workspace, "Hostile", "writes", "store-update", &path).unwrap_err();
+    assert!(
+        refused.contains("not granted: write on Note.test.dev"),
+        "{refused}"
+    );
+
+    // cascade ships with write on Greeting.example.dev: its set converges.
+    let set = "kind: GreetingSet.example.dev\nname: team\nspec: {names: [ada]}\n";
+    workspace.apply("set.yaml", set);
+    workspace.ok(&["wait", "GreetingSet", "team", "--for", "condition=Ready"]);
+    stops_promptly(host);
+}

@@ -104,15 +104,23 @@ pub fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
     dir
 }
 
-/// The policy an example plugin ships with (`plugins/NAME/policy.toml`: what
-/// it needs granted, such as `cascade`'s write on `Greeting`s), copied to
-/// `to` unless a policy is there already.
-fn install_example_policy(plugin: &str, to: &Path) {
+/// The policy an example plugin ships with, if it needs one
+/// (`plugins/NAME/policy.toml`: what it needs granted, such as `cascade`'s
+/// write on `Greeting`s).
+pub fn example_policy(plugin: &str) -> Option<PathBuf> {
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../plugins")
         .join(plugin)
         .join("policy.toml");
-    if shipped.exists() && !to.exists() {
+    shipped.exists().then_some(shipped)
+}
+
+/// Copies example plugin `plugin`'s policy to `to`, unless a policy is
+/// there already.
+fn install_example_policy(plugin: &str, to: &Path) {
+    if let Some(shipped) = example_policy(plugin)
+        && !to.exists()
+    {
         std::fs::copy(&shipped, to).expect("copy the example's policy");
     }
 }

@@ -4,10 +4,21 @@
 use beehive::{CreateOptions, GroupKind, Json, RawClient, Store};
 use beehive_e2e::{HostProcess, TestPostgres, Workspace, assert_mentions, wait_until};
 
-/// Pushes example plugin `plugin` into the workspace's store as `name`.
+/// Pushes example plugin `plugin` into the workspace's store as `name`,
+/// with the policy it ships with, if any.
 fn push(workspace: &Workspace, plugin: &str, name: &str) -> String {
     let file = beehive_e2e::plugin_wasm(plugin);
-    workspace.ok(&["plugins", "push", file.to_str().unwrap(), "--name", name])
+    let mut args = vec![
+        "plugins".to_string(),
+        "push".into(),
+        file.display().to_string(),
+        "--name".into(),
+        name.into(),
+    ];
+    if let Some(policy) = beehive_e2e::example_policy(plugin) {
+        args.extend(["--policy".into(), policy.display().to_string()]);
+    }
+    workspace.ok(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 #[test]

@@ -19,7 +19,8 @@ fn note(workspace: &Workspace, name: &str) -> i64 {
 
 /// The store calls `hostile` makes, on `Note.test.dev` object `n1` (id
 /// `id`) or a new object, and the verb and kind each needs. Finalizers
-/// need a kind with a controller: `Greeting`.
+/// need a kind with a controller: `Greeting`. The delete takes `gone`, so
+/// a denied call retried once granted cannot take `n1` from the others.
 fn calls(id: i64) -> Vec<(&'static str, String, &'static str, &'static str)> {
     let note = "Note.test.dev";
     let on = |kind: &str, name: &str| format!("{kind} {name} {id}");
@@ -36,7 +37,7 @@ fn calls(id: i64) -> Vec<(&'static str, String, &'static str, &'static str)> {
             "Greeting.example.dev",
         ),
         ("store-update", on(note, "n1"), "write", note),
-        ("store-delete", on(note, "n1"), "write", note),
+        ("store-delete", on(note, "gone"), "write", note),
     ]
 }
 
@@ -53,6 +54,7 @@ fn a_plugin_touches_other_kinds_only_as_its_policy_grants() {
     let workspace = Workspace::with_plugins(&["hostile", "greeting"]);
     let host = workspace.start_host(&[]);
     let id = note(&workspace, "n1");
+    note(&workspace, "gone");
     let before = workspace.ok(&["get", "Note", "n1", "-o", "json"]);
 
     for (op, path, verb, kind) in calls(id) {
@@ -77,7 +79,9 @@ fn a_plugin_touches_other_kinds_only_as_its_policy_grants() {
     // dependency.
     assert_eq!(workspace.ok(&["get", "Note", "n1", "-o", "json"]), before);
     let notes = workspace.ok(&["get", "Note", "-o", "name"]);
-    assert_eq!(notes.trim(), "Note.test.dev/n1");
+    let mut notes: Vec<&str> = notes.lines().collect();
+    notes.sort();
+    assert_eq!(notes, ["Note.test.dev/gone", "Note.test.dev/n1"]);
     assert!(
         workspace
             .fails(&["get", "Hostile", "denied-own-child"])
@@ -102,8 +106,8 @@ fn a_plugin_touches_other_kinds_only_as_its_policy_grants() {
         let done = act(&workspace, "Hostile", &name, op, &path);
         assert!(done.is_ok(), "{op}: {done:?}");
     }
-    wait_until("n1 is deleted", || {
-        let shown = workspace.run(&["get", "Note", "n1", "-o", "json"]);
+    wait_until("`gone` is deleted", || {
+        let shown = workspace.run(&["get", "Note", "gone", "-o", "json"]);
         !shown.status.success()
             || !String::from_utf8_lossy(&shown.stdout).contains("\"deletionRequestedAt\": null")
     });

@@ -268,6 +268,10 @@ def exception(error: Any) -> errors.BeehiveError:
     value = getattr(error, "value", None)
     if cls is errors.DependencyCycle:
         return errors.DependencyCycle(value or [])
+    if cls is errors.Other and isinstance(value, str):
+        denied = errors.NotGranted.parse(value)
+        if denied is not None:
+            return denied
     return cls(value if value is not None else case)
 
 

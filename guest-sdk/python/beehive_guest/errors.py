@@ -10,6 +10,7 @@ contract, grouped under a few bases so a plugin can catch a family.
     ├── TransactionError: TransactionTimedOut, NoTransaction,
     │                     ConcurrentNestedTransaction, StaleTransaction
     ├── ClientClosed (the pass returned; its client is no longer usable)
+    ├── NotGranted (the plugin's policy does not grant the kind and verb)
     └── HostError: NotLoaded, NoController, StoreInUse, SchemaVersionDowngrade,
                    WatchTooOld, WatchTooNew, Stopped, Other
 """
@@ -101,6 +102,30 @@ class StaleTransaction(TransactionError):
 
 class ClientClosed(BeehiveError):
     """The pass returned: its client can no longer be used."""
+
+
+class NotGranted(BeehiveError):
+    """The plugin's policy (its `[store]` section) does not grant `verb`
+    (`"read"` or `"write"`) on `kind` (`Kind.group`)."""
+
+    #: How the host's message for a denial starts (it crosses the contract
+    #: as the `other` case of its error).
+    PREFIX = "not granted: "
+
+    def __init__(self, kind: str, verb: str, message: str = ""):
+        self.kind, self.verb = kind, verb
+        super().__init__(message or f"{self.PREFIX}{verb} on {kind}")
+
+    @classmethod
+    def parse(cls, message: str):
+        """The denial `message` reports, or None when it is not one."""
+        if not message.startswith(cls.PREFIX):
+            return None
+        verb, _, rest = message[len(cls.PREFIX):].partition(" on ")
+        kind = rest.split(" ")[0]
+        if verb not in ("read", "write") or not kind:
+            return None
+        return cls(kind, verb, message)
 
 
 class HostError(BeehiveError):

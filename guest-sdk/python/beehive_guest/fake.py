@@ -7,6 +7,13 @@ a pass wrote and keeps objects of other kinds in memory.
     action = fake.run(Services(), spec={"port": 8080})
     assert action == Action.settled()
     assert fake.conditions["Configured"].status is True
+
+A fake made with `store_grants={"read": [...], "write": [...]}` checks kind
+clients as the host checks a policy's `[store]` section: the kind of the
+object `run` hands the pass is always read-write, any other only as granted
+(patterns `Kind.group`, `*.group`, `*.*.suffix`, `*`), and a denied call
+raises `NotGranted` and is remembered in `denials`. Without it every call is
+allowed.
 """
 
 import dataclasses
@@ -16,7 +23,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import codec
 from .controller import Controller, run_pass
-from .errors import DeletionPending, NameTaken, NoTransaction, NotFound
+from .errors import DeletionPending, NameTaken, NoTransaction, NotFound, NotGranted
 from .model import Action, Condition, CreateOptions, Event, Meta, ObjectRef, RawObject
 
 _CONFIG: Dict[str, str] = {}
@@ -77,7 +84,12 @@ def send_http(request: Any) -> Any:
 class FakeClient:
     """What one pass wrote, and an in-memory store for kind clients."""
 
-    def __init__(self) -> None:
+    def __init__(self, store_grants: Optional[Dict[str, List[str]]] = None) -> None:
+        #: What the plugin may touch besides its own kind; None allows all.
+        self.store_grants = store_grants
+        #: (kind, verb) pairs denied so far, each once.
+        self.denials: List[Tuple[str, str]] = []
+        self._own = ""
         #: The last status written, as parsed JSON.
         self.status: Any = None
         #: Conditions by type.
@@ -97,12 +109,33 @@ class FakeClient:
         """One pass of `controller` over an object with `spec` and `status`
         (dataclasses or JSON values; `meta` sets Meta fields such as
         name or deletion_requested_at_ms), as the host would run it."""
+        registration = getattr(controller, "registration", None)
+        kind = {"group": registration.group, "kind": registration.kind} if registration else {}
         raw = RawObject(
-            meta=Meta(**{"name": "test", **meta}),
+            meta=Meta(**{"name": "test", **kind, **meta}),
             spec=codec.to_json(spec),
             status=None if status is None else codec.to_json(status),
         )
+        self._own = _kind_name(raw.meta.group, raw.meta.kind)
         return run_pass(controller, self, raw)
+
+    def check(self, kind: str, verb: str) -> None:
+        """Raises `NotGranted` unless the grants allow `verb` on `kind`."""
+        if self.store_grants is None or kind == self._own:
+            return
+        granted = list(self.store_grants.get("write", []))
+        if verb == "read":
+            granted += self.store_grants.get("read", [])
+        if any(_matches(pattern, kind) for pattern in granted):
+            return
+        if (kind, verb) not in self.denials:
+            self.denials.append((kind, verb))
+        raise NotGranted(kind, verb)
+
+    def _check_object(self, id_: Optional[int], verb: str) -> None:
+        entry = self._objects.get(id_) if id_ is not None else None
+        if entry is not None:
+            self.check(_kind_name(entry[0].meta.group, entry[0].meta.kind), verb)
 
     # The controller client's surface.
 
@@ -126,6 +159,7 @@ class FakeClient:
         self.deleted_finalizers.append(finalizer)
 
     def add_dependency(self, target: int) -> None:
+        self._check_object(target, "read")
         self.dependencies.add(target)
 
     def delete_dependency(self, target: int) -> None:
@@ -176,11 +210,32 @@ class FakeClient:
         return ObjectRef(id=id_, group=meta.group, kind=meta.kind)
 
 
+def _kind_name(group: str, kind: str) -> str:
+    return f"{kind}.{group}" if group else kind
+
+
+def _matches(pattern: str, kind: str) -> bool:
+    """Whether store-grant `pattern` names `kind` (`Kind.group`)."""
+    if pattern == "*":
+        return True
+    _, _, group = kind.partition(".")
+    if pattern.startswith("*.*."):
+        suffix = pattern[len("*.*."):]
+        return group.endswith("." + suffix) and len(group) > len(suffix) + 1
+    if pattern.startswith("*."):
+        return group == pattern[len("*."):]
+    return pattern == kind
+
+
 class FakeKind:
     """A kind client over the fake's in-memory store."""
 
     def __init__(self, fake: FakeClient, group: str, kind: str):
         self._fake, self._group, self._kind = fake, group, kind
+        self._name = _kind_name(group, kind)
+
+    def _may(self, verb: str) -> None:
+        self._fake.check(self._name, verb)
 
     def _mine(self) -> List[Tuple[RawObject, Optional[int]]]:
         return [
@@ -193,6 +248,8 @@ class FakeKind:
         return next((raw for raw, _ in self._mine() if raw.meta.name == name), None)
 
     def create(self, name: str, spec: str, options: CreateOptions) -> RawObject:
+        self._may("write")
+        self._fake._check_object(options.owner, "read")
         if self._find(name) is not None:
             raise NameTaken(name)
         id_ = next(self._fake._ids)
@@ -202,33 +259,39 @@ class FakeKind:
         return dataclasses.replace(raw)
 
     def get_or_create(self, name: str, spec: str, options: CreateOptions) -> Tuple[RawObject, bool]:
+        self._may("write")
         found = self._find(name)
         return (found, False) if found is not None else (self.create(name, spec, options), True)
 
     def create_or_update(self, name: str, spec: str, options: CreateOptions) -> Tuple[RawObject, bool]:
+        self._may("write")
         found = self._find(name)
         if found is None:
             return self.create(name, spec, options), True
         return self.update(found.meta.id, spec), False
 
     def get(self, id_: int) -> RawObject:
+        self._may("read")
         entry = self._fake._objects.get(id_)
         if entry is None or (entry[0].meta.group, entry[0].meta.kind) != (self._group, self._kind):
             raise NotFound(f"{self._kind} {id_}")
         return entry[0]
 
     def get_by_name(self, name: str) -> RawObject:
+        self._may("read")
         found = self._find(name)
         if found is None:
             raise NotFound(f"{self._kind}/{name}")
         return found
 
     def list(self, after: Optional[int], limit: int) -> Tuple[List[RawObject], Optional[int]]:
+        self._may("read")
         ids = sorted(raw.meta.id for raw, _ in self._mine() if after is None or raw.meta.id > after)
         page = [self._fake._objects[i][0] for i in ids[:limit]]
         return page, (page[-1].meta.id if len(ids) > limit else None)
 
     def update(self, id_: int, spec: str) -> RawObject:
+        self._may("write")
         raw = self.get(id_)
         if raw.meta.deleting:
             raise DeletionPending(f"{self._kind}/{raw.meta.name}")
@@ -238,15 +301,18 @@ class FakeKind:
         return raw
 
     def delete(self, id_: int) -> None:
+        self._may("write")
         raw = self.get(id_)
         raw.meta.deletion_requested_at_ms = raw.meta.deletion_requested_at_ms or 1
         if not raw.meta.finalizers:
             del self._fake._objects[id_]
 
     def delete_by_name(self, name: str) -> None:
+        self._may("write")
         found = self._find(name)
         if found is not None:
             self.delete(found.meta.id)
 
     def list_owned_objects(self, owner: int) -> List[RawObject]:
+        self._may("read")
         return [raw for raw, raw_owner in self._mine() if raw_owner == owner]

@@ -134,6 +134,38 @@ def test_kind_clients_and_transactions_work_on_the_fake():
     assert (fake.commits, fake.open_frames) == (1, 0)
 
 
+def test_a_fake_told_the_store_grants_refuses_what_they_do_not_grant():
+    class Parent(bh.Controller):
+        registration = bh.Registration("test.dev", "Parent")
+
+        def reconcile(self, client, parent):
+            parent_kind = client.kind("test.dev", "Parent")
+            assert parent_kind.list() == [], "its own kind is always granted"
+            client.kind("test.dev", "Child").get_or_create("a", {}, bh.CreateOptions())
+            return None
+
+    denied = FakeClient(store_grants={"read": ["Child.test.dev"]})
+    action = denied.run(Parent(), spec={})
+    assert action.verdict == "failed" and action.message.startswith("NotGranted:")
+    assert "not granted: write on Child.test.dev" in action.message
+    assert denied.denials == [("Child.test.dev", "write")]
+    assert denied.objects() == [], "nothing written"
+
+    for pattern in ["Child.test.dev", "*.test.dev", "*.*.dev", "*"]:
+        granted = FakeClient(store_grants={"write": [pattern]})
+        assert granted.run(Parent(), spec={}) == bh.Action.settled(), pattern
+    below = FakeClient(store_grants={"write": ["*.*.test.dev"]})
+    assert below.run(Parent(), spec={}).verdict == "failed", "test.dev is not a group under itself"
+
+
+def test_a_denial_from_the_host_becomes_not_granted():
+    message = "not granted: read on Secret.example.dev (the plugin's policy has no [store] grant for it)"
+    denied = errors.NotGranted.parse(message)
+    assert (denied.kind, denied.verb, str(denied)) == ("Secret.example.dev", "read", message)
+    assert isinstance(denied, bh.BeehiveError)
+    assert errors.NotGranted.parse("something else") is None
+
+
 def test_config_comes_from_the_fake():
     set_config("region", "eu")
     try:

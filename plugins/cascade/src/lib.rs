@@ -219,15 +219,16 @@ mod tests {
         };
         let denied = FakeClient::new().with_store_grants(StoreGrants::default());
         let error = denied.reconcile(&Cascade, &set(&["ada"])).unwrap_err();
+        // Its first call lists the children it owns.
         let greeting = GroupKind::new("example.dev", "Greeting");
         assert_eq!(
             error,
             Error::NotGranted {
                 kind: greeting.clone(),
-                verb: StoreVerb::Write
+                verb: StoreVerb::Read
             }
         );
-        assert_eq!(denied.denials(), [(greeting, StoreVerb::Write)]);
+        assert_eq!(denied.denials(), [(greeting, StoreVerb::Read)]);
         assert!(children(&denied).is_empty(), "nothing written");
 
         let granted = FakeClient::new().with_store_grants(greetings());

@@ -31,9 +31,11 @@ pub struct RunArgs {
     /// added, replaced or removed are hot-swapped. A `NAME.toml` beside
     /// `NAME.wasm` is that plugin's policy, and grants it directories
     /// (`[files."/out"] path = "/srv/out"`, `access = "read-write"`), HTTP
-    /// hosts (`[http] allow = ["127.0.0.1:8080", "*.example.com"]`) and
-    /// config values (`[config] token = { env = "TOKEN" }`, never shown); no
-    /// file grants nothing, and a changed file is hot-swapped like the
+    /// hosts (`[http] allow = ["127.0.0.1:8080", "*.example.com"]`), kinds
+    /// besides its own (`[store] read = ["Site.example.dev"]`, `write =
+    /// ["*.example.dev"]`) and config values (`[config] token = { env =
+    /// "TOKEN" }`, never shown); no file grants nothing (its own kind
+    /// stays read-write), and a changed file is hot-swapped like the
     /// plugin. Default `plugins/`, created if missing; a directory named
     /// here must exist. On a PostgreSQL store the default is the store's
     /// plugin set instead (`beehive plugins push`), so every host serves the

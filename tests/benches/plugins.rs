@@ -22,7 +22,10 @@
 //!   `wasi:http`, timed by the plugin inside its passes (ten GETs a pass);
 //!   the median of 200;
 //! - `plugin.http_get_native_us`: the same GET from native Rust (hyper, a new
-//!   connection each time, as `wasi:http` makes); the median of 200.
+//!   connection each time, as `wasi:http` makes); the median of 200;
+//! - `plugin.store_check_ns`: one store-grant check of a call on another
+//!   kind, against a policy of four patterns that grants none of them (the
+//!   longest scan: every pattern tried); the mean of ten million.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -371,7 +374,34 @@ async fn native_get(server: &TestServer) -> f64 {
     started.elapsed().as_secs_f64() * 1e6
 }
 
+/// Nanoseconds per store-grant check of a denied kind.
+fn store_check() -> f64 {
+    use beehive::plugin::StoreGrants;
+    const CHECKS: u32 = 10_000_000;
+    let pattern = |p: &str| p.parse().expect("a pattern");
+    let grants = StoreGrants {
+        read: vec![
+            pattern("Config.example.dev"),
+            pattern("*.infra.example.dev"),
+        ],
+        write: vec![pattern("Greeting.example.dev"), pattern("*.*.render.dev")],
+    };
+    let own = GroupKind::new("example.dev", "GreetingSet");
+    let other = GroupKind::new("example.dev", "Secret");
+    let start = Instant::now();
+    for _ in 0..CHECKS {
+        let allowed = grants.allows(
+            std::hint::black_box(&own),
+            std::hint::black_box(&other),
+            beehive::plugin::StoreVerb::Write,
+        );
+        assert!(!std::hint::black_box(allowed));
+    }
+    start.elapsed().as_nanos() as f64 / f64::from(CHECKS)
+}
+
 fn main() {
+    figure("plugin.store_check_ns", store_check(), "ns");
     block_on(async {
         figure("plugin.converge_10k_wasm_per_s", wasm().await, "obj/s");
         figure("plugin.converge_10k_native_per_s", native().await, "obj/s");

@@ -273,6 +273,69 @@ async fn an_owner_watch_sees_only_its_children_including_later_ones() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_watch_resumed_from_a_position_reports_children_collected_since() {
+    let store = beehive_e2e::store();
+    let clusters = RawClient::new(&store, kind());
+    let nodes = RawClient::new(&store, GroupKind::new("acme.com", "Node"));
+    let owner = create(&clusters, "prod", "{}").await;
+    let other = create(&clusters, "staging", "{}").await;
+    let owned_by = |owner: &beehive::RawObject| CreateOptions::new().owner(owner.meta.id);
+    let old_child = nodes
+        .create("n1", spec("{}"), owned_by(&owner))
+        .await
+        .unwrap();
+    let position = nodes
+        .watch_owned_objects(owner.meta.id, WatchOptions::new())
+        .unwrap()
+        .resource_version;
+
+    // After the position: a child that comes and goes, another owner's
+    // child, and the old child's collection.
+    let brief_child = nodes
+        .create("n2", spec("{}"), owned_by(&owner))
+        .await
+        .unwrap();
+    let strangers_child = nodes
+        .create("s1", spec("{}"), owned_by(&other))
+        .await
+        .unwrap();
+    let mut everything = nodes.watch_list(WatchOptions::new()).unwrap();
+    for child in [&old_child, &brief_child, &strangers_child] {
+        nodes.delete(child.meta.id).await.unwrap();
+    }
+    let running = start_collecting(&store).await;
+    let mut collected = 0;
+    while collected < 3 {
+        if next(&mut everything).await.change == ChangeType::Deleted {
+            collected += 1;
+        }
+    }
+    stop(running).await;
+
+    let mut resumed = nodes
+        .watch_owned_objects(owner.meta.id, WatchOptions::new().resume_from(position))
+        .unwrap();
+    // In the order the collector took them.
+    let mut deleted = Vec::new();
+    for _ in 0..2 {
+        let change = next(&mut resumed).await;
+        assert_eq!(change.change, ChangeType::Deleted, "{change:?}");
+        deleted.push(change.id);
+    }
+    deleted.sort();
+    let mut expected = vec![old_child.meta.id, brief_child.meta.id];
+    expected.sort();
+    assert_eq!(deleted, expected);
+    // The other owner's child never shows up: the next change is a new
+    // child of this owner.
+    let later = nodes
+        .create("n3", spec("{}"), owned_by(&owner))
+        .await
+        .unwrap();
+    next_is(&mut resumed, ChangeType::Added, later.meta.id).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_typed_watch_decodes_and_skips_what_does_not_fit() {
     #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
     struct Spec {
@@ -450,6 +513,56 @@ async fn an_event_watch_resumed_below_trimmed_runs_or_above_the_head_says_so() {
         .watch(None, WatchOptions::new().resume_from(before))
         .unwrap();
     let end = ending(&mut stream).await;
+    assert!(matches!(end, Error::WatchTooOld { .. }), "{end:?}");
+    stop(running).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trimming_one_timeline_ends_no_watch_of_another() {
+    let timeline = Timeline::new().await;
+    let before = timeline.store.resource_version();
+    let mut live = timeline.watch(Some("a"), WatchOptions::new()).unwrap();
+    timeline.record(EventSpec::normal("Up").category("a")).await;
+    // Alternating reasons make a new run each time.
+    for i in 0..6 {
+        let reason = if i % 2 == 0 { "Up" } else { "Down" };
+        timeline
+            .record(EventSpec::normal(reason).category("b"))
+            .await;
+    }
+    let options = HostOptions::new()
+        .gc_interval(Duration::from_millis(20))
+        .event_retention(2, Duration::ZERO);
+    let running = Host::new(&timeline.store, options)
+        .unwrap()
+        .start()
+        .await
+        .unwrap();
+    let b = beehive::event::EventFilter::all().category("b");
+    eventually("retention trims timeline b to two runs", || {
+        let runs = timeline.clusters.list_events(timeline.prod.meta.id, &b);
+        runs.unwrap().len() <= 2
+    })
+    .await;
+
+    // Timeline a lost nothing: a resume from before everything and the live
+    // stream both carry on with its runs.
+    let mut resumed = timeline
+        .watch(Some("a"), WatchOptions::new().resume_from(before))
+        .unwrap();
+    assert_eq!(item(&mut resumed).await.unwrap().reason, "Up");
+    assert_eq!(item(&mut live).await.unwrap().reason, "Up");
+    timeline
+        .record(EventSpec::normal("Down").category("a"))
+        .await;
+    assert_eq!(item(&mut live).await.unwrap().reason, "Down");
+    assert_eq!(item(&mut resumed).await.unwrap().reason, "Down");
+
+    // A watch of every timeline did miss b's runs, and says so.
+    let mut everything = timeline
+        .watch(None, WatchOptions::new().resume_from(before))
+        .unwrap();
+    let end = ending(&mut everything).await;
     assert!(matches!(end, Error::WatchTooOld { .. }), "{end:?}");
     stop(running).await;
 }

@@ -91,7 +91,7 @@ impl EventTail {
             let page = self.store.read(|r| {
                 r.consistent(|r| {
                     let exists = r.kind_and_deletion(self.id)?.is_some();
-                    if r.event_horizon(self.id)? > self.cursor {
+                    if r.event_horizon(self.id, self.category.as_deref())? > self.cursor {
                         return Ok(None);
                     }
                     let runs =

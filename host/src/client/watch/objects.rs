@@ -262,9 +262,11 @@ impl Tail {
             last_image,
         } = moved;
         let Some(object) = current else {
-            // The row is gone, and with it whom it belonged to: an owner's
-            // stream reports only the children it knew.
-            if !self.known.remove(&id) && matches!(self.scope, Scope::OwnedBy(_)) {
+            let known = self.known.remove(&id);
+            if let Scope::OwnedBy(owner) = self.scope
+                && !known
+                && !was_owned_by(last_image.as_ref(), owner)
+            {
                 return None;
             }
             // A final state this build cannot read is left out; the deletion
@@ -296,4 +298,13 @@ impl Tail {
             resource_version: position,
         })
     }
+}
+
+/// Whether a collected object's logged image names `owner` as its owner.
+/// Images logged before owners were kept name none: such a child is reported
+/// only to a stream that saw it alive.
+fn was_owned_by(image: Option<&RawObject>, owner: ObjectId) -> bool {
+    image
+        .and_then(|image| image.relations.owner().ok().flatten())
+        .is_some_and(|owned_by| owned_by.id == owner)
 }

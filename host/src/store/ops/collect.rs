@@ -9,7 +9,8 @@ use crate::error::Result;
 use crate::object::{GroupKind, ObjectId};
 use crate::store::ops::dependencies;
 use crate::store::rows::edges::{deleting_owner, has_live_claims, live_children};
-use crate::store::rows::objects::{self as rows, LogEntry, WriteOp};
+use crate::store::rows::objects::{self as rows, Direction, LogEntry, WriteOp};
+use crate::store::rows::write_log::CollectedImage;
 use crate::store::writer::{Push, WriteTx};
 
 /// What a collect did.
@@ -42,9 +43,8 @@ pub(crate) fn collect(tx: &mut WriteTx<'_>, id: ObjectId) -> Result<Collected> {
     }
     let owner = deleting_owner(tx.conn(), id)?.map(|(id, group_kind)| Push { id, group_kind });
     let object = tx.reader().with_conditions(object)?;
-    let image = serde_json::to_string(&crate::object::ObjectDocument::from(&object))
-        // Plain fields and string-keyed JSON: nothing here can fail to print.
-        .expect("an object document serializes");
+    let owned_by = tx.reader().refs(id, Direction::Owner)?.into_iter().next();
+    let image = CollectedImage::new(&object, owned_by).to_json();
     rows::delete_row(tx.conn(), id)?;
     let resource_version = tx.next_resource_version();
     rows::log_write(

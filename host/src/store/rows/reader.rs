@@ -270,8 +270,8 @@ impl<'c> Reader<'c> {
     }
 
     /// Where retention cut object `id`'s event runs (0 if nowhere).
-    pub(crate) fn event_horizon(&self, id: ObjectId) -> Result<i64> {
-        write_log::event_horizon(self.conn, id)
+    pub(crate) fn event_horizon(&self, id: ObjectId, category: Option<&str>) -> Result<i64> {
+        write_log::event_horizon(self.conn, id, category)
     }
 
     /// Up to `limit` of `group_kind`'s log entries above `cursor` (object

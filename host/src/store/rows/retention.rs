@@ -61,17 +61,18 @@ fn raise_horizons(conn: Conn<'_>, condition: &str, parameter: i64) -> Result<()>
     Ok(())
 }
 
-/// Records, per object, the newest event run the trim matching `condition`
-/// is about to remove: event watches resumed below it cannot be truthful.
+/// Records, per timeline (object and category), the newest event run the
+/// trim matching `condition` is about to remove: event watches of that
+/// timeline resumed below it cannot be truthful.
 fn raise_event_horizons(conn: Conn<'_>, condition: &str, parameter: i64) -> Result<()> {
     conn.execute(
         &format!(
-            "INSERT INTO event_horizons (object_id, resource_version) \
-             SELECT object_id, MAX(resource_version) FROM events WHERE {condition} \
-             GROUP BY object_id \
-             ON CONFLICT (object_id) DO UPDATE \
+            "INSERT INTO event_timeline_horizons (object_id, category, resource_version) \
+             SELECT object_id, category, MAX(resource_version) FROM events WHERE {condition} \
+             GROUP BY object_id, category \
+             ON CONFLICT (object_id, category) DO UPDATE \
              SET resource_version = {}",
-            raised("event_horizons")
+            raised("event_timeline_horizons")
         ),
         params![parameter],
     )?;

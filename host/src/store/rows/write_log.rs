@@ -2,9 +2,59 @@
 //! it, which objects moved above a position, and a collected object's final
 //! state.
 
+use serde::{Deserialize, Deserializer, Serialize};
+
 use crate::error::Result;
-use crate::object::{GroupKind, ObjectDocument, ObjectId, RawObject};
+use crate::object::{GroupKind, ObjectDocument, ObjectId, ObjectRef, RawObject};
 use crate::store::backend::{Conn, Row, params};
+
+/// What a delete entry logs of the object it removed: its document and its
+/// owner. The owner is kept because the edge goes with the row, and an
+/// owner-scoped watch must still tell whose child was collected.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct CollectedImage {
+    #[serde(flatten)]
+    document: ObjectDocument,
+    /// `None` in images logged before owners were kept (unknown), `Some(None)`
+    /// for an object that had no owner.
+    #[serde(
+        default,
+        rename = "ownedBy",
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    owner: Option<Option<ObjectRef>>,
+}
+
+impl CollectedImage {
+    /// The image of `object`, owned by `owner`.
+    pub(crate) fn new(object: &RawObject, owner: Option<ObjectRef>) -> CollectedImage {
+        CollectedImage {
+            document: ObjectDocument::from(object),
+            owner: Some(owner),
+        }
+    }
+
+    /// The image as the log stores it.
+    pub(crate) fn to_json(&self) -> String {
+        // Plain fields and string-keyed JSON: nothing here can fail to print.
+        serde_json::to_string(self).expect("an object document serializes")
+    }
+
+    fn into_raw(self) -> RawObject {
+        let mut object = self.document.into_raw();
+        object.relations.owner = self.owner;
+        object
+    }
+}
+
+/// A field that is present, even as `null`, is `Some`; `default` makes an
+/// absent one `None`.
+fn present<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<Option<ObjectRef>>, D::Error> {
+    Option::<ObjectRef>::deserialize(deserializer).map(Some)
+}
 
 /// The newest committed position, as this read sees the store.
 pub(crate) fn store_head(conn: Conn<'_>) -> Result<i64> {
@@ -49,15 +99,21 @@ pub(crate) fn kind_horizon(conn: Conn<'_>, group_kind: &GroupKind) -> Result<i64
         .unwrap_or(0))
 }
 
-/// The position below which retention removed object `id`'s event runs.
-pub(crate) fn event_horizon(conn: Conn<'_>, id: ObjectId) -> Result<i64> {
-    Ok(conn
-        .query_opt(
-            "SELECT resource_version FROM event_horizons WHERE object_id = ?1",
-            params![id],
-            |row| row.get(0),
-        )?
-        .unwrap_or(0))
+/// The position below which retention removed runs of object `id`'s
+/// `category` timeline (of any of its timelines when `None`).
+pub(crate) fn event_horizon(conn: Conn<'_>, id: ObjectId, category: Option<&str>) -> Result<i64> {
+    // `event_horizons` holds horizons from before they were kept per
+    // timeline: each applies to every timeline of its object.
+    let horizon: Option<i64> = conn.query_one(
+        "SELECT MAX(resource_version) FROM ( \
+             SELECT resource_version FROM event_timeline_horizons \
+             WHERE object_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR category = ?2) \
+             UNION ALL \
+             SELECT resource_version FROM event_horizons WHERE object_id = ?1) AS horizons",
+        params![id, category],
+        |row| row.get(0),
+    )?;
+    Ok(horizon.unwrap_or(0))
 }
 
 /// Up to `limit` of `group_kind`'s log entries above `cursor` (only
@@ -85,7 +141,8 @@ pub(crate) fn entries_above(
     )
 }
 
-/// The state object `id` was collected in, as its delete entry logged it.
+/// The state object `id` was collected in, as its delete entry logged it,
+/// with its owner loaded when the entry recorded it.
 pub(crate) fn collected_image(conn: Conn<'_>, id: ObjectId) -> Result<Option<RawObject>> {
     let image: Option<Option<String>> = conn.query_opt(
         "SELECT row_image FROM object_writes WHERE object_id = ?1 AND op = 'delete' \
@@ -95,8 +152,8 @@ pub(crate) fn collected_image(conn: Conn<'_>, id: ObjectId) -> Result<Option<Raw
     )?;
     Ok(image
         .flatten()
-        .and_then(|text| serde_json::from_str::<ObjectDocument>(&text).ok())
-        .map(ObjectDocument::into_raw))
+        .and_then(|text| serde_json::from_str::<CollectedImage>(&text).ok())
+        .map(CollectedImage::into_raw))
 }
 
 /// Up to `limit` write-log entries above `cursor`: (position, object id).

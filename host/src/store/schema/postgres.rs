@@ -17,7 +17,21 @@ const MIGRATIONS: &[&str] = &[
     MIGRATION_3,
     MIGRATION_4,
     MIGRATION_5,
+    MIGRATION_6,
 ];
+
+/// Event horizons per timeline: trimming one category of an object's events
+/// no longer ends watches of its other categories. `event_horizons` keeps the
+/// horizons trims recorded before, which applied to every timeline of their
+/// object; nothing writes it any more, and a watch honours both.
+const MIGRATION_6: &str = r#"
+CREATE TABLE event_timeline_horizons (
+    object_id        BIGINT NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+    category         TEXT    NOT NULL,
+    resource_version BIGINT NOT NULL,
+    PRIMARY KEY (object_id, category)
+);
+"#;
 
 /// Kind schemas: the JSON Schemas a kind's controller declares for its spec
 /// and status, so a process with no host running checks writes by them too.

@@ -15,7 +15,21 @@ const MIGRATIONS: &[&str] = &[
     MIGRATION_3,
     MIGRATION_4,
     MIGRATION_5,
+    MIGRATION_6,
 ];
+
+/// Event horizons per timeline: trimming one category of an object's events
+/// no longer ends watches of its other categories. `event_horizons` keeps the
+/// horizons trims recorded before, which applied to every timeline of their
+/// object; nothing writes it any more, and a watch honours both.
+const MIGRATION_6: &str = r#"
+CREATE TABLE event_timeline_horizons (
+    object_id        INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+    category         TEXT    NOT NULL,
+    resource_version INTEGER NOT NULL,
+    PRIMARY KEY (object_id, category)
+) STRICT;
+"#;
 
 /// Kind schemas: the JSON Schemas a kind's controller declares for its spec
 /// and status, so a process with no host running checks writes by them too.
@@ -210,6 +224,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::backend::Conn;
 
     fn open() -> (tempfile::TempDir, Connection) {
         let dir = tempfile::tempdir().unwrap();
@@ -241,6 +256,38 @@ mod tests {
             migrate(&mut conn),
             Err(Error::SchemaTooNew { found: 99, .. })
         ));
+    }
+
+    #[test]
+    fn a_horizon_trimmed_before_timelines_had_their_own_still_holds_for_every_timeline() {
+        let (_dir, mut conn) = open();
+        // The database as schema 5 left it, one object's events trimmed.
+        for sql in &MIGRATIONS[..5] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 5).unwrap();
+        conn.execute_batch(
+            "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, created_at, updated_at)
+             VALUES (1, 'g', 'K', 'a', '{}', 1, 1, 0, 0);
+             INSERT INTO event_horizons (object_id, resource_version) VALUES (1, 40);",
+        )
+        .unwrap();
+
+        migrate(&mut conn).unwrap();
+        let horizon = |category: Option<&str>| {
+            crate::store::rows::write_log::event_horizon(Conn::Sqlite(&conn), 1, category).unwrap()
+        };
+        assert_eq!((horizon(Some("a")), horizon(None)), (40, 40));
+        // A trim from now on raises one timeline's horizon only.
+        conn.execute(
+            "INSERT INTO event_timeline_horizons (object_id, category, resource_version) VALUES (1, 'b', 90)",
+            [],
+        )
+        .unwrap();
+        assert_eq!(
+            (horizon(Some("a")), horizon(Some("b")), horizon(None)),
+            (40, 90, 90)
+        );
     }
 
     #[test]

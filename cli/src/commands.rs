@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use clap::CommandFactory;
 
 use crate::endpoint::{Endpoint, Paths};
-use crate::failure::Failure;
+use crate::failure::{Code, Failure};
 use crate::flags::*;
 use crate::handlers::{self, Context};
 use crate::output::{self, Format};
@@ -425,10 +425,20 @@ async fn wait(
                 };
                 let reply = tokio::task::spawn_blocking(move || endpoint::ask(stream, &request))
                     .await
-                    .map_err(|e| e.to_string())??;
+                    .map_err(|e| e.to_string())?;
                 return match reply {
-                    Reply::Done { message } => Ok(message + "\n"),
-                    other => Err(unexpected(&other)),
+                    Ok(Reply::Done { message }) => Ok(message + "\n"),
+                    Ok(other) => Err(unexpected(&other)),
+                    // The host was given what was left of the timeout: say
+                    // the one the operator asked for.
+                    Err(failure) if failure.code == Code::Timeout => {
+                        Err(Failure::timeout(format!(
+                            "timed out after {} waiting until {kind}/{name} is {}",
+                            humantime::format_duration(timeout),
+                            handlers::describe_until(&until)
+                        )))
+                    }
+                    Err(failure) => Err(failure),
                 };
             }
             Endpoint::Direct(_lock) => {

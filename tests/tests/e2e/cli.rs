@@ -533,6 +533,12 @@ fn exit_codes_say_what_failed_with_or_without_a_host() {
         code("wait Note a --for condition=Ready --timeout 100ms"),
         Some(5)
     );
+    // The message names the timeout asked for, not what the host had left.
+    let timed_out = workspace.run(&["wait", "Note", "a", "--for", "settled", "--timeout", "2s"]);
+    assert_mentions(
+        &String::from_utf8_lossy(&timed_out.stderr),
+        &["timed out after 2s waiting until Note/a is settled"],
+    );
     workspace.write("held.yaml", "kind: Note\nname: a\nspec: {x: 2}\n");
     assert_eq!(code("apply -f held.yaml"), Some(0));
     host.terminate();

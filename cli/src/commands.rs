@@ -19,10 +19,7 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
     paths.request_timeout = (!cli.request_timeout.is_zero()).then_some(cli.request_timeout);
     let request = match cli.command {
         Command::Run(args) => {
-            return run::run(&cli.db, *args)
-                .await
-                .map(|()| String::new())
-                .map_err(Failure::from);
+            return run::run(&cli.db, *args).await.map(|()| String::new());
         }
         Command::Completions { shell } => {
             let mut script = Vec::new();

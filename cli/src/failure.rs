@@ -57,6 +57,10 @@ impl Failure {
         Failure::new(Code::NotFound, message)
     }
 
+    pub fn conflict(message: impl Into<String>) -> Failure {
+        Failure::new(Code::Conflict, message)
+    }
+
     pub fn timeout(message: impl Into<String>) -> Failure {
         Failure::new(Code::Timeout, message)
     }

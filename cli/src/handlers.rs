@@ -283,7 +283,7 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outc
             let owner = tx
                 .client(owner_kind)
                 .get_by_name(owner_name)
-                .map_err(|e| format!("{label}: owner: {e}"))?;
+                .map_err(|e| Failure::about(&format!("{label}: owner"), e))?;
             options = options.owner(owner.meta.id);
         }
         let spec = spec_as_current(&client, manifest, &mut warnings).map_err(|e| match e {

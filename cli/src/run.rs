@@ -15,6 +15,7 @@ use beehive::{Host, HostOptions};
 use clap::Args;
 
 use crate::endpoint::{Lock, Paths, holder, remove_stale_socket};
+use crate::failure::Failure;
 use crate::handlers::Context;
 use crate::manifest_watch::watch_manifests;
 use crate::plugin_mirror;
@@ -371,7 +372,7 @@ fn require_directory(what: &str, dir: &Path) -> Result<(), String> {
 /// Runs the host until a signal stops it. On PostgreSQL it stands by
 /// until it takes the store's lease, serves while it holds it, and goes
 /// back to standing by when it loses it.
-pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
+pub async fn run(db: &Path, args: RunArgs) -> Result<(), Failure> {
     let paths = Paths::new(db);
     let (plugin_dir, mirrored) = args.plugin_dir(&paths)?;
     if let Some(dir) = &args.manifests {
@@ -409,7 +410,8 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), String> {
         readiness: &readiness,
     };
     if !paths.is_postgres() {
-        return serving.serve(None, &mut signals).await.map(|_| ());
+        serving.serve(None, &mut signals).await?;
+        return Ok(());
     }
     loop {
         readiness.set(Phase::StandingBy);
@@ -590,25 +592,25 @@ async fn until_signal<T>(
 
 /// Takes the lock for the host's lifetime. A command holding it briefly is
 /// waited for; another host is an error.
-async fn lock_for_host(paths: &Paths) -> Result<Lock, String> {
+async fn lock_for_host(paths: &Paths) -> Result<Lock, Failure> {
     let deadline = Instant::now() + LOCK_PATIENCE;
     loop {
         if let Some(lock) = Lock::try_acquire(&paths.lock)? {
             return Ok(lock);
         }
         if std::os::unix::net::UnixStream::connect(&paths.socket).is_ok() {
-            return Err(format!(
+            return Err(Failure::conflict(format!(
                 "a host is already running on {} ({})",
                 paths.shown,
                 holder(&paths.lock)
-            ));
+            )));
         }
         if Instant::now() >= deadline {
-            return Err(format!(
+            return Err(Failure::conflict(format!(
                 "{} is held by {} and it does not let go",
                 paths.lock.display(),
                 holder(&paths.lock)
-            ));
+            )));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -541,5 +541,15 @@ fn exit_codes_say_what_failed_with_or_without_a_host() {
     );
     workspace.write("held.yaml", "kind: Note\nname: a\nspec: {x: 2}\n");
     assert_eq!(code("apply -f held.yaml"), Some(0));
+    workspace.write(
+        "orphan.yaml",
+        "kind: Note\nname: o\nspec: {}\nowner: Note/nope\n",
+    );
+    assert_eq!(
+        code("apply -f orphan.yaml"),
+        Some(3),
+        "the owner is not found"
+    );
+    assert_eq!(code("run"), Some(4), "a second host on the same store");
     host.terminate();
 }

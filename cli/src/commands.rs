@@ -133,6 +133,14 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
         Command::Requeue {
             object: Named { kind, name },
         } => Request::Requeue { kind, name },
+        Command::Finalize {
+            object: Named { kind, name },
+            remove,
+        } => Request::RemoveFinalizer {
+            kind,
+            name,
+            finalizer: remove,
+        },
     };
     match dispatch(&paths, request).await? {
         Reply::Done { message } => Ok(message + "\n"),

@@ -181,6 +181,16 @@ pub(crate) enum Command {
         #[arg(long)]
         once: bool,
     },
+    /// Remove a finalizer from an object, whichever controller owns it: the
+    /// way out for an object wedged by a finalizer nothing will clear (its
+    /// controller gone). The cleanup that finalizer stood for does not run.
+    Finalize {
+        #[command(flatten)]
+        object: Named,
+        /// The finalizer to remove, as `describe` lists it.
+        #[arg(long, value_name = "FINALIZER")]
+        remove: String,
+    },
     /// Queue an object for a pass now, clearing its backoff (needs a host).
     Requeue {
         #[command(flatten)]

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use beehive::plugin::Directory;
 use beehive::{
-    CreateOptions, GroupKind, Host, Json, RawClient, RawObject, Store,
+    CreateOptions, EventSpec, GroupKind, Host, Json, RawClient, RawObject, Store,
+    engine::AdminClient,
     event::{EventFilter, EventType},
     object::{ObjectDocument, ObjectRef},
 };
@@ -60,6 +61,11 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
         Request::Explain { kind } => explain(ctx, &kind),
         Request::Metrics => metrics(ctx),
         Request::Requeue { kind, name } => requeue(ctx, &kind, &name),
+        Request::RemoveFinalizer {
+            kind,
+            name,
+            finalizer,
+        } => remove_finalizer(ctx, &kind, &name, &finalizer).await,
         Request::Watch { .. } | Request::WatchEvents { .. } => {
             Err("a watch streams: it is answered by the host's socket".into())
         }
@@ -694,6 +700,39 @@ fn grants_of(policy: &beehive::plugin::Policy) -> Vec<String> {
 
 fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Removes `finalizer` from the object, and records that on its timeline:
+/// whatever cleanup the finalizer held the object for was skipped by hand.
+async fn remove_finalizer(ctx: &Context, kind: &str, name: &str, finalizer: &str) -> Outcome {
+    let (client, object) = find(&ctx.store, kind, name)?;
+    let label = object.meta.label();
+    if !object.meta.finalizers.iter().any(|f| f == finalizer) {
+        let has = match object.meta.finalizers.is_empty() {
+            true => "none".to_string(),
+            false => object.meta.finalizers.join(", "),
+        };
+        return Err(Failure::not_found(format!(
+            "{label} has no finalizer {finalizer} (it has: {has})"
+        )));
+    }
+    let admin = AdminClient::new(&ctx.store, client.group_kind().clone());
+    let id = object.meta.id;
+    admin.delete_finalizer(id, finalizer).await.map_err(error)?;
+    let event = EventSpec::warning("FinalizerRemoved").message(format!(
+        "finalizer {finalizer} removed by an operator; its cleanup was skipped"
+    ));
+    // The object may be collected the moment its last finalizer goes: then
+    // there is no timeline left to record on, and nothing is lost.
+    let _ = admin.add_event(id, event).await;
+    let then = if object.meta.deletion_requested_at.is_some() {
+        "; it is collected once nothing else holds it"
+    } else {
+        ""
+    };
+    Ok(Reply::Done {
+        message: format!("{label}: finalizer {finalizer} removed, its cleanup skipped{then}"),
+    })
 }
 
 fn requeue(ctx: &Context, kind: &str, name: &str) -> Outcome {

@@ -60,6 +60,12 @@ pub enum Request {
         kind: String,
         name: String,
     },
+    /// Removes one finalizer, whichever controller owns it.
+    RemoveFinalizer {
+        kind: String,
+        name: String,
+        finalizer: String,
+    },
     /// A snapshot (`Reply::Objects`), then one `Reply::Change` line per
     /// change until either side hangs up.
     Watch {

@@ -553,3 +553,45 @@ fn exit_codes_say_what_failed_with_or_without_a_host() {
     assert_eq!(code("run"), Some(4), "a second host on the same store");
     host.terminate();
 }
+
+#[test]
+fn an_operator_removes_a_finalizer_nothing_will_clear() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&[]);
+    // `example.dev/hold` belongs to no controller: nothing will ever clear it.
+    let held = "kind: GreetingSet.example.dev\nname: held\nspec: {names: []}\n\
+                finalizers: [example.dev/greetings, example.dev/hold]\n";
+    workspace.apply("held.yaml", held);
+    workspace.ok(&["wait", "GreetingSet", "held", "--for", "condition=Ready"]);
+    workspace.ok(&["delete", "GreetingSet", "held"]);
+    wait_until("cascade has cleared its own finalizer", || {
+        let set = json(&workspace.ok(&["get", "GreetingSet", "held", "-o", "json"]));
+        set["finalizers"] == serde_json::json!(["example.dev/hold"])
+    });
+
+    let wrong = workspace.run(&[
+        "finalize",
+        "GreetingSet",
+        "held",
+        "--remove",
+        "example.dev/nope",
+    ]);
+    assert_eq!(wrong.status.code(), Some(3), "not found");
+    assert_mentions(
+        &String::from_utf8_lossy(&wrong.stderr),
+        &["has no finalizer example.dev/nope (it has: example.dev/hold)"],
+    );
+    let removed = workspace.ok(&[
+        "finalize",
+        "GreetingSet",
+        "held",
+        "--remove",
+        "example.dev/hold",
+    ]);
+    assert_mentions(
+        &removed,
+        &["finalizer example.dev/hold removed, its cleanup skipped"],
+    );
+    workspace.ok(&["wait", "GreetingSet", "held", "--for", "delete"]);
+    host.terminate();
+}

@@ -460,7 +460,7 @@ async fn delete(ctx: &Context, kind: &str, name: &str) -> Outcome {
     let message = if ctx.host.is_none() {
         format!("{label} marked for deletion (a running host collects it)")
     } else if object.meta.finalizers.is_empty() {
-        format!("{label} deleted")
+        format!("{label} marked for deletion (collected once nothing holds it)")
     } else {
         format!(
             "{label} marked for deletion (waiting on finalizers: {})",

@@ -248,9 +248,14 @@ pub fn print_now(text: &str) {
     let _ = out.flush();
 }
 
-/// The READY column: the `Ready` condition if there is one, otherwise how
-/// many conditions are True, otherwise `-`.
+/// The READY column: `Deleting` once deletion was requested (the row stays
+/// until finalizers and owned children let it go), else the `Ready`
+/// condition if there is one, otherwise how many conditions are True,
+/// otherwise `-`.
 fn ready(object: &ObjectDocument) -> String {
+    if object.meta.deletion_requested_at.is_some() {
+        return "Deleting".into();
+    }
     if let Some(ready) = object.meta.condition("Ready") {
         return ready.status.as_str().into();
     }

@@ -568,6 +568,8 @@ fn an_operator_removes_a_finalizer_nothing_will_clear() {
         let set = json(&workspace.ok(&["get", "GreetingSet", "held", "-o", "json"]));
         set["finalizers"] == serde_json::json!(["example.dev/hold"])
     });
+    // The default table says it is going.
+    assert_mentions(&workspace.ok(&["get", "GreetingSet"]), &["Deleting"]);
 
     let wrong = workspace.run(&[
         "finalize",

@@ -225,11 +225,15 @@ impl WatchPrinter {
         }
         let text = match (self.format, &last) {
             (Format::Json | Format::Yaml, _) => {
-                let mut line = serde_json::json!({ "type": event, "id": id, "object": object });
+                let mut change = serde_json::json!({ "type": event, "id": id, "object": object });
                 if let Some(position) = position {
-                    line["resourceVersion"] = position.into();
+                    change["resourceVersion"] = position.into();
                 }
-                format!("{}\n", for_people(&line))
+                match self.format {
+                    // One YAML document per change, as `kubectl get -w -o yaml`.
+                    Format::Yaml => format!("---\n{}", yaml(&change)),
+                    _ => format!("{}\n", for_people(&change)),
+                }
             }
             (Format::Name, Some(o)) => format!("{event} {}/{}\n", kind_of(o), o.meta.name),
             (Format::Table | Format::Wide, Some(o)) => self.padded(&self.row(event, o)),

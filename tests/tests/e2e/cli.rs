@@ -314,6 +314,16 @@ fn get_watch_streams_changes_from_a_running_host() {
             && line["object"]["status"]["message"] == "Hello, Grace!";
     }
     drop(watch);
+
+    // `-o yaml` streams YAML documents, one per change.
+    let mut watch = workspace.follow(&["get", "Greeting", "ada", "-w", "-o", "yaml"]);
+    assert_eq!(watch.next_line(), "---");
+    let document: Vec<String> = (0..3).map(|_| watch.next_line()).collect();
+    assert!(
+        document.iter().any(|line| line.starts_with("id: ")),
+        "{document:?}"
+    );
+    drop(watch);
     host.terminate();
 }
 

@@ -103,7 +103,7 @@ impl Manifest {
 }
 
 /// Reads the manifests in `source`: a file, a directory (its `.json`,
-/// `.yaml` and `.yml` files, by name), or `-` for standard input. Every
+/// `.jsonl`, `.yaml` and `.yml` files, by name), or `-` for standard input. Every
 /// object is checked; one bad object fails the whole read.
 pub fn load(source: &Path) -> Result<Vec<Manifest>, String> {
     if source == Path::new("-") {
@@ -127,7 +127,7 @@ pub fn load(source: &Path) -> Result<Vec<Manifest>, String> {
     for file in files {
         let text = std::fs::read_to_string(&file)
             .map_err(|e| format!("{}: {}", file.display(), io_reason(&e)))?;
-        let json = file.extension().is_some_and(|e| e == "json");
+        let json = is_json(&file, &text);
         manifests.extend(parse(&file.display().to_string(), &text, json)?);
     }
     Ok(manifests)
@@ -145,7 +145,7 @@ pub fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
                 .is_some_and(|n| n.to_string_lossy().starts_with('.'));
             let known = p
                 .extension()
-                .is_some_and(|e| e == "json" || e == "yaml" || e == "yml");
+                .is_some_and(|e| e == "json" || e == "jsonl" || e == "yaml" || e == "yml");
             !hidden && known && p.is_file()
         })
         .collect();
@@ -220,6 +220,17 @@ fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> 
 }
 
 /// Whether `text` is a stream of JSON values (one, or several in a row).
+/// Whether a file is read as JSON: by its extension, and a file with
+/// another or none is read as JSON when its text is JSON values in a row,
+/// as standard input is.
+fn is_json(file: &Path, text: &str) -> bool {
+    match file.extension().and_then(|e| e.to_str()) {
+        Some("json" | "jsonl") => true,
+        Some("yaml" | "yml") => false,
+        _ => looks_like_json(text),
+    }
+}
+
 fn looks_like_json(text: &str) -> bool {
     text.trim_start().starts_with(['{', '['])
         && serde_json::Deserializer::from_str(text)

@@ -607,3 +607,23 @@ fn an_operator_removes_a_finalizer_nothing_will_clear() {
     workspace.ok(&["wait", "GreetingSet", "held", "--for", "delete"]);
     host.terminate();
 }
+
+#[test]
+fn json_lines_apply_from_a_jsonl_file_or_one_with_no_extension() {
+    let workspace = Workspace::new();
+    let lines = |a: &str, b: &str| {
+        format!(
+            "{{\"kind\":\"Note\",\"name\":\"{a}\",\"spec\":{{}}}}\n\
+             {{\"kind\":\"Note\",\"name\":\"{b}\",\"spec\":{{}}}}\n"
+        )
+    };
+    workspace.apply_new_kind("notes.jsonl", &lines("a", "b"));
+    workspace.apply_new_kind("notes", &lines("c", "d"));
+    // A directory takes .jsonl files too.
+    workspace.write("dir/more.jsonl", &lines("e", "f"));
+    workspace.ok(&["apply", "-f", "dir"]);
+    assert_eq!(
+        workspace.ok(&["get", "Note", "-o", "name"]),
+        "Note/a\nNote/b\nNote/c\nNote/d\nNote/e\nNote/f\n"
+    );
+}

@@ -10,7 +10,7 @@ use beehive::{
     CreateOptions, EventSpec, GroupKind, Host, Json, RawClient, RawObject, Store,
     engine::AdminClient,
     event::{EventFilter, EventType},
-    object::{ObjectDocument, ObjectRef},
+    object::{Loads, ObjectDocument, ObjectRef},
 };
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
@@ -282,8 +282,11 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outc
     for (manifest, group_kind) in manifests.iter().zip(kinds) {
         let client = tx.client(group_kind.clone());
         let label = format!("{group_kind}/{}", manifest.name.escape_debug());
-        let before = client.get_by_name(&manifest.name).ok();
+        let before = client
+            .get_by_name_with(&manifest.name, Loads::none().owner())
+            .ok();
         let mut options = CreateOptions::new().finalizers(manifest.finalizers.clone());
+        let mut owner_id = None;
         if let Some((owner_kind, owner_name)) = manifest.owner_parts() {
             let owner_kind = known.as_written(owner_kind);
             let owner = tx
@@ -291,6 +294,17 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outc
                 .get_by_name(owner_name)
                 .map_err(|e| Failure::about(&format!("{label}: owner"), e))?;
             options = options.owner(owner.meta.id);
+            owner_id = Some(owner.meta.id);
+        }
+        if let Some(stored) = &before {
+            let owner_label = |owner: &ObjectRef| {
+                let name = tx.client(owner.group_kind.clone()).get(owner.id);
+                name.map_or_else(
+                    |_| format!("{}#{}", owner.group_kind, owner.id),
+                    |o| format!("{}/{}", owner.group_kind, o.meta.name),
+                )
+            };
+            set_at_creation_only(&label, stored, manifest, owner_id, owner_label)?;
         }
         let spec = spec_as_current(&client, manifest, &mut warnings).map_err(|e| match e {
             beehive::Error::TransactionTimedOut => Failure::from(too_long(manifests.len())),
@@ -324,6 +338,46 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outc
     })
 }
 
+/// Refuses a re-apply that would change what is set only when an object is
+/// created: its owner, and finalizers (added by controllers as they go, and
+/// removed only by them or `beehive finalize`). A manifest that leaves them
+/// out, or lists what is stored (as `get -o yaml` prints it), applies.
+fn set_at_creation_only(
+    label: &str,
+    stored: &RawObject,
+    manifest: &Manifest,
+    owner: Option<beehive::ObjectId>,
+    owner_label: impl Fn(&ObjectRef) -> String,
+) -> Result<(), Failure> {
+    let stored_owner = stored.owner().ok().flatten();
+    if let Some(owner) = owner
+        && stored_owner.map(|o| o.id) != Some(owner)
+    {
+        let was = stored_owner.map_or("none".to_string(), owner_label);
+        return Err(Failure::conflict(format!(
+            "{label}: the owner is set only at creation (it has {was}); delete and re-create the object to change it"
+        )));
+    }
+    let added: Vec<&str> = manifest
+        .finalizers
+        .iter()
+        .filter(|f| !stored.meta.finalizers.contains(f))
+        .map(String::as_str)
+        .collect();
+    if !added.is_empty() {
+        return Err(Failure::conflict(format!(
+            "{label}: finalizers are set only at creation: {} is not on the stored object (it has: {})",
+            added.join(", "),
+            if stored.meta.finalizers.is_empty() {
+                "none".to_string()
+            } else {
+                stored.meta.finalizers.join(", ")
+            }
+        )));
+    }
+    Ok(())
+}
+
 /// Warnings of one apply, each said once.
 #[derive(Default)]
 struct Warnings {
@@ -347,7 +401,8 @@ fn spec_as_current(
     let kind = client.group_kind().to_string();
     if current > 0 && warnings.unversioned.insert(kind.clone()) {
         warnings.lines.push(format!(
-            "{kind} reads spec version {current}: manifests that name no specVersion are taken              as written in it (write `specVersion: N` to have an older spec converted)"
+            "{kind} reads spec version {current}: manifests that name no specVersion are taken \
+             as written in it (write `specVersion: N` to have an older spec converted)"
         ));
     }
     Ok(spec)

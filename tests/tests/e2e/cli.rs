@@ -627,3 +627,53 @@ fn json_lines_apply_from_a_jsonl_file_or_one_with_no_extension() {
         "Note/a\nNote/b\nNote/c\nNote/d\nNote/e\nNote/f\n"
     );
 }
+
+#[test]
+fn a_reapply_that_would_change_the_owner_or_add_a_finalizer_is_refused() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&[]);
+    workspace.apply("team.yaml", TEAM);
+    workspace.ok(&["wait", "Greeting", "team-ada", "--for", "settled"]);
+    let code_and_error = |file: &str, text: &str| {
+        workspace.write(file, text);
+        let out = workspace.run(&["apply", "-f", file]);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    // What `get` prints applies back; leaving finalizers out changes nothing.
+    let ada = workspace.ok(&["get", "Greeting", "team-ada", "-o", "yaml"]);
+    assert_mentions(&workspace.apply("ada.yaml", &ada), &["unchanged"]);
+    let no_finalizers = "kind: GreetingSet.example.dev\nname: team\nspec: {names: [ada, grace]}\n";
+    assert_mentions(
+        &workspace.apply("team2.yaml", no_finalizers),
+        &["unchanged"],
+    );
+
+    let (code, error) = code_and_error(
+        "more.yaml",
+        &format!("{no_finalizers}finalizers: [example.dev/greetings, example.dev/extra]\n"),
+    );
+    assert_eq!(code, Some(4), "{error}");
+    assert_mentions(
+        &error,
+        &["finalizers are set only at creation: example.dev/extra is not on the stored object"],
+    );
+
+    workspace.apply(
+        "other.yaml",
+        "kind: GreetingSet.example.dev\nname: other\nspec: {names: []}\n",
+    );
+    let (code, error) = code_and_error(
+        "moved.yaml",
+        "kind: Greeting.example.dev\nname: team-ada\nspec: {name: ada}\nowner: GreetingSet/other\n",
+    );
+    assert_eq!(code, Some(4), "{error}");
+    assert_mentions(
+        &error,
+        &["the owner is set only at creation (it has GreetingSet.example.dev/team)"],
+    );
+    host.terminate();
+}

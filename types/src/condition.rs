@@ -34,7 +34,11 @@ impl ConditionStatus {
 ///     .message("no answer from db-1:5432 in 2s");
 /// assert_eq!(ready.status.as_str(), "False");
 /// ```
+///
+/// Serialized with camelCase keys, as the rest of an object is; documents
+/// written with the older snake_case keys still read.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Condition {
     /// The condition's type, unique per object, e.g. `Ready`.
     #[serde(rename = "type")]
@@ -52,9 +56,11 @@ pub struct Condition {
     /// an earlier process, not a status anyone wrote. Ignored on write.
     pub unconfirmed: bool,
     /// When `status` last changed. Stamped by the store; ignored on write.
+    #[serde(alias = "transitioned_at")]
     pub transitioned_at: Timestamp,
     /// When the condition was last written with different content. Stamped by
     /// the store; ignored on write.
+    #[serde(alias = "updated_at")]
     pub updated_at: Timestamp,
 }
 
@@ -90,5 +96,27 @@ impl Condition {
     pub fn liveness(mut self, liveness: bool) -> Self {
         self.liveness = liveness;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_camel_case_and_older_snake_case_documents_still_read() {
+        let ready = Condition::new("Ready", ConditionStatus::True);
+        let json = serde_json::to_value(&ready).unwrap();
+        assert!(json.get("transitionedAt").is_some(), "{json}");
+        assert!(json.get("updatedAt").is_some(), "{json}");
+        assert!(json.get("transitioned_at").is_none(), "{json}");
+
+        let mut older = json.clone();
+        let object = older.as_object_mut().unwrap();
+        let at = object.remove("transitionedAt").unwrap();
+        object.insert("transitioned_at".into(), at);
+        let updated = object.remove("updatedAt").unwrap();
+        object.insert("updated_at".into(), updated);
+        assert_eq!(serde_json::from_value::<Condition>(older).unwrap(), ready);
     }
 }

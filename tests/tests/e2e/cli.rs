@@ -26,6 +26,12 @@ fn a_host_converges_applied_manifests_hot_swaps_and_cascades_deletes() {
     workspace.ok(&["wait", "Greeting", "team-ada", "--for", "settled"]);
     let ada = json(&workspace.ok(&["get", "Greeting", "team-ada", "-o", "json"]));
     assert_eq!(ada["status"]["message"], "Hello, ada!");
+    let team = json(&workspace.ok(&["get", "GreetingSet", "team", "-o", "json"]));
+    let ready = &team["conditions"][0];
+    assert!(
+        ready["transitionedAt"].is_string(),
+        "camelCase keys: {ready}"
+    );
     let table = workspace.ok(&["get", "GreetingSet"]);
     assert!(table.starts_with("NAME"), "{table}");
     assert_mentions(&table, &["team", "True"]);

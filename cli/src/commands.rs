@@ -298,6 +298,15 @@ async fn follow(
 
 /// Runs `request` on the host, or here under the lock when none runs.
 async fn dispatch(paths: &Paths, request: Request) -> Outcome {
+    let creates = matches!(request, Request::Apply { .. });
+    if !creates && no_database(paths) {
+        // Refused before the lock is taken, so a failed read leaves no
+        // lock file behind in a directory that holds no store.
+        return Err(Failure::not_found(format!(
+            "no database at {}: nothing has been applied yet (`beehive apply` or `beehive run` make one)",
+            paths.shown
+        )));
+    }
     let endpoint = {
         let paths = paths.clone();
         tokio::task::spawn_blocking(move || endpoint::reach(&paths))
@@ -311,7 +320,12 @@ async fn dispatch(paths: &Paths, request: Request) -> Outcome {
                 .map_err(|e| e.to_string())?
         }
         Endpoint::Direct(_lock) => {
-            let creates = matches!(request, Request::Apply { .. });
+            if creates && no_database(paths) {
+                eprintln!(
+                    "warning: no database at {}: making a new one (pass --db to use another)",
+                    paths.shown
+                );
+            }
             let ctx = open_directly(paths, creates)?;
             handlers::execute(&ctx, request).await
         }
@@ -385,12 +399,18 @@ async fn plugins_action(paths: &Paths, action: PluginsAction) -> Result<String, 
 
 /// The database, opened by a command that holds the lock. Reads never
 /// create it.
+/// Whether `--db` names a SQLite file that does not exist (and no host is
+/// serving one there).
+fn no_database(paths: &Paths) -> bool {
+    !paths.is_postgres() && !paths.db.exists() && !paths.socket.exists()
+}
+
 fn open_directly(paths: &Paths, create: bool) -> Result<Context, Failure> {
-    if !create && !paths.is_postgres() && !paths.db.exists() {
-        return Err(format!(
+    if !create && no_database(paths) {
+        return Err(Failure::not_found(format!(
             "no database at {}: nothing has been applied yet (`beehive apply` or `beehive run` make one)",
             paths.shown
-        ).into());
+        )));
     }
     let store = paths.open_store()?;
     Ok(Context {

@@ -174,6 +174,18 @@ fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
         !workspace.path().join("beehive.db").exists(),
         "reads create nothing"
     );
+    assert!(
+        !workspace.path().join("beehive.db.lock").exists(),
+        "not even a lock file"
+    );
+    // The first apply makes the database, and says so.
+    workspace.write("first.yaml", "kind: Note\nname: first\nspec: {}\n");
+    let first = workspace.run(&["apply", "-f", "first.yaml", "--new-kind"]);
+    assert!(first.status.success());
+    assert_mentions(
+        &String::from_utf8_lossy(&first.stderr),
+        &["warning: no database at beehive.db: making a new one"],
+    );
 
     let error = workspace.apply_fails(
         "mixed.yaml",

@@ -30,39 +30,33 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             object,
             until,
             timeout,
-        } => return wait(&paths, object, until, timeout).await,
+        } => return wait(&paths, object.named()?, until, timeout).await,
         Command::Apply { file, new_kind } => Request::Apply {
             objects: manifest::load(&file)?,
             new_kinds: new_kind,
         },
         Command::Get {
             kind,
-            name,
+            names,
             output,
             watch: true,
             ..
-        } => return watch_objects(&paths, kind, name, output).await,
+        } => {
+            let Addressed { kind, mut names } = addressed(kind, names)?;
+            if names.len() > 1 {
+                return Err(Failure::usage("get -w follows a kind or one object"));
+            }
+            return watch_objects(&paths, kind, names.pop(), output).await;
+        }
         Command::Get {
             kind,
-            name,
+            names,
             output,
             spec_version,
             ..
-        } => {
-            let single = name.is_some();
-            let request = Request::Get {
-                kind,
-                name,
-                spec_version,
-            };
-            let reply = dispatch(&paths, request).await?;
-            return match reply {
-                Reply::Objects { objects } => Ok(output::objects(&objects, output, single)),
-                other => Err(unexpected(&other)),
-            };
-        }
+        } => return get(&paths, addressed(kind, names)?, output, spec_version).await,
         Command::Describe { object, printed } => {
-            let Named { kind, name } = object;
+            let Named { kind, name } = object.named()?;
             return match dispatch(&paths, Request::Describe { kind, name }).await? {
                 Reply::Described(d) => Ok(printed.show(&*d, output::description)),
                 other => Err(unexpected(&other)),
@@ -73,13 +67,14 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             category,
             watch: true,
             ..
-        } => return watch_events(&paths, object, category).await,
+        } => return watch_events(&paths, object.named()?, category).await,
         Command::Events {
-            object: Named { kind, name },
+            object,
             category,
             printed,
             ..
         } => {
+            let Named { kind, name } = object.named()?;
             let request = Request::Events {
                 kind,
                 name,
@@ -129,18 +124,27 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
                 other => Err(unexpected(&other)),
             };
         }
-        Command::Delete { kind, names } => return delete_each(&paths, &kind, names).await,
-        Command::Requeue {
-            object: Named { kind, name },
-        } => Request::Requeue { kind, name },
-        Command::Finalize {
-            object: Named { kind, name },
-            remove,
-        } => Request::RemoveFinalizer {
-            kind,
-            name,
-            finalizer: remove,
-        },
+        Command::Delete { kind, names } => {
+            let Addressed { kind, names } = addressed(kind, names)?;
+            if names.is_empty() {
+                return Err(Failure::usage(
+                    "name the objects: KIND NAME... or KIND/NAME",
+                ));
+            }
+            return delete_each(&paths, &kind, names).await;
+        }
+        Command::Requeue { object } => {
+            let Named { kind, name } = object.named()?;
+            Request::Requeue { kind, name }
+        }
+        Command::Finalize { object, remove } => {
+            let Named { kind, name } = object.named()?;
+            Request::RemoveFinalizer {
+                kind,
+                name,
+                finalizer: remove,
+            }
+        }
     };
     match dispatch(&paths, request).await? {
         Reply::Done { message } => Ok(message + "\n"),
@@ -160,6 +164,33 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
 /// `delete KIND NAME...`. One name fails as its request does. With several,
 /// as kubectl does: each deletion is printed as it lands, each refusal as
 /// it comes, and a closing error carries the first refusal's exit code.
+/// `get`: a kind's objects, one object, or several, in one listing.
+async fn get(
+    paths: &Paths,
+    Addressed { kind, names }: Addressed,
+    output: Format,
+    spec_version: Option<i64>,
+) -> Result<String, Failure> {
+    let single = names.len() == 1;
+    let asked: Vec<Option<String>> = match names.is_empty() {
+        true => vec![None],
+        false => names.into_iter().map(Some).collect(),
+    };
+    let mut objects = Vec::new();
+    for name in asked {
+        let request = Request::Get {
+            kind: kind.clone(),
+            name,
+            spec_version,
+        };
+        match dispatch(paths, request).await? {
+            Reply::Objects { objects: found } => objects.extend(found),
+            other => return Err(unexpected(&other)),
+        }
+    }
+    Ok(output::objects(&objects, output, single))
+}
+
 async fn delete_each(paths: &Paths, kind: &str, names: Vec<String>) -> Result<String, Failure> {
     if let [name] = names.as_slice() {
         return delete_one(paths, kind, name).await.map(|done| done + "\n");

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 pub enum Code {
     /// Anything else (exit 1).
     Failure,
+    /// The command line does not say what to do (exit 2, as clap's own).
+    Usage,
     /// The object or kind does not exist (exit 3).
     NotFound,
     /// The store holds something that stops it: a taken name, a deletion
@@ -29,6 +31,7 @@ impl Code {
     pub fn exit_code(self) -> u8 {
         match self {
             Code::Failure => 1,
+            Code::Usage => 2,
             Code::NotFound => 3,
             Code::Conflict => 4,
             Code::Timeout => 5,
@@ -55,6 +58,10 @@ impl Failure {
 
     pub fn not_found(message: impl Into<String>) -> Failure {
         Failure::new(Code::NotFound, message)
+    }
+
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure::new(Code::Usage, message)
     }
 
     pub fn conflict(message: impl Into<String>) -> Failure {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::failure::Failure;
 use crate::output::{self, Format};
 use crate::protocol::Until;
 use crate::run;
@@ -90,10 +91,11 @@ pub(crate) enum Command {
     },
     /// List the objects of a kind, or show one.
     Get {
-        /// The kind: `Kind` or `Kind.group`.
+        /// The kind (`Kind` or `Kind.group`; any case, singular or plural),
+        /// or `KIND/NAME`.
         kind: String,
-        /// Only this object.
-        name: Option<String>,
+        /// Only these objects.
+        names: Vec<String>,
         /// Output format.
         #[arg(short = 'o', long, value_enum, default_value = "table")]
         output: Format,
@@ -110,7 +112,7 @@ pub(crate) enum Command {
     /// Show an object: spec, status, conditions, relations, next pass, events.
     Describe {
         #[command(flatten)]
-        object: Named,
+        object: ObjectArgs,
         #[command(flatten)]
         printed: Printed,
     },
@@ -118,16 +120,15 @@ pub(crate) enum Command {
     /// several names each is tried; a name that cannot be deleted is
     /// reported and the rest go ahead.
     Delete {
-        /// The kind: `Kind` or `Kind.group`.
+        /// The kind (`Kind` or `Kind.group`), or `KIND/NAME`.
         kind: String,
         /// The objects' names.
-        #[arg(required = true)]
         names: Vec<String>,
     },
     /// Show an object's event timeline, newest first.
     Events {
         #[command(flatten)]
-        object: Named,
+        object: ObjectArgs,
         /// Only this timeline (`""` is the default one).
         #[arg(long)]
         category: Option<String>,
@@ -141,7 +142,7 @@ pub(crate) enum Command {
     /// Wait until an object is settled, has a condition, or is deleted.
     Wait {
         #[command(flatten)]
-        object: Named,
+        object: ObjectArgs,
         /// `settled` (its generation observed), `condition=TYPE[=STATUS]`
         /// (STATUS defaults to True), or `delete`.
         #[arg(long = "for", value_name = "CONDITION", value_parser = parse_until)]
@@ -186,7 +187,7 @@ pub(crate) enum Command {
     /// controller gone). The cleanup that finalizer stood for does not run.
     Finalize {
         #[command(flatten)]
-        object: Named,
+        object: ObjectArgs,
         /// The finalizer to remove, as `describe` lists it.
         #[arg(long, value_name = "FINALIZER")]
         remove: String,
@@ -194,7 +195,7 @@ pub(crate) enum Command {
     /// Queue an object for a pass now, clearing its backoff (needs a host).
     Requeue {
         #[command(flatten)]
-        object: Named,
+        object: ObjectArgs,
     },
     /// Print a shell completion script.
     Completions {
@@ -203,13 +204,72 @@ pub(crate) enum Command {
     },
 }
 
-/// One object, named as its commands take it: kind, then name.
+/// One object, as its commands take it: `KIND NAME`, or `KIND/NAME` as
+/// `get -o name` prints it.
 #[derive(Args, Debug)]
+pub(crate) struct ObjectArgs {
+    /// The kind (`Kind` or `Kind.group`; any case, singular or plural), or
+    /// `KIND/NAME`.
+    kind: String,
+    /// The object's name (left out after `KIND/NAME`).
+    name: Option<String>,
+}
+
+/// One object's kind and name, as the user wrote them.
 pub(crate) struct Named {
-    /// The kind: `Kind` or `Kind.group`.
     pub(crate) kind: String,
-    /// The object's name.
     pub(crate) name: String,
+}
+
+impl ObjectArgs {
+    /// The kind and the name, from either way of writing them.
+    pub(crate) fn named(self) -> Result<Named, Failure> {
+        let mut names = addressed(self.kind, self.name.into_iter().collect())?;
+        match (names.names.pop(), names.names.is_empty()) {
+            (Some(name), true) => Ok(Named {
+                kind: names.kind,
+                name,
+            }),
+            (Some(_), false) => Err(Failure::usage("one object only: KIND NAME or KIND/NAME")),
+            (None, _) => Err(Failure::usage("name the object: KIND NAME or KIND/NAME")),
+        }
+    }
+}
+
+/// A kind and the names that follow it.
+pub(crate) struct Addressed {
+    pub(crate) kind: String,
+    pub(crate) names: Vec<String>,
+}
+
+/// `KIND NAME...` or `KIND/NAME NAME...`: a first argument with a `/`
+/// carries the first name (kinds never hold one); a later argument may
+/// repeat the same `KIND/` before its name, as `get -o name` prints it.
+pub(crate) fn addressed(first: String, rest: Vec<String>) -> Result<Addressed, Failure> {
+    let (kind, mut names) = match first.split_once('/') {
+        Some((kind, name)) if !kind.is_empty() && !name.is_empty() => {
+            (kind.to_string(), vec![name.to_string()])
+        }
+        Some(_) => {
+            return Err(Failure::usage(format!(
+                "{first:?} is not KIND/NAME: neither may be empty"
+            )));
+        }
+        None => (first, Vec::new()),
+    };
+    let prefix = format!("{kind}/");
+    for name in rest {
+        match name.strip_prefix(&prefix) {
+            Some(bare) => names.push(bare.to_string()),
+            None if name.contains('/') => {
+                return Err(Failure::usage(format!(
+                    "{name}: one kind per command ({kind} here)"
+                )));
+            }
+            None => names.push(name),
+        }
+    }
+    Ok(Addressed { kind, names })
 }
 
 /// `-o json|yaml`, for the commands that print a document.

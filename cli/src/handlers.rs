@@ -179,6 +179,18 @@ pub fn resolve_kind(store: &Store, text: &str) -> Result<GroupKind, Failure> {
     Kinds::load(store)?.resolve(text)
 }
 
+/// Whether `kind` (and `group`, unless empty) name `known`, ignoring case
+/// and accepting the kind's plural (`greetings`, `classes`).
+fn names_kind(known: &GroupKind, kind: &str, group: &str) -> bool {
+    let group_fits = group.is_empty() || known.group.eq_ignore_ascii_case(group);
+    let plural = if known.kind.ends_with('s') {
+        format!("{}es", known.kind)
+    } else {
+        format!("{}s", known.kind)
+    };
+    group_fits && (known.kind.eq_ignore_ascii_case(kind) || plural.eq_ignore_ascii_case(kind))
+}
+
 /// The kinds that exist, read once for a whole request: an `apply` of many
 /// objects resolves each one's kind against this, not against the store.
 #[derive(Default)]
@@ -200,19 +212,22 @@ impl Kinds {
         if known.contains(&wanted) {
             return Ok(wanted);
         }
-        if group.is_empty() {
-            let same_name: Vec<&GroupKind> = known.iter().filter(|k| k.kind == kind).collect();
-            match same_name.as_slice() {
-                [only] => return Ok((*only).clone()),
-                [] => {}
-                several => {
-                    let names: Vec<String> = several.iter().map(|k| k.to_string()).collect();
-                    return Err(format!(
-                        "kind {text} is ambiguous: write one of {}",
-                        names.join(", ")
-                    )
-                    .into());
-                }
+        // Then as kubectl matches a resource: any case, singular or plural,
+        // with or without the group, as long as one kind fits.
+        let same_name: Vec<&GroupKind> = known
+            .iter()
+            .filter(|k| names_kind(k, kind, group))
+            .collect();
+        match same_name.as_slice() {
+            [only] => return Ok((*only).clone()),
+            [] => {}
+            several => {
+                let names: Vec<String> = several.iter().map(|k| k.to_string()).collect();
+                return Err(format!(
+                    "kind {text} is ambiguous: write one of {}",
+                    names.join(", ")
+                )
+                .into());
             }
         }
         let names: Vec<String> = known.iter().map(ToString::to_string).collect();

@@ -695,3 +695,45 @@ fn a_reapply_that_would_change_the_owner_or_add_a_finalizer_is_refused() {
     );
     host.terminate();
 }
+
+#[test]
+fn objects_are_addressed_as_get_prints_them_and_kinds_in_any_case() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&[]);
+    workspace.apply("team.yaml", TEAM);
+    workspace.ok(&["wait", "greeting/team-ada", "--for", "settled"]);
+    workspace.ok(&["wait", "Greeting", "team-grace", "--for", "settled"]);
+
+    let names = workspace.ok(&["get", "Greeting", "-o", "name"]);
+    let listed: Vec<&str> = names.lines().collect();
+    assert_eq!(
+        listed,
+        [
+            "Greeting.example.dev/team-ada",
+            "Greeting.example.dev/team-grace"
+        ]
+    );
+    // What `-o name` prints is an address every command takes.
+    let ada = json(&workspace.ok(&["get", listed[0], "-o", "json"]));
+    assert_eq!(ada["name"], "team-ada");
+    assert_mentions(&workspace.ok(&["describe", listed[1]]), &["team-grace"]);
+    workspace.ok(&["events", listed[0]]);
+    // Several names, and kinds in any case or plural.
+    let both = workspace.ok(&["get", "greetings", "team-ada", "team-grace", "-o", "name"]);
+    assert_eq!(both, names);
+    let again = workspace.ok(&["get", "GREETING.example.dev", "team-ada", "-o", "name"]);
+    assert_eq!(again, "Greeting.example.dev/team-ada\n");
+    let refused = workspace.run(&["get", "Greeting/team-ada", "GreetingSet/team"]);
+    assert_eq!(refused.status.code(), Some(2), "one kind per command");
+
+    let mut args = vec!["delete"];
+    args.extend(listed.iter().copied());
+    assert_mentions(
+        &workspace.ok(&args),
+        &[
+            "team-ada marked for deletion",
+            "team-grace marked for deletion",
+        ],
+    );
+    host.terminate();
+}

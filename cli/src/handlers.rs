@@ -17,6 +17,7 @@ use futures_util::stream::BoxStream;
 
 use crate::failure::{Code, Failure};
 use crate::manifest::Manifest;
+use crate::object_view::OwnerNames;
 use crate::protocol::{
     ActiveHostView, Applied, Change, Description, EventView, HttpLimitsView, KindSchemas,
     LimitsView, NextPass, Outcome, PluginFailure, PluginRow, PluginsView, Related, Reply, Request,
@@ -127,13 +128,14 @@ fn watch_events(
 /// change.
 fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Following, Failure> {
     let options = beehive::client::WatchOptions::new();
+    let mut owners = OwnerNames::new(&ctx.store);
     let (snapshot, changes) = match name {
         Some(name) => {
             let (_, object) = find(&ctx.store, kind, name)?;
             let stream = watching_client(ctx, object.meta.group_kind.clone())
                 .watch(object.meta.id, options)
                 .map_err(error)?;
-            let snapshot = stream.snapshot.iter().map(ObjectDocument::from).collect();
+            let snapshot = stream.snapshot.iter().map(|o| owners.view(o)).collect();
             (snapshot, stream.boxed())
         }
         None => {
@@ -141,21 +143,23 @@ fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Following, Fai
             let stream = watching_client(ctx, group_kind)
                 .watch_list(options)
                 .map_err(error)?;
-            let snapshot = stream.snapshot.iter().map(ObjectDocument::from).collect();
+            let snapshot = stream.snapshot.iter().map(|o| owners.view(o)).collect();
             (snapshot, stream.boxed())
         }
     };
     Ok(Following {
         snapshot: Reply::Objects { objects: snapshot },
-        replies: changes.map(|change| Ok(change_reply(change?))).boxed(),
+        replies: changes
+            .map(move |change| Ok(change_reply(change?, &mut owners)))
+            .boxed(),
     })
 }
 
-fn change_reply(change: beehive::client::ObjectChange) -> Reply {
+fn change_reply(change: beehive::client::ObjectChange, owners: &mut OwnerNames) -> Reply {
     Reply::Change(Box::new(Change {
         change: format!("{:?}", change.change).to_uppercase(),
         id: change.id,
-        object: change.object.as_ref().map(ObjectDocument::from),
+        object: change.object.as_ref().map(|o| owners.view(o)),
         resource_version: Some(change.resource_version),
     }))
 }
@@ -434,8 +438,8 @@ fn too_long(objects: usize) -> String {
 }
 
 fn get(ctx: &Context, kind: &str, name: Option<&str>, spec_version: Option<i64>) -> Outcome {
+    let group_kind = resolve_kind(&ctx.store, kind)?;
     if let Some(wanted) = spec_version {
-        let group_kind = resolve_kind(&ctx.store, kind)?;
         let current = RawClient::new(&ctx.store, group_kind.clone())
             .current_spec_version()
             .map_err(error)?;
@@ -449,17 +453,15 @@ fn get(ctx: &Context, kind: &str, name: Option<&str>, spec_version: Option<i64>)
             ));
         }
     }
+    let with_owner = Loads::none().owner();
+    let client = RawClient::new(&ctx.store, group_kind);
     let objects = match name {
-        Some(name) => vec![find(&ctx.store, kind, name)?.1],
-        None => {
-            let group_kind = resolve_kind(&ctx.store, kind)?;
-            RawClient::new(&ctx.store, group_kind)
-                .list()
-                .map_err(error)?
-        }
+        Some(name) => vec![client.get_by_name_with(name, with_owner).map_err(error)?],
+        None => client.list_with(with_owner).map_err(error)?,
     };
+    let mut owners = OwnerNames::new(&ctx.store);
     Ok(Reply::Objects {
-        objects: objects.iter().map(ObjectDocument::from).collect(),
+        objects: objects.iter().map(|o| owners.view(o)).collect(),
     })
 }
 

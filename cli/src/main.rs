@@ -15,6 +15,7 @@ mod handlers;
 mod manifest;
 mod manifest_watch;
 mod metrics_http;
+mod object_view;
 mod output;
 mod plugin_mirror;
 mod protocol;

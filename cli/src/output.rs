@@ -9,7 +9,7 @@ use clap::ValueEnum;
 
 use beehive::naming::escape;
 
-use crate::protocol::{Description, EventView, LimitsView, PluginsView, Related};
+use crate::protocol::{Description, EventView, LimitsView, ObjectView, PluginsView, Related};
 use beehive::object::ObjectDocument;
 
 /// `-o` for `get`.
@@ -28,7 +28,7 @@ pub enum Format {
 }
 
 /// Objects as `format` says; `single` when one was asked for by name.
-pub fn objects(objects: &[ObjectDocument], format: Format, single: bool) -> String {
+pub fn objects(objects: &[ObjectView], format: Format, single: bool) -> String {
     match format {
         Format::Json if single => json(&objects[0]),
         Format::Json => json(&objects),
@@ -36,7 +36,7 @@ pub fn objects(objects: &[ObjectDocument], format: Format, single: bool) -> Stri
         Format::Yaml => yaml(&objects),
         Format::Name => objects
             .iter()
-            .map(|o| format!("{}/{}\n", kind_of(o), o.meta.name))
+            .map(|o| format!("{}/{}\n", kind_of(&o.document), o.document.meta.name))
             .collect(),
         Format::Table | Format::Wide => table(objects, format == Format::Wide),
     }
@@ -96,13 +96,13 @@ fn kind_of(object: &ObjectDocument) -> String {
     }
 }
 
-fn table(objects: &[ObjectDocument], wide: bool) -> String {
+fn table(objects: &[ObjectView], wide: bool) -> String {
     if objects.is_empty() {
         return "No objects found.\n".into();
     }
     columns(
         &table_header(wide),
-        objects.iter().map(|o| table_row(o, wide)),
+        objects.iter().map(|o| table_row(&o.document, wide)),
     )
 }
 
@@ -146,7 +146,7 @@ fn table_row(o: &ObjectDocument, wide: bool) -> Vec<String> {
 pub struct WatchPrinter {
     format: Format,
     /// The last state of each object seen, to show what a deletion removed.
-    seen: std::collections::HashMap<i64, ObjectDocument>,
+    seen: std::collections::HashMap<i64, ObjectView>,
     widths: Vec<usize>,
 }
 
@@ -159,10 +159,10 @@ impl WatchPrinter {
         }
     }
 
-    pub fn snapshot(&mut self, objects: &[ObjectDocument]) {
+    pub fn snapshot(&mut self, objects: &[ObjectView]) {
         if !matches!(self.format, Format::Table | Format::Wide) {
             for o in objects {
-                self.change("ADDED", o.meta.id, Some(o), None);
+                self.change("ADDED", o.document.meta.id, Some(o), None);
             }
             return;
         }
@@ -172,7 +172,10 @@ impl WatchPrinter {
                 .iter()
                 .map(|h| h.to_string()),
         );
-        let rows: Vec<Vec<String>> = objects.iter().map(|o| self.row("ADDED", o)).collect();
+        let rows: Vec<Vec<String>> = objects
+            .iter()
+            .map(|o| self.row("ADDED", &o.document))
+            .collect();
         // Later rows reuse these widths; "MODIFIED" is the widest event.
         self.widths = (0..header.len())
             .map(|i| {
@@ -186,7 +189,7 @@ impl WatchPrinter {
         }
         print_now(&text);
         for o in objects {
-            self.seen.insert(o.meta.id, o.clone());
+            self.seen.insert(o.document.meta.id, o.clone());
         }
     }
 
@@ -210,7 +213,7 @@ impl WatchPrinter {
         &mut self,
         event: &str,
         id: i64,
-        object: Option<&ObjectDocument>,
+        object: Option<&ObjectView>,
         position: Option<i64>,
     ) {
         // A deletion without its final state shows the last one seen.
@@ -235,8 +238,14 @@ impl WatchPrinter {
                     _ => format!("{}\n", for_people(&change)),
                 }
             }
-            (Format::Name, Some(o)) => format!("{event} {}/{}\n", kind_of(o), o.meta.name),
-            (Format::Table | Format::Wide, Some(o)) => self.padded(&self.row(event, o)),
+            (Format::Name, Some(o)) => {
+                format!(
+                    "{event} {}/{}\n",
+                    kind_of(&o.document),
+                    o.document.meta.name
+                )
+            }
+            (Format::Table | Format::Wide, Some(o)) => self.padded(&self.row(event, &o.document)),
             (_, None) => format!("{event} #{id}\n"),
         };
         print_now(&text);

@@ -108,7 +108,7 @@ pub enum Reply {
         warnings: Vec<String>,
     },
     Objects {
-        objects: Vec<ObjectDocument>,
+        objects: Vec<ObjectView>,
     },
     Described(Box<Description>),
     Events {
@@ -147,10 +147,22 @@ pub struct Change {
     pub change: String,
     pub id: i64,
     /// The current state; on `DELETED`, the state it was collected in.
-    pub object: Option<ObjectDocument>,
+    pub object: Option<ObjectView>,
     /// Where a reader may resume after this change.
     #[serde(default)]
     pub resource_version: Option<i64>,
+}
+
+/// An object as `get` prints it: the stored document and its owner, so
+/// that what `get -o yaml` prints applies back as it is.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ObjectView {
+    #[serde(flatten)]
+    pub document: ObjectDocument,
+    /// The owner as a manifest names it (`Kind.group/name`); an owner
+    /// collected meanwhile shows as `Kind.group/#ID`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// What `apply` did to one object.

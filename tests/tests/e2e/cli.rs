@@ -661,9 +661,16 @@ fn a_reapply_that_would_change_the_owner_or_add_a_finalizer_is_refused() {
         )
     };
 
-    // What `get` prints applies back; leaving finalizers out changes nothing.
+    // What `get` prints names the owner and applies back, one object or a
+    // list; leaving finalizers out changes nothing.
     let ada = workspace.ok(&["get", "Greeting", "team-ada", "-o", "yaml"]);
+    assert_mentions(&ada, &["owner: GreetingSet.example.dev/team"]);
     assert_mentions(&workspace.apply("ada.yaml", &ada), &["unchanged"]);
+    let listed = json(&workspace.ok(&["get", "Greeting", "-o", "json"]));
+    assert_eq!(listed[1]["owner"], "GreetingSet.example.dev/team");
+    let all = workspace.ok(&["get", "Greeting", "-o", "yaml"]);
+    let reapplied = workspace.apply("all.yaml", &all);
+    assert_eq!(reapplied.matches("unchanged").count(), 2, "{reapplied}");
     let no_finalizers = "kind: GreetingSet.example.dev\nname: team\nspec: {names: [ada, grace]}\n";
     assert_mentions(
         &workspace.apply("team2.yaml", no_finalizers),

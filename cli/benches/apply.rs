@@ -91,6 +91,16 @@ fn registered_store(dir: &Path) -> PathBuf {
         assert!(Instant::now() < deadline, "the host never served");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The plugin loads behind the socket; its registration is what the
+    // template keeps.
+    let loaded = Command::new(env!("CARGO_BIN_EXE_beehive"))
+        .arg("--db")
+        .arg(&db)
+        .args(["plugins", "--wait"])
+        .stdout(Stdio::null())
+        .status()
+        .expect("beehive plugins --wait runs");
+    assert!(loaded.success(), "the plugin loaded");
     // SIGTERM: a graceful stop keeps the registration.
     let stopped = Command::new("kill")
         .args(["-TERM", &host.id().to_string()])

@@ -57,6 +57,13 @@ impl Running {
             assert!(Instant::now() < deadline, "the host did not serve");
             std::thread::sleep(Duration::from_millis(20));
         }
+        let loaded = Command::new(env!("CARGO_BIN_EXE_beehive"))
+            .args(["plugins", "--wait"])
+            .current_dir(running.dir.path())
+            .stdout(Stdio::null())
+            .status()
+            .expect("beehive plugins --wait runs");
+        assert!(loaded.success(), "the plugins loaded");
         running
     }
 

@@ -355,6 +355,7 @@ fn main() {
     // Compiles the plugin into the cache beside the store.
     let mut first = HostProcess::start(&db, &plugins);
     first.socket_ms(&db);
+    beehive(&db, &["plugins", "--wait"], b"");
     first.stop();
     let mut stored = 0;
     for size in sizes {

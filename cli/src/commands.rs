@@ -10,7 +10,7 @@ use crate::failure::{Code, Failure};
 use crate::flags::*;
 use crate::handlers::{self, Context};
 use crate::output::{self, Format};
-use crate::protocol::{Outcome, Reply, Request, Until};
+use crate::protocol::{Outcome, PluginsView, Reply, Request, Until};
 use crate::{endpoint, explain, manifest, run, top};
 
 /// Runs a command and returns what to print.
@@ -89,11 +89,17 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             action: Some(action),
             ..
         } => return plugins_action(&paths, action).await,
-        Command::Plugins { printed, .. } => {
-            return match dispatch(&paths, Request::Plugins).await? {
-                Reply::Plugins(view) => Ok(printed.show(&view, output::plugins)),
-                other => Err(unexpected(&other)),
+        Command::Plugins {
+            printed,
+            wait,
+            timeout,
+            ..
+        } => {
+            let view = match wait {
+                true => plugins_loaded(&paths, timeout).await?,
+                false => plugins_view(&paths).await?,
             };
+            return Ok(printed.show(&view, output::plugins));
         }
         Command::Top { interval, once } => {
             let mut source = MetricsSource { paths: &paths };
@@ -328,6 +334,57 @@ async fn follow(
 }
 
 /// Runs `request` on the host, or here under the lock when none runs.
+async fn plugins_view(paths: &Paths) -> Result<PluginsView, Failure> {
+    match dispatch(paths, Request::Plugins).await? {
+        Reply::Plugins(view) => Ok(view),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// The plugins once a host serves, has loaded its plugin directory and
+/// applied its manifests, and nothing is loading; polled, as a start takes
+/// seconds (a host still starting may not have made its database yet).
+async fn plugins_loaded(paths: &Paths, timeout: Duration) -> Result<PluginsView, Failure> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let view = match no_database(paths) {
+            true => None,
+            false => Some(plugins_view(paths).await?),
+        };
+        let started = |v: &PluginsView| v.started && v.loading.is_empty();
+        match view {
+            Some(view) if started(&view) => return Ok(view),
+            view if Instant::now() >= deadline => return Err(not_started(paths, view, timeout)),
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// Why `plugins --wait` gave up: no host came, or its plugins still load.
+fn not_started(paths: &Paths, view: Option<PluginsView>, waited: Duration) -> Failure {
+    let waited = humantime::format_duration(waited);
+    match view.filter(|v| v.running) {
+        None => Failure::unreachable(format!(
+            "no host served {} within {waited}: start one with `beehive run`",
+            paths.shown
+        )),
+        Some(view) => {
+            let files: Vec<&str> = view.loading.iter().map(|l| l.file.as_str()).collect();
+            Failure::timeout(format!(
+                "plugins still loading after {waited}: {}",
+                or_the_directory(&files)
+            ))
+        }
+    }
+}
+
+fn or_the_directory(files: &[&str]) -> String {
+    match files {
+        [] => "the plugin directory".into(),
+        files => files.join(", "),
+    }
+}
+
 async fn dispatch(paths: &Paths, request: Request) -> Outcome {
     let creates = matches!(request, Request::Apply { .. });
     if !creates && no_database(paths) {
@@ -448,6 +505,7 @@ fn open_directly(paths: &Paths, create: bool) -> Result<Context, Failure> {
         store,
         host: None,
         plugins: None,
+        started: Default::default(),
     })
 }
 

@@ -156,6 +156,14 @@ pub(crate) enum Command {
     Plugins {
         #[command(flatten)]
         printed: Printed,
+        /// Wait until the running host has loaded its plugin directory and
+        /// no file is loading, then show them (a script's way to know a
+        /// freshly started host serves its kinds).
+        #[arg(long)]
+        wait: bool,
+        /// With --wait: give up after this long (exit 5).
+        #[arg(long, default_value = "5m", value_parser = humantime::parse_duration, requires = "wait")]
+        timeout: Duration,
         #[command(subcommand)]
         action: Option<PluginsAction>,
     },

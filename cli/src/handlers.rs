@@ -20,8 +20,8 @@ use crate::manifest::Manifest;
 use crate::object_view::OwnerNames;
 use crate::protocol::{
     ActiveHostView, Applied, Change, Description, EventView, HttpLimitsView, KindSchemas,
-    LimitsView, NextPass, Outcome, PluginFailure, PluginRow, PluginsView, Related, Reply, Request,
-    Until,
+    LimitsView, LoadingRow, NextPass, Outcome, PluginFailure, PluginRow, PluginsView, Related,
+    Reply, Request, Until,
 };
 
 /// How long `apply` may hold the writer for one batch of manifests.
@@ -34,6 +34,9 @@ pub struct Context {
     /// The host, when this process runs one.
     pub host: Option<Host>,
     pub plugins: Option<Arc<Directory>>,
+    /// Set once the running host has loaded its plugin directory and
+    /// applied its manifest directory, as `beehive plugins --wait` waits for.
+    pub started: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Runs one request.
@@ -177,6 +180,29 @@ fn error(e: beehive::Error) -> Failure {
     Failure::from(e)
 }
 
+/// An unknown kind while the host is still loading plugins may be one of
+/// theirs: the failure says so, and how to wait.
+fn while_starting(ctx: &Context, failure: Failure) -> Failure {
+    let started = ctx.started.load(std::sync::atomic::Ordering::SeqCst);
+    let loading: Vec<String> = ctx.plugins.as_ref().map_or_else(Vec::new, |d| {
+        d.loading()
+            .iter()
+            .map(|l| l.path.display().to_string())
+            .collect()
+    });
+    if failure.code != Code::NotFound || ctx.host.is_none() || (started && loading.is_empty()) {
+        return failure;
+    }
+    let which = match loading.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", loading.join(", ")),
+    };
+    Failure::not_found(format!(
+        "{}; the host is still loading plugins{which}: `beehive plugins --wait` waits until it has",
+        failure.message
+    ))
+}
+
 /// Resolves `Kind` or `Kind.group` against the kinds that exist. `Kind`
 /// alone names the core group, or the one group that has such a kind.
 pub fn resolve_kind(store: &Store, text: &str) -> Result<GroupKind, Failure> {
@@ -290,7 +316,8 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outc
     let kinds = manifests
         .iter()
         .map(|m| known.for_apply(&m.kind_text(), new_kinds))
-        .collect::<Result<Vec<GroupKind>, Failure>>()?;
+        .collect::<Result<Vec<GroupKind>, Failure>>()
+        .map_err(|failure| while_starting(ctx, failure))?;
     let tx = ctx
         .store
         .transaction(APPLY_HOLD_LIMIT)
@@ -718,6 +745,16 @@ fn plugins(ctx: &Context) -> Outcome {
                     error: f.error.to_string(),
                 })
                 .collect(),
+            loading: directory
+                .loading()
+                .into_iter()
+                .map(|l| LoadingRow {
+                    file: l.path.display().to_string(),
+                    bytes: l.bytes,
+                    for_ms: millis(l.since.elapsed().unwrap_or_default()),
+                })
+                .collect(),
+            started: ctx.started.load(std::sync::atomic::Ordering::SeqCst),
         },
         None => PluginsView {
             running: false,
@@ -736,6 +773,8 @@ fn plugins(ctx: &Context) -> Outcome {
                 })
                 .collect(),
             failures: Vec::new(),
+            loading: Vec::new(),
+            started: false,
         },
     };
     Ok(Reply::Plugins(view))

@@ -22,6 +22,7 @@ mod protocol;
 mod readiness;
 mod run;
 mod server;
+mod startup;
 mod top;
 
 use std::process::ExitCode;

@@ -594,6 +594,18 @@ pub fn plugins(view: &PluginsView) -> String {
     for failure in &view.failures {
         let _ = writeln!(out, "FAILED  {}", escape(&failure.error));
     }
+    for loading in &view.loading {
+        let _ = writeln!(
+            out,
+            "LOADING {} ({:.1} MB, for {})",
+            escape(&loading.file),
+            loading.bytes as f64 / 1e6,
+            short_millis(loading.for_ms)
+        );
+    }
+    if view.running && !view.started && view.loading.is_empty() {
+        out.push_str("STARTING: loading the plugin directory, then applying manifests\n");
+    }
     out
 }
 

@@ -231,6 +231,24 @@ pub struct PluginsView {
     pub not_ready: Option<String>,
     pub plugins: Vec<PluginRow>,
     pub failures: Vec<PluginFailure>,
+    /// The files being loaded now (compiled, or read from the cache).
+    #[serde(default)]
+    pub loading: Vec<LoadingRow>,
+    /// Whether the running host has loaded its plugin directory once
+    /// (every file in it then served or was refused) and applied its
+    /// manifest directory.
+    #[serde(default)]
+    pub started: bool,
+}
+
+/// A plugin file being loaded.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadingRow {
+    pub file: String,
+    pub bytes: u64,
+    /// How long it has been loading, in milliseconds.
+    pub for_ms: u64,
 }
 
 /// Who holds a PostgreSQL store's host lease.

@@ -8,19 +8,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use beehive::engine::{Cadence, Tenure};
-use beehive::plugin::{
-    Change, Directory, HttpLimits, LimitOverrides, Limits, Runtime, RuntimeOptions,
-};
+use beehive::plugin::{Directory, HttpLimits, LimitOverrides, Limits, Runtime, RuntimeOptions};
 use beehive::{Host, HostOptions};
 use clap::Args;
 
 use crate::endpoint::{Lock, Paths, holder, remove_stale_socket};
 use crate::failure::Failure;
 use crate::handlers::Context;
-use crate::manifest_watch::watch_manifests;
 use crate::plugin_mirror;
 use crate::readiness::{Phase, Readiness};
 use crate::server::{Signals, listen, serve};
+use crate::startup::load_plugins_then_manifests;
 
 /// How long `run` waits for a command that holds the lock to finish.
 const LOCK_PATIENCE: Duration = Duration::from_secs(10);
@@ -468,18 +466,11 @@ impl Serving<'_> {
             plugin_mirror::mirror(store, plugin_dir)?;
         }
         let plugins = Directory::new(runtime, host.clone(), plugin_dir);
-        let changes = plugins.sync().await.map_err(|e| e.to_string())?;
-        changes.iter().for_each(Change::log);
-        if plugins.served().is_empty() {
-            tracing::warn!(
-                "no plugins in {}: objects are stored but nothing reconciles them",
-                plugin_dir.display()
-            );
-        }
+        // Refused at once, not after the socket is up: a directory that
+        // cannot be read would serve nothing.
+        std::fs::read_dir(plugin_dir)
+            .map_err(|e| format!("plugin directory {}: {e}", plugin_dir.display()))?;
         let running = host.start().await.map_err(|e| e.to_string())?;
-        let plugin_watch = plugins
-            .watch(args.rescan_interval)
-            .map_err(|e| e.to_string())?;
         let mirror = mirrored.then(|| {
             let (store, dir) = (store.clone(), plugin_dir.to_path_buf());
             tokio::spawn(async move {
@@ -494,21 +485,28 @@ impl Serving<'_> {
         let ctx = Context {
             store: store.clone(),
             host: Some(host),
-            plugins: Some(plugins),
-        };
-        let manifest_watch = match &args.manifests {
-            Some(dir) => Some(watch_manifests(&ctx, dir, args.rescan_interval).await?),
-            None => None,
+            plugins: Some(plugins.clone()),
+            started: Default::default(),
         };
         let listener = listen(&paths.socket)?;
         let socket = SocketFile::bound(&paths.socket);
         readiness.set(Phase::Serving);
         tracing::info!(
-            "serving {} on {} (plugins: {})",
+            "serving {} on {} (plugins: {}, loading)",
             paths.shown,
             paths.socket.display(),
             plugin_dir.display()
         );
+        // Objects of a kind whose plugin is still loading wait for it.
+        let startup = tokio::spawn(load_plugins_then_manifests(
+            ctx.clone(),
+            plugins.clone(),
+            args.manifests.clone(),
+            args.rescan_interval,
+        ));
+        let plugin_watch = plugins
+            .watch(args.rescan_interval)
+            .map_err(|e| e.to_string())?;
         let lost = async {
             match &tenure {
                 Some(tenure) => tenure.hold().await,
@@ -525,7 +523,10 @@ impl Serving<'_> {
             mirror.abort();
         }
         plugin_watch.stop().await;
-        if let Some(watch) = manifest_watch {
+        // A load still compiling is abandoned; one that finished started
+        // the manifest watch, which stops like the plugin watch.
+        startup.abort();
+        if let Ok(Some(watch)) = startup.await {
             watch.stop().await;
         }
         if lost.is_some() {

@@ -58,7 +58,12 @@ where
                 }
                 _ = tokio::time::sleep(rescan) => {}
             }
-            on_change().await;
+            // A stop does not wait for a callback: a plugin compiling for
+            // half a minute would hold the host's shutdown that long.
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                () = on_change() => {}
+            }
         }
     });
     Ok(WatchHandle {
@@ -82,7 +87,9 @@ pub struct WatchHandle {
 }
 
 impl WatchHandle {
-    /// Stops watching and waits for a callback in progress to finish.
+    /// Stops watching. A callback in progress is dropped at its next await
+    /// (so it must leave nothing half-done there: a transaction rolls back,
+    /// a load is abandoned); this waits until it is.
     pub async fn stop(mut self) {
         self.cancel.cancel();
         if let Some(task) = self.task.take() {

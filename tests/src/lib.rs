@@ -23,6 +23,15 @@ use std::time::{Duration, Instant};
 /// How long a bounded wait in a test waits before failing.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
+/// How long a started host may take to load its plugins: an uncached
+/// Python plugin compiles for half a minute on an idle 2-core machine, and
+/// for several times that on a loaded one.
+pub const LOAD_PATIENCE: Duration = Duration::from_secs(600);
+
+/// What a host logs once its first load of the plugin directory is done
+/// (each plugin serving or refused).
+pub const PLUGINS_LOADED: &str = "first plugin load done";
+
 /// Stops a host started in-process, which must finish its passes within
 /// [`PATIENCE`] and report no error.
 ///
@@ -348,18 +357,23 @@ impl Workspace {
 
     /// Starts `beehive run ARGS` in the background and waits until it
     /// serves (its socket answers; on a PostgreSQL store, until it is the
-    /// active host).
+    /// active host) and its first load of the plugin directory is done.
     ///
     /// # Panics
-    /// When it exits or does not serve within [`PATIENCE`].
+    /// When it exits, does not serve within [`PATIENCE`], or does not load
+    /// its plugins within [`LOAD_PATIENCE`].
     pub fn start_host(&self, args: &[&str]) -> HostProcess {
-        if self.db.is_some() {
-            return self.start_host_until(args, "host.log", "serving ");
-        }
-        let socket = self.path().join("beehive.db.sock");
-        self.spawn_host(args, "host.log", "the host serves", |_| {
-            std::os::unix::net::UnixStream::connect(&socket).is_ok()
-        })
+        let host = if self.db.is_some() {
+            self.start_host_until(args, "host.log", "serving ")
+        } else {
+            let socket = self.path().join("beehive.db.sock");
+            self.spawn_host(args, "host.log", "the host serves", |_| {
+                std::os::unix::net::UnixStream::connect(&socket).is_ok()
+            })
+        };
+        let mut host = host;
+        host.wait_until_loaded();
+        host
     }
 
     /// Starts `beehive run ARGS` in the background, logging to `log`, and
@@ -440,6 +454,29 @@ pub struct HostProcess {
 }
 
 impl HostProcess {
+    /// Waits until it has logged [`PLUGINS_LOADED`] (a host that stands by
+    /// logs it only once it serves).
+    ///
+    /// # Panics
+    /// When it exits first, or takes longer than [`LOAD_PATIENCE`].
+    pub fn wait_until_loaded(&mut self) {
+        let deadline = Instant::now() + LOAD_PATIENCE;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("the host exited ({status}): {}", self.log());
+            }
+            let logged = self.log();
+            if logged.contains(PLUGINS_LOADED) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the host did not load its plugins within {LOAD_PATIENCE:?}:\n{logged}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id()

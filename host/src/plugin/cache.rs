@@ -79,6 +79,12 @@ impl Cache {
             .join(format!("{content_hash}-{}.cwasm", self.engine_key))
     }
 
+    /// Whether an artifact for `content_hash` is on disk: a hint (it may
+    /// still fail its seal), for ordering loads.
+    pub(crate) fn holds(&self, content_hash: &str) -> bool {
+        self.key.is_some() && self.path(content_hash).is_file()
+    }
+
     /// The cached component for `content_hash`, if a sound artifact exists.
     pub(crate) fn load(&self, engine: &Engine, content_hash: &str) -> Option<Component> {
         let key = self.key.as_ref()?;

@@ -2,8 +2,9 @@
 //! serves its kind, and changes to the files are hot-swapped in.
 //!
 //! A sync compares each file's size and modification time with what the last
-//! sync saw, loads what changed (compiling off the async workers), and only
-//! then touches the host: a new version replaces the old one (passes in
+//! sync saw, loads what changed (several files at once, compiling off the
+//! async workers, so a slow compile holds back no other file), and as each
+//! load finishes touches the host: a new version replaces the old one (passes in
 //! flight finish on the old one; every object of the kind is queued once), a
 //! file that no longer loads leaves its old version serving, a removed file
 //! unregisters its kind unless another file now serves it. The watcher runs a
@@ -47,6 +48,18 @@ pub struct LoadFailure {
     pub path: PathBuf,
     /// Why it did not load.
     pub error: Arc<Error>,
+}
+
+/// A plugin file being loaded now: compiled, or read from the compiled-code
+/// cache, then asked what it serves.
+#[derive(Clone, Debug)]
+pub struct Loading {
+    /// The file.
+    pub path: PathBuf,
+    /// Its size.
+    pub bytes: u64,
+    /// When the load began.
+    pub since: SystemTime,
 }
 
 /// What a sync changed.
@@ -183,7 +196,44 @@ pub struct Directory {
     /// Held for a whole sync: one look at the directory at a time.
     files: tokio::sync::Mutex<BTreeMap<PathBuf, FileState>>,
     /// What the last sync left, for readers that must not wait for a sync.
-    report: Mutex<(Vec<Served>, Vec<LoadFailure>)>,
+    report: Mutex<Report>,
+}
+
+/// What a sync has done so far, as [`Directory::served`],
+/// [`Directory::failures`] and [`Directory::loading`] show it.
+#[derive(Default)]
+struct Report {
+    served: Vec<Served>,
+    failures: Vec<LoadFailure>,
+    loading: Vec<Loading>,
+    /// Whether a sync has finished since the directory was made.
+    synced: bool,
+}
+
+/// How many cached plugins one sync loads at once (beside one compile):
+/// enough that they serve together, few enough that a directory of many
+/// does not multiply the host's memory while it loads.
+const LOADS_AT_ONCE: usize = 4;
+
+/// A changed file, read and checked, waiting to be loaded.
+struct Pending {
+    path: PathBuf,
+    seen: Fingerprint,
+    serving: Option<Served>,
+    bytes: Vec<u8>,
+    content_hash: String,
+    policy: Policy,
+}
+
+/// What [`Directory::prepare`] found a changed file needs.
+enum Prepared {
+    /// Nothing: it vanished, is still being written, or is unchanged in
+    /// content and policy.
+    Nothing,
+    /// It could not be read, or its policy is wrong.
+    Failed(Change),
+    /// Its content or policy is new: load it.
+    Load(Pending),
 }
 
 impl std::fmt::Debug for Directory {
@@ -200,7 +250,7 @@ impl Directory {
             host,
             dir: dir.into(),
             files: tokio::sync::Mutex::new(BTreeMap::new()),
-            report: Mutex::new((Vec::new(), Vec::new())),
+            report: Mutex::new(Report::default()),
         })
     }
 
@@ -211,15 +261,27 @@ impl Directory {
 
     /// The plugins serving now, by file name.
     pub fn served(&self) -> Vec<Served> {
-        self.report().0.clone()
+        self.report().served.clone()
     }
 
     /// The files whose current content failed to load, by file name.
     pub fn failures(&self) -> Vec<LoadFailure> {
-        self.report().1.clone()
+        self.report().failures.clone()
     }
 
-    fn report(&self) -> std::sync::MutexGuard<'_, (Vec<Served>, Vec<LoadFailure>)> {
+    /// The files a sync is loading now (a version already serving keeps
+    /// serving meanwhile), by file name.
+    pub fn loading(&self) -> Vec<Loading> {
+        self.report().loading.clone()
+    }
+
+    /// Whether a sync has finished: every file present then serves or is
+    /// refused. A host with a plugin still compiling at start is not yet.
+    pub fn synced(&self) -> bool {
+        self.report().synced
+    }
+
+    fn report(&self) -> std::sync::MutexGuard<'_, Report> {
         lock(&self.report)
     }
 
@@ -229,6 +291,19 @@ impl Directory {
     /// [`Error::Read`] when the directory cannot be read; problems
     /// with single files are [`Change::Failed`] entries instead.
     pub async fn sync(&self) -> Result<Vec<Change>, Error> {
+        self.sync_with(|_| {}).await
+    }
+
+    /// [`Directory::sync`], calling `on_change` with each change as it
+    /// happens: a plugin that loads quickly is reported (and serves) while
+    /// another is still compiling.
+    ///
+    /// # Errors
+    /// As [`Directory::sync`].
+    pub async fn sync_with(
+        &self,
+        mut on_change: impl FnMut(&Change) + Send,
+    ) -> Result<Vec<Change>, Error> {
         let mut files = self.files.lock().await;
         let present = self.list()?;
         let removed: Vec<Served> = {
@@ -242,14 +317,23 @@ impl Directory {
                 .collect()
         };
         let mut changes = Vec::new();
+        let mut report = |change: Change| {
+            self.measure(&change);
+            on_change(&change);
+            changes.push(change);
+        };
+        let mut pending = Vec::new();
         for (path, seen) in present {
             if files.get(&path).is_some_and(|f| f.seen == seen && !f.retry) {
                 continue;
             }
-            if let Some(change) = self.refresh(&mut files, &path, seen).await {
-                changes.push(change);
+            match self.prepare(&mut files, &path, seen) {
+                Prepared::Nothing => {}
+                Prepared::Failed(change) => report(change),
+                Prepared::Load(load) => pending.push(load),
             }
         }
+        self.load_all(&mut files, pending, &mut report).await;
         for old in removed {
             let still_served = files.values().any(|f| {
                 f.serving
@@ -258,14 +342,74 @@ impl Directory {
             });
             if !still_served {
                 self.release(&old.group_kind).await;
-                changes.push(Change::Unregistered(old));
+                report(Change::Unregistered(old));
             }
         }
         self.publish(&files);
-        for change in &changes {
-            self.measure(change);
-        }
+        self.report().synced = true;
         Ok(changes)
+    }
+
+    /// Loads the pending files (cached ones [`LOADS_AT_ONCE`] at a time,
+    /// beside one compile at a time) and installs each as soon as it has
+    /// loaded.
+    async fn load_all(
+        &self,
+        files: &mut BTreeMap<PathBuf, FileState>,
+        pending: Vec<Pending>,
+        report: &mut impl FnMut(Change),
+    ) {
+        use futures_util::StreamExt;
+
+        // Cached plugins load together; compiles take turns, smallest
+        // first, so many small plugins serve before one large one does.
+        let (cached, mut to_compile): (Vec<Pending>, Vec<Pending>) = pending
+            .into_iter()
+            .partition(|p| self.runtime.has_compiled(&p.content_hash));
+        to_compile.sort_by_key(|p| p.bytes.len());
+        let pending: Vec<&Pending> = cached.iter().chain(&to_compile).collect();
+        self.report().loading = pending
+            .iter()
+            .map(|p| Loading {
+                path: p.path.clone(),
+                bytes: p.bytes.len() as u64,
+                since: SystemTime::now(),
+            })
+            .collect();
+        let cached = futures_util::stream::iter(cached.into_iter().map(|p| self.load(p)))
+            .buffer_unordered(LOADS_AT_ONCE);
+        let compiled =
+            futures_util::stream::iter(to_compile.into_iter().map(|p| self.load(p))).buffered(1);
+        let mut loads = futures_util::stream::select(cached, compiled);
+        while let Some((pending, loaded)) = loads.next().await {
+            let path = pending.path.clone();
+            let change = self.settle(files, pending, loaded).await;
+            self.report().loading.retain(|l| l.path != path);
+            self.publish(files);
+            if let Some(change) = change {
+                report(change);
+            }
+        }
+    }
+
+    /// Loads one file on a task of its own, so that loads proceed in
+    /// parallel, and hands back what it was loading.
+    async fn load(&self, mut pending: Pending) -> (Pending, Result<Plugin, Error>) {
+        let runtime = self.runtime.clone();
+        let path = pending.path.clone();
+        let bytes = std::mem::take(&mut pending.bytes);
+        let (content_hash, policy) = (pending.content_hash.clone(), pending.policy.clone());
+        let task =
+            tokio::spawn(
+                async move { runtime.load_bytes(&path, bytes, content_hash, policy).await },
+            );
+        let loaded = task.await.unwrap_or_else(|e| {
+            Err(Error::LoadPanicked {
+                path: pending.path.clone(),
+                message: e.to_string(),
+            })
+        });
+        (pending, loaded)
     }
 
     /// Keeps `beehive_plugin_info` and the load-failure counts in step.
@@ -307,33 +451,36 @@ impl Directory {
             .collect())
     }
 
-    /// Loads a new or changed file and, if it loads, lets it serve.
-    async fn refresh(
+    /// Reads a new or changed file and its policy, and says whether it
+    /// must be loaded.
+    fn prepare(
         &self,
         files: &mut BTreeMap<PathBuf, FileState>,
         path: &Path,
         seen: Fingerprint,
-    ) -> Option<Change> {
+    ) -> Prepared {
         let serving = files.get(path).and_then(|f| f.serving.clone());
         let bytes = match operator_file::read(path, MAX_PLUGIN_BYTES) {
             Ok(bytes) => bytes,
             // Removed since the listing: the next sync sees it gone.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Prepared::Nothing,
             Err(source) => {
                 let error = Error::Read {
                     path: path.to_path_buf(),
                     source,
                 };
-                return Some(record_failure(files, path, seen, serving, error));
+                return Prepared::Failed(record_failure(files, path, seen, serving, error));
             }
         };
         // Still being written: the writer's next notification brings it back.
         if fingerprint(path).as_ref() != Some(&seen) {
-            return None;
+            return Prepared::Nothing;
         }
         let policy = match self.policy_of(path) {
             Ok(policy) => policy,
-            Err(error) => return Some(record_failure(files, path, seen, serving, error)),
+            Err(error) => {
+                return Prepared::Failed(record_failure(files, path, seen, serving, error));
+            }
         };
         let content_hash = hex(&Sha256::digest(&bytes));
         if serving
@@ -349,20 +496,39 @@ impl Directory {
                     failure: None,
                 },
             );
-            return None;
+            return Prepared::Nothing;
         }
-        let outcome = match self
-            .runtime
-            .load_bytes(path, bytes, content_hash, policy)
-            .await
-        {
+        Prepared::Load(Pending {
+            path: path.to_path_buf(),
+            seen,
+            serving,
+            bytes,
+            content_hash,
+            policy,
+        })
+    }
+
+    /// Lets a loaded plugin serve, or records why it does not.
+    async fn settle(
+        &self,
+        files: &mut BTreeMap<PathBuf, FileState>,
+        pending: Pending,
+        loaded: Result<Plugin, Error>,
+    ) -> Option<Change> {
+        let Pending {
+            path,
+            seen,
+            serving,
+            ..
+        } = pending;
+        let outcome = match loaded {
             Ok(plugin) => self.install(files, plugin, serving.clone()).await,
             Err(error) => Err(error),
         };
         match outcome {
             Ok(served) => {
                 files.insert(
-                    path.to_path_buf(),
+                    path,
                     FileState {
                         seen,
                         retry: false,
@@ -375,8 +541,8 @@ impl Directory {
                     replaced: serving,
                 })
             }
-            Err(_) if fingerprint(path).as_ref() != Some(&seen) => None,
-            Err(error) => Some(record_failure(files, path, seen, serving, error)),
+            Err(_) if fingerprint(&path).as_ref() != Some(&seen) => None,
+            Err(error) => Some(record_failure(files, &path, seen, serving, error)),
         }
     }
 
@@ -478,9 +644,9 @@ impl Directory {
     }
 
     fn publish(&self, files: &BTreeMap<PathBuf, FileState>) {
-        let served = files.values().filter_map(|f| f.serving.clone()).collect();
-        let failures = files.values().filter_map(|f| f.failure.clone()).collect();
-        *self.report() = (served, failures);
+        let mut report = self.report();
+        report.served = files.values().filter_map(|f| f.serving.clone()).collect();
+        report.failures = files.values().filter_map(|f| f.failure.clone()).collect();
     }
 
     /// Watches the directory and syncs shortly after it changes, and every
@@ -494,9 +660,8 @@ impl Directory {
         watch_directory(&self.dir, rescan, move || {
             let directory = directory.clone();
             async move {
-                match directory.sync().await {
-                    Ok(changes) => changes.iter().for_each(Change::log),
-                    Err(error) => tracing::warn!("plugin directory: {error}"),
+                if let Err(error) = directory.sync_with(Change::log).await {
+                    tracing::warn!("plugin directory: {error}");
                 }
             }
         })

@@ -83,6 +83,15 @@ pub enum Error {
         /// The cap that applies to it.
         cap: usize,
     },
+    /// Loading the plugin panicked (a defect in the host or a dependency,
+    /// not the file's fault alone); nothing of it serves.
+    #[error("{path}: loading it failed inside the host: {message}")]
+    LoadPanicked {
+        /// The plugin file.
+        path: PathBuf,
+        /// What the panic said.
+        message: String,
+    },
     /// The host refused the registration.
     #[error("{path}: cannot register: {source}")]
     Register {

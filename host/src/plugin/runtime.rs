@@ -117,6 +117,9 @@ pub struct Runtime {
     pub(super) budget: Arc<Budget>,
     cache: Option<cache::Cache>,
     compiled: std::sync::atomic::AtomicUsize,
+    /// One compile at a time: each already spreads over every core, and
+    /// two at once would make a small plugin wait on a large one's share.
+    compiling: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -172,6 +175,7 @@ impl Runtime {
             options,
             cache,
             compiled: std::sync::atomic::AtomicUsize::new(0),
+            compiling: tokio::sync::Semaphore::new(1),
         }))
     }
 
@@ -298,6 +302,12 @@ impl Runtime {
 impl Runtime {
     /// The compiled component: from the cache, or compiled (off the async
     /// workers: compiling is up to seconds of CPU) and then cached.
+    /// Whether the cache likely holds `content_hash` compiled, so that a
+    /// load of it takes milliseconds rather than a compile.
+    pub(super) fn has_compiled(&self, content_hash: &str) -> bool {
+        self.cache.as_ref().is_some_and(|c| c.holds(content_hash))
+    }
+
     async fn component(
         &self,
         path: &Path,
@@ -319,10 +329,21 @@ impl Runtime {
         if let Some(problem) = header_problem(&bytes) {
             return Err(not_a_component(problem.to_string()));
         }
+        // Never closed, so acquiring cannot fail.
+        let _turn = self.compiling.acquire().await;
+        // A large component takes tens of seconds: the operator should
+        // know why it does not serve yet.
+        tracing::info!(
+            "compiling {} ({:.1} MB)",
+            path.display(),
+            bytes.len() as f64 / 1e6
+        );
+        let started = std::time::Instant::now();
         let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
             .await
             .map_err(|e| not_a_component(e.to_string()))?
             .map_err(|e| not_a_component(format!("{e:#}")))?;
+        tracing::info!("compiled {} in {:.1?}", path.display(), started.elapsed());
         self.compiled
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if let Some(cache) = &self.cache {

@@ -157,7 +157,7 @@ fn two_hosts_ride_out_a_fault_a_round_and_lose_nothing() {
     ]);
     server.psql(AUDIT);
     let mut hosts: Vec<HostProcess> = vec![
-        workspace.start_host_until(&[], "host-0.log", "serving "),
+        workspace.start_host_until(&[], "host-0.log", beehive_e2e::PLUGINS_LOADED),
         workspace.start_host_until(&[], "host-1.log", "standing by"),
     ];
     // Each host's pid, and when it was killed (seconds since the epoch).

@@ -229,7 +229,7 @@ fn settled_greetings(workspace: &Workspace) -> usize {
 /// serving, the second standing by.
 fn active_and_standby(workspace: &Workspace, lease: &str) -> (HostProcess, HostProcess) {
     let args = ["--lease", lease];
-    let first = workspace.start_host_until(&args, "first.log", "serving ");
+    let first = workspace.start_host_until(&args, "first.log", beehive_e2e::PLUGINS_LOADED);
     let second = workspace.start_host_until(&args, "second.log", "standing by");
     (first, second)
 }

@@ -123,3 +123,64 @@ fn a_python_plugin_reaches_a_granted_endpoint_with_its_token_and_is_denied_elsew
     assert_mentions(&rogue, &["\"unreachable\""]);
     host.terminate();
 }
+
+/// The host answers on its socket while an uncached Python plugin compiles:
+/// a Rust plugin serves meanwhile, `beehive plugins` shows the Python file
+/// loading, an object of its kind waits for it, and `plugins --wait`
+/// returns once it serves. A metrics address in use is refused before any
+/// plugin loads.
+#[test]
+fn the_host_serves_while_a_large_plugin_compiles() {
+    let workspace = Workspace::with_plugins(&["greeting", "conditions-py"]);
+    // The workspace's own cache is empty: the Python plugin compiles.
+    let host = workspace.start_host_until(&[], "host.log", "serving ");
+    let mut shown = String::new();
+    wait_until("the greeting plugin serves", || {
+        shown = workspace.ok(&["plugins"]);
+        shown.contains("Greeting.example.dev")
+    });
+    assert_mentions(&shown, &["LOADING plugins/conditions-py.wasm (18."]);
+    workspace.apply(
+        "greeting.yaml",
+        "kind: Greeting\nname: early\nspec: {name: Early}\n",
+    );
+    workspace.ok(&["wait", "Greeting", "early", "--for", "settled"]);
+
+    let served = workspace.ok(&["plugins", "--wait"]);
+    assert_mentions(&served, &["Service.py.example.dev", "Greeting.example.dev"]);
+    assert!(!served.contains("LOADING"), "{served}");
+    workspace.apply(
+        "service.yaml",
+        "kind: Service.py.example.dev\nname: web\nspec: {port: 8080}\n",
+    );
+    workspace.ok(&["wait", "Service.py.example.dev", "web", "--for", "settled"]);
+
+    let log = host.log();
+    let at = |line: &str| {
+        log.find(line)
+            .unwrap_or_else(|| panic!("the host never logged {line:?}:\n{log}"))
+    };
+    assert!(at("serving ") < at("compiling plugins/greeting.wasm (0."));
+    assert!(at("serves Greeting.example.dev") < at("compiling plugins/conditions-py.wasm"));
+    assert!(at("compiled plugins/conditions-py.wasm in") < at("serves Service.py.example.dev"));
+    assert!(at("serves Service.py.example.dev") < at("first plugin load done"));
+
+    // The metrics port is taken now: a second host on another store is
+    // refused at once, before it loads (or compiles) anything.
+    let metrics = Workspace::with_plugins(&["conditions-py"]);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let started = std::time::Instant::now();
+    let refused = metrics.run(&["run", "--metrics-addr", &addr]);
+    assert!(!refused.status.success());
+    assert_mentions(
+        &String::from_utf8_lossy(&refused.stderr),
+        &[&format!("--metrics-addr {addr}")],
+    );
+    assert!(
+        !String::from_utf8_lossy(&refused.stderr).contains("compiling"),
+        "refused before loading plugins"
+    );
+    eprintln!("refused in {:?}", started.elapsed());
+    host.terminate();
+}

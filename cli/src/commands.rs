@@ -62,6 +62,24 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
                 other => Err(unexpected(&other)),
             };
         }
+        Command::Logs { kind, name, follow } => {
+            let Addressed { kind, mut names } = addressed(kind, name.into_iter().collect())?;
+            if names.len() > 1 {
+                return Err(Failure::usage("logs takes a kind, or one object"));
+            }
+            let request = Request::Logs {
+                kind,
+                name: names.pop(),
+                follow,
+            };
+            return match follow {
+                true => follow_logs(&paths, request).await,
+                false => match dispatch(&paths, request).await? {
+                    Reply::Logs { lines, .. } => Ok(output::log_lines(&lines)),
+                    other => Err(unexpected(&other)),
+                },
+            };
+        }
         Command::Events {
             object,
             category,
@@ -295,6 +313,23 @@ async fn watch_events(
                 for run in &events {
                     output::print_now(&output::event_run(run));
                 }
+            }
+            other => return Err(unexpected(&other)),
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// `logs -f`: the lines kept, then each line as it is logged.
+async fn follow_logs(paths: &Paths, request: Request) -> Result<String, Failure> {
+    follow(paths, request, |reply| {
+        match reply {
+            Reply::Logs { lines, missed } => {
+                if missed > 0 {
+                    eprintln!("({missed} lines missed: this reader fell behind)");
+                }
+                output::print_now(&output::log_lines(&lines));
             }
             other => return Err(unexpected(&other)),
         }

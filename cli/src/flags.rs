@@ -125,6 +125,18 @@ pub(crate) enum Command {
         /// The objects' names.
         names: Vec<String>,
     },
+    /// Show what plugins logged about a kind, or one object of it: the
+    /// latest lines the running host kept (1,000 at most, all plugins
+    /// together), then with -f each line as it is logged.
+    Logs {
+        /// The kind (`Kind` or `Kind.group`), or `KIND/NAME`.
+        kind: String,
+        /// One object's name.
+        name: Option<String>,
+        /// Then print each line as it is logged (Ctrl-C ends it).
+        #[arg(short = 'f', long)]
+        follow: bool,
+    },
     /// Show an object's event timeline, newest first.
     Events {
         #[command(flatten)]

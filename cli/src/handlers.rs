@@ -20,8 +20,8 @@ use crate::manifest::Manifest;
 use crate::object_view::OwnerNames;
 use crate::protocol::{
     ActiveHostView, Applied, Change, Description, EventView, HttpLimitsView, KindSchemas,
-    LimitsView, LoadingRow, NextPass, Outcome, PluginFailure, PluginRow, PluginsView, Related,
-    Reply, Request, Until,
+    LimitsView, LoadingRow, LogLineView, NextPass, Outcome, PluginFailure, PluginRow, PluginsView,
+    Related, Reply, Request, Until,
 };
 
 /// How long `apply` may hold the writer for one batch of manifests.
@@ -70,7 +70,12 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
             name,
             finalizer,
         } => remove_finalizer(ctx, &kind, &name, &finalizer).await,
-        Request::Watch { .. } | Request::WatchEvents { .. } => {
+        Request::Logs {
+            kind,
+            name,
+            follow: false,
+        } => logs(ctx, &kind, name.as_deref()),
+        Request::Watch { .. } | Request::WatchEvents { .. } | Request::Logs { .. } => {
             Err("a watch streams: it is answered by the host's socket".into())
         }
     }
@@ -92,7 +97,113 @@ pub fn follow(ctx: &Context, request: Request) -> Result<Following, Failure> {
             name,
             category,
         } => watch_events(ctx, &kind, &name, category.as_deref()),
+        Request::Logs { kind, name, .. } => follow_logs(ctx, &kind, name.as_deref()),
         other => Err(format!("not a watch: {other:?}").into()),
+    }
+}
+
+/// The plugin log lines the host kept about a kind or one object of it.
+fn logs(ctx: &Context, kind: &str, name: Option<&str>) -> Outcome {
+    let (directory, filter) = log_filter(ctx, kind, name)?;
+    Ok(Reply::Logs {
+        lines: log_views(directory.logs().recent(), &filter),
+        missed: 0,
+    })
+}
+
+/// Those lines, then each such line as a plugin logs it.
+fn follow_logs(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Following, Failure> {
+    let (directory, filter) = log_filter(ctx, kind, name)?;
+    let (recent, feed) = directory.logs().follow();
+    let snapshot = Reply::Logs {
+        lines: log_views(recent, &filter),
+        missed: 0,
+    };
+    let replies = futures_util::stream::unfold((feed, filter), |(mut feed, filter)| async move {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            let reply = match feed.recv().await {
+                Ok(line) if filter.matches(&line) => Reply::Logs {
+                    lines: vec![log_view(line)],
+                    missed: 0,
+                },
+                Ok(_) => continue,
+                Err(RecvError::Lagged(missed)) => Reply::Logs {
+                    lines: Vec::new(),
+                    missed,
+                },
+                Err(RecvError::Closed) => return None,
+            };
+            return Some((Ok(reply), (feed, filter)));
+        }
+    });
+    Ok(Following {
+        snapshot,
+        replies: replies.boxed(),
+    })
+}
+
+/// Which plugin log lines are about a kind, or one object of it.
+struct LogFilter {
+    /// `Kind.group/`, how the objects' labels start.
+    prefix: String,
+    name: Option<String>,
+    /// The plugin serving the kind: its lines outside passes are the kind's.
+    plugin: Option<String>,
+}
+
+impl LogFilter {
+    fn matches(&self, line: &beehive::plugin::LogLine) -> bool {
+        match (&self.name, line.object.strip_prefix(&self.prefix)) {
+            _ if line.object.is_empty() => {
+                self.name.is_none() && self.plugin.as_deref() == Some(line.plugin.as_str())
+            }
+            (Some(name), Some(rest)) => rest == name,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        }
+    }
+}
+
+fn log_filter(
+    ctx: &Context,
+    kind: &str,
+    name: Option<&str>,
+) -> Result<(Arc<Directory>, LogFilter), Failure> {
+    let Some(directory) = ctx.plugins.clone() else {
+        return Err(Failure::unreachable(
+            "plugin logs are a running host's: start one with `beehive run`",
+        ));
+    };
+    let group_kind = resolve_kind(&ctx.store, kind)?;
+    let plugin = directory
+        .served()
+        .into_iter()
+        .find(|s| s.group_kind == group_kind)
+        .and_then(|s| Some(s.path.file_stem()?.to_string_lossy().into_owned()));
+    let filter = LogFilter {
+        prefix: format!("{group_kind}/"),
+        name: name.map(str::to_string),
+        plugin,
+    };
+    Ok((directory, filter))
+}
+
+fn log_views(lines: Vec<beehive::plugin::LogLine>, filter: &LogFilter) -> Vec<LogLineView> {
+    lines
+        .into_iter()
+        .filter(|line| filter.matches(line))
+        .map(log_view)
+        .collect()
+}
+
+fn log_view(line: beehive::plugin::LogLine) -> LogLineView {
+    LogLineView {
+        at: line.at,
+        level: line.level.to_string(),
+        plugin: line.plugin,
+        object: line.object,
+        message: line.message,
     }
 }
 

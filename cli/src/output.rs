@@ -9,7 +9,9 @@ use clap::ValueEnum;
 
 use beehive::naming::escape;
 
-use crate::protocol::{Description, EventView, LimitsView, ObjectView, PluginsView, Related};
+use crate::protocol::{
+    Description, EventView, LimitsView, LogLineView, ObjectView, PluginsView, Related,
+};
 use beehive::object::ObjectDocument;
 
 /// `-o` for `get`.
@@ -250,6 +252,27 @@ impl WatchPrinter {
         };
         print_now(&text);
     }
+}
+
+/// Plugin log lines: when, the level, the object of the pass (or the plugin,
+/// outside one), and the message.
+pub fn log_lines(lines: &[LogLineView]) -> String {
+    let mut out = String::new();
+    for line in lines {
+        let at = humantime::format_rfc3339_millis(system_time(line.at));
+        let about = match line.object.is_empty() {
+            true => format!("[{}]", line.plugin),
+            false => line.object.clone(),
+        };
+        let _ = writeln!(
+            out,
+            "{at} {:<5} {}: {}",
+            line.level,
+            escape(&about),
+            escape(&line.message)
+        );
+    }
+    out
 }
 
 /// Prints and flushes at once: streamed output must not sit in a buffer.

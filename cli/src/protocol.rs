@@ -66,6 +66,15 @@ pub enum Request {
         name: String,
         finalizer: String,
     },
+    /// Plugin log lines about a kind (or one object of it): the latest the
+    /// host kept (`Reply::Logs`), then, when `follow`, a `Reply::Logs` line
+    /// per line logged until either side hangs up.
+    Logs {
+        kind: String,
+        name: Option<String>,
+        #[serde(default)]
+        follow: bool,
+    },
     /// A snapshot (`Reply::Objects`), then one `Reply::Change` line per
     /// change until either side hangs up.
     Watch {
@@ -123,6 +132,28 @@ pub enum Reply {
         message: String,
     },
     Change(Box<Change>),
+    Logs {
+        lines: Vec<LogLineView>,
+        /// Lines a follower missed because it fell behind.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        missed: u64,
+    },
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// One line a plugin logged.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LogLineView {
+    pub at: Timestamp,
+    pub level: String,
+    pub plugin: String,
+    /// The object of the pass (`Kind.group/name`); empty outside a pass.
+    #[serde(default)]
+    pub object: String,
+    pub message: String,
 }
 
 /// A kind's schemas, for `explain`.

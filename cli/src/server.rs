@@ -140,12 +140,14 @@ async fn answer(stream: UnixStream, ctx: &Context) {
         }
     };
     let outcome: Outcome = match serde_json::from_str::<Request>(&line) {
-        Ok(request @ (Request::Watch { .. } | Request::WatchEvents { .. })) => {
-            match handlers::follow(ctx, request) {
-                Ok(following) => return relay_until_hung_up(write, read, following).await,
-                Err(why) => Err(why),
-            }
-        }
+        Ok(
+            request @ (Request::Watch { .. }
+            | Request::WatchEvents { .. }
+            | Request::Logs { follow: true, .. }),
+        ) => match handlers::follow(ctx, request) {
+            Ok(following) => return relay_until_hung_up(write, read, following).await,
+            Err(why) => Err(why),
+        },
         Ok(request) => handlers::execute(ctx, request).await,
         Err(e) => Err(format!("bad request: {e}").into()),
     };

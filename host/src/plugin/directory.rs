@@ -259,6 +259,11 @@ impl Directory {
         &self.dir
     }
 
+    /// The log lines its plugins logged.
+    pub fn logs(&self) -> &super::PluginLogs {
+        self.runtime.logs()
+    }
+
     /// The plugins serving now, by file name.
     pub fn served(&self) -> Vec<Served> {
         self.report().served.clone()

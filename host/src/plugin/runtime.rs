@@ -120,6 +120,7 @@ pub struct Runtime {
     /// One compile at a time: each already spreads over every core, and
     /// two at once would make a small plugin wait on a large one's share.
     compiling: tokio::sync::Semaphore,
+    logs: super::PluginLogs,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -176,6 +177,7 @@ impl Runtime {
             cache,
             compiled: std::sync::atomic::AtomicUsize::new(0),
             compiling: tokio::sync::Semaphore::new(1),
+            logs: super::PluginLogs::default(),
         }))
     }
 
@@ -302,6 +304,11 @@ impl Runtime {
 impl Runtime {
     /// The compiled component: from the cache, or compiled (off the async
     /// workers: compiling is up to seconds of CPU) and then cached.
+    /// The log lines of the plugins this runtime loads.
+    pub fn logs(&self) -> &super::PluginLogs {
+        &self.logs
+    }
+
     /// Whether the cache likely holds `content_hash` compiled, so that a
     /// load of it takes milliseconds rather than a compile.
     pub(super) fn has_compiled(&self, content_hash: &str) -> bool {

@@ -82,6 +82,7 @@ impl Sandbox {
                     .reporting_to(self.metrics.memory.clone()),
                 stderr,
                 plugin: self.name.clone(),
+                logs: self.runtime.logs().clone(),
                 pass: None,
                 object: String::new(),
                 clock: PassClock::new(self.limits.pass_deadline, self.limits.host_calls_per_pass),

@@ -50,6 +50,8 @@ pub(crate) struct PluginState {
     pub(crate) stderr: MemoryOutputPipe,
     /// The plugin's name, for logs and events.
     pub(crate) plugin: Arc<str>,
+    /// Where its log lines are kept for `beehive logs`.
+    pub(crate) logs: super::PluginLogs,
     /// The pass running now, if any.
     pub(crate) pass: Option<ControllerClient>,
     /// The object of the pass running now, for the plugin's log lines.
@@ -215,13 +217,40 @@ impl host::Host for PluginState {
         let (plugin, object) = (&*self.plugin, self.object.as_str());
         // A plugin's line must never pass for the host's own.
         let message = naming::escape(&message);
-        match level {
-            Level::Trace => tracing::trace!(plugin, object, "{message}"),
-            Level::Debug => tracing::debug!(plugin, object, "{message}"),
-            Level::Info => tracing::info!(plugin, object, "{message}"),
-            Level::Warn => tracing::warn!(plugin, object, "{message}"),
-            Level::Error => tracing::error!(plugin, object, "{message}"),
+        let (filter, level) = match level {
+            Level::Trace => {
+                tracing::trace!(plugin, object, "{message}");
+                (tracing::Level::TRACE, "TRACE")
+            }
+            Level::Debug => {
+                tracing::debug!(plugin, object, "{message}");
+                (tracing::Level::DEBUG, "DEBUG")
+            }
+            Level::Info => {
+                tracing::info!(plugin, object, "{message}");
+                (tracing::Level::INFO, "INFO")
+            }
+            Level::Warn => {
+                tracing::warn!(plugin, object, "{message}");
+                (tracing::Level::WARN, "WARN")
+            }
+            Level::Error => {
+                tracing::error!(plugin, object, "{message}");
+                (tracing::Level::ERROR, "ERROR")
+            }
+        };
+        // Kept at the level the host logs at: lines the operator silenced
+        // should not crowd out the ones they kept.
+        if tracing::level_filters::LevelFilter::current() < filter {
+            return Ok(());
         }
+        self.logs.record(super::LogLine {
+            at: crate::object::Timestamp::now(),
+            level,
+            plugin: plugin.to_string(),
+            object: object.to_string(),
+            message: message.into_owned(),
+        });
         Ok(())
     }
 }

@@ -138,6 +138,49 @@ fn a_plugins_log_lines_carry_the_pass_they_came_from() {
 }
 
 #[test]
+fn beehive_logs_prints_and_follows_a_kinds_plugin_lines() {
+    let workspace = Workspace::with_plugins(&["hostile", "greeting"]);
+    let host = workspace.start_host(&[]);
+    workspace.apply(
+        "chatty.yaml",
+        "kind: Hostile.test.dev\nname: chatty\nspec: {act: forge-log}\n",
+    );
+    workspace.ok(&["wait", "Hostile", "chatty", "--for", "settled"]);
+    let kept = workspace.ok(&["logs", "Hostile"]);
+    // One line, tagged with the pass's object, its control characters
+    // escaped so it cannot pass for two.
+    assert_eq!(kept.lines().count(), 1, "{kept}");
+    assert_mentions(
+        &kept,
+        &["INFO  Hostile.test.dev/chatty: ok\\n2026-12-01T00:00:00Z ERROR forged by a plugin"],
+    );
+    assert_eq!(workspace.ok(&["logs", "Hostile/chatty"]), kept);
+    assert_eq!(workspace.ok(&["logs", "Hostile", "quiet"]), "");
+    assert_eq!(
+        workspace.ok(&["logs", "Greeting"]),
+        "",
+        "another kind's lines"
+    );
+
+    let mut following = workspace.follow(&["logs", "hostile", "-f"]);
+    assert_mentions(&following.next_line(), &["Hostile.test.dev/chatty"]);
+    workspace.apply(
+        "second.yaml",
+        "kind: Hostile.test.dev\nname: second\nspec: {act: forge-log}\n",
+    );
+    assert_mentions(&following.next_line(), &["Hostile.test.dev/second: ok"]);
+    drop(following);
+    host.terminate();
+
+    let offline = workspace.run(&["logs", "Hostile"]);
+    assert_eq!(offline.status.code(), Some(6), "{offline:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&offline.stderr),
+        &["plugin logs are a running host's"],
+    );
+}
+
+#[test]
 fn top_shows_kinds_and_plugins_and_wants_a_terminal_for_the_live_view() {
     let workspace = Workspace::with_plugins(&["greeting"]);
     let host = workspace.start_host(&[]);

@@ -154,7 +154,8 @@ impl Host {
     }
 }
 
-/// The host's plugins reply, asked over its socket.
+/// The host's plugins reply, asked over its socket (a reply is `{"Ok":
+/// REPLY}` or `{"Err": FAILURE}`).
 fn plugins(socket: &Path) -> serde_json::Value {
     let mut stream = UnixStream::connect(socket).expect("the socket answers");
     stream
@@ -164,7 +165,11 @@ fn plugins(socket: &Path) -> serde_json::Value {
     BufReader::new(stream)
         .read_line(&mut line)
         .expect("a reply");
-    serde_json::from_str(&line).expect("a JSON reply")
+    let outcome: serde_json::Value = serde_json::from_str(&line).expect("a JSON reply");
+    match outcome.get("Ok") {
+        Some(reply) => reply.clone(),
+        None => panic!("the host refused: {line}"),
+    }
 }
 
 fn ms(duration: Duration) -> f64 {

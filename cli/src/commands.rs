@@ -120,7 +120,10 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             return Ok(printed.show(&view, output::plugins));
         }
         Command::Top { interval, once } => {
-            let mut source = MetricsSource { paths: &paths };
+            let mut source = MetricsSource {
+                paths: &paths,
+                answered: false,
+            };
             let host = paths.shown.clone();
             if once {
                 return top::once(&mut source, &host, interval).await;
@@ -255,12 +258,30 @@ async fn delete_one(paths: &Paths, kind: &str, name: &str) -> Result<String, Fai
 /// `beehive top`'s snapshots: the metrics, over the socket.
 struct MetricsSource<'a> {
     paths: &'a Paths,
+    /// Whether a host has answered: then a failure means it went away.
+    answered: bool,
 }
 
 impl top::Source for MetricsSource<'_> {
     async fn fetch(&mut self) -> Result<String, Failure> {
-        match dispatch(self.paths, Request::Metrics).await? {
-            Reply::Metrics { text } => Ok(text),
+        let reply = dispatch(self.paths, Request::Metrics)
+            .await
+            .map_err(|failure| match (failure.code, self.answered) {
+                (Code::Unreachable, true) => Failure::unreachable(format!(
+                    "the host serving {} stopped: top has nothing left to show",
+                    self.paths.shown
+                )),
+                (Code::Unreachable, false) => Failure::unreachable(format!(
+                    "top shows a running host's activity, and none serves {}: start one with `beehive run`",
+                    self.paths.shown
+                )),
+                _ => failure,
+            })?;
+        match reply {
+            Reply::Metrics { text } => {
+                self.answered = true;
+                Ok(text)
+            }
             other => Err(unexpected(&other)),
         }
     }

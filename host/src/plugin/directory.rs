@@ -317,9 +317,22 @@ impl Directory {
                 .filter(|p| !present.contains_key(*p))
                 .cloned()
                 .collect();
-            gone.iter()
-                .filter_map(|p| files.remove(p).and_then(|f| f.serving))
-                .collect()
+            let metrics = self.host.store().metrics();
+            let mut removed = Vec::new();
+            for path in &gone {
+                metrics.plugin_gone(&plugin_label(path));
+                let Some(served) = files.remove(path).and_then(|f| f.serving) else {
+                    continue;
+                };
+                metrics.plugin_serving(
+                    &plugin_label(path),
+                    &served.group_kind.to_string(),
+                    &served.content_hash,
+                    false,
+                );
+                removed.push(served);
+            }
+            removed
         };
         let mut changes = Vec::new();
         let mut report = |change: Change| {
@@ -332,6 +345,10 @@ impl Directory {
             if files.get(&path).is_some_and(|f| f.seen == seen && !f.retry) {
                 continue;
             }
+            self.host
+                .store()
+                .metrics()
+                .plugin_seen(&plugin_label(&path));
             match self.prepare(&mut files, &path, seen) {
                 Prepared::Nothing => {}
                 Prepared::Failed(change) => report(change),

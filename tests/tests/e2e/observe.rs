@@ -181,6 +181,61 @@ fn beehive_logs_prints_and_follows_a_kinds_plugin_lines() {
 }
 
 #[test]
+fn the_export_has_process_and_build_series_counters_from_zero_and_no_removed_plugin() {
+    let workspace = Workspace::with_plugins(&["greeting"]);
+    // A second file for the same kind loads, and is refused.
+    workspace.install_plugin("greeting", "twin.wasm");
+    let host = workspace.start_host(&["--metrics-addr", "127.0.0.1:0"]);
+    let address = metrics_address(&host);
+    let text = scrape(&address);
+    for series in [
+        r#"beehive_build_info{version="0.1.0"} 1"#,
+        r#"beehive_plugin_load_failures_total{plugin="greeting"} 0"#,
+        r#"beehive_plugin_traps_total{plugin="greeting"} 0"#,
+        r#"beehive_plugin_load_failures_total{plugin="twin"} 1"#,
+    ] {
+        assert!(
+            text.lines().any(|l| l == series),
+            "{series} missing:\n{text}"
+        );
+    }
+    for name in [
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_virtual_memory_bytes",
+        "process_open_fds",
+        "process_max_fds",
+        "process_threads",
+        "process_start_time_seconds",
+    ] {
+        assert!(value(&text, name) > 0.0, "{name} missing:\n{text}");
+    }
+    let (head, _) = http_get(&address, "/readyz");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+
+    // A refused plugin, removed: its series and its row in top go with it.
+    assert_mentions(
+        &workspace.ok(&["top", "--once", "--interval", "100ms"]),
+        &["twin"],
+    );
+    std::fs::remove_file(workspace.path().join("plugins/twin.wasm")).unwrap();
+    wait_until("the removed plugin's series are dropped", || {
+        !scrape(&address).contains(r#"plugin="twin""#)
+    });
+    let frame = workspace.ok(&["top", "--once", "--interval", "100ms"]);
+    assert!(!frame.contains("twin"), "{frame}");
+    host.terminate();
+
+    // With no host, top says so rather than blaming the metrics.
+    let out = workspace.run(&["top", "--once"]);
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&out.stderr),
+        &["top shows a running host's activity, and none serves"],
+    );
+}
+
+#[test]
 fn top_shows_kinds_and_plugins_and_wants_a_terminal_for_the_live_view() {
     let workspace = Workspace::with_plugins(&["greeting"]);
     let host = workspace.start_host(&[]);

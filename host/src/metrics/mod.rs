@@ -8,6 +8,8 @@
 //! lookup per pass. Nothing is exported unless someone asks: `beehive
 //! metrics`, `beehive run --metrics-addr`, or [`Metrics::encode`].
 
+mod process;
+
 use crate::sync::lock;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -132,9 +134,32 @@ pub(crate) struct PluginMetrics {
 /// Counts store calls refused to plugins, by plugin, kind and verb. Denials
 /// are rare, so each looks its series up.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct DenialCounter(Family<Labels, Counter>);
+pub(crate) struct DenialCounter {
+    family: Family<Labels, Counter>,
+    /// The label sets counted, so a removed plugin's can be dropped (a
+    /// family cannot list its own); bounded by plugins × kinds × verbs.
+    counted: Arc<std::sync::Mutex<std::collections::BTreeSet<Labels>>>,
+}
 
 impl DenialCounter {
+    fn new(family: Family<Labels, Counter>) -> Self {
+        DenialCounter {
+            family,
+            counted: Arc::default(),
+        }
+    }
+
+    /// Drops every series of `plugin`.
+    fn forget(&self, plugin: &str) {
+        lock(&self.counted).retain(|set| {
+            let of_plugin = set.iter().any(|(k, v)| k == "plugin" && v == plugin);
+            if of_plugin {
+                self.family.remove(set);
+            }
+            !of_plugin
+        });
+    }
+
     /// Counts one denial of `verb` on `kind` to `plugin`.
     pub(crate) fn count(
         &self,
@@ -143,13 +168,9 @@ impl DenialCounter {
         verb: beehive_types::StoreVerb,
     ) {
         let kind = kind.to_string();
-        self.0
-            .get_or_create(&labels(&[
-                ("plugin", plugin),
-                ("kind", &kind),
-                ("verb", verb.as_str()),
-            ]))
-            .inc();
+        let set = labels(&[("plugin", plugin), ("kind", &kind), ("verb", verb.as_str())]);
+        self.family.get_or_create(&set).inc();
+        lock(&self.counted).insert(set);
     }
 }
 
@@ -184,6 +205,16 @@ impl Metrics {
     pub(crate) fn new(database: PathBuf) -> Arc<Metrics> {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(DatabaseSize(database)));
+        registry.register_collector(Box::new(process::ProcessCollector));
+        let build_info = Family::<Labels, Gauge>::default();
+        build_info
+            .get_or_create(&labels(&[("version", env!("CARGO_PKG_VERSION"))]))
+            .set(1);
+        registry.register(
+            "beehive_build_info",
+            "The Beehive release this host runs (always 1)",
+            build_info,
+        );
         let r = &mut registry;
         let seconds = || HistogramFamily::new_with_constructor(seconds_histogram);
         Arc::new(Metrics {
@@ -297,7 +328,7 @@ impl Metrics {
                 "Plugin calls cut by their CPU deadline or wall-clock limit, per plugin",
                 Family::default(),
             ),
-            plugin_denials: DenialCounter(registered(
+            plugin_denials: DenialCounter::new(registered(
                 r,
                 "beehive_plugin_denials",
                 "Store calls refused because the plugin's policy does not grant them, per plugin, kind and verb",
@@ -412,6 +443,27 @@ impl Metrics {
         } else {
             self.plugin_info.remove(&set);
         }
+    }
+
+    /// Starts `plugin`'s counters at zero, so that an alert on their
+    /// increase sees a series before the first failure.
+    pub(crate) fn plugin_seen(&self, plugin: &str) {
+        let name = labels(&[("plugin", plugin)]);
+        let _ = self.plugin_load_failures.get_or_create(&name);
+        let _ = self.plugin_traps.get_or_create(&name);
+        let _ = self.plugin_deadline_hits.get_or_create(&name);
+    }
+
+    /// Drops the series of a plugin whose file was removed: neither the
+    /// export nor `top` should show it any more.
+    pub(crate) fn plugin_gone(&self, plugin: &str) {
+        let name = labels(&[("plugin", plugin)]);
+        self.plugin_load_failures.remove(&name);
+        self.plugin_traps.remove(&name);
+        self.plugin_deadline_hits.remove(&name);
+        self.plugin_instances.remove(&name);
+        self.plugin_memory.remove(&name);
+        self.plugin_denials.forget(plugin);
     }
 
     /// Counts a failed load of `plugin`.

@@ -151,14 +151,27 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
                 other => Err(unexpected(&other)),
             };
         }
-        Command::Delete { kind, names } => {
+        Command::Delete {
+            kind: Some(kind),
+            names,
+            ..
+        } => {
             let Addressed { kind, names } = addressed(kind, names)?;
             if names.is_empty() {
                 return Err(Failure::usage(
                     "name the objects: KIND NAME... or KIND/NAME",
                 ));
             }
-            return delete_each(&paths, &kind, names).await;
+            let objects = names.into_iter().map(|name| (kind.clone(), name));
+            return delete_each(&paths, objects.collect()).await;
+        }
+        Command::Delete { file, .. } => {
+            let file = file.ok_or_else(|| Failure::usage("name the objects, or -f FILE"))?;
+            let objects = manifest::load(&file)?
+                .iter()
+                .map(|m| (m.kind_text(), m.name.clone()))
+                .collect();
+            return delete_each(&paths, objects).await;
         }
         Command::Requeue { object } => {
             let Named { kind, name } = object.named()?;
@@ -188,9 +201,6 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
     }
 }
 
-/// `delete KIND NAME...`. One name fails as its request does. With several,
-/// as kubectl does: each deletion is printed as it lands, each refusal as
-/// it comes, and a closing error carries the first refusal's exit code.
 /// `get`: a kind's objects, one object, or several, in one listing.
 async fn get(
     paths: &Paths,
@@ -218,13 +228,17 @@ async fn get(
     Ok(output::objects(&objects, output, single))
 }
 
-async fn delete_each(paths: &Paths, kind: &str, names: Vec<String>) -> Result<String, Failure> {
-    if let [name] = names.as_slice() {
+/// `delete KIND NAME...` or `delete -f FILE`, each object as (kind, name).
+/// One object fails as its request does. With several, as kubectl does:
+/// each deletion is printed as it lands, each refusal as it comes, and a
+/// closing error carries the first refusal's exit code.
+async fn delete_each(paths: &Paths, objects: Vec<(String, String)>) -> Result<String, Failure> {
+    if let [(kind, name)] = objects.as_slice() {
         return delete_one(paths, kind, name).await.map(|done| done + "\n");
     }
     let mut first_refusal: Option<Failure> = None;
     let mut refusals = 0;
-    for name in &names {
+    for (kind, name) in &objects {
         match delete_one(paths, kind, name).await {
             Ok(done) => println!("{done}"),
             Err(refusal) => {
@@ -238,7 +252,7 @@ async fn delete_each(paths: &Paths, kind: &str, names: Vec<String>) -> Result<St
         None => Ok(String::new()),
         Some(first) => Err(Failure::new(
             first.code,
-            format!("{refusals} of {} objects not deleted", names.len()),
+            format!("{refusals} of {} objects not deleted", objects.len()),
         )),
     }
 }

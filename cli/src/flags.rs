@@ -121,9 +121,14 @@ pub(crate) enum Command {
     /// reported and the rest go ahead.
     Delete {
         /// The kind (`Kind` or `Kind.group`), or `KIND/NAME`.
-        kind: String,
+        #[arg(required_unless_present = "file", conflicts_with = "file")]
+        kind: Option<String>,
         /// The objects' names.
         names: Vec<String>,
+        /// Delete the objects a manifest file (or directory, or - for
+        /// stdin) names, as `apply -f` reads it.
+        #[arg(short = 'f', long = "filename", value_name = "FILE")]
+        file: Option<PathBuf>,
     },
     /// Show what plugins logged about a kind, or one object of it: the
     /// latest lines the running host kept (1,000 at most, all plugins

@@ -627,6 +627,35 @@ fn an_operator_removes_a_finalizer_nothing_will_clear() {
 }
 
 #[test]
+fn delete_takes_the_file_that_applied_the_objects() {
+    let workspace = Workspace::new();
+    let notes = "kind: Note\nname: a\nspec: {}\n---\nkind: Note\nname: b\nspec: {}\n";
+    workspace.apply_new_kind("notes.yaml", notes);
+    workspace.apply_new_kind("keep.yaml", "kind: Note\nname: keep\nspec: {}\n");
+    let deleted = workspace.ok(&["delete", "-f", "notes.yaml"]);
+    assert_mentions(
+        &deleted,
+        &["Note/a marked for deletion", "Note/b marked for deletion"],
+    );
+    // Without a host nothing collects them; both are marked, keep is not.
+    let listed = json(&workspace.ok(&["get", "Note", "-o", "json"]));
+    let marked: Vec<bool> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.get("deletionRequestedAt").is_some_and(|at| !at.is_null()))
+        .collect();
+    assert_eq!(marked, [true, true, false], "{listed}");
+
+    // A name and -f together is a usage mistake; a missing file is refused.
+    let both = workspace.run(&["delete", "Note", "keep", "-f", "notes.yaml"]);
+    assert_eq!(both.status.code(), Some(2), "{both:?}");
+    let missing = workspace.run(&["delete", "-f", "nowhere.yaml"]);
+    assert!(!missing.status.success());
+    assert_mentions(&String::from_utf8_lossy(&missing.stderr), &["nowhere.yaml"]);
+}
+
+#[test]
 fn json_lines_apply_from_a_jsonl_file_or_one_with_no_extension() {
     let workspace = Workspace::new();
     let lines = |a: &str, b: &str| {

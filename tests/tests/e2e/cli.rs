@@ -539,6 +539,12 @@ fn exit_codes_say_what_failed_with_or_without_a_host() {
         "timed out"
     );
     assert_eq!(code("get --bogus"), Some(2), "usage");
+    workspace.write("broken.yaml", "kind: Note\nname: [unclosed\n");
+    assert_eq!(
+        code("apply -f broken.yaml"),
+        Some(1),
+        "a failure of any other kind"
+    );
     // Several names: each is tried, and the one missing sets the code.
     workspace.apply(
         "more.yaml",

@@ -11,6 +11,7 @@ mod endpoint;
 mod explain;
 mod failure;
 mod flags;
+mod flow_depth;
 mod handlers;
 mod manifest;
 mod manifest_watch;

@@ -153,6 +153,18 @@ pub fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// Why a spec nests too deeply to store, if it does: the store's own limit,
+/// checked here too so a file says which object it is.
+fn spec_too_deep(spec: &serde_json::Value) -> Option<String> {
+    let depth = beehive::Json::from_value(spec).depth();
+    (depth > beehive::naming::MAX_DEPTH).then(|| {
+        format!(
+            "the spec is nested {depth} levels deep; at most {}",
+            beehive::naming::MAX_DEPTH
+        )
+    })
+}
+
 fn io_reason(error: &std::io::Error) -> String {
     match error.kind() {
         std::io::ErrorKind::NotFound => "no such file or directory".into(),
@@ -177,18 +189,23 @@ const READ_ONLY_FIELDS: [&str; 11] = [
 ];
 
 fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> {
-    if let Some(depth) = flow_depth_beyond(text, beehive::naming::MAX_DEPTH) {
-        return Err(format!(
-            "{origin}: nested deeper than {} levels (at byte {depth})",
-            beehive::naming::MAX_DEPTH
-        ));
-    }
     let documents: Vec<serde_json::Value> = if json {
         serde_json::Deserializer::from_str(text)
             .into_iter::<serde_json::Value>()
             .collect::<Result<_, _>>()
             .map_err(|e| format!("{origin}: invalid JSON: {e}"))?
     } else {
+        // A spec may nest 64 levels; a manifest wraps it in at most two
+        // flow levels of its own (a list, an object). The exact limit is
+        // the store's, on the parsed spec; this only keeps the parser from
+        // a text whose nesting would cost it minutes.
+        let limit = beehive::naming::MAX_DEPTH + 2;
+        if let Some(at) = crate::flow_depth::flow_depth_beyond(text, limit) {
+            return Err(format!(
+                "{origin}: nested deeper than {} levels (at byte {at})",
+                beehive::naming::MAX_DEPTH
+            ));
+        }
         serde_norway::Deserializer::from_str(text)
             .map(serde_json::Value::deserialize)
             .collect::<Result<_, _>>()
@@ -206,7 +223,8 @@ fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> 
             fields.retain(|key, _| !READ_ONLY_FIELDS.contains(&key.as_str()));
         }
         let manifest: Manifest = serde_json::from_value(value).map_err(|e| format!("{at}: {e}"))?;
-        if let Some(problem) = manifest.problem() {
+        let problem = manifest.problem().or_else(|| spec_too_deep(&manifest.spec));
+        if let Some(problem) = problem {
             // Escaped: a name is the file author's text, and may hold the
             // control characters it is refused for.
             return Err(format!(
@@ -238,46 +256,6 @@ fn looks_like_json(text: &str) -> bool {
             .all(|value| value.is_ok())
 }
 
-/// Where `[` / `{` nesting first goes past `limit` levels, if it does: one
-/// pass over the text, so a hostile file is refused before any parser (whose
-/// cost may grow faster than the text) sees it. Quoted text and comments do
-/// not count. Block nesting needs indentation, so it cannot go deep in a
-/// file of bounded size; the parser's own recursion limit covers it.
-fn flow_depth_beyond(text: &str, limit: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    let mut comment = false;
-    let mut after_space = true;
-    for (at, c) in text.char_indices() {
-        if comment {
-            comment = c != '\n';
-            after_space = true;
-            continue;
-        }
-        match quote {
-            Some('"') if escaped => escaped = false,
-            Some('"') if c == '\\' => escaped = true,
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None => match c {
-                '"' | '\'' => quote = Some(c),
-                '#' if after_space => comment = true,
-                '[' | '{' => {
-                    depth += 1;
-                    if depth > limit {
-                        return Some(at);
-                    }
-                }
-                ']' | '}' => depth = depth.saturating_sub(1),
-                _ => {}
-            },
-        }
-        after_space = c.is_whitespace();
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,10 +284,55 @@ mod tests {
         let error = parse("deep.yaml", &deep, false).unwrap_err();
         assert!(error.contains("nested deeper than 64"), "{error}");
         assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        // JSON's parser is linear and stops at its own limit.
         let error = parse("deep.json", &"[".repeat(100_000), true).unwrap_err();
-        assert!(error.contains("nested deeper"), "{error}");
-        let quoted = "kind: K\nname: n\nspec: {a: \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"} # [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n";
+        assert!(error.contains("recursion limit exceeded"), "{error}");
+        let quoted = "kind: K\nname: n\nspec: {a: \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"} # [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n";
         assert!(parse("quoted.yaml", quoted, false).is_ok());
+    }
+
+    /// A spec one level past the limit is refused whatever hides it (an
+    /// apostrophe or a quote in a plain value before it), and brackets in a
+    /// plain value are its text, not nesting.
+    #[test]
+    fn the_depth_limit_is_the_parsed_specs() {
+        // A spec of `levels` levels: its own mapping, then `a`'s lists.
+        let nested = |levels: usize| {
+            let lists = levels - 1;
+            format!("{}1{}", "[".repeat(lists), "]".repeat(lists))
+        };
+        for hider in ["note: it's", "note: say \"hi", "note: plain"] {
+            for levels in [64, 65, 100] {
+                let text = format!(
+                    "kind: K\nname: n\nspec:\n  {hider}\n  a: {}\n",
+                    nested(levels)
+                );
+                let parsed = parse("x", &text, false);
+                match levels {
+                    64 => assert!(parsed.is_ok(), "{hider:?} {levels}: {parsed:?}"),
+                    _ => assert!(
+                        parsed.as_ref().is_err_and(|e| e.contains("64")),
+                        "{hider:?}: {levels} levels: {parsed:?}"
+                    ),
+                }
+            }
+        }
+        let json = |levels: usize| {
+            format!(
+                "{{\"kind\":\"K\",\"name\":\"n\",\"spec\":{{\"a\":{}}}}}",
+                nested(levels)
+            )
+        };
+        assert!(parse("x", &json(64), true).is_ok());
+        let error = parse("x", &json(65), true).unwrap_err();
+        assert!(
+            error.contains("the spec is nested 65 levels deep; at most 64"),
+            "{error}"
+        );
+
+        let brackets = format!("kind: K\nname: n\nspec:\n  x: a{}\n", "[".repeat(65));
+        let parsed = parse("x", &brackets, false).unwrap();
+        assert_eq!(parsed[0].spec["x"], format!("a{}", "[".repeat(65)));
     }
 
     #[test]

@@ -40,19 +40,54 @@ impl Json {
         let value: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| Error::InvalidDocument(format!("not JSON: {e}")))?;
         let json = Json::from_value(&value);
-        json.check_size()?;
+        json.check_limits()?;
         Ok(json)
     }
 
-    /// Fails when the document is over [`crate::naming::MAX_DOCUMENT_BYTES`].
+    /// Fails when the document is over [`crate::naming::MAX_DOCUMENT_BYTES`]
+    /// or nested deeper than [`crate::naming::MAX_DEPTH`]: the limits every
+    /// stored document keeps, whichever way it came in (a manifest, the
+    /// socket, a plugin, the embedding API).
     ///
     /// # Errors
-    /// [`Error::DocumentTooLarge`].
-    pub fn check_size(&self) -> Result<()> {
-        match crate::naming::document_problem(self.0.len()) {
-            Some(problem) => Err(Error::DocumentTooLarge(problem)),
-            None => Ok(()),
+    /// [`Error::DocumentTooLarge`]; [`Error::InvalidDocument`] when too deep.
+    pub fn check_limits(&self) -> Result<()> {
+        if let Some(problem) = crate::naming::document_problem(self.0.len()) {
+            return Err(Error::DocumentTooLarge(problem));
         }
+        let depth = self.depth();
+        if depth > crate::naming::MAX_DEPTH {
+            return Err(Error::InvalidDocument(format!(
+                "nested {depth} levels deep; at most {}",
+                crate::naming::MAX_DEPTH
+            )));
+        }
+        Ok(())
+    }
+
+    /// How deeply the document nests: 0 for a scalar, 1 for `{}` or `[]`,
+    /// 2 for `{"a": []}`. Counted on the canonical text in one pass: it has
+    /// no comments and no whitespace, and a bracket inside a string is
+    /// always within quotes.
+    pub fn depth(&self) -> usize {
+        let (mut depth, mut deepest) = (0usize, 0usize);
+        let (mut in_string, mut escaped) = (false, false);
+        for byte in self.0.bytes() {
+            match (in_string, byte) {
+                (true, _) if escaped => escaped = false,
+                (true, b'\\') => escaped = true,
+                (true, b'"') => in_string = false,
+                (true, _) => {}
+                (false, b'"') => in_string = true,
+                (false, b'{' | b'[') => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                (false, b'}' | b']') => depth = depth.saturating_sub(1),
+                (false, _) => {}
+            }
+        }
+        deepest
     }
 
     /// The canonical form of a JSON value.
@@ -71,7 +106,7 @@ impl Json {
         let value = serde_json::to_value(value)
             .map_err(|e| Error::InvalidDocument(format!("does not serialise: {e}")))?;
         let json = Json::from_value(&value);
-        json.check_size()?;
+        json.check_limits()?;
         Ok(json)
     }
 
@@ -154,6 +189,36 @@ impl From<serde_json::Value> for Json {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn nested(levels: usize) -> String {
+        format!("{}{}", "[".repeat(levels), "]".repeat(levels))
+    }
+
+    #[test]
+    fn depth_counts_brackets_outside_strings_only() {
+        let depth = |text: &str| Json::parse(text).unwrap().depth();
+        assert_eq!(depth("1"), 0);
+        assert_eq!(depth("{}"), 1);
+        assert_eq!(depth(r#"{"a": [1, {"b": []}]}"#), 4);
+        assert_eq!(depth(r#"{"a": "[[[{{\"[["}"#), 1);
+        assert_eq!(depth(r#"["\\", ["x"]]"#), 2);
+    }
+
+    #[test]
+    fn a_document_deeper_than_the_limit_is_refused_wherever_it_comes_from() {
+        let limit = crate::naming::MAX_DEPTH;
+        assert!(Json::parse(&nested(limit)).is_ok());
+        let error = Json::parse(&nested(limit + 1)).unwrap_err();
+        assert!(
+            error.to_string().contains(&format!(
+                "nested {} levels deep; at most {limit}",
+                limit + 1
+            )),
+            "{error}"
+        );
+        let value: serde_json::Value = serde_json::from_str(&nested(limit + 1)).unwrap();
+        assert!(Json::from_value(&value).check_limits().is_err());
+    }
 
     #[test]
     fn key_order_and_whitespace_do_not_change_the_bytes() {

@@ -379,7 +379,7 @@ impl ControllerClient {
     /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn update_status_json(&self, status: Json) -> Result<()> {
         let pass = self.live()?;
-        status.check_size()?;
+        status.check_limits()?;
         if lock(&pass.status).latest.as_ref() == Some(&status) {
             return Ok(());
         }

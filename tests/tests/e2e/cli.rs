@@ -779,3 +779,58 @@ fn objects_are_addressed_as_get_prints_them_and_kinds_in_any_case() {
     );
     host.terminate();
 }
+
+/// The nesting limit holds for a spec however it arrives (a manifest whose
+/// plain values hold quotes, the socket), and brackets in a plain value are
+/// text: both failed on a8199a6.
+#[test]
+fn a_spec_nested_past_the_limit_is_refused_however_it_arrives() {
+    let workspace = Workspace::new();
+    let lists = |levels: usize| format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
+    // The spec's mapping and 99 levels of lists: 100 in all.
+    let hidden = format!(
+        "kind: Note\nname: deep\nspec:\n  note: it's\n  a: {}\n",
+        lists(99)
+    );
+    workspace.write("deep.yaml", &hidden);
+    let refused = workspace.run(&["apply", "-f", "deep.yaml", "--new-kind"]);
+    assert!(!refused.status.success(), "{refused:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&refused.stderr),
+        &["deep.yaml: nested deeper than 64 levels"],
+    );
+    // Just past the limit, the parsed spec is what is measured.
+    workspace.write(
+        "deeper.yaml",
+        &format!(
+            "kind: Note\nname: deep\nspec:\n  note: it's\n  a: {}\n",
+            lists(64)
+        ),
+    );
+    let refused = workspace.run(&["apply", "-f", "deeper.yaml", "--new-kind"]);
+    assert_mentions(
+        &String::from_utf8_lossy(&refused.stderr),
+        &["the spec is nested 65 levels deep; at most 64"],
+    );
+    workspace.apply_new_kind(
+        "brackets.yaml",
+        &format!("kind: Note\nname: text\nspec:\n  x: a{}\n", "[".repeat(65)),
+    );
+    let stored = workspace.ok(&["get", "Note", "-o", "name"]);
+    assert_eq!(stored, "Note/text\n", "the deep one was not written");
+
+    // Over the socket, past the CLI's own check: the store refuses it.
+    let host = workspace.start_host(&[]);
+    let request = format!(
+        "{{\"op\":\"apply\",\"new_kinds\":true,\"objects\":[{{\"kind\":\"Note\",\"name\":\"raw\",\"spec\":{{\"a\":{}}}}}]}}\n",
+        lists(64)
+    );
+    let socket = workspace.path().join("beehive.db.sock");
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    std::io::Write::write_all(&mut stream, request.as_bytes()).unwrap();
+    let mut reply = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stream), &mut reply).unwrap();
+    assert_mentions(&reply, &["nested 65 levels deep; at most 64"]);
+    assert_eq!(workspace.ok(&["get", "Note", "-o", "name"]), "Note/text\n");
+    host.terminate();
+}

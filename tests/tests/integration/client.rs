@@ -257,6 +257,55 @@ async fn names_kinds_and_documents_outside_the_policy_are_refused_and_nothing_is
     assert!(fits.status.is_none(), "nothing was written");
 }
 
+/// One nesting limit for every document the embedding API writes: a spec
+/// at create and at update, a status, an event's detail.
+#[tokio::test]
+async fn documents_nested_deeper_than_the_limit_are_refused_and_nothing_is_written() {
+    use beehive::naming::MAX_DEPTH;
+    let store = beehive_e2e::store();
+    let client = clusters(&store);
+    // An object whose `a` holds lists, `levels` deep in all.
+    let nested = |levels: usize| {
+        let value: serde_json::Value = serde_json::from_str(&format!(
+            "{{\"a\":{}1{}}}",
+            "[".repeat(levels - 1),
+            "]".repeat(levels - 1)
+        ))
+        .unwrap();
+        value
+    };
+    fn deep<T>(result: &beehive::Result<T>) -> bool {
+        let limit = format!("at most {}", beehive::naming::MAX_DEPTH);
+        matches!(result, Err(Error::InvalidDocument(m)) if m.contains(&limit))
+    }
+    let at_limit = Json::from_value(&nested(MAX_DEPTH));
+    let created = client
+        .create("deepest", at_limit, CreateOptions::new())
+        .await;
+    assert!(created.is_ok(), "{created:?}");
+    let result = client
+        .create(
+            "deeper",
+            Json::from_value(&nested(MAX_DEPTH + 1)),
+            CreateOptions::new(),
+        )
+        .await;
+    assert!(deep(&result), "{result:?}");
+    let object = create(&client, "fits", "{}").await;
+    let result = client
+        .update(object.meta.id, Json::from_value(&nested(MAX_DEPTH + 1)))
+        .await;
+    assert!(deep(&result), "{result:?}");
+    let admin = beehive::engine::AdminClient::new(&store, GroupKind::new("acme.com", "Cluster"));
+    let result = admin
+        .update_status(object.meta.id, &nested(MAX_DEPTH + 1))
+        .await;
+    assert!(deep(&result), "{result:?}");
+    let fits = client.get(object.meta.id).unwrap();
+    assert_eq!(fits.meta.generation, 1, "nothing was written");
+    assert!(fits.status.is_none(), "nothing was written");
+}
+
 #[tokio::test]
 async fn a_spec_must_be_a_json_object() {
     let store = beehive_e2e::store();

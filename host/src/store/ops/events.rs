@@ -17,7 +17,7 @@ pub(crate) fn add_event(tx: &mut WriteTx<'_>, object: &ObjectRef, event: &EventS
     let id = object.id;
     let detail = event.detail.as_ref().map(Json::from_value);
     if let Some(detail) = &detail {
-        detail.check_size()?;
+        detail.check_limits()?;
     }
     let now = tx.now();
     let latest = events::latest_run(tx.conn(), id, &event.category)?;

@@ -46,7 +46,7 @@ fn touch(tx: &mut WriteTx<'_>, object: &ObjectRef) -> Result<()> {
 /// [`Error::SchemaVersionDowngrade`] when a newer build wrote the stored
 /// status.
 pub(crate) fn write_status(tx: &mut WriteTx<'_>, object: &ObjectRef, status: &Json) -> Result<()> {
-    status.check_size()?;
+    status.check_limits()?;
     let status_version = tx.schema_versions(&object.group_kind).status;
     let resource_version = tx.next_resource_version();
     let write = StatusWrite {

@@ -451,7 +451,7 @@ const INSERT_OBJECT_AND_LOG: &str = concat!(
 /// # Errors
 /// [`Error::NameTaken`] when a live or deletion-pending row holds the name.
 pub(crate) fn insert_object(conn: Conn<'_>, new: NewObject<'_>) -> Result<RawObject> {
-    new.spec.check_size()?;
+    new.spec.check_limits()?;
     let finalizers = finalizers_text(new.finalizers)?;
     if conn.execute(insert_object_sql!(), &insert_params(&new, &finalizers))? == 0 {
         return Err(Error::NameTaken {
@@ -470,7 +470,7 @@ pub(crate) fn insert_object_later(
     conn: Conn<'_>,
     new: NewObject<'_>,
 ) -> Result<(RawObject, RowCount)> {
-    new.spec.check_size()?;
+    new.spec.check_limits()?;
     let finalizers = finalizers_text(new.finalizers)?;
     let rows = conn.execute_counted(INSERT_OBJECT_AND_LOG, &insert_params(&new, &finalizers))?;
     Ok((stored_new(new), rows))
@@ -546,7 +546,7 @@ pub(crate) fn update_spec(
     resource_version: i64,
     now: Timestamp,
 ) -> Result<()> {
-    spec.check_size()?;
+    spec.check_limits()?;
     conn.execute_later(
         "UPDATE objects SET spec = ?2, generation = generation + 1, resource_version = ?3, \
                             updated_at = ?4, spec_version = ?5 \

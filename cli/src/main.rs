@@ -12,6 +12,8 @@ mod explain;
 mod failure;
 mod flags;
 mod flow_depth;
+#[cfg(test)]
+mod fuzz;
 mod handlers;
 mod manifest;
 mod manifest_watch;

@@ -188,7 +188,7 @@ const READ_ONLY_FIELDS: [&str; 11] = [
     "statusVersion",
 ];
 
-fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> {
+pub(crate) fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> {
     let documents: Vec<serde_json::Value> = if json {
         serde_json::Deserializer::from_str(text)
             .into_iter::<serde_json::Value>()

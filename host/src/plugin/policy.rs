@@ -557,4 +557,88 @@ mod tests {
         .unwrap_err();
         assert!(error.contains("no plugin may reach"), "{error}");
     }
+
+    /// Fuzz target: policy files assembled from lines an operator writes
+    /// (and breaks), in any order, with stray bytes. Each must parse or be
+    /// refused with a message: never a panic, never a grant of a place off
+    /// limits. `BEEHIVE_FUZZ_CASES` sets the budget (1,000 by default).
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn lines(grant: &str, secret: &str) -> Vec<String> {
+            [
+                "[files.\"/out\"]",
+                "[files.\"/\"]",
+                "[files.\"/a/../b\"]",
+                &format!("path = {grant:?}"),
+                "path = \"/proc/self\"",
+                "path = \"/dev\"",
+                "path = \"\"",
+                "access = \"read-write\"",
+                "access = \"read-only\"",
+                "access = \"sideways\"",
+                "allow_store_filesystem = true",
+                "[http]",
+                "allow = [\"127.0.0.1:8080\", \"*.example.com\", \"https://x\", \"*\", \"\"]",
+                "connect_timeout_ms = 0",
+                "max_response_bytes = 18446744073709551615",
+                "max_concurrent_requests = -1",
+                "[store]",
+                "read = [\"Config.example.dev\", \"*\", \"*.*.x\", \"\"]",
+                "write = [\"*.render.example.dev\", \"Bad Kind\"]",
+                "[config]",
+                "region = \"eu\"",
+                "token = { env = \"HOME\" }",
+                &format!("pw = {{ file = {secret:?} }}"),
+                "fifo = { file = \"/dev/zero\" }",
+                "x = { env = \"A\", file = \"b\" }",
+                "[[files]]",
+                "= =",
+                "[config",
+                "\"unterminated",
+            ]
+            .map(str::to_string)
+            .to_vec()
+        }
+
+        fn cases() -> u32 {
+            std::env::var("BEEHIVE_FUZZ_CASES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1000)
+        }
+
+        #[test]
+        fn fuzz_the_policy_parser_never_panics_nor_grants_what_is_off_limits() {
+            let dir = tempfile::tempdir().unwrap();
+            let grant = dir.path().join("grant");
+            std::fs::create_dir(&grant).unwrap();
+            let secret = dir.path().join("secret");
+            std::fs::write(&secret, "s3cret\n").unwrap();
+            let pool = lines(&grant.display().to_string(), &secret.display().to_string());
+            let off_limits = OffLimits {
+                places: vec![dir.path().join("plugins")],
+                store_device: None,
+            };
+            let line = prop_oneof![
+                4 => prop::sample::select(pool),
+                1 => prop::collection::vec(any::<char>(), 0..12).prop_map(|c| c.into_iter().collect()),
+            ];
+            let config = ProptestConfig {
+                cases: cases(),
+                failure_persistence: None,
+                ..ProptestConfig::default()
+            };
+            proptest!(config, |(chosen in prop::collection::vec(line, 0..24))| {
+                let text = chosen.join("\n");
+                if let Ok(policy) = Policy::parse(&text, &off_limits) {
+                    for file in &policy.files {
+                        prop_assert!(file.host_path.starts_with(&grant), "{text}");
+                    }
+                    prop_assert!(!format!("{policy:?}").contains("s3cret"), "{text}");
+                }
+            });
+        }
+    }
 }

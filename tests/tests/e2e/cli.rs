@@ -834,3 +834,22 @@ fn a_spec_nested_past_the_limit_is_refused_however_it_arrives() {
     assert_eq!(workspace.ok(&["get", "Note", "-o", "name"]), "Note/text\n");
     host.terminate();
 }
+
+/// A float keeps every digit through the store and `get`, so what `get`
+/// prints applies back unchanged (found by the output fuzz target: the
+/// last digit moved).
+#[test]
+fn a_float_applies_back_unchanged() {
+    let workspace = Workspace::new();
+    workspace.apply_new_kind(
+        "float.yaml",
+        "kind: Note\nname: f\nspec: {x: -952284.1064813145}\n",
+    );
+    let printed = workspace.ok(&["get", "Note", "f", "-o", "json"]);
+    assert_mentions(&printed, &["-952284.1064813145"]);
+    workspace.write("again.json", &printed);
+    assert_mentions(
+        &workspace.ok(&["apply", "-f", "again.json"]),
+        &["unchanged"],
+    );
+}

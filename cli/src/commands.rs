@@ -11,7 +11,7 @@ use crate::flags::*;
 use crate::handlers::{self, Context};
 use crate::output::{self, Format};
 use crate::protocol::{Outcome, PluginsView, Reply, Request, Until};
-use crate::{endpoint, explain, manifest, run, top};
+use crate::{endpoint, explain, manifest, plugin_check, run, top};
 
 /// Runs a command and returns what to print.
 pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
@@ -491,6 +491,18 @@ async fn dispatch(paths: &Paths, request: Request) -> Outcome {
 }
 
 async fn plugins_action(paths: &Paths, action: PluginsAction) -> Result<String, Failure> {
+    match action {
+        PluginsAction::Check {
+            file,
+            policy,
+            limits,
+        } => plugin_check::check(&file, policy.as_deref(), &limits).await,
+        pushed => pushed_plugins_action(paths, pushed).await,
+    }
+}
+
+/// push, remove and list: a PostgreSQL store's plugin set.
+async fn pushed_plugins_action(paths: &Paths, action: PluginsAction) -> Result<String, Failure> {
     if !paths.is_postgres() {
         return Err(format!(
             "{}: plugins are pushed into a PostgreSQL store; a SQLite host serves its plugin directory",
@@ -552,6 +564,7 @@ async fn plugins_action(paths: &Paths, action: PluginsAction) -> Result<String, 
             });
             Ok(output::columns(&["NAME", "HASH", "POLICY", "PUSHED"], rows))
         }
+        PluginsAction::Check { .. } => Err(Failure::usage("check reads a file, not the store")),
     }
 }
 

@@ -344,10 +344,26 @@ fn parse_until(text: &str) -> Result<Until, String> {
     }
 }
 
-/// What `beehive plugins` can change on a PostgreSQL store, whose hosts
-/// serve the plugins pushed into it.
+/// What `beehive plugins` can do beside listing: check a file offline;
+/// on a PostgreSQL store, whose hosts serve the plugins pushed into it,
+/// push, remove and list them.
 #[derive(Debug, Subcommand)]
 pub(crate) enum PluginsAction {
+    /// Say what a plugin file is and what a host would make of it, without
+    /// a host: component or not, contract and world, the kind it
+    /// registers, its cadences and schema versions, and the limits and
+    /// grants it would get under these flags and its policy. Compiles it
+    /// (tens of seconds for a Python plugin). A file a host would refuse
+    /// exits 7 with the reason.
+    Check {
+        /// The plugin file (`.wasm`).
+        file: PathBuf,
+        /// Its policy file (default: `NAME.toml` beside it, if there is one).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        #[command(flatten)]
+        limits: crate::plugin_limits::PluginLimitArgs,
+    },
     /// Store a plugin in the database and make it the version serving
     /// under its name: every active host hot-swaps to it within a second.
     /// Pushing an older file again rolls back.

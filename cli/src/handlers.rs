@@ -905,7 +905,7 @@ fn metrics(ctx: &Context) -> Outcome {
 /// A plugin's grants as `beehive plugins` lists them: directories as
 /// `GUEST=HOST:ro|rw`, hosts as `http:PATTERN`, store kinds as
 /// `store:write|read:PATTERN`, config as `config:KEY(SOURCE)`; never a value.
-fn grants_of(policy: &beehive::plugin::Policy) -> Vec<String> {
+pub fn grants_of(policy: &beehive::plugin::Policy) -> Vec<String> {
     let files = policy.files.iter().map(ToString::to_string);
     let hosts = policy.http.allow.iter().map(|host| format!("http:{host}"));
     let store = policy

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use crate::directory_watch::{WatchHandle, watch_directory};
 use crate::engine::Host;
 use crate::object::GroupKind;
-use crate::operator_file::{self, MAX_PLUGIN_BYTES, MAX_POLICY_BYTES};
+use crate::operator_file::{self, MAX_PLUGIN_BYTES};
 use crate::plugin::policy::OffLimits;
 use crate::plugin::{Error, Limits, Plugin, Policy, Runtime, hex};
 use crate::sync::lock;
@@ -572,21 +572,7 @@ impl Directory {
     /// grant may reach the plugin directory, the database's, or the
     /// compiled-code cache and its key.
     fn policy_of(&self, wasm: &Path) -> Result<Policy, Error> {
-        let file = Policy::file_of(wasm);
-        let text = match operator_file::read_text(&file, MAX_POLICY_BYTES) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Policy::default()),
-            Err(e) => {
-                return Err(Error::Policy {
-                    path: file,
-                    message: format!("cannot read: {e}"),
-                });
-            }
-        };
-        Policy::parse(&text, &self.off_limits()).map_err(|message| Error::Policy {
-            path: file,
-            message,
-        })
+        Policy::read_checked(&Policy::file_of(wasm), &self.off_limits())
     }
 
     /// What no grant may reach, resolved as it is now.

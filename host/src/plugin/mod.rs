@@ -26,6 +26,7 @@ mod memory;
 mod policy;
 mod runtime;
 mod sandbox;
+mod shape;
 mod side_calls;
 mod state;
 mod store_gate;
@@ -40,6 +41,7 @@ pub use logs::{LogLine, PluginLogs};
 pub use policy::{ConfigValue, FileGrant, HttpGrant, Policy};
 pub(crate) use runtime::hex;
 pub use runtime::{Runtime, RuntimeOptions};
+pub use shape::{CONTRACT, Shape, initial_memory};
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -58,6 +60,33 @@ use state::ControllerClientHandle;
 /// rather than kept for the next one, so memory a pass touched once goes
 /// back to the host.
 const IDLE_MEMORY: usize = 32 << 20;
+
+/// What a plugin registered, as [`Plugin::registration`] shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Registration {
+    /// The kind it reconciles.
+    pub group_kind: GroupKind,
+    /// The finalizers it clears.
+    pub finalizers: Vec<String>,
+    /// The passes at once it asked for, if any (under the ceiling).
+    pub concurrency: Option<u32>,
+    /// The cadences it asked for (under the operator's floor); unset ones
+    /// come from the host.
+    pub cadence: crate::engine::Cadence,
+    /// The schema version its specs are written at.
+    pub spec_version: u32,
+    /// The schema version its statuses are written at.
+    pub status_version: u32,
+    /// Whether it declares a JSON Schema for its specs.
+    pub spec_schema: bool,
+    /// Whether it declares a JSON Schema for its statuses.
+    pub status_schema: bool,
+    /// Whether it migrates stored documents of older versions.
+    pub migrates: bool,
+    /// Whether it checks specs beyond the schema (`validate`).
+    pub validates: bool,
+}
 
 /// One loaded version of a plugin.
 pub struct Plugin {
@@ -158,6 +187,24 @@ impl Plugin {
             self.registration.spec_schema_version,
             self.registration.status_schema_version,
         )
+    }
+
+    /// What it asked for when it registered, after the operator's ceilings:
+    /// what `beehive plugins check` prints.
+    pub fn registration(&self) -> Registration {
+        let r = &self.registration;
+        Registration {
+            group_kind: self.group_kind(),
+            finalizers: r.finalizers.clone(),
+            concurrency: r.concurrency,
+            cadence: limits::cadence(r),
+            spec_version: r.spec_schema_version,
+            status_version: r.status_schema_version,
+            spec_schema: self.extras.schemas.spec.is_some(),
+            status_schema: self.extras.schemas.status.is_some(),
+            migrates: self.extras.migrator.is_some(),
+            validates: self.extras.validator.is_some(),
+        }
     }
 
     /// An idle instance, or a new one.

@@ -51,7 +51,8 @@ use beehive_types::{KindPattern, StoreGrants};
 use serde::Deserialize;
 
 use crate::naming::MAX_DOCUMENT_BYTES;
-use crate::operator_file;
+use crate::operator_file::{self, MAX_POLICY_BYTES};
+use crate::plugin::Error;
 use crate::plugin::granted_dir::DirHandle;
 use crate::plugin::http::{HostPattern, HttpLimits};
 
@@ -239,6 +240,39 @@ fn toml_problem(text: &str, error: &toml::de::Error) -> String {
 }
 
 impl Policy {
+    /// Reads and checks the policy file `file`, as a host would, for a
+    /// check without one: no grant may reach the places `off_limits` names
+    /// (a host adds its plugin directory, its database's directory and its
+    /// compiled cache) or the system's. A missing file grants nothing.
+    ///
+    /// # Errors
+    /// [`Error::Policy`] naming the file and what is wrong with it.
+    pub fn read(file: &Path, off_limits: &[PathBuf]) -> Result<Policy, Error> {
+        let off_limits = OffLimits {
+            places: off_limits.to_vec(),
+            store_device: None,
+        };
+        Policy::read_checked(file, &off_limits)
+    }
+
+    /// [`Policy::read`] against everything a host keeps off limits.
+    pub(crate) fn read_checked(file: &Path, off_limits: &OffLimits) -> Result<Policy, Error> {
+        let text = match operator_file::read_text(file, MAX_POLICY_BYTES) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Policy::default()),
+            Err(e) => {
+                return Err(Error::Policy {
+                    path: file.to_path_buf(),
+                    message: format!("cannot read: {e}"),
+                });
+            }
+        };
+        Policy::parse(&text, off_limits).map_err(|message| Error::Policy {
+            path: file.to_path_buf(),
+            message,
+        })
+    }
+
     /// Parses and checks a policy file's text; no grant may reach what
     /// `off_limits` names.
     ///
@@ -268,7 +302,7 @@ impl Policy {
     }
 
     /// The policy file of the plugin in `wasm`: `NAME.toml` beside it.
-    pub(crate) fn file_of(wasm: &Path) -> PathBuf {
+    pub fn file_of(wasm: &Path) -> PathBuf {
         wasm.with_extension("toml")
     }
 }

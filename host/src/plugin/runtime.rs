@@ -238,7 +238,7 @@ impl Runtime {
             .unwrap_or_default()
             .over(self.options.limits);
         ceiling.http = policy.http.over(ceiling.http);
-        let needs = initial_memory(&bytes);
+        let needs = super::shape::initial_memory(&bytes);
         if needs > ceiling.memory as u64 {
             return Err(Error::MemoryCap {
                 path: path.to_path_buf(),
@@ -333,8 +333,15 @@ impl Runtime {
             path: path.to_path_buf(),
             message: one_line(&message),
         };
-        if let Some(problem) = header_problem(&bytes) {
-            return Err(not_a_component(problem.to_string()));
+        // Checked before compiling, so a file the host cannot serve is
+        // refused in one line (naming the world it expects) and never
+        // reaches the cache.
+        let shape = super::Shape::of(&bytes).map_err(not_a_component)?;
+        if let Some(problem) = shape.problem() {
+            return Err(Error::Contract {
+                path: path.to_path_buf(),
+                message: problem,
+            });
         }
         // Never closed, so acquiring cannot fail.
         let _turn = self.compiling.acquire().await;
@@ -417,23 +424,6 @@ async fn describe(sandbox: &Sandbox) -> Result<wit::Registration, Error> {
     })
 }
 
-/// What is wrong with the first eight bytes, if they do not open a
-/// component: the two mistakes worth naming before the parser's generic
-/// message (a file that is not WebAssembly, a core module built for the
-/// wrong target).
-fn header_problem(bytes: &[u8]) -> Option<&'static str> {
-    if !bytes.starts_with(b"\0asm") {
-        return Some("the file does not start with the WebAssembly magic bytes (\\0asm)");
-    }
-    match bytes.get(4..8) {
-        Some([1, 0, 0, 0]) => Some(
-            "a core WebAssembly module, not a component: build it for wasm32-wasip2 \
-             (or wrap it with `wasm-tools component new`)",
-        ),
-        _ => None,
-    }
-}
-
 /// `text` with every run of whitespace, line breaks included, as one space:
 /// the parser's messages can span lines, and a load failure is shown as one
 /// log line and one row of `beehive plugins`.
@@ -448,23 +438,6 @@ fn plugin_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The most bytes any memory of the component starts with (nested core
-/// modules included); 0 for bytes that do not parse, which compiling then
-/// reports.
-fn initial_memory(bytes: &[u8]) -> u64 {
-    let mut largest = 0;
-    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
-        let Ok(wasmparser::Payload::MemorySection(memories)) = payload else {
-            continue;
-        };
-        for memory in memories.into_iter().flatten() {
-            let page = 1u64 << memory.page_size_log2.unwrap_or(16);
-            largest = largest.max(memory.initial.saturating_mul(page));
-        }
-    }
-    largest
-}
-
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -472,18 +445,6 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_file_that_is_not_a_component_is_named_for_what_it_is() {
-        let text = header_problem(b"not a component").unwrap();
-        assert!(text.contains("magic bytes"), "{text}");
-        let core_module = header_problem(b"\0asm\x01\0\0\0").unwrap();
-        assert!(
-            core_module.contains("core WebAssembly module"),
-            "{core_module}"
-        );
-        assert_eq!(header_problem(b"\0asm\x0d\0\x01\0"), None, "a component");
-    }
 
     #[test]
     fn a_message_over_several_lines_becomes_one() {

@@ -12,6 +12,7 @@ finalizers: [example.dev/greetings]
 "#;
 
 mod chaos;
+mod check;
 mod cli;
 mod contain;
 mod grants;

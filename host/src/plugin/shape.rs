@@ -1,0 +1,243 @@
+//! What a plugin file is, read from its bytes before anything compiles it:
+//! WebAssembly or not, a component or a core module, which contract version
+//! and which world it was built for. The loader refuses a wrong file with
+//! the reason in one line, naming the world it expects; `beehive plugins
+//! check` prints the same facts.
+
+/// The contract this host speaks: the WIT package plugins are built against.
+pub const CONTRACT: &str = "beehive:controller@0.1.0";
+
+const PACKAGE: &str = "beehive:controller";
+const HTTP: &str = "wasi:http/outgoing-handler";
+
+/// A component's top-level imports and exports, by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// What it imports (`beehive:controller/host@0.1.0`, `wasi:...`).
+    pub imports: Vec<String>,
+    /// What it exports (`beehive:controller/controller@0.1.0`, ...).
+    pub exports: Vec<String>,
+    /// Whether componentize-py built it (a Python plugin).
+    pub python: bool,
+}
+
+impl Shape {
+    /// The shape of `bytes`, or why they are not a component.
+    ///
+    /// # Errors
+    /// A sentence: not WebAssembly (no magic bytes), a core module, or
+    /// unreadable.
+    pub fn of(bytes: &[u8]) -> Result<Shape, String> {
+        if !bytes.starts_with(b"\0asm") {
+            return Err("the file does not start with the WebAssembly magic bytes (\\0asm)".into());
+        }
+        if bytes.get(4..8) == Some(&[1, 0, 0, 0]) {
+            return Err(
+                "a core WebAssembly module, not a component: build it for wasm32-wasip2 \
+                 (or wrap it with `wasm-tools component new`)"
+                    .into(),
+            );
+        }
+        let mut shape = Shape {
+            python: contains(bytes, b"componentize_py"),
+            ..Shape::default()
+        };
+        // Nested modules and components have sections of their own; only
+        // the outermost component's say what the host must link.
+        let mut depth = 0usize;
+        for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+            let payload = payload.map_err(|e| format!("not a readable component: {e}"))?;
+            match payload {
+                wasmparser::Payload::ModuleSection { .. }
+                | wasmparser::Payload::ComponentSection { .. } => depth += 1,
+                wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
+                wasmparser::Payload::ComponentImportSection(imports) if depth == 0 => {
+                    for import in imports {
+                        let import = import.map_err(|e| format!("unreadable imports: {e}"))?;
+                        shape.imports.push(import.name.name.to_string());
+                    }
+                }
+                wasmparser::Payload::ComponentExportSection(exports) if depth == 0 => {
+                    for export in exports {
+                        let export = export.map_err(|e| format!("unreadable exports: {e}"))?;
+                        shape.exports.push(export.name.name.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(shape)
+    }
+
+    /// The contract version it was built against (`beehive:controller@0.1.0`),
+    /// if it names one.
+    pub fn contract(&self) -> Option<String> {
+        self.imports.iter().chain(&self.exports).find_map(|name| {
+            let (package, rest) = name.split_once('/')?;
+            let version = rest.split_once('@')?.1;
+            (package == PACKAGE).then(|| format!("{PACKAGE}@{version}"))
+        })
+    }
+
+    fn exports_interface(&self, interface: &str) -> bool {
+        let wanted = format!("{PACKAGE}/{interface}@");
+        self.exports.iter().any(|e| e.starts_with(&wanted))
+    }
+
+    /// Whether it may make outgoing HTTP requests through wasi:http.
+    pub fn imports_http(&self) -> bool {
+        self.imports.iter().any(|i| i.starts_with(HTTP))
+    }
+
+    /// The world of [`CONTRACT`] it was built for, by what it imports and
+    /// exports.
+    pub fn world(&self) -> &'static str {
+        let http = self.imports_http();
+        let migrator = self.exports_interface("migrator");
+        let schema = self.exports_interface("schema");
+        match (http, migrator, schema) {
+            (false, false, false) => "plugin",
+            (true, false, false) => "plugin-with-http",
+            (false, true, false) => "plugin-with-migrator",
+            (true, true, false) => "plugin-with-http-and-migrator",
+            (false, _, true) => "plugin-with-schema",
+            (true, false, true) => "plugin-with-http-and-schema",
+            (true, true, true) => "plugin-with-http-migrator-and-schema",
+        }
+    }
+
+    /// Why the host cannot serve it, if it cannot: another contract
+    /// version, or a component of another world. Names what to build
+    /// instead.
+    pub fn problem(&self) -> Option<String> {
+        let expected = if self.python {
+            "plugin-with-http (or plugin-with-http-and-schema, ...; componentize-py -w WORLD)"
+        } else {
+            "plugin (the Rust SDK builds plugin-with-schema)"
+        };
+        match self.contract() {
+            None => {
+                return Some(format!(
+                    "a component of another world (it exports {}): a plugin exports \
+                     {PACKAGE}/controller; build it for world {expected} of {CONTRACT}",
+                    listed(&self.exports)
+                ));
+            }
+            Some(contract) if contract != CONTRACT => {
+                return Some(format!(
+                    "built against {contract}, and this host speaks {CONTRACT}: rebuild it with \
+                     an SDK of this release"
+                ));
+            }
+            Some(_) => {}
+        }
+        if !self.exports_interface("controller") {
+            return Some(format!(
+                "exports no {PACKAGE}/controller (it exports {}): build it for world \
+                 {expected} of {CONTRACT}",
+                listed(&self.exports)
+            ));
+        }
+        // The Python SDK reaches HTTP through the world's own bindings, so a
+        // Python plugin of a world without wasi:http cannot even start.
+        if self.python && !self.imports_http() {
+            return Some(format!(
+                "a Python plugin built for world {}: the Python SDK needs wasi:http from its \
+                 world; build it for world {expected} of {CONTRACT}",
+                self.world()
+            ));
+        }
+        None
+    }
+}
+
+/// The most bytes any memory of the component starts with (nested core
+/// modules included); 0 for bytes that do not parse, which compiling then
+/// reports.
+pub fn initial_memory(bytes: &[u8]) -> u64 {
+    let mut largest = 0;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        let Ok(wasmparser::Payload::MemorySection(memories)) = payload else {
+            continue;
+        };
+        for memory in memories.into_iter().flatten() {
+            let page = 1u64 << memory.page_size_log2.unwrap_or(16);
+            largest = largest.max(memory.initial.saturating_mul(page));
+        }
+    }
+    largest
+}
+
+fn listed(names: &[String]) -> String {
+    match names {
+        [] => "nothing".into(),
+        names => names.join(", "),
+    }
+}
+
+/// Whether `needle` occurs in `haystack`.
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_contract_is_the_wit_packages() {
+        let wit = include_str!("../../../wit/beehive.wit");
+        assert!(wit.contains(&format!("package {CONTRACT};")), "{CONTRACT}");
+    }
+
+    #[test]
+    fn files_that_are_not_components_are_named_for_what_they_are() {
+        assert!(Shape::of(b"hello").unwrap_err().contains("magic bytes"));
+        let core = Shape::of(b"\0asm\x01\0\0\0").unwrap_err();
+        assert!(core.contains("core WebAssembly module"), "{core}");
+        let empty = Shape::of(b"\0asm\x0d\0\x01\0").unwrap();
+        let problem = empty.problem().unwrap();
+        assert!(
+            problem.contains("another world (it exports nothing)"),
+            "{problem}"
+        );
+        assert!(problem.contains("world plugin"), "{problem}");
+    }
+
+    #[test]
+    fn worlds_and_versions_are_read_from_the_names() {
+        let shape = |imports: &[&str], exports: &[&str], python| Shape {
+            imports: imports.iter().map(|s| s.to_string()).collect(),
+            exports: exports.iter().map(|s| s.to_string()).collect(),
+            python,
+        };
+        let host = "beehive:controller/host@0.1.0";
+        let controller = "beehive:controller/controller@0.1.0";
+        let schema = "beehive:controller/schema@0.1.0";
+        let http = "wasi:http/outgoing-handler@0.2.12";
+        let rust = shape(
+            &[host],
+            &[controller, "beehive:controller/migrator@0.1.0", schema],
+            false,
+        );
+        assert_eq!(rust.world(), "plugin-with-schema");
+        assert_eq!(rust.problem(), None);
+        let python = shape(&[host, http], &[controller, schema], true);
+        assert_eq!(python.world(), "plugin-with-http-and-schema");
+        assert_eq!(python.problem(), None);
+        let python_plain = shape(&[host], &[controller], true);
+        let problem = python_plain.problem().unwrap();
+        assert!(problem.contains("built for world plugin:"), "{problem}");
+        assert!(problem.contains("world plugin-with-http"), "{problem}");
+        let newer = shape(
+            &["beehive:controller/host@0.9.0"],
+            &["beehive:controller/controller@0.9.0"],
+            false,
+        );
+        let problem = newer.problem().unwrap();
+        assert!(
+            problem.contains("built against beehive:controller@0.9.0"),
+            "{problem}"
+        );
+    }
+}

@@ -78,7 +78,7 @@ mod types;
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         // Every plugin exports the migrator and the schema interface; the
         // host converts only for a plugin whose registration declares
         // schema versions, and validates only for one that asks.

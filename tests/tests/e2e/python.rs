@@ -184,3 +184,82 @@ fn the_host_serves_while_a_large_plugin_compiles() {
     eprintln!("refused in {:?}", started.elapsed());
     host.terminate();
 }
+
+/// The Python SDK is a package: pip installs it (with `beehive-py` and the
+/// WIT it carries) into a fresh environment, and `beehive-py build` makes a
+/// plugin from a directory outside the checkout that a host would serve.
+#[test]
+fn the_python_sdk_installs_with_pip_and_builds_a_plugin_anywhere() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // The toolchain environment the build scripts made (componentize-py).
+    let toolchain = repo.join("target/python-venv/bin");
+    assert!(
+        toolchain.join("componentize-py").exists(),
+        "scripts/python-env makes the toolchain first"
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let venv = scratch.path().join("venv");
+    let run = |program: &std::path::Path, args: &[&str], dir: &std::path::Path| {
+        let path = format!("{}:{}", toolchain.display(), std::env::var("PATH").unwrap());
+        let out = std::process::Command::new(program)
+            .args(args)
+            .current_dir(dir)
+            .env("PATH", path)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{program:?} {args:?}: {printed}");
+        printed
+    };
+    run(
+        std::path::Path::new("python3"),
+        &["-m", "venv", venv.to_str().unwrap()],
+        scratch.path(),
+    );
+    // A copy, links resolved: pip builds in the source tree, and the
+    // package's WIT is a link into the checkout.
+    let sdk = scratch.path().join("sdk");
+    run(
+        std::path::Path::new("cp"),
+        &[
+            "-rL",
+            repo.join("guest-sdk/python").to_str().unwrap(),
+            sdk.to_str().unwrap(),
+        ],
+        scratch.path(),
+    );
+    // pip fetches the build backend (setuptools) from PyPI, or its cache.
+    run(
+        &venv.join("bin/pip"),
+        &["install", "--quiet", "--no-deps", sdk.to_str().unwrap()],
+        scratch.path(),
+    );
+
+    let plugin = scratch.path().join("svc");
+    std::fs::create_dir(&plugin).unwrap();
+    std::fs::copy(
+        repo.join("plugins/conditions-py/app.py"),
+        plugin.join("app.py"),
+    )
+    .unwrap();
+    let built = run(
+        &venv.join("bin/beehive-py"),
+        &["build", "svc/app.py", "-o", "svc.wasm"],
+        scratch.path(),
+    );
+    assert_mentions(&built, &["svc.wasm (world plugin-with-http-and-schema)"]);
+    let checked = run(
+        &beehive_e2e::beehive_bin(),
+        &["plugins", "check", "svc.wasm"],
+        scratch.path(),
+    );
+    assert_mentions(&checked, &["Kind:       Service.py.example.dev"]);
+    // The fake client for a plugin's own tests comes with the package.
+    run(
+        &venv.join("bin/python"),
+        &["-c", "import beehive_guest.fake"],
+        scratch.path(),
+    );
+}

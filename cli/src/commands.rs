@@ -11,7 +11,7 @@ use crate::flags::*;
 use crate::handlers::{self, Context};
 use crate::output::{self, Format};
 use crate::protocol::{Outcome, PluginsView, Reply, Request, Until};
-use crate::{endpoint, explain, manifest, plugin_check, run, top};
+use crate::{endpoint, explain, manifest, plugin_check, run, scaffold, top};
 
 /// Runs a command and returns what to print.
 pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
@@ -20,6 +20,20 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
     let request = match cli.command {
         Command::Run(args) => {
             return run::run(&cli.db, *args).await.map(|()| String::new());
+        }
+        Command::New {
+            name,
+            lang,
+            kind,
+            sdk,
+        } => {
+            return scaffold::create(&scaffold::NewPlugin {
+                name: &name,
+                lang,
+                kind: kind.as_deref(),
+                sdk: sdk.as_deref(),
+                parent: std::path::Path::new("."),
+            });
         }
         Command::Completions { shell } => {
             let mut script = Vec::new();

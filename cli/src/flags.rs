@@ -222,6 +222,26 @@ pub(crate) enum Command {
         #[command(flatten)]
         object: ObjectArgs,
     },
+    /// Write a new plugin project in a new directory NAME, outside any
+    /// checkout: a reconcile with a spec, a status and a condition, a test
+    /// on the SDK's fake client, and a README with the commands to test,
+    /// build and install it.
+    New {
+        /// The plugin's name: its directory, its file stem, its crate.
+        name: String,
+        /// The language.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: crate::scaffold::Lang,
+        /// The kind it reconciles, `Kind.group` (default: NAME in
+        /// CamelCase, in example.dev).
+        #[arg(long, value_name = "KIND.GROUP")]
+        kind: Option<String>,
+        /// The SDK to depend on: a checkout's guest-sdk (Rust) or
+        /// guest-sdk/python (Python). Default: the checkout this binary
+        /// was built from.
+        #[arg(long, value_name = "DIR")]
+        sdk: Option<PathBuf>,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell.

@@ -26,6 +26,7 @@ mod plugin_mirror;
 mod protocol;
 mod readiness;
 mod run;
+mod scaffold;
 mod server;
 mod startup;
 mod top;

@@ -22,6 +22,7 @@ mod observe;
 mod plugins;
 mod postgres;
 mod python;
+mod scaffold;
 mod store_grants;
 mod validate;
 mod versions;

@@ -1,0 +1,185 @@
+//! `beehive new NAME --lang rust|python`: a plugin project of one's own, in
+//! a new directory outside any checkout, that tests, builds and serves as
+//! it stands. The templates are in `cli/templates/`.
+
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+
+use crate::failure::{Code, Failure};
+
+/// The language of a new plugin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    /// Rust, with the beehive-guest crate.
+    Rust,
+    /// Python, with the beehive_guest package and componentize-py.
+    Python,
+}
+
+/// The SDK checkout this binary was built from: where a new project's
+/// dependency points unless `--sdk` says otherwise.
+const BUILT_FROM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../guest-sdk");
+
+/// A template file: where it goes in the project, and its text.
+type Template = (&'static str, &'static str);
+
+const RUST: &[Template] = &[
+    ("Cargo.toml", include_str!("../templates/rust/Cargo.toml")),
+    ("src/lib.rs", include_str!("../templates/rust/src/lib.rs")),
+    ("README.md", include_str!("../templates/rust/README.md")),
+    (".gitignore", include_str!("../templates/rust/gitignore")),
+];
+
+const PYTHON: &[Template] = &[
+    ("app.py", include_str!("../templates/python/app.py")),
+    (
+        "tests/test_app.py",
+        include_str!("../templates/python/tests/test_app.py"),
+    ),
+    ("pytest.ini", include_str!("../templates/python/pytest.ini")),
+    ("README.md", include_str!("../templates/python/README.md")),
+    (".gitignore", include_str!("../templates/python/gitignore")),
+];
+
+/// What a new project is made from.
+pub struct NewPlugin<'a> {
+    pub name: &'a str,
+    pub lang: Lang,
+    /// `Kind.group`; by default the name in CamelCase, in `example.dev`.
+    pub kind: Option<&'a str>,
+    /// The SDK to depend on (the Rust crate's directory, or the Python
+    /// package's); by default the checkout this binary was built from.
+    pub sdk: Option<&'a Path>,
+    /// Where the project directory goes (default: here).
+    pub parent: &'a Path,
+}
+
+/// Writes the project and says what to do next.
+pub fn create(plugin: &NewPlugin<'_>) -> Result<String, Failure> {
+    let usage = |message: String| Failure::new(Code::Usage, message);
+    if let Some(problem) = name_problem(plugin.name) {
+        return Err(usage(format!("{:?}: {problem}", plugin.name)));
+    }
+    let (kind, group) = match plugin.kind {
+        Some(text) => text
+            .split_once('.')
+            .filter(|(k, g)| !k.is_empty() && !g.is_empty())
+            .map(|(k, g)| (k.to_string(), g.to_string()))
+            .ok_or_else(|| usage(format!("--kind {text:?}: write Kind.group")))?,
+        None => (camel_case(plugin.name), "example.dev".to_string()),
+    };
+    let sdk = sdk_dir(plugin.sdk, plugin.lang)?;
+    let dir = plugin.parent.join(plugin.name);
+    if dir.exists() {
+        return Err(Failure::conflict(format!(
+            "{} already exists: pick another name or directory",
+            dir.display()
+        )));
+    }
+    let values = [
+        ("{{name}}", plugin.name.to_string()),
+        ("{{crate}}", plugin.name.replace('-', "_")),
+        ("{{kind}}", kind.to_string()),
+        ("{{group}}", group.to_string()),
+        ("{{sdk}}", sdk.display().to_string()),
+    ];
+    let templates = match plugin.lang {
+        Lang::Rust => RUST,
+        Lang::Python => PYTHON,
+    };
+    for (path, template) in templates {
+        let text = values
+            .iter()
+            .fold(template.to_string(), |text, (key, value)| {
+                text.replace(key, value)
+            });
+        let file = dir.join(path);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        std::fs::write(&file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    }
+    Ok(format!(
+        "created {} ({:?} plugin for {kind}.{group}); its README.md says how to test, build and install it\n",
+        dir.display(),
+        plugin.lang
+    ))
+}
+
+/// Why `name` cannot name a plugin (its file stem, and a Rust crate), if
+/// it cannot.
+fn name_problem(name: &str) -> Option<&'static str> {
+    let Some(first) = name.chars().next() else {
+        return Some("a plugin name cannot be empty");
+    };
+    if !first.is_ascii_lowercase() {
+        return Some("a plugin name starts with a lowercase letter");
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        return Some("a plugin name holds lowercase letters, digits and '-' only");
+    }
+    (name.len() > 63).then_some("a plugin name is at most 63 characters")
+}
+
+/// `my-widget` as `MyWidget`.
+fn camel_case(name: &str) -> String {
+    name.split('-')
+        .map(|part| {
+            let mut chars = part.chars();
+            chars.next().map_or(String::new(), |first| {
+                first.to_ascii_uppercase().to_string() + chars.as_str()
+            })
+        })
+        .collect()
+}
+
+/// The SDK directory a new project depends on, absolute.
+fn sdk_dir(given: Option<&Path>, lang: Lang) -> Result<PathBuf, Failure> {
+    let (dir, flagged) = match given {
+        Some(dir) => (dir.to_path_buf(), true),
+        None => {
+            let crate_dir = PathBuf::from(BUILT_FROM);
+            match lang {
+                Lang::Rust => (crate_dir, false),
+                Lang::Python => (crate_dir.join("python"), false),
+            }
+        }
+    };
+    let marker = match lang {
+        Lang::Rust => "Cargo.toml",
+        Lang::Python => "pyproject.toml",
+    };
+    match dir.join(marker).is_file() {
+        true => dir
+            .canonicalize()
+            .map_err(|e| Failure::from(format!("{}: {e}", dir.display()))),
+        false if flagged => Err(Failure::usage(format!(
+            "--sdk {}: no {marker} there (give the SDK's directory: a checkout's guest-sdk, or guest-sdk/python)",
+            dir.display()
+        ))),
+        false => Err(Failure::usage(format!(
+            "the SDK this binary was built from is not at {} any more: pass --sdk DIR",
+            dir.display()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_become_kinds_and_bad_names_are_refused() {
+        assert_eq!(camel_case("my-widget"), "MyWidget");
+        assert_eq!(camel_case("widget2"), "Widget2");
+        assert!(name_problem("my-widget").is_none());
+        assert!(name_problem("My").is_some());
+        assert!(name_problem("a/b").is_some());
+        assert!(name_problem("").is_some());
+    }
+}

@@ -1,0 +1,125 @@
+//! `beehive new`: a plugin project of one's own, made in a directory outside
+//! the checkout, tests, builds and serves as it stands, in each language.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use beehive_e2e::{Workspace, assert_mentions};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs `program ARGS` in `dir`, insisting it succeeds; what it printed.
+fn run(program: &Path, args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> String {
+    let mut command = Command::new(program);
+    command.args(args).current_dir(dir);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let out = command.output().expect("the program runs");
+    let printed =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{program:?} {args:?}: {printed}");
+    printed
+}
+
+#[test]
+fn new_rust_and_python_plugins_test_build_and_serve_from_outside_the_checkout() {
+    let projects = tempfile::tempdir().unwrap();
+    let beehive = beehive_e2e::beehive_bin();
+    let made = run(&beehive, &["new", "widget"], projects.path(), &[]);
+    assert_mentions(&made, &["Rust plugin for Widget.example.dev"]);
+    run(
+        &beehive,
+        &[
+            "new",
+            "gadget",
+            "--lang",
+            "python",
+            "--kind",
+            "Gadget.acme.io",
+        ],
+        projects.path(),
+        &[],
+    );
+    let taken = Command::new(&beehive)
+        .args(["new", "widget"])
+        .current_dir(projects.path())
+        .output()
+        .unwrap();
+    assert_eq!(taken.status.code(), Some(4), "the directory exists");
+
+    // Rust: its tests, then the component. The checkout's lock pins the
+    // dependencies the rest of the suite built, and a target directory of
+    // its own keeps the outer build's lock free.
+    let widget = projects.path().join("widget");
+    std::fs::copy(repo().join("Cargo.lock"), widget.join("Cargo.lock")).unwrap();
+    let target = repo().join("target/scaffold");
+    let cargo = Path::new(env!("CARGO"));
+    let tested = run(cargo, &["test"], &widget, &[("CARGO_TARGET_DIR", &target)]);
+    assert_mentions(&tested, &["test result: ok. 2 passed"]);
+    run(
+        cargo,
+        &["build", "--release", "--target", "wasm32-wasip2"],
+        &widget,
+        &[("CARGO_TARGET_DIR", &target)],
+    );
+
+    // Python: its tests on the fake client, then the component, with the
+    // toolchain the build scripts made and the SDK of this checkout.
+    let gadget = projects.path().join("gadget");
+    let python = repo().join("target/python-venv/bin/python");
+    let sdk = repo().join("guest-sdk/python");
+    let tested = run(
+        &python,
+        &["-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        &gadget,
+        &[
+            ("PYTHONPATH", &sdk),
+            ("PYTHONDONTWRITEBYTECODE", Path::new("1")),
+        ],
+    );
+    assert_mentions(&tested, &["2 passed"]);
+    run(
+        &python,
+        &[
+            "-m",
+            "beehive_guest.build",
+            "build",
+            "app.py",
+            "-o",
+            "gadget.wasm",
+        ],
+        &gadget,
+        &[
+            ("PYTHONPATH", &sdk),
+            ("PYTHONDONTWRITEBYTECODE", Path::new("1")),
+        ],
+    );
+
+    // Both serve in a host.
+    let workspace = Workspace::new();
+    let plugins = workspace.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(
+        target.join("wasm32-wasip2/release/widget.wasm"),
+        plugins.join("widget.wasm"),
+    )
+    .unwrap();
+    std::fs::copy(gadget.join("gadget.wasm"), plugins.join("gadget.wasm")).unwrap();
+    let host = workspace.start_host(&[]);
+    workspace.apply(
+        "objects.yaml",
+        "kind: Widget.example.dev\nname: web\nspec: {replicas: 3}\n---\n\
+         kind: Gadget.acme.io\nname: web\nspec: {replicas: 2}\n",
+    );
+    for kind in ["Widget", "Gadget"] {
+        workspace.ok(&["wait", kind, "web", "--for", "condition=Ready"]);
+    }
+    assert_mentions(
+        &workspace.ok(&["describe", "Gadget", "web"]),
+        &["AllReplicasReady", "2 of 2 ready"],
+    );
+    host.terminate();
+}

@@ -216,6 +216,7 @@ impl Host {
                 write(&self.shared.kinds).insert(group_kind.clone(), kind.clone());
                 if let Some(tracker) = self.running_tracker() {
                     kind.spawn(&self.shared.store, &tracker);
+                    kind.wake_stale_dependents(&self.shared.store);
                 }
             }
         }

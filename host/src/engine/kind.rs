@@ -325,6 +325,21 @@ impl Kind {
         }
     }
 
+    /// Queues this kind's dependents whose targets were written after their
+    /// last pass: for a kind registered on a running host, which the
+    /// start's stale-dependents pass could not wake (a dependency wake for a
+    /// kind with no controller is dropped).
+    pub(crate) fn wake_stale_dependents(&self, store: &Store) {
+        self.enqueue_scan(store, |r, gk| {
+            let stale = r.stale_dependents()?;
+            Ok(stale
+                .into_iter()
+                .filter(|(_, kind)| kind == gk)
+                .map(|(id, _)| id)
+                .collect())
+        });
+    }
+
     fn enqueue_scan(
         &self,
         store: &Store,

@@ -557,3 +557,41 @@ async fn an_edge_dropped_and_declared_again_in_one_pass_is_written_again() {
     assert_eq!(edges.len(), 1, "the edge declared again was not written");
     stop(running).await;
 }
+
+/// A kind registered on a running host (as `beehive run` registers each
+/// plugin once it has loaded) passes its dependents whose targets changed
+/// while it had no controller, whose wakes were dropped, without waiting
+/// for the next stale-dependents pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kind_registered_on_a_running_host_passes_dependents_gone_stale_meanwhile() {
+    let store = beehive_e2e::store();
+    let hourly = options().stale_dependents_interval(Duration::from_secs(3600));
+    let host = Host::new(&store, hourly).unwrap();
+    let apps = Apps::default();
+    host.register(app(), apps.clone(), ControllerOptions::new())
+        .await
+        .unwrap();
+    let running = serve(&host, db(), Dbs::default()).await;
+    let target = create(&host.client(config()), "settings", r#"{"color":"red"}"#).await;
+    let ids = apps_on(&host, target.meta.id, "Config", 1).await;
+    apps_settle("the app settles with its edge", &host, &store).await;
+    eventually("the host is idle", || host.is_idle()).await;
+    let before = apps.passes_of(ids[0]);
+
+    host.unregister(&app()).await.unwrap();
+    update(
+        &host.client(config()),
+        target.meta.id,
+        r#"{"color":"blue"}"#,
+    )
+    .await;
+    eventually("the waker saw the write", || host.is_idle()).await;
+    host.register(app(), apps.clone(), ControllerOptions::new())
+        .await
+        .unwrap();
+    eventually("the app passed over the new target", || {
+        apps.passes_of(ids[0]) > before
+    })
+    .await;
+    stop(running).await;
+}

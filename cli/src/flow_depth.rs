@@ -33,8 +33,8 @@ enum State {
     Comment,
 }
 
-/// The deepest flow nesting in `text`, and the byte where it first goes
-/// past `limit`, if it does (then the scan stops there).
+/// The byte where `text`'s flow nesting first goes past `limit` levels, if
+/// it does (the scan stops there).
 pub fn flow_depth_beyond(text: &str, limit: usize) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut depth = 0usize;
@@ -139,7 +139,6 @@ pub fn flow_depth_beyond(text: &str, limit: usize) -> Option<usize> {
                 }
                 b']' | b'}' if depth > 0 => depth -= 1,
                 b',' if depth > 0 => state = State::NodeStart,
-                b'\n' if depth > 0 => {}
                 _ => {}
             },
         }

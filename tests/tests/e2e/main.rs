@@ -18,6 +18,7 @@ mod contain;
 mod grants;
 mod holds;
 mod hostile;
+mod javascript;
 mod observe;
 mod plugins;
 mod postgres;

@@ -1,0 +1,116 @@
+// The fake client a plugin's tests run against.
+
+import assert from 'node:assert/strict';
+import { beforeEach, test } from 'node:test';
+
+import { Action, condition, config, exportController, http, log } from '../src/index.js';
+import { FakeClient, grantMatches, logLines, reset, sentRequests, setConfig, stubHttp } from '../src/fake.js';
+
+beforeEach(reset);
+
+const registration = { group: 'example.dev', kind: 'Owner' };
+
+test('kind clients create, find, update, list and delete in memory', () => {
+  const fake = new FakeClient();
+  const action = fake.run({
+    registration,
+    reconcile(client, owner) {
+      const children = client.kind('example.dev', 'Child');
+      const { object, created } = children.getOrCreate('a', { n: 1 }, { owner: owner.meta.id });
+      assert.equal(created, true);
+      assert.equal(children.getOrCreate('a', { n: 9 }).created, false);
+      children.create('b', { n: 2 });
+      assert.throws(() => children.create('b', {}), { code: 'name-taken' });
+      assert.equal(children.update(object.meta.id, { n: 3 }).meta.generation, 2);
+      assert.deepEqual(children.list().map((o) => o.spec.n), [3, 2]);
+      assert.deepEqual(children.ownedBy(owner.meta.id).map((o) => o.meta.name), ['a']);
+      children.deleteByName('b');
+      assert.throws(() => children.getByName('b'), { code: 'not-found' });
+      client.transaction(() => client.updateStatus({ children: 1 }));
+    },
+    }, { meta: { id: 100 } });
+  assert.deepEqual(action, Action.settled());
+  assert.deepEqual(fake.status, { children: 1 });
+  assert.equal(fake.commits, 1);
+  assert.deepEqual(fake.objects().map((o) => o.meta.name), ['a']);
+});
+
+test('a transaction that throws rolls back', () => {
+  const fake = new FakeClient();
+  const action = fake.run({
+    registration,
+    reconcile(client) {
+      client.transaction(() => {
+        throw new Error('half done');
+      });
+    },
+  });
+  assert.deepEqual(action, Action.backoff('Error: half done'));
+  assert.equal(fake.rollbacks, 1);
+});
+
+test('store grants are checked as the host checks them', () => {
+  assert.ok(grantMatches('*.example.dev', 'Child.example.dev'));
+  assert.ok(grantMatches('*.*.dev', 'Child.example.dev'));
+  assert.ok(!grantMatches('*.*.example.dev', 'Child.example.dev'));
+  const fake = new FakeClient({ storeGrants: { read: ['Child.example.dev'] } });
+  fake.run({
+    registration,
+    reconcile(client) {
+      client.kind('example.dev', 'Owner').create('self', {});
+      assert.throws(() => client.kind('example.dev', 'Child').create('x', {}), {
+        code: 'not-granted',
+        verb: 'write',
+      });
+      assert.deepEqual(client.kind('example.dev', 'Child').list(), []);
+    },
+  });
+  assert.deepEqual(fake.denials, [{ kind: 'Child.example.dev', verb: 'write' }]);
+});
+
+test('conditions of one type twice in one write are refused', () => {
+  const fake = new FakeClient();
+  const action = fake.run({
+    registration,
+    reconcile(client) {
+      client.setConditions([condition('A', true), condition('A', false)]);
+    },
+  });
+  assert.equal(action.verdict, 'failed');
+  assert.match(action.message, /two A conditions/);
+  assert.throws(() => condition('A', 'yes'), TypeError);
+});
+
+test('what reconcile returns must be an Action', () => {
+  const action = new FakeClient().run({ registration, reconcile: () => 'done' });
+  assert.deepEqual(action, Action.backoff('reconcile returned "done", not an Action'));
+  const policy = new FakeClient().run({
+    registration,
+    reconcile() {
+      throw new Error('x');
+    },
+    errorPolicy: () => Action.unsettled().requeueAfter(5),
+  });
+  assert.deepEqual(policy, Action.unsettled().requeueAfter(5));
+  assert.throws(() => Action.settled().requeueAfter(-1), RangeError);
+});
+
+test('config, log and http go to the test host', async () => {
+  setConfig('region', 'eu');
+  assert.equal(config.get('region'), 'eu');
+  assert.deepEqual(config.keys(), ['region']);
+  log.info('hello');
+  assert.deepEqual(logLines(), [{ level: 'info', message: 'hello' }]);
+  stubHttp('get', 'http://api.test/v1', new Response('{"ok":true}', { status: 200 }));
+  const answer = await http.fetch('http://api.test/v1');
+  assert.deepEqual(await answer.json(), { ok: true });
+  assert.equal(sentRequests().length, 1);
+  await assert.rejects(http.fetch('http://other.test/'), /not granted/);
+});
+
+test('exports refuse to run outside a component, and need a registration', () => {
+  const controller = exportController({ registration, reconcile() {} });
+  assert.throws(() => controller.describe(), /not inside a component/);
+  assert.throws(() => exportController({ reconcile() {} }), /registration/);
+  assert.throws(() => exportController({ registration }), /no reconcile/);
+});

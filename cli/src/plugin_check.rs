@@ -93,7 +93,9 @@ fn report(
                 "{}, world {}{}",
                 shape.contract().unwrap_or_default(),
                 shape.world(),
-                if shape.python { " (Python)" } else { "" }
+                shape
+                    .language
+                    .map_or(String::new(), |language| format!(" ({language})"))
             ),
         ),
         ("Kind", registration.group_kind.to_string()),

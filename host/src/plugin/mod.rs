@@ -41,7 +41,7 @@ pub use logs::{LogLine, PluginLogs};
 pub use policy::{ConfigValue, FileGrant, HttpGrant, Policy};
 pub(crate) use runtime::hex;
 pub use runtime::{Runtime, RuntimeOptions};
-pub use shape::{CONTRACT, Shape, initial_memory};
+pub use shape::{CONTRACT, Language, Shape, initial_memory};
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -17,8 +17,27 @@ pub struct Shape {
     pub imports: Vec<String>,
     /// What it exports (`beehive:controller/controller@0.1.0`, ...).
     pub exports: Vec<String>,
-    /// Whether componentize-py built it (a Python plugin).
-    pub python: bool,
+    /// The language its guest toolchain embeds, when the bytes say:
+    /// componentize-py and componentize-js carry their interpreters.
+    pub language: Option<Language>,
+}
+
+/// A plugin language whose toolchain leaves a mark in the component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Language {
+    /// Built by componentize-py (CPython inside).
+    Python,
+    /// Built by componentize-js (StarlingMonkey, SpiderMonkey inside).
+    JavaScript,
+}
+
+impl std::fmt::Display for Language {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Language::Python => "Python",
+            Language::JavaScript => "JavaScript",
+        })
+    }
 }
 
 impl Shape {
@@ -38,8 +57,15 @@ impl Shape {
                     .into(),
             );
         }
+        let language = if contains(bytes, b"componentize_py") {
+            Some(Language::Python)
+        } else if contains(bytes, b"StarlingMonkey") {
+            Some(Language::JavaScript)
+        } else {
+            None
+        };
         let mut shape = Shape {
-            python: contains(bytes, b"componentize_py"),
+            language,
             ..Shape::default()
         };
         // Nested modules and components have sections of their own; only
@@ -110,10 +136,14 @@ impl Shape {
     /// version, or a component of another world. Names what to build
     /// instead.
     pub fn problem(&self) -> Option<String> {
-        let expected = if self.python {
-            "plugin-with-http (or plugin-with-http-and-schema, ...; componentize-py -w WORLD)"
-        } else {
-            "plugin (the Rust SDK builds plugin-with-schema)"
+        let expected = match self.language {
+            Some(Language::Python) => {
+                "plugin-with-http (or plugin-with-http-and-schema, ...; componentize-py -w WORLD)"
+            }
+            Some(Language::JavaScript) => {
+                "plugin-with-http (or plugin-with-http-and-schema, ...; beehive-js build chooses)"
+            }
+            None => "plugin (the Rust SDK builds plugin-with-schema)",
         };
         match self.contract() {
             None => {
@@ -140,7 +170,7 @@ impl Shape {
         }
         // The Python SDK reaches HTTP through the world's own bindings, so a
         // Python plugin of a world without wasi:http cannot even start.
-        if self.python && !self.imports_http() {
+        if self.language == Some(Language::Python) && !self.imports_http() {
             return Some(format!(
                 "a Python plugin built for world {}: the Python SDK needs wasi:http from its \
                  world; build it for world {expected} of {CONTRACT}",
@@ -206,10 +236,10 @@ mod tests {
 
     #[test]
     fn worlds_and_versions_are_read_from_the_names() {
-        let shape = |imports: &[&str], exports: &[&str], python| Shape {
+        let shape = |imports: &[&str], exports: &[&str], language| Shape {
             imports: imports.iter().map(|s| s.to_string()).collect(),
             exports: exports.iter().map(|s| s.to_string()).collect(),
-            python,
+            language,
         };
         let host = "beehive:controller/host@0.1.0";
         let controller = "beehive:controller/controller@0.1.0";
@@ -218,21 +248,21 @@ mod tests {
         let rust = shape(
             &[host],
             &[controller, "beehive:controller/migrator@0.1.0", schema],
-            false,
+            None,
         );
         assert_eq!(rust.world(), "plugin-with-schema");
         assert_eq!(rust.problem(), None);
-        let python = shape(&[host, http], &[controller, schema], true);
+        let python = shape(&[host, http], &[controller, schema], Some(Language::Python));
         assert_eq!(python.world(), "plugin-with-http-and-schema");
         assert_eq!(python.problem(), None);
-        let python_plain = shape(&[host], &[controller], true);
+        let python_plain = shape(&[host], &[controller], Some(Language::Python));
         let problem = python_plain.problem().unwrap();
         assert!(problem.contains("built for world plugin:"), "{problem}");
         assert!(problem.contains("world plugin-with-http"), "{problem}");
         let newer = shape(
             &["beehive:controller/host@0.9.0"],
             &["beehive:controller/controller@0.9.0"],
-            false,
+            None,
         );
         let problem = newer.problem().unwrap();
         assert!(

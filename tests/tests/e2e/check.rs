@@ -16,7 +16,7 @@ fn check(workspace: &Workspace, file: &str, flags: &[&str]) -> (Option<i32>, Str
 }
 
 #[test]
-fn a_rust_and_a_python_plugin_are_described_with_what_they_would_get() {
+fn a_rust_a_python_and_a_javascript_plugin_are_described_with_what_they_would_get() {
     let workspace = Workspace::new();
     workspace.install_plugin("greeting", "greeting.wasm");
     workspace.write("plugins/greeting.toml", "[config]\nregion = \"eu\"\n");
@@ -50,6 +50,20 @@ fn a_rust_and_a_python_plugin_are_described_with_what_they_would_get() {
         &[
             "world plugin-with-http-and-schema (Python)",
             "Kind:       Service.py.example.dev",
+            "Validates:  yes",
+        ],
+    );
+
+    workspace.install_plugin("conditions-js-v2", "conditions-js.wasm");
+    let (code, javascript) = check(&workspace, "plugins/conditions-js.wasm", &[]);
+    assert_eq!(code, Some(0), "{javascript}");
+    assert_mentions(
+        &javascript,
+        &[
+            "world plugin-with-http-migrator-and-schema (JavaScript)",
+            "Kind:       Service.js.example.dev",
+            "Spec:       version 1, JSON Schema",
+            "Migrates:   yes",
             "Validates:  yes",
         ],
     );

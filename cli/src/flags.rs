@@ -236,9 +236,9 @@ pub(crate) enum Command {
         /// CamelCase, in example.dev).
         #[arg(long, value_name = "KIND.GROUP")]
         kind: Option<String>,
-        /// The SDK to depend on: a checkout's guest-sdk (Rust) or
-        /// guest-sdk/python (Python). Default: the checkout this binary
-        /// was built from.
+        /// The SDK to depend on: a checkout's guest-sdk (Rust),
+        /// guest-sdk/python (Python) or guest-sdk/js (JavaScript). Default:
+        /// the checkout this binary was built from.
         #[arg(long, value_name = "DIR")]
         sdk: Option<PathBuf>,
     },

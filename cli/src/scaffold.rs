@@ -1,4 +1,4 @@
-//! `beehive new NAME --lang rust|python`: a plugin project of one's own, in
+//! `beehive new NAME --lang rust|python|js`: a plugin project of one's own, in
 //! a new directory outside any checkout, that tests, builds and serves as
 //! it stands. The templates are in `cli/templates/`.
 
@@ -15,6 +15,9 @@ pub enum Lang {
     Rust,
     /// Python, with the beehive_guest package and componentize-py.
     Python,
+    /// JavaScript (or TypeScript), with the beehive-guest npm package and
+    /// componentize-js.
+    Js,
 }
 
 /// The SDK checkout this binary was built from: where a new project's
@@ -40,6 +43,17 @@ const PYTHON: &[Template] = &[
     ("pytest.ini", include_str!("../templates/python/pytest.ini")),
     ("README.md", include_str!("../templates/python/README.md")),
     (".gitignore", include_str!("../templates/python/gitignore")),
+];
+
+const JS: &[Template] = &[
+    ("package.json", include_str!("../templates/js/package.json")),
+    ("app.js", include_str!("../templates/js/app.js")),
+    (
+        "test/app.test.js",
+        include_str!("../templates/js/test/app.test.js"),
+    ),
+    ("README.md", include_str!("../templates/js/README.md")),
+    (".gitignore", include_str!("../templates/js/gitignore")),
 ];
 
 /// What a new project is made from.
@@ -83,10 +97,15 @@ pub fn create(plugin: &NewPlugin<'_>) -> Result<String, Failure> {
         ("{{kind}}", kind.to_string()),
         ("{{group}}", group.to_string()),
         ("{{sdk}}", sdk.display().to_string()),
+        (
+            "{{controller}}",
+            lower_camel_case(plugin.name) + "Controller",
+        ),
     ];
     let templates = match plugin.lang {
         Lang::Rust => RUST,
         Lang::Python => PYTHON,
+        Lang::Js => JS,
     };
     for (path, template) in templates {
         let text = values
@@ -101,10 +120,14 @@ pub fn create(plugin: &NewPlugin<'_>) -> Result<String, Failure> {
         }
         std::fs::write(&file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
     }
+    let language = match plugin.lang {
+        Lang::Rust => "Rust",
+        Lang::Python => "Python",
+        Lang::Js => "JavaScript",
+    };
     Ok(format!(
-        "created {} ({:?} plugin for {kind}.{group}); its README.md says how to test, build and install it\n",
+        "created {} ({language} plugin for {kind}.{group}); its README.md says how to test, build and install it\n",
         dir.display(),
-        plugin.lang
     ))
 }
 
@@ -138,6 +161,15 @@ fn camel_case(name: &str) -> String {
         .collect()
 }
 
+/// `my-widget` as `myWidget`: a JavaScript identifier.
+fn lower_camel_case(name: &str) -> String {
+    let upper = camel_case(name);
+    let mut chars = upper.chars();
+    chars.next().map_or(String::new(), |first| {
+        first.to_ascii_lowercase().to_string() + chars.as_str()
+    })
+}
+
 /// The SDK directory a new project depends on, absolute.
 fn sdk_dir(given: Option<&Path>, lang: Lang) -> Result<PathBuf, Failure> {
     let (dir, flagged) = match given {
@@ -147,19 +179,21 @@ fn sdk_dir(given: Option<&Path>, lang: Lang) -> Result<PathBuf, Failure> {
             match lang {
                 Lang::Rust => (crate_dir, false),
                 Lang::Python => (crate_dir.join("python"), false),
+                Lang::Js => (crate_dir.join("js"), false),
             }
         }
     };
     let marker = match lang {
         Lang::Rust => "Cargo.toml",
         Lang::Python => "pyproject.toml",
+        Lang::Js => "package.json",
     };
     match dir.join(marker).is_file() {
         true => dir
             .canonicalize()
             .map_err(|e| Failure::from(format!("{}: {e}", dir.display()))),
         false if flagged => Err(Failure::usage(format!(
-            "--sdk {}: no {marker} there (give the SDK's directory: a checkout's guest-sdk, or guest-sdk/python)",
+            "--sdk {}: no {marker} there (give the SDK's directory: a checkout's guest-sdk, guest-sdk/python or guest-sdk/js)",
             dir.display()
         ))),
         false => Err(Failure::usage(format!(
@@ -177,6 +211,7 @@ mod tests {
     fn names_become_kinds_and_bad_names_are_refused() {
         assert_eq!(camel_case("my-widget"), "MyWidget");
         assert_eq!(camel_case("widget2"), "Widget2");
+        assert_eq!(lower_camel_case("my-widget"), "myWidget");
         assert!(name_problem("my-widget").is_none());
         assert!(name_problem("My").is_some());
         assert!(name_problem("a/b").is_some());

@@ -25,7 +25,7 @@ fn run(program: &Path, args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Stri
 }
 
 #[test]
-fn new_rust_and_python_plugins_test_build_and_serve_from_outside_the_checkout() {
+fn new_rust_python_and_javascript_plugins_test_build_and_serve_from_outside_the_checkout() {
     let projects = tempfile::tempdir().unwrap();
     let beehive = beehive_e2e::beehive_bin();
     let made = run(&beehive, &["new", "widget"], projects.path(), &[]);
@@ -43,6 +43,13 @@ fn new_rust_and_python_plugins_test_build_and_serve_from_outside_the_checkout() 
         projects.path(),
         &[],
     );
+    let made = run(
+        &beehive,
+        &["new", "gizmo", "--lang", "js", "--kind", "Gizmo.acme.io"],
+        projects.path(),
+        &[],
+    );
+    assert_mentions(&made, &["JavaScript plugin for Gizmo.acme.io"]);
     let taken = Command::new(&beehive)
         .args(["new", "widget"])
         .current_dir(projects.path())
@@ -98,7 +105,23 @@ fn new_rust_and_python_plugins_test_build_and_serve_from_outside_the_checkout() 
         ],
     );
 
-    // Both serve in a host.
+    // JavaScript: `npm test` and `npm run build`, as its README says. The
+    // toolchain the build scripts made stands in for `npm install` (the SDK
+    // packed as published, and componentize-js).
+    let gizmo = projects.path().join("gizmo");
+    let manifest = std::fs::read_to_string(gizmo.join("package.json")).unwrap();
+    assert_mentions(&manifest, &["\"beehive-guest\": \"file:/"]);
+    std::os::unix::fs::symlink(
+        repo().join("target/js-env/node_modules"),
+        gizmo.join("node_modules"),
+    )
+    .unwrap();
+    let npm = Path::new("npm");
+    let tested = run(npm, &["test"], &gizmo, &[]);
+    assert_mentions(&tested, &["pass 2", "fail 0"]);
+    run(npm, &["run", "build"], &gizmo, &[]);
+
+    // All three serve in a host.
     let workspace = Workspace::new();
     let plugins = workspace.path().join("plugins");
     std::fs::create_dir_all(&plugins).unwrap();
@@ -108,18 +131,32 @@ fn new_rust_and_python_plugins_test_build_and_serve_from_outside_the_checkout() 
     )
     .unwrap();
     std::fs::copy(gadget.join("gadget.wasm"), plugins.join("gadget.wasm")).unwrap();
-    let host = workspace.start_host(&[]);
+    std::fs::copy(gizmo.join("gizmo.wasm"), plugins.join("gizmo.wasm")).unwrap();
+    let cache = beehive_e2e::shared_plugin_cache();
+    let host = workspace.start_host(&["--plugin-cache", cache.to_str().unwrap()]);
     workspace.apply(
         "objects.yaml",
         "kind: Widget.example.dev\nname: web\nspec: {replicas: 3}\n---\n\
-         kind: Gadget.acme.io\nname: web\nspec: {replicas: 2}\n",
+         kind: Gadget.acme.io\nname: web\nspec: {replicas: 2}\n---\n\
+         kind: Gizmo.acme.io\nname: web\nspec: {replicas: 4}\n",
     );
-    for kind in ["Widget", "Gadget"] {
+    for kind in ["Widget", "Gadget", "Gizmo"] {
         workspace.ok(&["wait", kind, "web", "--for", "condition=Ready"]);
     }
     assert_mentions(
         &workspace.ok(&["describe", "Gadget", "web"]),
         &["AllReplicasReady", "2 of 2 ready"],
     );
+    assert_mentions(
+        &workspace.ok(&["describe", "Gizmo", "web"]),
+        &["AllReplicasReady", "4 of 4 ready"],
+    );
+    // The JavaScript plugin's schema is the kind's: a spec without
+    // replicas is refused at apply.
+    let refused = workspace.apply_fails(
+        "bad.yaml",
+        "kind: Gizmo.acme.io\nname: bad\nspec: {count: 1}\n",
+    );
+    assert_mentions(&refused, &["replicas"]);
     host.terminate();
 }

@@ -13,11 +13,15 @@
 //!   version's status; the median of five swaps;
 //! - `plugin.instance_rss_kib`: resident memory per idle `greeting` instance,
 //!   over 100 instances;
-//! - `plugin.converge_10k_conditions_per_s` / `plugin.converge_10k_python_per_s`:
-//!   10,000 services converged by the `conditions` example in Rust, and by
-//!   the same logic in Python (`conditions-py`);
-//! - `plugin.python_cached_load_ms`: loading `conditions-py` (18 MB) from a
-//!   warm compiled-plugin cache, as a restart does; the median of five;
+//! - `plugin.converge_10k_conditions_per_s` / `plugin.converge_10k_python_per_s`
+//!   / `plugin.converge_10k_js_per_s`: 10,000 services converged by the
+//!   `conditions` example in Rust, and by the same logic in Python
+//!   (`conditions-py`) and JavaScript (`conditions-js`);
+//! - `plugin.python_cached_load_ms` / `plugin.js_cached_load_ms`: loading
+//!   `conditions-py` (18 MB) or `conditions-js` (16 MB) from a warm
+//!   compiled-plugin cache, as a restart does; the median of five;
+//! - `plugin.js_component_mb` / `plugin.js_first_compile_ms`: the size of
+//!   `conditions-js`, and its first load with an empty cache (compiled);
 //! - `plugin.http_get_us`: one GET of a small body from a local server through
 //!   `wasi:http`, timed by the plugin inside its passes (ten GETs a pass);
 //!   the median of 200;
@@ -267,11 +271,11 @@ async fn conditions(plugin: &str, group: &str) -> f64 {
     .await
 }
 
-/// Loading the Python example from a warm compiled-plugin cache, as a
+/// Loading example `plugin` from a warm compiled-plugin cache, as a
 /// restart does: read, hash, deserialize, instantiate and describe; the
 /// median of five fresh runtimes.
-async fn python_cached_load() -> f64 {
-    let path = plugin_wasm("conditions-py");
+async fn cached_load(plugin: &str) -> f64 {
+    let path = plugin_wasm(plugin);
     let options = || RuntimeOptions::new().cache_dir(shared_plugin_cache());
     let warm = Runtime::new(options()).expect("runtime");
     warm.load(&path, Policy::default()).await.expect("load");
@@ -284,6 +288,19 @@ async fn python_cached_load() -> f64 {
         assert_eq!(runtime.compiled_count(), 0, "loaded from the cache");
     }
     median(samples)
+}
+
+/// Loading example `plugin` with an empty cache: compiled from its bytes.
+async fn first_compile(plugin: &str) -> f64 {
+    let cache = tempfile::tempdir().expect("cache directory");
+    let runtime = Runtime::new(RuntimeOptions::new().cache_dir(cache.path())).expect("runtime");
+    let started = Instant::now();
+    runtime
+        .load(&plugin_wasm(plugin), Policy::default())
+        .await
+        .expect("load");
+    assert_eq!(runtime.compiled_count(), 1, "compiled, not cached");
+    started.elapsed().as_secs_f64() * 1e3
 }
 
 /// GETs per side, in rounds that alternate plugin and native, so drift in
@@ -414,7 +431,23 @@ fn main() {
         figure("plugin.converge_10k_python_per_s", python, "obj/s");
         figure(
             "plugin.python_cached_load_ms",
-            python_cached_load().await,
+            cached_load("conditions-py").await,
+            "ms",
+        );
+        let js = conditions("conditions-js", "js.example.dev").await;
+        figure("plugin.converge_10k_js_per_s", js, "obj/s");
+        figure(
+            "plugin.js_cached_load_ms",
+            cached_load("conditions-js").await,
+            "ms",
+        );
+        let size = std::fs::metadata(plugin_wasm("conditions-js"))
+            .expect("plugin")
+            .len();
+        figure("plugin.js_component_mb", size as f64 / 1e6, "MB");
+        figure(
+            "plugin.js_first_compile_ms",
+            first_compile("conditions-js").await,
             "ms",
         );
         let server = TestServer::start();

@@ -254,7 +254,7 @@ async fn delete_each(paths: &Paths, objects: Vec<(String, String)>) -> Result<St
     let mut refusals = 0;
     for (kind, name) in &objects {
         match delete_one(paths, kind, name).await {
-            Ok(done) => println!("{done}"),
+            Ok(done) => output::print_now(&format!("{done}\n")),
             Err(refusal) => {
                 eprintln!("error: {}", refusal.message);
                 refusals += 1;

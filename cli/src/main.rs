@@ -61,11 +61,20 @@ fn main() -> ExitCode {
     // dropped at their next yield; nothing may hold the exit beyond this.
     runtime.shutdown_timeout(Duration::from_secs(2));
     match result {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
+        Ok(text) => write_output(&text),
         Err(failure) => fail(&failure),
+    }
+}
+
+/// Writes a command's output. A reader that stopped reading (`| head`) has
+/// what it wanted: that ends the command with success, as for any filter.
+fn write_output(text: &str) -> ExitCode {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => fail(&Failure::from(format!("cannot write the output: {e}"))),
     }
 }
 

@@ -298,6 +298,12 @@ impl Plugin {
         let state = warm.store.data();
         if state.stderr.contents().len() >= STDERR_CAPACITY / 2 || state.memory.used() > IDLE_MEMORY
         {
+            tracing::debug!(
+                plugin = &*self.sandbox.name,
+                memory = state.memory.used(),
+                stderr = state.stderr.contents().len(),
+                "instance retired after its pass"
+            );
             return;
         }
         lock(&self.idle).push(warm);

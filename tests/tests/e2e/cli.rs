@@ -853,3 +853,21 @@ fn a_float_applies_back_unchanged() {
         &["unchanged"],
     );
 }
+
+/// A reader that stops early (`beehive ... | head`) ends the command
+/// quietly with success, as for any Unix filter: no panic, no backtrace.
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let mut child = std::process::Command::new(beehive_e2e::beehive_bin())
+        .args(["completions", "bash"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("beehive starts");
+    // The read end closes before the command writes a byte.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("beehive ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}

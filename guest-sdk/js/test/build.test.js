@@ -1,0 +1,46 @@
+// beehive-js: the world a module's exports ask for, and the errors a
+// wrong invocation gets before any build starts.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { worldFor } from '../bin/beehive-js.js';
+
+const command = fileURLToPath(new URL('../bin/beehive-js.js', import.meta.url));
+
+test('the world follows the exports', () => {
+  assert.equal(worldFor(['controller']), 'plugin-with-http');
+  assert.equal(worldFor(['controller', 'migrator']), 'plugin-with-http-and-migrator');
+  assert.equal(worldFor(['schema', 'controller', 'services']), 'plugin-with-http-and-schema');
+  assert.equal(worldFor(['controller', 'schema', 'migrator']), 'plugin-with-http-migrator-and-schema');
+  assert.throws(() => worldFor(['schema']), /exports no `controller`/);
+});
+
+function run(...args) {
+  return spawnSync(process.execPath, [command, ...args], { encoding: 'utf8' });
+}
+
+test('a wrong invocation is refused with a clear line', () => {
+  const usage = run('compile', 'app.js');
+  assert.equal(usage.status, 2);
+  assert.match(usage.stderr, /usage: beehive-js build MODULE/);
+  const dir = mkdtempSync(join(tmpdir(), 'beehive-js-test-'));
+  const missing = run('build', join(dir, 'absent.js'));
+  assert.equal(missing.status, 1);
+  assert.match(missing.stderr, /absent\.js: not a JavaScript or TypeScript module/);
+  writeFileSync(join(dir, 'notes.txt'), 'hello');
+  assert.match(run('build', join(dir, 'notes.txt')).stderr, /not a JavaScript or TypeScript module/);
+});
+
+test('a module without a controller export is refused before componentize runs', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'beehive-js-test-'));
+  writeFileSync(join(dir, 'app.js'), 'export const nothing = 1;\n');
+  const refused = run('build', join(dir, 'app.js'), '-o', join(dir, 'out.wasm'));
+  assert.equal(refused.status, 1);
+  assert.match(refused.stderr, /exports no `controller`/);
+});

@@ -178,8 +178,8 @@ impl Registration {
 
     /// Asks the host to call [`crate::Controller::validate`] on every spec
     /// write of the kind, after the schema: for rules a schema cannot say.
-    /// It runs under the plugin's limits on a fresh instance, so keep it a
-    /// pure function of the spec.
+    /// It runs under the plugin's limits on an instance of its own that
+    /// later calls may reuse, so keep it a pure function of the spec.
     pub fn validates(mut self) -> Self {
         self.validates = true;
         self

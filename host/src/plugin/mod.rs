@@ -295,19 +295,28 @@ impl Plugin {
     /// Puts an instance back for the next pass, unless it has collected a
     /// lot of stderr or memory: then it is dropped and gives both back.
     fn keep_idle(&self, warm: Warm) {
-        let state = warm.store.data();
-        if state.stderr.contents().len() >= STDERR_CAPACITY / 2 || state.memory.used() > IDLE_MEMORY
-        {
-            tracing::debug!(
-                plugin = &*self.sandbox.name,
-                memory = state.memory.used(),
-                stderr = state.stderr.contents().len(),
-                "instance retired after its pass"
-            );
-            return;
+        if worth_keeping(&warm, &self.sandbox.name) {
+            lock(&self.idle).push(warm);
         }
-        lock(&self.idle).push(warm);
     }
+}
+
+/// Whether an instance that finished a call cleanly may serve the next:
+/// not once it has collected a lot of stderr or memory, which dropping it
+/// gives back.
+pub(crate) fn worth_keeping(warm: &Warm, plugin: &str) -> bool {
+    let state = warm.store.data();
+    let keep =
+        state.stderr.contents().len() < STDERR_CAPACITY / 2 && state.memory.used() <= IDLE_MEMORY;
+    if !keep {
+        tracing::debug!(
+            plugin,
+            memory = state.memory.used(),
+            stderr = state.stderr.contents().len(),
+            "instance retired after its call"
+        );
+    }
+    keep
 }
 
 /// Records a Warning event on the object for each destination and each

@@ -6,9 +6,12 @@
 //! are async (they yield, and a wall clock cuts them). So each plugin
 //! version that exports either gets a thread of its own with a small
 //! runtime; a call is sent there and its caller waits for the answer. Every
-//! call runs on a fresh instance under the plugin's CPU deadline,
-//! wall-clock limit and memory cap, with a slot of its own, so a call asked
-//! for during one of the plugin's passes never waits for that pass's slot.
+//! call runs under the plugin's CPU deadline, wall-clock limit and memory
+//! cap, on an instance with a slot of its own, so a call asked for during
+//! one of the plugin's passes never waits for that pass's slot. The thread
+//! keeps its instance from one call to the next, as the pass pool does: a
+//! JavaScript or Python engine takes about a millisecond to instantiate,
+//! more than its `validate` itself. A call that fails drops it.
 
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -18,7 +21,8 @@ use wasmtime::component::{Component, ComponentExportIndex, ComponentType, Lift};
 use crate::json::Json;
 use crate::migration::Migrator;
 use crate::plugin::bindings::beehive::controller::types as wit;
-use crate::plugin::sandbox::Sandbox;
+use crate::plugin::sandbox::{Sandbox, Warm};
+use crate::plugin::worth_keeping;
 use crate::validation::{KindSchemas, SpecValidator, Violation};
 
 /// The migrator interface's name in the contract.
@@ -290,19 +294,67 @@ fn serve(sandbox: &Sandbox, exports: &Exports, queue: &mpsc::Receiver<Job>) {
             return;
         }
     };
+    let mut kept: Option<Warm> = None;
     while let Ok(job) = queue.recv() {
-        let answer = runtime.block_on(run(sandbox, exports, &job.call));
+        let answer = runtime.block_on(async {
+            let mut warm = match kept.take() {
+                Some(warm) => warm,
+                None => sandbox.instantiate().await.map_err(|e| e.to_string())?,
+            };
+            sandbox.restart_clock(&mut warm);
+            let answer = run(sandbox, exports, &job.call, &mut warm).await;
+            match answer {
+                Err(CallFailed::Trapped(why)) => Err(why),
+                answer => {
+                    if worth_keeping(&warm, &sandbox.name) {
+                        kept = Some(warm);
+                    }
+                    answer.map_err(CallFailed::into_message)
+                }
+            }
+        });
         // The caller may have gone; nothing to tell it then.
         let _ = job.reply.send(answer);
     }
 }
 
-/// One call on a fresh instance, bounded like a pass.
-async fn run(sandbox: &Sandbox, exports: &Exports, call: &Call) -> Result<Answer, String> {
-    let missing = || format!("plugin {}: the function is not exported", sandbox.name);
-    let mut warm = sandbox.instantiate().await.map_err(|e| e.to_string())?;
-    let unfit =
-        |e: wasmtime::Error| format!("plugin {}: its export does not fit: {e:#}", sandbox.name);
+/// Why a call gave no answer.
+enum CallFailed {
+    /// The plugin answered with an error, or does not export the function:
+    /// its instance is fine.
+    Refused(String),
+    /// The call trapped or was cut by a limit: its instance is in no known
+    /// state and is dropped.
+    Trapped(String),
+}
+
+impl CallFailed {
+    fn into_message(self) -> String {
+        match self {
+            CallFailed::Refused(why) | CallFailed::Trapped(why) => why,
+        }
+    }
+}
+
+/// One call on `warm`, bounded like a pass.
+async fn run(
+    sandbox: &Sandbox,
+    exports: &Exports,
+    call: &Call,
+    warm: &mut Warm,
+) -> Result<Answer, CallFailed> {
+    let missing = || {
+        CallFailed::Refused(format!(
+            "plugin {}: the function is not exported",
+            sandbox.name
+        ))
+    };
+    let unfit = |e: wasmtime::Error| {
+        CallFailed::Refused(format!(
+            "plugin {}: its export does not fit: {e:#}",
+            sandbox.name
+        ))
+    };
     let (converter, from, raw) = match call {
         Call::ConvertSpec { from, raw } => (exports.convert_spec.as_ref(), *from, raw),
         Call::ConvertStatus { from, raw } => (exports.convert_status.as_ref(), *from, raw),
@@ -323,7 +375,7 @@ async fn run(sandbox: &Sandbox, exports: &Exports, call: &Call) -> Result<Answer
                         .map(violation)
                         .collect(),
                 )),
-                Err(error) => Err(sandbox.failure(&warm, &error, 0)),
+                Err(error) => Err(CallFailed::Trapped(sandbox.failure(warm, &error, 0))),
             };
         }
     };
@@ -338,8 +390,8 @@ async fn run(sandbox: &Sandbox, exports: &Exports, call: &Call) -> Result<Answer
     match called {
         Ok((converted,)) => converted
             .map(Answer::Converted)
-            .map_err(|why| format!("plugin {}: {why}", sandbox.name)),
-        Err(error) => Err(sandbox.failure(&warm, &error, 0)),
+            .map_err(|why| CallFailed::Refused(format!("plugin {}: {why}", sandbox.name))),
+        Err(error) => Err(CallFailed::Trapped(sandbox.failure(warm, &error, 0))),
     }
 }
 

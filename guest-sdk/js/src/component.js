@@ -88,51 +88,49 @@ const toWitOptions = (o = {}) => ({ owner: toBigInt(o.owner), finalizers: [...(o
 
 /** The backend of one pass, over the borrowed `controller-client`. */
 function passBackend(client) {
-  const call = (f) => hostCall(f);
   return {
-    updateStatus: (text) => call(() => client.updateStatus(text)),
-    setConditions: (conditions) => call(() => client.setConditions(conditions.map(toWitCondition))),
-    deleteCondition: (type) => call(() => client.deleteCondition(type)),
-    addEvent: (e) => call(() => client.addEvent(toWitEvent(e))),
-    addFinalizer: (f) => call(() => client.addFinalizer(f)),
-    deleteFinalizer: (f) => call(() => client.deleteFinalizer(f)),
-    addDependency: (id) => call(() => client.addDependency(BigInt(id))),
-    deleteDependency: (id) => call(() => client.deleteDependency(BigInt(id))),
-    hasIncomingEdges: () => call(() => client.hasIncomingEdges()),
+    updateStatus: (text) => hostCall(() => client.updateStatus(text)),
+    setConditions: (conditions) => hostCall(() => client.setConditions(conditions.map(toWitCondition))),
+    deleteCondition: (type) => hostCall(() => client.deleteCondition(type)),
+    addEvent: (e) => hostCall(() => client.addEvent(toWitEvent(e))),
+    addFinalizer: (f) => hostCall(() => client.addFinalizer(f)),
+    deleteFinalizer: (f) => hostCall(() => client.deleteFinalizer(f)),
+    addDependency: (id) => hostCall(() => client.addDependency(BigInt(id))),
+    deleteDependency: (id) => hostCall(() => client.deleteDependency(BigInt(id))),
+    hasIncomingEdges: () => hostCall(() => client.hasIncomingEdges()),
     getOwner: () => {
-      const owner = call(() => client.getOwner());
+      const owner = hostCall(() => client.getOwner());
       return owner === undefined ? undefined : fromWitRef(owner);
     },
-    listDependencies: () => fromWitRefs(call(() => client.listDependencies())),
-    listDependents: () => fromWitRefs(call(() => client.listDependents())),
-    listOwned: () => fromWitRefs(call(() => client.listOwned())),
-    begin: () => call(() => client.begin()),
-    commit: () => call(() => client.commit()),
-    rollback: () => call(() => client.rollback()),
+    listDependencies: () => fromWitRefs(hostCall(() => client.listDependencies())),
+    listDependents: () => fromWitRefs(hostCall(() => client.listDependents())),
+    listOwned: () => fromWitRefs(hostCall(() => client.listOwned())),
+    begin: () => hostCall(() => client.begin()),
+    commit: () => hostCall(() => client.commit()),
+    rollback: () => hostCall(() => client.rollback()),
     kindClient: (group, kind) => kindBackend(new HostKindClient(group, kind)),
   };
 }
 
 /** The backend of a `KindClient`, over the host's `kind-client`. */
 function kindBackend(kinds) {
-  const call = (f) => hostCall(f);
   const pair = ([object, created]) => [rawObject(object), created];
   return {
-    create: (name, spec, o) => rawObject(call(() => kinds.create(name, spec, toWitOptions(o)))),
-    getOrCreate: (name, spec, o) => pair(call(() => kinds.getOrCreate(name, spec, toWitOptions(o)))),
+    create: (name, spec, o) => rawObject(hostCall(() => kinds.create(name, spec, toWitOptions(o)))),
+    getOrCreate: (name, spec, o) => pair(hostCall(() => kinds.getOrCreate(name, spec, toWitOptions(o)))),
     createOrUpdate: (name, spec, o) =>
-      pair(call(() => kinds.createOrUpdate(name, spec, toWitOptions(o)))),
-    get: (id) => rawObject(call(() => kinds.get(BigInt(id)))),
-    getByName: (name) => rawObject(call(() => kinds.getByName(name))),
+      pair(hostCall(() => kinds.createOrUpdate(name, spec, toWitOptions(o)))),
+    get: (id) => rawObject(hostCall(() => kinds.get(BigInt(id)))),
+    getByName: (name) => rawObject(hostCall(() => kinds.getByName(name))),
     list: (after, limit) => {
-      const page = call(() => kinds.list(toBigInt(after), limit));
+      const page = hostCall(() => kinds.list(toBigInt(after), limit));
       return { objects: page.objects.map(rawObject), next: toNumber(page.next) ?? undefined };
     },
-    update: (id, spec) => rawObject(call(() => kinds.update(BigInt(id), spec))),
-    updateByName: (name, spec) => rawObject(call(() => kinds.updateByName(name, spec))),
-    delete: (id) => call(() => kinds.delete(BigInt(id))),
-    deleteByName: (name) => call(() => kinds.deleteByName(name)),
-    listOwnedObjects: (owner) => call(() => kinds.listOwnedObjects(BigInt(owner))).map(rawObject),
+    update: (id, spec) => rawObject(hostCall(() => kinds.update(BigInt(id), spec))),
+    updateByName: (name, spec) => rawObject(hostCall(() => kinds.updateByName(name, spec))),
+    delete: (id) => hostCall(() => kinds.delete(BigInt(id))),
+    deleteByName: (name) => hostCall(() => kinds.deleteByName(name)),
+    listOwnedObjects: (owner) => hostCall(() => kinds.listOwnedObjects(BigInt(owner))).map(rawObject),
   };
 }
 

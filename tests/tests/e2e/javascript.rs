@@ -6,6 +6,8 @@
 
 use beehive_e2e::{Workspace, assert_mentions, shared_plugin_cache, wait_until};
 
+use crate::conditions_example;
+
 #[test]
 fn a_javascript_plugin_converges_beside_rust_ones_and_hot_swaps() {
     let workspace = Workspace::with_plugins(&["conditions", "conditions-js"]);
@@ -42,40 +44,15 @@ fn a_javascript_plugin_converges_beside_rust_ones_and_hot_swaps() {
     );
     // The plugin's JSON Schema (with its descriptions) and its validate
     // refuse bad specs at apply.
-    assert_mentions(
-        &workspace.ok(&["explain", "Service.js.example.dev.spec.port"]),
-        &["<integer> -required-", "The port to listen on"],
-    );
-    for (spec, rule) in [
-        ("{port: 70000}", "spec.port: 70000 is outside 1-65535"),
-        (
-            "{port: eighty}",
-            r#"spec.port: "eighty" is not of type "integer""#,
-        ),
-    ] {
-        workspace.write(
-            "bad.yaml",
-            &format!("kind: Service.js.example.dev\nname: bad\nspec: {spec}\n"),
-        );
-        let refused = workspace.run(&["apply", "-f", "bad.yaml"]);
-        assert_eq!(refused.status.code(), Some(7), "{refused:?}");
-        assert_mentions(&String::from_utf8_lossy(&refused.stderr), &[rule]);
-    }
-
-    workspace.install_plugin("conditions-js-v2", "conditions-js.wasm");
-    wait_until("release 2 has re-run every service", || {
-        workspace
-            .ok(&["describe", "Service.js.example.dev", "web"])
-            .contains("(release 2)")
-    });
-    let events = workspace.ok(&["events", "Service.js.example.dev", "web"]);
-    assert!(
-        !events.contains("ReconcileFailed") && !events.contains("DecodeFailed"),
-        "no pass failed across the swap: {events}"
+    conditions_example::refuses_bad_specs(&workspace, "Service.js.example.dev");
+    let web = conditions_example::swaps_to_release_2(
+        &workspace,
+        "Service.js.example.dev",
+        "conditions-js-v2",
+        "conditions-js.wasm",
     );
     // Release 2 requires `enabled` (spec version 1); the stored version-0
     // spec reads upgraded through the plugin's JavaScript migrator.
-    let web = workspace.ok(&["get", "Service.js.example.dev", "web", "-o", "json"]);
     assert_mentions(&web, &["\"enabled\": true", "\"specVersion\": 1"]);
     host.terminate();
 }

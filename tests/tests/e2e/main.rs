@@ -14,6 +14,7 @@ finalizers: [example.dev/greetings]
 mod chaos;
 mod check;
 mod cli;
+mod conditions_example;
 mod contain;
 mod grants;
 mod holds;

@@ -5,6 +5,8 @@
 
 use beehive_e2e::{Workspace, assert_mentions, shared_plugin_cache, wait_until};
 
+use crate::conditions_example;
+
 #[test]
 fn a_python_plugin_converges_beside_rust_ones_and_hot_swaps() {
     let workspace = Workspace::with_plugins(&["conditions", "conditions-py"]);
@@ -25,41 +27,15 @@ fn a_python_plugin_converges_beside_rust_ones_and_hot_swaps() {
     assert_mentions(&described, &["http://web:8080", "listening on :8080"]);
     // The Python SDK's schema (from the dataclass, `#:` comments as
     // descriptions) and its validate refuse bad specs at apply.
-    let explained = workspace.ok(&["explain", "Service.py.example.dev.spec.port"]);
-    assert_mentions(
-        &explained,
-        &["<integer> -required-", "The port to listen on"],
-    );
-    for (spec, rule) in [
-        ("{port: 70000}", "spec.port: 70000 is outside 1-65535"),
-        (
-            "{port: eighty}",
-            r#"spec.port: "eighty" is not of type "integer""#,
-        ),
-    ] {
-        workspace.write(
-            "bad.yaml",
-            &format!("kind: Service.py.example.dev\nname: bad\nspec: {spec}\n"),
-        );
-        let refused = workspace.run(&["apply", "-f", "bad.yaml"]);
-        assert_eq!(refused.status.code(), Some(7), "{refused:?}");
-        assert_mentions(&String::from_utf8_lossy(&refused.stderr), &[rule]);
-    }
-
-    workspace.install_plugin("conditions-py-v2", "conditions-py.wasm");
-    wait_until("release 2 has re-run every service", || {
-        workspace
-            .ok(&["describe", "Service.py.example.dev", "web"])
-            .contains("(release 2)")
-    });
-    let failures = workspace.ok(&["events", "Service.py.example.dev", "web"]);
-    assert!(
-        !failures.contains("ReconcileFailed") && !failures.contains("DecodeFailed"),
-        "no pass failed across the swap: {failures}"
+    conditions_example::refuses_bad_specs(&workspace, "Service.py.example.dev");
+    let web = conditions_example::swaps_to_release_2(
+        &workspace,
+        "Service.py.example.dev",
+        "conditions-py-v2",
+        "conditions-py.wasm",
     );
     // Release 2 requires `enabled` (spec version 1); the stored version-0
     // spec reads upgraded through the plugin's Python migrator.
-    let web = workspace.ok(&["get", "Service.py.example.dev", "web", "-o", "json"]);
     assert_mentions(&web, &["\"enabled\": true"]);
     host.terminate();
 }

@@ -28,44 +28,47 @@ macro_rules! object_columns {
 
 const COLUMNS: &str = object_columns!();
 
-/// The objects whose ids are parameter `?2`, each with the ids of what it
-/// depends on as a comma-separated list, or NULL (column 18); `$list` is the
-/// dialect's aggregate of `to_id`.
+/// The rows of the id list parameter `?1` in SQLite, to join a table to:
+/// `IN (SELECT value FROM json_each(?1))` would build a temporary b-tree of
+/// the list on every run, which cost a pass's load more than its rows.
+/// A join driven by the list yields each id once only if the list holds it
+/// once ([`unique_ids`]), and in no promised order.
+macro_rules! sqlite_id_list {
+    () => {
+        "(SELECT value FROM json_each(?1)) AS ids CROSS JOIN "
+    };
+}
+
+/// The objects whose ids are in parameter `?1`, each with the ids of what
+/// it depends on as a comma-separated list, or NULL (column 18); `$list` is
+/// the dialect's aggregate of `to_id`, `$from` the dialect's way to the rows.
 macro_rules! select_with_dependencies {
-    ($list:literal, $ids:literal) => {
+    ($list:literal, $from:expr) => {
         concat!(
             "SELECT ",
             object_columns!(),
             ", (SELECT ",
             $list,
-            " FROM edges WHERE from_id = objects.id AND relation = 'depends_on') \
-             FROM objects WHERE ",
-            $ids
+            " FROM edges WHERE from_id = objects.id AND relation = 'depends_on') FROM ",
+            $from
         )
     };
 }
 
-/// The objects whose ids are parameter `?1`, with NULL for column 18.
+/// The objects whose ids are in parameter `?1`, with NULL for column 18.
 macro_rules! select_without_dependencies {
-    ($ids:literal) => {
-        concat!(
-            "SELECT ",
-            object_columns!(),
-            ", NULL FROM objects WHERE ",
-            $ids
-        )
+    ($from:expr) => {
+        concat!("SELECT ", object_columns!(), ", NULL FROM ", $from)
     };
 }
 
-/// The conditions of the objects whose ids are parameter `?1`.
-macro_rules! conditions_where {
-    ($ids:literal) => {
+/// The conditions of the objects whose ids are in parameter `?1`.
+macro_rules! select_conditions {
+    ($from:expr) => {
         concat!(
-            "SELECT object_id, type, status, reason, message, liveness, written_session, \
-                    transitioned_at, updated_at \
-             FROM conditions WHERE ",
-            $ids,
-            " ORDER BY object_id, type"
+            "SELECT c.object_id, c.type, c.status, c.reason, c.message, c.liveness, \
+                    c.written_session, c.transitioned_at, c.updated_at FROM ",
+            $from
         )
     };
 }
@@ -177,15 +180,15 @@ pub(crate) fn is_owned_by(conn: Conn<'_>, id: ObjectId, owner: ObjectId) -> Resu
 }
 
 fn ids_of(objects: &[RawObject]) -> Vec<ObjectId> {
-    objects.iter().map(|o| o.meta.id).collect()
+    unique_ids(objects.iter().map(|o| o.meta.id).collect())
 }
 
-/// `column IN` the id list parameter `?1`, in the connection's dialect.
-fn in_ids(conn: Conn<'_>, column: &str) -> String {
-    match conn.dialect() {
-        Dialect::Sqlite => format!("{column} IN (SELECT value FROM json_each(?1))"),
-        Dialect::Postgres => format!("{column} = ANY(?1)"),
-    }
+/// `ids` sorted, each once: an id list parameter's rows are joined, not
+/// matched with `IN`, so a repeated id would repeat its rows.
+fn unique_ids(mut ids: Vec<ObjectId>) -> Vec<ObjectId> {
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// Attaches each object's conditions: one query however many objects.
@@ -211,8 +214,11 @@ pub(crate) fn load_conditions(
 /// The conditions of the objects whose ids are in parameter `?1`.
 fn conditions_sql(conn: Conn<'_>) -> &'static str {
     match conn.dialect() {
-        Dialect::Sqlite => conditions_where!("object_id IN (SELECT value FROM json_each(?1))"),
-        Dialect::Postgres => conditions_where!("object_id = ANY(?1)"),
+        Dialect::Sqlite => select_conditions!(concat!(
+            sqlite_id_list!(),
+            "conditions c ON c.object_id = ids.value"
+        )),
+        Dialect::Postgres => select_conditions!("conditions c WHERE c.object_id = ANY(?1)"),
     }
 }
 
@@ -242,13 +248,16 @@ fn condition_from_row(row: &Row<'_>, session: i64) -> Result<(ObjectId, Conditio
     ))
 }
 
+/// Gives each object its conditions, ordered by type.
 fn attach_conditions(objects: &mut [RawObject], rows: Vec<(ObjectId, Condition)>) {
     let mut by_object: HashMap<ObjectId, Vec<Condition>> = HashMap::new();
     for (id, condition) in rows {
         by_object.entry(id).or_default().push(condition);
     }
     for object in objects.iter_mut() {
-        object.meta.conditions = by_object.remove(&object.meta.id).unwrap_or_default();
+        let mut conditions = by_object.remove(&object.meta.id).unwrap_or_default();
+        conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+        object.meta.conditions = conditions;
     }
 }
 
@@ -264,20 +273,21 @@ pub(crate) fn select_with_conditions(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
+    let ids = unique_ids(ids.to_vec());
+    let ids = ids.as_slice();
     let object_sql = match (conn.dialect(), dependencies) {
-        (Dialect::Sqlite, true) => {
-            select_with_dependencies!(
-                "group_concat(to_id)",
-                "id IN (SELECT value FROM json_each(?1)) ORDER BY id"
-            )
-        }
-        (Dialect::Sqlite, false) => {
-            select_without_dependencies!("id IN (SELECT value FROM json_each(?1)) ORDER BY id")
-        }
+        (Dialect::Sqlite, true) => select_with_dependencies!(
+            "group_concat(to_id)",
+            concat!(sqlite_id_list!(), "objects ON objects.id = ids.value")
+        ),
+        (Dialect::Sqlite, false) => select_without_dependencies!(concat!(
+            sqlite_id_list!(),
+            "objects ON objects.id = ids.value"
+        )),
         (Dialect::Postgres, true) => {
-            select_with_dependencies!("string_agg(to_id::text, ',')", "id = ANY(?1) ORDER BY id")
+            select_with_dependencies!("string_agg(to_id::text, ',')", "objects WHERE id = ANY(?1)")
         }
-        (Dialect::Postgres, false) => select_without_dependencies!("id = ANY(?1) ORDER BY id"),
+        (Dialect::Postgres, false) => select_without_dependencies!("objects WHERE id = ANY(?1)"),
     };
     let (found, conditions) = conn.query_two(
         (object_sql, params![ids]),
@@ -285,6 +295,8 @@ pub(crate) fn select_with_conditions(
         |row| Ok((object_from_row(row)?, id_list(row.get(18)?)?)),
         |row| condition_from_row(row, session),
     )?;
+    let mut found = found;
+    found.sort_by_key(|(object, _)| object.meta.id);
     let (mut objects, dependencies): (Vec<RawObject>, Vec<Vec<ObjectId>>) =
         found.into_iter().unzip();
     attach_conditions(&mut objects, conditions);
@@ -331,11 +343,18 @@ impl Direction {
 
     fn sql(self, conn: Conn<'_>) -> String {
         let (near, far, relation) = self.columns();
-        format!(
-            "SELECT e.{near}, o.id, o.grp, o.kind FROM edges e JOIN objects o ON o.id = e.{far} \
-             WHERE {} AND e.relation = '{relation}' ORDER BY e.{near}, o.id",
-            in_ids(conn, &format!("e.{near}"))
-        )
+        let select = format!("SELECT e.{near}, o.id, o.grp, o.kind FROM ");
+        match conn.dialect() {
+            Dialect::Sqlite => format!(
+                "{select}{}edges e ON e.{near} = ids.value AND e.relation = '{relation}' \
+                 JOIN objects o ON o.id = e.{far}",
+                sqlite_id_list!()
+            ),
+            Dialect::Postgres => format!(
+                "{select}edges e JOIN objects o ON o.id = e.{far} \
+                 WHERE e.{near} = ANY(?1) AND e.relation = '{relation}'"
+            ),
+        }
     }
 }
 
@@ -356,6 +375,9 @@ fn refs_by_object(
     let mut by_object: HashMap<ObjectId, Vec<ObjectRef>> = HashMap::new();
     for (id, target) in rows {
         by_object.entry(id).or_default().push(target);
+    }
+    for refs in by_object.values_mut() {
+        refs.sort_by_key(|target| target.id);
     }
     Ok(by_object)
 }
@@ -670,4 +692,74 @@ pub(crate) fn select_kind_and_deletion(
         params![id],
         |row| Ok((group_kind_at(row, 0)?, row.get::<bool>(2)?)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn migrated() -> (tempfile::TempDir, rusqlite::Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+        crate::store::schema::sqlite::migrate(&mut conn).unwrap();
+        (dir, conn)
+    }
+
+    fn builds_a_temporary_btree(conn: &rusqlite::Connection, sql: &str) -> bool {
+        let mut explain = conn.prepare(&format!("EXPLAIN {sql}")).unwrap();
+        let opcodes: Vec<String> = explain
+            .query_map(["[1]"], |row| row.get(1))
+            .unwrap()
+            .map(|opcode| opcode.unwrap())
+            .collect();
+        opcodes.iter().any(|opcode| opcode == "OpenEphemeral")
+    }
+
+    #[test]
+    fn reading_by_an_id_list_builds_no_temporary_btree() {
+        let (_dir, conn) = migrated();
+        let sqlite = Conn::Sqlite(&conn);
+        let mut statements = vec![
+            select_with_dependencies!(
+                "group_concat(to_id)",
+                concat!(sqlite_id_list!(), "objects ON objects.id = ids.value")
+            )
+            .to_string(),
+            conditions_sql(sqlite).to_string(),
+        ];
+        for direction in [
+            Direction::Owner,
+            Direction::Dependencies,
+            Direction::Dependents,
+            Direction::Owned,
+        ] {
+            statements.push(direction.sql(sqlite));
+        }
+        for sql in statements {
+            assert!(!builds_a_temporary_btree(&conn, &sql), "{sql}");
+        }
+    }
+
+    #[test]
+    fn an_id_asked_for_twice_is_read_once_and_objects_come_in_id_order() {
+        let (_dir, conn) = migrated();
+        conn.execute_batch(
+            "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, created_at, updated_at)
+             VALUES (7, 'g', 'K', 'b', '{}', 1, 1, 0, 0), (3, 'g', 'K', 'a', '{}', 1, 2, 0, 0);
+             INSERT INTO conditions VALUES (7, 'Synced', 'True', 'R', 'm', 0, 1, 0, 0),
+                                           (7, 'Ready', 'False', 'R', 'm', 0, 1, 0, 0);",
+        )
+        .unwrap();
+        let found = select_with_conditions(Conn::Sqlite(&conn), &[7, 3, 7], 1, true).unwrap();
+        let ids: Vec<ObjectId> = found.iter().map(|(object, _)| object.meta.id).collect();
+        assert_eq!(ids, [3, 7]);
+        let types: Vec<&str> = found[1]
+            .0
+            .meta
+            .conditions
+            .iter()
+            .map(|c| c.type_.as_str())
+            .collect();
+        assert_eq!(types, ["Ready", "Synced"]);
+    }
 }

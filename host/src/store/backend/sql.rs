@@ -244,7 +244,7 @@ impl<'c> Conn<'c> {
     }
 
     /// The rows of two queries that do not depend on each other, each read
-    /// by its own `map`: one round trip in PostgreSQL.
+    /// by its own `map`, from one snapshot: one round trip in PostgreSQL.
     pub(crate) fn query_two<A, B>(
         &self,
         first: (&str, &[Param<'_>]),
@@ -253,10 +253,23 @@ impl<'c> Conn<'c> {
         mut map_second: impl FnMut(&Row<'_>) -> Result<B>,
     ) -> Result<(Vec<A>, Vec<B>)> {
         match self {
-            Conn::Sqlite(_) => Ok((
-                self.query_all(first.0, first.1, map_first)?,
-                self.query_all(second.0, second.1, map_second)?,
-            )),
+            Conn::Sqlite(conn) => {
+                // Outside a transaction, each query would be a read
+                // transaction of its own: two snapshots, and two rounds of
+                // the locks and WAL check that open one.
+                let own = conn.is_autocommit();
+                if own {
+                    conn.prepare_cached("BEGIN")?.execute([])?;
+                }
+                let both = self
+                    .query_all(first.0, first.1, map_first)
+                    .and_then(|a| Ok((a, self.query_all(second.0, second.1, map_second)?)));
+                if own {
+                    let end = if both.is_ok() { "COMMIT" } else { "ROLLBACK" };
+                    conn.prepare_cached(end)?.execute([])?;
+                }
+                both
+            }
             Conn::Postgres(conn) => {
                 let (rows_first, rows_second) = conn.query_two(first, second)?;
                 let first = rows_first

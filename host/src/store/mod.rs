@@ -818,6 +818,34 @@ mod tests {
     }
 
     #[test]
+    fn a_write_given_up_while_its_caller_waits_to_lead_passes_the_writer_on() {
+        let store = Store::temporary().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            // As after a batch that answered several callers: the next
+            // caller to find the writer idle yields before it leads.
+            store
+                .inner
+                .writer
+                .answered_others
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            {
+                let write = std::pin::pin!(store.write(put("abandoned")));
+                let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+                assert!(write.poll(&mut context).is_pending(), "it yields first");
+            }
+            assert_eq!(store.inner.writer.queued(), 0, "withdrawn from the queue");
+            let later = tokio::time::timeout(Duration::from_secs(30), store.write(put("later")));
+            later.await.expect("the writer was passed on").unwrap();
+        });
+        assert!(!has_key(&store, "abandoned"));
+        assert!(has_key(&store, "later"));
+    }
+
+    #[test]
     fn counters_survive_a_reopen_even_when_the_newest_rows_are_removed() {
         for keeper in each_store() {
             counters_survive_a_reopen(&keeper);

@@ -22,6 +22,7 @@
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use crate::error::{Error, Result};
@@ -179,6 +180,9 @@ pub(crate) struct Writer {
     /// after every change.
     waiting: prometheus_client::metrics::gauge::Gauge,
     leader: Leader,
+    /// Whether the last batch answered more callers than its leader's: they
+    /// are about to queue their next writes.
+    pub(crate) answered_others: AtomicBool,
 }
 
 impl Writer {
@@ -194,6 +198,7 @@ impl Writer {
             commits: tokio::sync::watch::Sender::new(conn.sequences.resource_version),
             conn: Mutex::new(conn),
             listener: RwLock::new(None),
+            answered_others: AtomicBool::new(false),
         }
     }
 
@@ -286,6 +291,9 @@ impl Writer {
             slot,
             mut must_lead,
         } = submitted;
+        if must_lead && self.answered_others.swap(false, Ordering::Relaxed) {
+            self.let_answered_callers_queue(&slot).await;
+        }
         loop {
             if !must_lead {
                 let mut guard = WithdrawOnDrop {
@@ -308,6 +316,22 @@ impl Writer {
                 }
             }
         }
+    }
+
+    /// Yields once before a caller that just found the writer idle leads,
+    /// when the last batch answered other callers: woken by that batch's
+    /// COMMIT, they queue their next writes meanwhile and share this batch's
+    /// instead of each waiting for a COMMIT of their own. Without it, the
+    /// leader's own next write always went alone. A lone caller never
+    /// yields.
+    async fn let_answered_callers_queue<R>(&self, slot: &Arc<Slot<R>>) {
+        let mut guard = AbdicateOnDrop {
+            writer: self,
+            slot,
+            armed: true,
+        };
+        tokio::task::yield_now().await;
+        guard.armed = false;
     }
 
     /// Waits until the whole writer is this caller's: every job queued before
@@ -442,6 +466,8 @@ impl Writer {
     /// Runs one transaction, then its after-commit hooks, then answers its
     /// jobs: a write's caller sees its hooks' effects.
     fn run_batch(&self, mut batch: Vec<Box<dyn Job>>) {
+        self.answered_others
+            .store(batch.len() > 1, Ordering::Relaxed);
         let (committed, hooks) = self.commit_batch(&mut batch);
         run_hooks(hooks);
         for job in batch {
@@ -570,10 +596,10 @@ impl Writer {
 
     /// Withdraws a job whose caller stopped waiting, or passes on the
     /// leadership it was granted.
-    fn withdraw<R>(&self, slot: &Arc<Slot<R>>) {
+    fn withdraw<R>(&self, slot: &Arc<Slot<R>>, leading: bool) {
         let mut queue = lock(&self.queue);
         // Read under the queue lock: leadership is only ever granted under it.
-        let was_lead = slot.is_lead();
+        let was_lead = leading || slot.is_lead();
         let slot_addr = Arc::as_ptr(slot) as *const () as usize;
         if let Some(position) = queue.jobs.iter().position(|j| j.slot_addr() == slot_addr) {
             queue.jobs.remove(position);
@@ -751,7 +777,23 @@ struct WithdrawOnDrop<'a, R> {
 impl<R> Drop for WithdrawOnDrop<'_, R> {
     fn drop(&mut self) {
         if self.armed {
-            self.writer.withdraw(self.slot);
+            self.writer.withdraw(self.slot, false);
+        }
+    }
+}
+
+/// Withdraws a job whose caller holds the lead but has not started its
+/// batch, and passes the writer on, if the caller gives up meanwhile.
+struct AbdicateOnDrop<'a, R> {
+    writer: &'a Writer,
+    slot: &'a Arc<Slot<R>>,
+    armed: bool,
+}
+
+impl<R> Drop for AbdicateOnDrop<'_, R> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.writer.withdraw(self.slot, true);
         }
     }
 }

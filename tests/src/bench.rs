@@ -18,7 +18,7 @@ pub const WRITERS: usize = 8;
 
 /// Prints `figure NAME VALUE UNIT` on a line of its own.
 pub fn figure(name: &str, value: f64, unit: &str) {
-    println!("figure {name} {value:.3} {unit}");
+    println!("figure {name} {value:.4} {unit}");
 }
 
 /// Whether the figure `name` is wanted: `cargo bench -- NAME` runs only the

@@ -39,6 +39,7 @@ use crate::error::Result;
 use crate::object::GroupKind;
 use crate::sync::lock;
 
+use backend::checkpoint::{Checkpointer, Thresholds};
 use backend::{Conn, Connection, postgres};
 pub(crate) use ops::collect::Collected;
 pub(crate) use ops::objects::Create;
@@ -91,6 +92,9 @@ struct Inner {
     // close can write. Were a read-only one last, every later open would
     // first rebuild the index of a log that grows to the checkpoint size.
     readers: Mutex<Vec<Connection>>,
+    // A SQLite store's log checkpoints, held for its thread; also dropped
+    // before the writer.
+    _checkpointer: Option<Checkpointer>,
     writer: Arc<Writer>,
     /// Whether any `depends_on` edge may exist: false only while none has
     /// ever been created in this file, which lets the dependency waker skip
@@ -190,12 +194,14 @@ impl Store {
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.pragma_update(None, "wal_autocheckpoint", 8000)?;
         schema::sqlite::migrate(&mut conn)?;
+        let checkpointer =
+            Checkpointer::start(&path, &mut conn, Thresholds::default(), configure_sqlite)?;
         Self::assemble(
             path,
             Backend::Sqlite,
             Connection::Sqlite(conn),
+            Some(checkpointer),
             None,
             temporary,
         )
@@ -222,6 +228,7 @@ impl Store {
             path,
             backend,
             Connection::Postgres(Box::new(conn)),
+            None,
             Some(reopen),
             temporary,
         )?;
@@ -243,6 +250,7 @@ impl Store {
         path: PathBuf,
         backend: Backend,
         conn: Connection,
+        checkpointer: Option<Checkpointer>,
         reopen: Option<writer::Reopen>,
         temporary: Option<Temporary>,
     ) -> Result<Store> {
@@ -273,6 +281,7 @@ impl Store {
                 path,
                 backend,
                 readers: Mutex::new(Vec::new()),
+                _checkpointer: checkpointer,
                 writer,
                 dependency_edges: std::sync::atomic::AtomicBool::new(dependency_edges),
                 migrations,

@@ -2,10 +2,12 @@
 //! statement written once with `?N` placeholders, on SQLite (rusqlite) or
 //! PostgreSQL (`postgres`, our own driver over tokio-postgres); `params`
 //! is the vocabulary statements are written in; `sequences` the counters
-//! the writer hands out.
+//! the writer hands out; `checkpoint` copies a SQLite log back into its
+//! database off the writer's path.
 //!
 //! Nothing here knows a table's meaning: that is `rows`, above.
 
+pub(crate) mod checkpoint;
 pub(crate) mod params;
 pub(crate) mod postgres;
 pub(crate) mod sequences;

@@ -96,9 +96,12 @@ impl Checkpointer {
                 let signal = signal.clone();
                 move || checkpoint_on_request(&conn, &signal)
             })?;
-        let requests = signal.clone();
+        let mut requests = Requests {
+            signal: signal.clone(),
+            asked_at: 0,
+        };
         writer.wal_hook(Some(move |wal: &mut Wal, pages: c_int| {
-            after_commit(wal, pages, thresholds, &requests);
+            requests.after_commit(wal, pages, thresholds);
             // An error here would fail the COMMIT that already happened.
             Ok(())
         }))?;
@@ -126,15 +129,31 @@ impl Drop for Checkpointer {
     }
 }
 
-/// What the writer does after each commit, with the log `pages` long.
-fn after_commit(wal: &mut Wal, pages: c_int, thresholds: Thresholds, signal: &Signal) {
-    if pages >= thresholds.writer {
-        // Busy when the thread is checkpointing right now: it will catch up.
-        if let Err(error) = wal.checkpoint() {
-            tracing::debug!(%error, pages, "the writer's own checkpoint did not run");
+/// The writer's side: what it asks of the thread after each commit.
+struct Requests {
+    signal: Arc<Signal>,
+    /// The log's length at the last request. The log stays long until a
+    /// write restarts it, and a checkpoint asked for at every commit of a
+    /// burst would copy a few pages and fsync twice each time.
+    asked_at: c_int,
+}
+
+impl Requests {
+    /// After a commit that left the log `pages` long.
+    fn after_commit(&mut self, wal: &mut Wal, pages: c_int, thresholds: Thresholds) {
+        if pages < self.asked_at {
+            // The log restarted.
+            self.asked_at = 0;
         }
-    } else if pages >= thresholds.background {
-        signal.request();
+        if pages >= thresholds.writer {
+            // Busy when the thread is checkpointing right now: it catches up.
+            if let Err(error) = wal.checkpoint() {
+                tracing::debug!(%error, pages, "the writer's own checkpoint did not run");
+            }
+        } else if pages >= self.asked_at + thresholds.background {
+            self.asked_at = pages;
+            self.signal.request();
+        }
     }
 }
 

@@ -303,6 +303,7 @@ impl Writer {
                 let mut guard = WithdrawOnDrop {
                     writer: self,
                     slot: &slot,
+                    leading: false,
                     armed: true,
                 };
                 let wake = slot.wait().await;
@@ -330,9 +331,10 @@ impl Writer {
     /// still grows, up to [`MAX_GATHER_YIELDS`] times; a lone caller never
     /// yields.
     async fn let_answered_callers_queue<R>(&self, slot: &Arc<Slot<R>>) {
-        let mut guard = AbdicateOnDrop {
+        let mut guard = WithdrawOnDrop {
             writer: self,
             slot,
+            leading: true,
             armed: true,
         };
         let mut queued = lock(&self.queue).jobs.len();
@@ -367,6 +369,7 @@ impl Writer {
             let mut guard = WithdrawOnDrop {
                 writer: self,
                 slot: &slot,
+                leading: false,
                 armed: true,
             };
             slot.wait().await;
@@ -780,33 +783,20 @@ pub(crate) fn run_hooks(hooks: Vec<Hook>) {
     }
 }
 
-/// Withdraws a waiting async caller's job if its future is dropped.
+/// Withdraws an async caller's job if its future is dropped while it
+/// waits; a caller `leading` (it holds the lead but has not started its
+/// batch) passes the writer on too.
 struct WithdrawOnDrop<'a, R> {
     writer: &'a Writer,
     slot: &'a Arc<Slot<R>>,
+    leading: bool,
     armed: bool,
 }
 
 impl<R> Drop for WithdrawOnDrop<'_, R> {
     fn drop(&mut self) {
         if self.armed {
-            self.writer.withdraw(self.slot, false);
-        }
-    }
-}
-
-/// Withdraws a job whose caller holds the lead but has not started its
-/// batch, and passes the writer on, if the caller gives up meanwhile.
-struct AbdicateOnDrop<'a, R> {
-    writer: &'a Writer,
-    slot: &'a Arc<Slot<R>>,
-    armed: bool,
-}
-
-impl<R> Drop for AbdicateOnDrop<'_, R> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.writer.withdraw(self.slot, true);
+            self.writer.withdraw(self.slot, self.leading);
         }
     }
 }

@@ -206,6 +206,19 @@ pub fn plugin_wasm(name: &str) -> PathBuf {
     built(target_dir().join(wasm), "scripts/build-plugins")
 }
 
+/// `beehive`, run in `dir` on the store at `db`, as a [`Workspace`] made
+/// [`with_db`](Workspace::with_db) runs it; for threads that cannot borrow
+/// the workspace.
+pub fn command_on(dir: &Path, db: &str) -> Command {
+    let mut command = Command::new(beehive_bin());
+    command.current_dir(dir).env("BEEHIVE_DB", db);
+    // A PostgreSQL store's lock, socket and plugin cache live in the
+    // temporary directory; keep them in the workspace, so they go with it
+    // instead of piling up in /tmp run after run.
+    command.env("TMPDIR", dir);
+    command
+}
+
 /// A scratch directory and a way to run `beehive` inside it.
 pub struct Workspace {
     dir: tempfile::TempDir,
@@ -243,12 +256,14 @@ impl Workspace {
     }
 
     fn command(&self) -> Command {
-        let mut command = Command::new(beehive_bin());
-        command.current_dir(self.path());
-        if let Some(db) = &self.db {
-            command.env("BEEHIVE_DB", db);
+        match &self.db {
+            Some(db) => command_on(self.path(), db),
+            None => {
+                let mut command = Command::new(beehive_bin());
+                command.current_dir(self.path());
+                command
+            }
         }
-        command
     }
 
     /// The directory's path.

@@ -59,11 +59,9 @@ impl Load {
                     .collect();
                 let file = dir.join(format!("load-{batch}.json"));
                 std::fs::write(&file, manifest).unwrap();
-                let done = std::process::Command::new(beehive_e2e::beehive_bin())
+                let done = beehive_e2e::command_on(&dir, &db)
                     .args(["--request-timeout", "5s", "apply", "-f"])
                     .arg(&file)
-                    .env("BEEHIVE_DB", &db)
-                    .current_dir(&dir)
                     .output()
                     .unwrap();
                 if done.status.success() {

@@ -262,11 +262,9 @@ fn a_standby_takes_over_from_a_killed_host_and_nothing_is_lost() {
                     .collect();
                 let file = dir.join(format!("load-{batch}.json"));
                 std::fs::write(&file, manifest).unwrap();
-                let done = std::process::Command::new(beehive_e2e::beehive_bin())
+                let done = beehive_e2e::command_on(&dir, &workspace_db)
                     .args(["apply", "-f"])
                     .arg(&file)
-                    .env("BEEHIVE_DB", &workspace_db)
-                    .current_dir(&dir)
                     .output()
                     .unwrap();
                 if done.status.success() {

@@ -7,8 +7,16 @@
 //! [`Thresholds::background`] pages; a checkpoint never blocks a writer, so
 //! commits go on meanwhile. The writer checkpoints itself only when the log
 //! reaches [`Thresholds::writer`] pages, which only a thread far behind a
-//! long burst lets happen: that bounds the log. SQLite restarts the log from
-//! its start at the first write after a checkpoint that copied all of it.
+//! long burst lets happen: that bounds the log.
+//!
+//! SQLite restarts the log from its start only at a write that finds all of
+//! it copied, which under steady commits never happens: the writer appends
+//! while the thread copies. So once the thread is done, the writer copies the
+//! few frames it appended meanwhile itself, after its next commit, and the
+//! write after that restarts the log. Without that the log grew to the
+//! writer's bound and every commit appended to a file SQLite then had to
+//! grow, instead of overwriting pages the kernel already holds (7 % of a
+//! create, measured).
 //!
 //! The adversary is the thread itself falling behind or failing: a failed
 //! checkpoint is logged and tried again at the next request, and the
@@ -16,6 +24,7 @@
 
 use std::ffi::c_int;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -54,6 +63,8 @@ struct State {
 struct Signal {
     state: Mutex<State>,
     wake: Condvar,
+    /// Set by the thread after each checkpoint; the writer finishes its copy.
+    copied: AtomicBool,
 }
 
 impl Signal {
@@ -99,6 +110,7 @@ impl Checkpointer {
         let mut requests = Requests {
             signal: signal.clone(),
             asked_at: 0,
+            finishing: 0,
         };
         writer.wal_hook(Some(move |wal: &mut Wal, pages: c_int| {
             requests.after_commit(wal, pages, thresholds);
@@ -136,7 +148,15 @@ struct Requests {
     /// write restarts it, and a checkpoint asked for at every commit of a
     /// burst would copy a few pages and fsync twice each time.
     asked_at: c_int,
+    /// Commits left in which to finish the thread's copy; a reader's
+    /// snapshot can hold it back, and each try that copies anything
+    /// syncs twice on the writer's path.
+    finishing: u8,
 }
+
+/// How many commits after the thread's checkpoint the writer tries to copy
+/// the rest of the log.
+const FINISHING_TRIES: u8 = 4;
 
 impl Requests {
     /// After a commit that left the log `pages` long.
@@ -145,10 +165,18 @@ impl Requests {
             // The log restarted.
             self.asked_at = 0;
         }
-        if pages >= thresholds.writer {
+        if self.signal.copied.swap(false, Ordering::Relaxed) {
+            self.finishing = FINISHING_TRIES;
+        }
+        if self.finishing > 0 || pages >= thresholds.writer {
             // Busy when the thread is checkpointing right now: it catches up.
-            if let Err(error) = wal.checkpoint() {
-                tracing::debug!(%error, pages, "the writer's own checkpoint did not run");
+            match wal.checkpoint_v2(rusqlite::wal::CheckpointMode::PASSIVE) {
+                Ok((log, copied)) if log == copied => self.finishing = 0,
+                Ok(_) => self.finishing = self.finishing.saturating_sub(1),
+                Err(error) => {
+                    self.finishing = self.finishing.saturating_sub(1);
+                    tracing::debug!(%error, pages, "the writer's own checkpoint did not run");
+                }
             }
         } else if pages >= self.asked_at + thresholds.background {
             self.asked_at = pages;
@@ -176,6 +204,7 @@ fn checkpoint_on_request(conn: &rusqlite::Connection, signal: &Signal) {
         if let Err(error) = outcome {
             tracing::warn!(%error, "a background checkpoint failed; the next commit asks again");
         }
+        signal.copied.store(true, Ordering::Relaxed);
         lock(&signal.state).done += 1;
     }
 }
@@ -238,6 +267,40 @@ mod tests {
             .query_row("SELECT COUNT(*) FROM t", [], |row| row.get(0))
             .unwrap();
         assert_eq!(count, 50);
+    }
+
+    #[test]
+    fn after_the_threads_checkpoint_the_log_restarts_from_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = writer_in(dir.path());
+        let thresholds = Thresholds {
+            background: 300,
+            writer: 1_000_000,
+        };
+        let checkpointer =
+            Checkpointer::start(&dir.path().join("t.db"), &mut writer, thresholds, configure)
+                .unwrap();
+        // Each row adds four pages. A reader's snapshot at row 50 stops the
+        // thread's copy there, as commits made during a copy would.
+        insert(&writer, 50);
+        let reader = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let _: i64 = reader
+            .query_row("SELECT COUNT(*) FROM t", [], |row| row.get(0))
+            .unwrap();
+        // Row 75 takes the log past 300 pages: the thread is asked.
+        insert(&writer, 25);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while checkpointer.checkpoints() == 0 {
+            assert!(std::time::Instant::now() < deadline, "no checkpoint ran");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        reader.execute_batch("COMMIT").unwrap();
+        // The first commit copies the rest; the next ones start the log over.
+        let before = wal_pages(dir.path());
+        insert(&writer, 20);
+        let grown = wal_pages(dir.path()) - before;
+        assert!(grown < 40, "the log grew by {grown} pages");
     }
 
     #[test]

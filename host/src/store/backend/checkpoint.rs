@@ -231,6 +231,22 @@ mod tests {
         writer
     }
 
+    fn start(
+        dir: &Path,
+        writer: &mut rusqlite::Connection,
+        thresholds: Thresholds,
+    ) -> Checkpointer {
+        Checkpointer::start(&dir.join("t.db"), writer, thresholds, configure).unwrap()
+    }
+
+    fn wait_for_a_checkpoint(checkpointer: &Checkpointer) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while checkpointer.checkpoints() == 0 {
+            assert!(std::time::Instant::now() < deadline, "no checkpoint ran");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     fn insert(writer: &rusqlite::Connection, rows: usize) {
         for _ in 0..rows {
             writer
@@ -247,17 +263,11 @@ mod tests {
             background: 20,
             writer: 1_000_000,
         };
-        let checkpointer =
-            Checkpointer::start(&dir.path().join("t.db"), &mut writer, thresholds, configure)
-                .unwrap();
+        let checkpointer = start(dir.path(), &mut writer, thresholds);
         let database_bytes = || std::fs::metadata(dir.path().join("t.db")).unwrap().len();
         let before = database_bytes();
         insert(&writer, 50);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while checkpointer.checkpoints() == 0 {
-            assert!(std::time::Instant::now() < deadline, "no checkpoint ran");
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        wait_for_a_checkpoint(&checkpointer);
         assert!(
             database_bytes() > before + 20 * 8_000,
             "the rows reached the database file"
@@ -277,9 +287,7 @@ mod tests {
             background: 300,
             writer: 1_000_000,
         };
-        let checkpointer =
-            Checkpointer::start(&dir.path().join("t.db"), &mut writer, thresholds, configure)
-                .unwrap();
+        let checkpointer = start(dir.path(), &mut writer, thresholds);
         // Each row adds four pages. A reader's snapshot at row 50 stops the
         // thread's copy there, as commits made during a copy would.
         insert(&writer, 50);
@@ -290,11 +298,7 @@ mod tests {
             .unwrap();
         // Row 75 takes the log past 300 pages: the thread is asked.
         insert(&writer, 25);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while checkpointer.checkpoints() == 0 {
-            assert!(std::time::Instant::now() < deadline, "no checkpoint ran");
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        wait_for_a_checkpoint(&checkpointer);
         reader.execute_batch("COMMIT").unwrap();
         // The first commit copies the rest; the next ones start the log over.
         let before = wal_pages(dir.path());
@@ -311,10 +315,8 @@ mod tests {
             background: 1_000_000,
             writer: 20,
         };
-        let checkpointer =
-            Checkpointer::start(&dir.path().join("t.db"), &mut writer, thresholds, configure)
-                .unwrap();
-        // Each row adds three pages: 1,800 in all, were nothing copied back.
+        let checkpointer = start(dir.path(), &mut writer, thresholds);
+        // Each row adds about four pages: 2,400 in all, were nothing copied back.
         insert(&writer, 600);
         assert_eq!(checkpointer.checkpoints(), 0, "the thread was never asked");
         assert!(

@@ -14,6 +14,7 @@ use tokio_util::task::TaskTracker;
 use crate::engine::controller::Feed;
 use crate::engine::controller::StoredController;
 use crate::engine::options::KindSettings;
+use crate::engine::pace::Pace;
 use crate::engine::pass::{self, Finish};
 use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
 use crate::engine::trigger;
@@ -60,6 +61,8 @@ pub(crate) struct Kind {
     /// and what it wrote was pushed to no one here.
     owed_now: Notify,
     workers: AtomicUsize,
+    /// How long this kind's passes take, so quick ones go in bigger batches.
+    pace: Pace,
     /// Permits for passes whose end is being written
     /// ([`HANDSHAKES_IN_FLIGHT`]).
     handshakes: Arc<Semaphore>,
@@ -93,6 +96,7 @@ impl Kind {
             settings_changed: Notify::new(),
             owed_now: Notify::new(),
             workers: AtomicUsize::new(0),
+            pace: Pace::new(),
             handshakes: Arc::new(Semaphore::new(HANDSHAKES_IN_FLIGHT)),
             feeds: Mutex::new(Vec::new()),
             metrics,
@@ -192,7 +196,8 @@ impl Kind {
                 break;
             };
             let mut batch = vec![first];
-            batch.extend(self.queue.take_more(BATCH - 1, concurrency));
+            let quick = self.pace.passes_per_slice();
+            batch.extend(self.queue.take_more(BATCH - 1, concurrency, quick));
             self.run_batch(store, host, &batch).await;
         }
         self.workers.fetch_sub(1, Ordering::SeqCst);
@@ -221,7 +226,10 @@ impl Kind {
             // the one whose turn it is to lead the writer's next batch. The
             // semaphore is never closed, so a permit always comes.
             let permit = self.handshakes.clone().acquire_owned().await.ok();
-            match pass::run(store, &view, id, loaded).await {
+            let started = Instant::now();
+            let finish = pass::run(store, &view, id, loaded).await;
+            self.pace.record(started.elapsed());
+            match finish {
                 Finish::Done(outcome) => self.queue.done(id, outcome),
                 Finish::Handshake(handshake) => {
                     let kind = self.clone();

@@ -8,6 +8,7 @@ pub mod finalizer;
 mod host;
 mod kind;
 mod options;
+mod pace;
 mod pass;
 mod queue;
 mod schedule;

@@ -429,14 +429,15 @@ impl WorkQueue {
     /// Takes more objects that are ready now, without waiting, for a worker
     /// that has just taken one from [`next`](Self::next): at most `max`, and
     /// no more than a fair share of the line among `workers` workers, so a
-    /// short line still spreads across them. Each is running until
-    /// [`done`](Self::done) or [`give_back`](Self::give_back).
-    pub(crate) fn take_more(&self, max: usize, workers: usize) -> Vec<ObjectId> {
+    /// short line still spreads across them, or `quick` if that is more
+    /// (passes so quick that spreading them gains nothing). Each is running
+    /// until [`done`](Self::done) or [`give_back`](Self::give_back).
+    pub(crate) fn take_more(&self, max: usize, workers: usize, quick: usize) -> Vec<ObjectId> {
         let mut state = self.edit();
         if state.closed {
             return Vec::new();
         }
-        let share = state.ready.len() / workers.max(1);
+        let share = (state.ready.len() / workers.max(1)).max(quick);
         let now = Instant::now();
         let mut taken = Vec::with_capacity(max.min(share));
         while taken.len() < max.min(share) {
@@ -740,10 +741,14 @@ mod tests {
         q.wake_all(1..=10, Wake::Immediate);
         assert_eq!(q.next().await, Some(1));
         // Nine wait: two workers get four each at most, and never past `max`.
-        assert_eq!(q.take_more(3, 2), vec![2, 3, 4]);
-        assert_eq!(q.take_more(31, 2), vec![5, 6, 7]);
-        assert_eq!(q.take_more(31, 4), Vec::<ObjectId>::new(), "3 / 4 is none");
-        assert_eq!(q.take_more(31, 1), vec![8, 9, 10]);
+        assert_eq!(q.take_more(3, 2, 0), vec![2, 3, 4]);
+        assert_eq!(q.take_more(31, 2, 0), vec![5, 6, 7]);
+        assert_eq!(
+            q.take_more(31, 4, 0),
+            Vec::<ObjectId>::new(),
+            "3 / 4 is none"
+        );
+        assert_eq!(q.take_more(31, 1, 0), vec![8, 9, 10]);
         // Taken means running: a wake is kept for after the pass.
         q.wake(6, Wake::Immediate);
         assert_eq!(next_within(&q, Duration::from_secs(60)).await, None);
@@ -752,11 +757,21 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_worker_takes_quick_passes_past_its_share_up_to_max() {
+        let q = queue();
+        q.wake_all(1..=8, Wake::Immediate);
+        assert_eq!(q.next().await, Some(1));
+        // Seven wait; a fourth of them is one, but ten quick passes fit.
+        assert_eq!(q.take_more(5, 4, 10), vec![2, 3, 4, 5, 6]);
+        assert_eq!(q.take_more(31, 4, 10), vec![7, 8]);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn objects_given_back_are_next_in_line_in_their_order() {
         let q = queue();
         q.wake_all(1..=4, Wake::Immediate);
         assert_eq!(q.next().await, Some(1));
-        assert_eq!(q.take_more(2, 1), vec![2, 3]);
+        assert_eq!(q.take_more(2, 1, 0), vec![2, 3]);
         q.give_back(&[2, 3]);
         assert_eq!(next_within(&q, Duration::ZERO).await, Some(2));
         assert_eq!(next_within(&q, Duration::ZERO).await, Some(3));

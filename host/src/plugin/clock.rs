@@ -141,6 +141,12 @@ struct TickerShared {
 struct TickerState {
     running: usize,
     closed: bool,
+    /// The thread is blocked on `changed`. Only then does a pass signal it:
+    /// a signal is a system call, and one per pass was a tenth of a quick
+    /// pass's cost.
+    waiting: bool,
+    /// Epochs the thread has advanced.
+    ticks: u64,
 }
 
 impl TickerShared {
@@ -152,7 +158,9 @@ impl TickerShared {
     fn wait_for_passes(&self) -> bool {
         let mut state = self.lock();
         while state.running == 0 && !state.closed {
+            state.waiting = true;
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+            state.waiting = false;
         }
         !state.closed
     }
@@ -173,6 +181,7 @@ impl Ticker {
                 while thread_shared.wait_for_passes() {
                     std::thread::sleep(TICK);
                     engine.increment_epoch();
+                    thread_shared.lock().ticks += 1;
                 }
             })?;
         Ok(Arc::new(Ticker { shared }))
@@ -182,8 +191,8 @@ impl Ticker {
     pub(crate) fn running(&self) -> Running {
         let mut state = self.shared.lock();
         state.running += 1;
-        // Only the first pass has a sleeping thread to wake.
-        if state.running == 1 {
+        if state.waiting {
+            state.waiting = false;
             self.shared.changed.notify_one();
         }
         Running(self.shared.clone())
@@ -245,6 +254,30 @@ mod tests {
         parked.fetch_add(30_000_000, Ordering::Relaxed);
         std::thread::sleep(Duration::from_millis(30));
         assert!(clock.guest_time() < Duration::from_millis(20));
+    }
+
+    /// Waits up to a minute for `done` to hold of the ticker's state.
+    fn ticker_reaches(ticker: &Ticker, done: impl Fn(&TickerState) -> bool) {
+        let give_up = Instant::now() + Duration::from_secs(60);
+        while !done(&ticker.shared.lock()) {
+            assert!(Instant::now() < give_up, "the ticker never got there");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn each_pass_after_a_quiet_spell_wakes_the_ticker() {
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).expect("engine");
+        let ticker = Ticker::start(engine).expect("ticker");
+        for _ in 0..3 {
+            ticker_reaches(&ticker, |s| s.waiting);
+            let before = ticker.shared.lock().ticks;
+            let running = ticker.running();
+            ticker_reaches(&ticker, |s| s.ticks > before);
+            drop(running);
+        }
     }
 
     #[test]

@@ -89,6 +89,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     requeue_floor: Option<Duration>,
 
+    /// The most objects a kind's work queue tracks at once (default 65536,
+    /// about 10 MiB). Past it, owed work waits for an owed scan, paged to the
+    /// room the queue has.
+    #[arg(long, value_name = "OBJECTS", value_parser = clap::value_parser!(u32).range(2..))]
+    queue_capacity: Option<u32>,
+
     /// How often dependents that missed a wake are found and queued
     /// (default 60s).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
@@ -157,6 +163,9 @@ impl RunArgs {
         }
         if let Some(d) = self.requeue_floor {
             options = options.requeue_floor(d);
+        }
+        if let Some(objects) = self.queue_capacity {
+            options = options.queue_capacity(objects as usize);
         }
         if let Some(d) = self.stale_dependents_interval {
             options = options.stale_dependents_interval(d);

@@ -148,8 +148,16 @@ const CONVERGE_RUNS: usize = 5;
 async fn wasm_and_native() -> (f64, f64, f64) {
     let (mut wasm_runs, mut native_runs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..CONVERGE_RUNS {
-        let wasm = wasm().await;
-        let native = native().await;
+        let wasm = if std::env::var_os("ONLY_NATIVE").is_none() {
+            wasm().await
+        } else {
+            1.0
+        };
+        let native = if std::env::var_os("ONLY_WASM").is_none() {
+            native().await
+        } else {
+            1.0
+        };
         wasm_runs.push(wasm);
         native_runs.push(native);
         ratios.push(wasm / native);

@@ -206,6 +206,7 @@ impl Host {
                     controller,
                     settings,
                     self.shared.options.requeue_floor,
+                    self.shared.options.queue_capacity,
                     metrics,
                 ));
                 kind.add_feeds(feeds);

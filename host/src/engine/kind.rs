@@ -37,11 +37,13 @@ const HANDSHAKES_IN_FLIGHT: usize = 1024;
 pub(crate) type Kinds = RwLock<HashMap<GroupKind, Arc<Kind>>>;
 
 /// Queues each object in the queue of its kind, if it has a controller.
+/// Every caller wakes for work the store records as owed (a push at commit,
+/// a write to a dependency), which a full queue may drop for its owed scan.
 pub(crate) fn wake(kinds: &Kinds, objects: Vec<(ObjectId, GroupKind)>, wake: Wake) {
     let kinds = read(kinds);
     for (id, group_kind) in objects {
         if let Some(kind) = kinds.get(&group_kind) {
-            kind.queue.wake(id, wake);
+            kind.queue.wake_owed([id], wake);
         }
     }
 }
@@ -61,6 +63,9 @@ pub(crate) struct Kind {
     /// and what it wrote was pushed to no one here.
     owed_now: Notify,
     workers: AtomicUsize,
+    /// Where the next owed scan starts: past the last id the previous one
+    /// read when it stopped at the queue's room, else the start.
+    owed_cursor: Mutex<ObjectId>,
     /// How long this kind's passes take, so quick ones go in bigger batches.
     pace: Pace,
     /// Permits for passes whose end is being written
@@ -77,6 +82,7 @@ impl Kind {
         controller: Arc<dyn StoredController>,
         settings: KindSettings,
         floor: Duration,
+        capacity: usize,
         metrics: KindMetrics,
     ) -> Self {
         Kind {
@@ -87,6 +93,7 @@ impl Kind {
                     floor,
                     base_backoff: Duration::from_secs(1),
                     max_backoff: settings.cadence.max_retry_interval,
+                    capacity,
                 },
                 metrics.queue.clone(),
             ),
@@ -96,6 +103,7 @@ impl Kind {
             settings_changed: Notify::new(),
             owed_now: Notify::new(),
             workers: AtomicUsize::new(0),
+            owed_cursor: Mutex::new(0),
             pace: Pace::new(),
             handshakes: Arc::new(Semaphore::new(HANDSHAKES_IN_FLIGHT)),
             feeds: Mutex::new(Vec::new()),
@@ -257,7 +265,7 @@ impl Kind {
             let cadence = self.settings().cadence;
             let now = Instant::now();
             if now >= next_owed {
-                self.enqueue_scan(store, |r, gk| r.owed(gk));
+                self.enqueue_owed(store);
                 self.queue.prune();
                 next_owed = now + cadence.owed_pass_interval;
             }
@@ -276,6 +284,9 @@ impl Kind {
                     next_full = cadence.full_pass_interval.map(|i| Instant::now() + i);
                 }
                 _ = self.owed_now.notified() => next_owed = Instant::now(),
+                // Only the scan: a prune clears the settled list, and
+                // entries it keeps are then forgotten only by the next one.
+                _ = self.queue.refill_wanted() => self.enqueue_owed(store),
                 _ = tokio::time::sleep_until(wake_at) => {}
             }
         }
@@ -292,7 +303,7 @@ impl Kind {
     /// its interval.
     fn startup(&self, store: &Store) {
         let settings = self.settings();
-        self.enqueue_scan(store, |r, gk| r.owed(gk));
+        self.enqueue_owed(store);
         if settings.cadence.startup_full_pass {
             self.enqueue_scan(store, |r, gk| r.all_ids(gk));
         }
@@ -346,6 +357,38 @@ impl Kind {
                 .map(|(id, _)| id)
                 .collect())
         });
+    }
+
+    /// Queues what the store records as owed, as much as the queue has room
+    /// for, from where the last scan that ran out of room stopped: a store
+    /// owing a million passes is worked through in pages, never held whole.
+    fn enqueue_owed(&self, store: &Store) {
+        let room = self.queue.room();
+        if room == 0 {
+            return;
+        }
+        let mut cursor = lock(&self.owed_cursor);
+        let scanned = store.read(|r| {
+            let mut ids = r.owed_page(&self.group_kind, *cursor, room)?;
+            if ids.len() < room && *cursor > 0 {
+                // Past the end: go round to what lies before the cursor.
+                ids.extend(r.owed_page(&self.group_kind, 0, room - ids.len())?);
+            }
+            Ok(ids)
+        });
+        match scanned {
+            Ok(ids) => {
+                if ids.len() == room {
+                    *cursor = ids.last().copied().unwrap_or(0);
+                    self.queue.owed_left_out();
+                } else {
+                    *cursor = 0;
+                }
+                drop(cursor);
+                self.queue.wake_owed(ids, Wake::Ordinary);
+            }
+            Err(error) => tracing::warn!(kind = %self.group_kind, %error, "owed scan failed"),
+        }
     }
 
     fn enqueue_scan(

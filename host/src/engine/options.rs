@@ -23,6 +23,7 @@ pub struct HostOptions {
     pub(crate) cadence: Cadence,
     pub(crate) gc_interval: Duration,
     pub(crate) requeue_floor: Duration,
+    pub(crate) queue_capacity: usize,
     pub(crate) write_log_max_age: Duration,
     pub(crate) write_log_per_kind: usize,
     pub(crate) event_runs_per_timeline: usize,
@@ -38,6 +39,7 @@ impl Default for HostOptions {
             cadence: Cadence::new(),
             gc_interval: Duration::from_secs(30),
             requeue_floor: Duration::from_secs(1),
+            queue_capacity: crate::engine::queue::CAPACITY,
             write_log_max_age: Duration::from_secs(24 * 60 * 60),
             write_log_per_kind: 0,
             event_runs_per_timeline: 0,
@@ -77,6 +79,15 @@ impl HostOptions {
     /// The per-object re-enqueue floor (default 1 s).
     pub fn requeue_floor(mut self, floor: Duration) -> Self {
         self.requeue_floor = floor;
+        self
+    }
+
+    /// The most objects a kind's work queue tracks at once (default 65,536,
+    /// about 10 MiB; at least 2). Past it, wakes for work the store records
+    /// as owed are left to an owed scan, paged to the room the queue has, so
+    /// a store owing a million passes converges without holding them all.
+    pub fn queue_capacity(mut self, objects: usize) -> Self {
+        self.queue_capacity = objects.max(2);
         self
     }
 

@@ -8,6 +8,14 @@
 //! the cap) that absorbs ordinary wakes; an immediate wake (a push at commit,
 //! a requeue) cancels any alarm and bypasses the floor. A successful pass
 //! clears the backoff.
+//!
+//! The queue holds at most [`QueueConfig::capacity`] objects. Past it, wakes
+//! for work the store records as owed (pushes at commit, the owed scan) are
+//! dropped, since an owed scan finds that work again; once the work in it
+//! has drained to half, it asks its kind for that scan
+//! ([`WorkQueue::refill_wanted`]). Other wakes (requeues, full passes) are
+//! never dropped. Settled objects waiting out their floor make way for new
+//! work rather than count against it.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
@@ -50,7 +58,14 @@ pub(crate) struct QueueConfig {
     pub(crate) base_backoff: Duration,
     /// The backoff cap.
     pub(crate) max_backoff: Duration,
+    /// The most objects the queue tracks before it drops owed wakes.
+    pub(crate) capacity: usize,
 }
+
+/// How many objects a kind's queue tracks at most ([`QueueConfig::capacity`]):
+/// about 10 MiB of entries. Converging a million owed objects once held an
+/// entry for each, and the host peaked near 200 MiB.
+pub(crate) const CAPACITY: usize = 65_536;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -86,11 +101,15 @@ impl Entry {
     /// Idle, with nothing pending, and past its floor: what the queue no
     /// longer needs to remember.
     fn is_forgettable(&self, now: Instant, floor: Duration) -> bool {
+        self.is_settled() && self.last_dispatch.is_none_or(|at| at + floor <= now)
+    }
+
+    /// Idle, with nothing pending: only its floor keeps it.
+    fn is_settled(&self) -> bool {
         self.phase == Phase::Idle
             && self.alarm.is_none()
             && self.backoff.is_none()
             && self.quarantined.is_none()
-            && self.last_dispatch.is_none_or(|at| at + floor <= now)
     }
 
     fn new() -> Self {
@@ -117,6 +136,9 @@ struct State {
     /// an entry may wait a little behind a later one.
     settled: VecDeque<(Instant, ObjectId)>,
     closed: bool,
+    /// Owed wakes were dropped at capacity: an owed scan is due once the
+    /// queue has room.
+    overflowed: bool,
     /// Objects made ready since the metrics last heard.
     added: u64,
 }
@@ -141,6 +163,27 @@ impl State {
             }
         }
         self.shrink()
+    }
+
+    /// Forgets the oldest settled object before its floor passes, to make
+    /// room at capacity: an ordinary wake within its floor then runs at
+    /// once, as the floor is there to space out, not to hold work back.
+    /// True when one was forgotten.
+    fn evict_settled(&mut self) -> bool {
+        while let Some((_, id)) = self.settled.pop_front() {
+            if self.entries.get(&id).is_some_and(Entry::is_settled) {
+                self.entries.remove(&id);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The objects tracked for work still to do: all but the settled ones
+    /// only their floor keeps (nearly: the settled list may name an object
+    /// woken since, which makes this a slight undercount).
+    fn unsettled(&self) -> usize {
+        self.entries.len().saturating_sub(self.settled.len())
     }
 
     /// Gives back what a burst of work left allocated: the maps keep their
@@ -188,6 +231,8 @@ pub(crate) enum Due {
 pub(crate) struct WorkQueue {
     state: Mutex<State>,
     changed: Notify,
+    /// Rung when dropped owed work may now fit.
+    refill: Notify,
     config: Mutex<QueueConfig>,
     /// Bumped whenever the state may have changed while someone watches a
     /// schedule: rescheduling moves no version, so watches of the store
@@ -246,6 +291,7 @@ impl WorkQueue {
         WorkQueue {
             state: Mutex::new(State::default()),
             changed: Notify::new(),
+            refill: Notify::new(),
             config: Mutex::new(config),
             schedule: watch::Sender::new(0),
             metrics,
@@ -298,6 +344,61 @@ impl WorkQueue {
         let now = Instant::now();
         for id in ids {
             self.wake_locked(&mut state, id, wake, now);
+        }
+    }
+
+    /// Asks for a pass of each id, for work the store records as owed: an id
+    /// the queue does not track is dropped while the queue is at capacity,
+    /// for the owed scan that follows [`refill_wanted`](Self::refill_wanted)
+    /// to find again.
+    pub(crate) fn wake_owed(&self, ids: impl IntoIterator<Item = ObjectId>, wake: Wake) {
+        let mut state = self.edit();
+        if state.closed {
+            return;
+        }
+        let now = Instant::now();
+        let capacity = self.config().capacity;
+        for id in ids {
+            if state.entries.len() >= capacity
+                && !state.entries.contains_key(&id)
+                && !state.evict_settled()
+            {
+                state.overflowed = true;
+                continue;
+            }
+            self.wake_locked(&mut state, id, wake, now);
+        }
+    }
+
+    /// How many more objects the queue can track before it drops owed wakes.
+    /// None left marks owed work as dropped: the caller cannot scan it in.
+    pub(crate) fn room(&self) -> usize {
+        let mut state = self.edit();
+        let room = self.config().capacity.saturating_sub(state.unsettled());
+        if room == 0 {
+            state.overflowed = true;
+        }
+        room
+    }
+
+    /// Records that owed work was left out (a scan stopped at the room the
+    /// queue had), so an owed scan follows once there is room.
+    pub(crate) fn owed_left_out(&self) {
+        self.edit().overflowed = true;
+    }
+
+    /// Completes once owed wakes were dropped and the queue has drained to
+    /// half its capacity: then the kind should scan for owed work.
+    pub(crate) async fn refill_wanted(&self) {
+        self.refill.notified().await;
+    }
+
+    /// Rings [`refill_wanted`](Self::refill_wanted) if work was dropped and
+    /// half the capacity is free.
+    fn ask_for_refill(&self, state: &mut State) {
+        if state.overflowed && state.unsettled() <= self.config().capacity / 2 {
+            state.overflowed = false;
+            self.refill.notify_one();
         }
     }
 
@@ -399,6 +500,7 @@ impl WorkQueue {
                 // passes, not at the next owed scan: an idle host then holds
                 // and does nothing for them.
                 let burst_ended = state.forget_settled(now, self.config().floor);
+                self.ask_for_refill(&mut state);
                 if let Some(id) = state.ready.pop_front() {
                     self.dispatch(&mut state, id, now);
                     if !state.ready.is_empty() {
@@ -487,6 +589,7 @@ impl WorkQueue {
             {
                 state.alarms.remove(&(alarm.due, id));
             }
+            self.ask_for_refill(&mut state);
             return;
         }
         let Some(entry) = state.entries.get_mut(&id) else {
@@ -503,7 +606,14 @@ impl WorkQueue {
                 let floor_at = entry.last_dispatch.map_or(now, |at| at + floor);
                 match requeue {
                     Some(delay) => self.arm(&mut state, id, (now + delay).max(floor_at), false),
-                    None if rerun.is_none() => state.settled.push_back((floor_at, id)),
+                    None if rerun.is_none() => {
+                        if state.settled.is_empty() {
+                            // A worker that began waiting before any pass
+                            // settled has no time to wake for forgetting it.
+                            self.changed.notify_one();
+                        }
+                        state.settled.push_back((floor_at, id));
+                    }
                     None => {}
                 }
             }
@@ -520,7 +630,9 @@ impl WorkQueue {
         {
             self.wake_locked(&mut state, id, wake, now);
         }
-        if state.forget_settled(now, floor) {
+        let burst_ended = state.forget_settled(now, floor);
+        self.ask_for_refill(&mut state);
+        if burst_ended {
             drop(state);
             memory::give_back_freed();
         }
@@ -585,6 +697,7 @@ impl WorkQueue {
         let floor = self.config().floor;
         state.entries.retain(|_, e| !e.is_forgettable(now, floor));
         state.settled.clear();
+        self.ask_for_refill(&mut state);
         if state.shrink() {
             drop(state);
             memory::give_back_freed();
@@ -633,11 +746,76 @@ mod tests {
     use super::*;
 
     fn queue() -> WorkQueue {
+        queue_of(CAPACITY)
+    }
+
+    fn queue_of(capacity: usize) -> WorkQueue {
         WorkQueue::new(QueueConfig {
             floor: Duration::from_secs(1),
             base_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(30),
+            capacity,
         })
+    }
+
+    /// Whether the queue asks for a refill within a minute of paused time.
+    async fn asks_for_refill(queue: &WorkQueue) -> bool {
+        tokio::time::timeout(Duration::from_secs(60), queue.refill_wanted())
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn owed_wakes_past_capacity_wait_for_the_queue_to_drain_to_half() {
+        let q = queue_of(4);
+        q.wake_owed(1..=6, Wake::Immediate);
+        assert_eq!(q.len(), 4, "5 and 6 were dropped");
+        assert_eq!(q.room(), 0);
+        // A tracked object still takes wakes.
+        q.wake_owed([1], Wake::Immediate);
+        for id in 1..=2 {
+            assert_eq!(q.next().await, Some(id));
+            q.done(id, Outcome::Gone);
+        }
+        assert_eq!(q.len(), 2);
+        assert!(asks_for_refill(&q).await, "half is free");
+        assert_eq!(q.room(), 2);
+        assert!(!asks_for_refill(&q).await, "asked once per overflow");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn settled_objects_make_way_for_owed_work_before_their_floor() {
+        let q = queue_of(2);
+        q.wake_owed(1..=2, Wake::Immediate);
+        for id in 1..=2 {
+            assert_eq!(q.next().await, Some(id));
+            q.done(id, Outcome::Succeeded { requeue: None });
+        }
+        assert_eq!(q.room(), 2, "both only wait out their floor");
+        q.wake_owed([3], Wake::Immediate);
+        assert_eq!(next_within(&q, Duration::ZERO).await, Some(3));
+        assert_eq!(q.len(), 2, "the oldest settled one made way");
+        assert!(!asks_for_refill(&q).await, "nothing was dropped");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requeues_and_full_passes_are_never_dropped() {
+        let q = queue_of(2);
+        q.wake_owed(1..=2, Wake::Immediate);
+        q.wake_all([3], Wake::Ordinary);
+        q.requeue(4, false);
+        assert_eq!(q.len(), 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_queue_with_room_asks_for_no_refill() {
+        let q = queue_of(4);
+        q.wake_owed(1..=3, Wake::Immediate);
+        for id in 1..=3 {
+            assert_eq!(q.next().await, Some(id));
+            q.done(id, Outcome::Gone);
+        }
+        assert!(!asks_for_refill(&q).await);
     }
 
     /// How long until the queue hands out its next object.
@@ -801,6 +979,7 @@ mod tests {
             floor: Duration::from_secs(1),
             base_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(8),
+            capacity: CAPACITY,
         });
         q.wake(1, Wake::Immediate);
         q.next().await;

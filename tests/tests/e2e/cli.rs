@@ -77,6 +77,26 @@ fn a_host_converges_applied_manifests_hot_swaps_and_cascades_deletes() {
 }
 
 #[test]
+fn a_host_with_a_tiny_work_queue_still_greets_every_applied_object() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&["--queue-capacity", "4", "--requeue-floor", "10ms"]);
+    let manifests: String = (0..60)
+        .map(|i| {
+            format!("{{\"kind\":\"Greeting\",\"name\":\"g{i}\",\"spec\":{{\"name\":\"n{i}\"}}}}\n")
+        })
+        .collect();
+    workspace.apply("many.json", &manifests);
+    wait_until("all 60 greetings are greeted", || {
+        let all = json(&workspace.ok(&["get", "Greeting", "-o", "json"]));
+        let all = all.as_array().unwrap();
+        all.len() == 60 && all.iter().all(|g| g["status"]["message"].is_string())
+    });
+    host.terminate();
+    let refused = workspace.fails(&["run", "--queue-capacity", "1"]);
+    assert_mentions(&refused, &["--queue-capacity"]);
+}
+
+#[test]
 fn a_killed_host_restarts_and_everything_converges_with_nothing_lost() {
     let workspace = with_plugins();
     let host = workspace.start_host(&[]);

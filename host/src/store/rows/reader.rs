@@ -169,9 +169,15 @@ impl<'c> Reader<'c> {
         events::events_above(self.conn, id, category, cursor, limit)
     }
 
-    /// The objects of `group_kind` that owe a pass.
-    pub(crate) fn owed(&self, group_kind: &GroupKind) -> Result<Vec<ObjectId>> {
-        scan::owed(self.conn, group_kind)
+    /// The objects of `group_kind` that owe a pass: at most `limit`, in id
+    /// order, past id `after`.
+    pub(crate) fn owed_page(
+        &self,
+        group_kind: &GroupKind,
+        after: ObjectId,
+        limit: usize,
+    ) -> Result<Vec<ObjectId>> {
+        scan::owed_page(self.conn, group_kind, after, limit)
     }
 
     /// Every object id of `group_kind`.

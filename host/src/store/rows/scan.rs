@@ -7,9 +7,16 @@ use crate::store::backend::{Conn, params};
 use crate::store::rows::objects::group_kind_at;
 
 /// Objects of `gk` that the store records as owing a pass: an unobserved
-/// generation, owed dependency wakes, or a pending deletion. Reads the
-/// partial index of outstanding work, never the whole kind.
-pub(crate) fn owed(conn: Conn<'_>, gk: &GroupKind) -> Result<Vec<ObjectId>> {
+/// generation, owed dependency wakes, or a pending deletion; at most `limit`
+/// of them, in id order, past id `after`. Reads the partial index of
+/// outstanding work, never the whole kind.
+pub(crate) fn owed_page(
+    conn: Conn<'_>,
+    gk: &GroupKind,
+    after: ObjectId,
+    limit: usize,
+) -> Result<Vec<ObjectId>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     // The WHERE clause repeats the partial index's, so the planner can use it.
     conn.query_all(
         "SELECT id FROM objects \
@@ -18,8 +25,9 @@ pub(crate) fn owed(conn: Conn<'_>, gk: &GroupKind) -> Result<Vec<ObjectId>> {
                 OR observed_generation < generation \
                 OR reconcile_owed > 0 \
                 OR deletion_requested_at IS NOT NULL) \
-         ORDER BY id",
-        params![&gk.group, &gk.kind],
+           AND id > ?3 \
+         ORDER BY id LIMIT ?4",
+        params![&gk.group, &gk.kind, after, limit],
         |row| row.get(0),
     )
 }

@@ -774,8 +774,7 @@ mod tests {
         // A tracked object still takes wakes.
         q.wake_owed([1], Wake::Immediate);
         for id in 1..=2 {
-            assert_eq!(q.next().await, Some(id));
-            q.done(id, Outcome::Gone);
+            pass(&q, id, Outcome::Gone).await;
         }
         assert_eq!(q.len(), 2);
         assert!(asks_for_refill(&q).await, "half is free");
@@ -788,8 +787,7 @@ mod tests {
         let q = queue_of(2);
         q.wake_owed(1..=2, Wake::Immediate);
         for id in 1..=2 {
-            assert_eq!(q.next().await, Some(id));
-            q.done(id, Outcome::Succeeded { requeue: None });
+            pass(&q, id, Outcome::Succeeded { requeue: None }).await;
         }
         assert_eq!(q.room(), 2, "both only wait out their floor");
         q.wake_owed([3], Wake::Immediate);
@@ -812,8 +810,7 @@ mod tests {
         let q = queue_of(4);
         q.wake_owed(1..=3, Wake::Immediate);
         for id in 1..=3 {
-            assert_eq!(q.next().await, Some(id));
-            q.done(id, Outcome::Gone);
+            pass(&q, id, Outcome::Gone).await;
         }
         assert!(!asks_for_refill(&q).await);
     }

@@ -40,7 +40,7 @@ use crate::object::GroupKind;
 use crate::sync::lock;
 
 use backend::checkpoint::{Checkpointer, Thresholds};
-use backend::{Conn, Connection, postgres};
+use backend::{Conn, Connection, postgres, wal_writes};
 pub(crate) use ops::collect::Collected;
 pub(crate) use ops::objects::Create;
 pub(crate) use ops::observed::validate_conditions;
@@ -188,7 +188,15 @@ impl Store {
 
     fn open_in(path: PathBuf, temporary: Option<Temporary>) -> Result<Store> {
         create_owner_only(&path)?;
-        let mut conn = rusqlite::Connection::open(&path)?;
+        wal_writes::register().map_err(|code| crate::Error::Database {
+            backend: "sqlite",
+            message: format!("cannot register the log-writing VFS (SQLite code {code})"),
+        })?;
+        let mut conn = rusqlite::Connection::open_with_flags_and_vfs(
+            &path,
+            rusqlite::OpenFlags::default(),
+            wal_writes::VFS_NAME,
+        )?;
         configure_sqlite(&conn)?;
         // WAL first: migrations then run in it, and it persists in the file.
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))?;

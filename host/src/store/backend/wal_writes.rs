@@ -589,27 +589,44 @@ mod tests {
         conn
     }
 
-    fn count(conn: &rusqlite::Connection) -> i64 {
-        conn.query_row("SELECT count(*) FROM t", [], |row| row.get(0))
-            .unwrap()
-    }
-
-    #[test]
-    fn another_connection_sees_each_commit_as_it_returns() {
-        let dir = tempfile::tempdir().unwrap();
+    /// A database in `dir` with table `t`, and the writer on it through the VFS.
+    fn writer_with_table(dir: &tempfile::TempDir) -> (std::path::PathBuf, rusqlite::Connection) {
         let path = dir.path().join("t.db");
         let writer = open_through_the_vfs(&path);
         writer
             .execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)")
             .unwrap();
+        (path, writer)
+    }
+
+    fn insert(conn: &rusqlite::Connection, body: String) {
+        conn.execute("INSERT INTO t (body) VALUES (?1)", [body])
+            .unwrap();
+    }
+
+    fn count(conn: &rusqlite::Connection) -> i64 {
+        conn.query_row("SELECT count(*) FROM t", [], |row| row.get(0))
+            .unwrap()
+    }
+
+    /// The rows of `t`, as a new connection through the default VFS reads
+    /// them, once it has found the database intact.
+    fn rows_when_intact(path: &std::path::Path) -> i64 {
+        let check = rusqlite::Connection::open(path).unwrap();
+        let verdict: String = check
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(verdict, "ok");
+        count(&check)
+    }
+
+    #[test]
+    fn another_connection_sees_each_commit_as_it_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, writer) = writer_with_table(&dir);
         let reader = rusqlite::Connection::open(&path).unwrap();
         for i in 1..=50 {
-            writer
-                .execute(
-                    "INSERT INTO t (body) VALUES (?1)",
-                    [format!("row {i}").repeat(40)],
-                )
-                .unwrap();
+            insert(&writer, format!("row {i}").repeat(40));
             assert_eq!(count(&reader), i);
         }
         assert_eq!(
@@ -624,28 +641,14 @@ mod tests {
     #[test]
     fn a_commit_larger_than_one_write_and_than_the_buffer_lands_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.db");
-        let writer = open_through_the_vfs(&path);
-        writer
-            .execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)")
-            .unwrap();
+        let (path, writer) = writer_with_table(&dir);
         writer.execute_batch("BEGIN").unwrap();
         // About 1.2 MiB of rows: several buffers' worth, each many writes.
         for i in 0..300 {
-            writer
-                .execute(
-                    "INSERT INTO t (body) VALUES (?1)",
-                    [format!("{i:04}").repeat(1_000)],
-                )
-                .unwrap();
+            insert(&writer, format!("{i:04}").repeat(1_000));
         }
         writer.execute_batch("COMMIT").unwrap();
-        let reader = rusqlite::Connection::open(&path).unwrap();
-        assert_eq!(count(&reader), 300);
-        let verdict: String = reader
-            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
-            .unwrap();
-        assert_eq!(verdict, "ok");
+        assert_eq!(rows_when_intact(&path), 300);
     }
 
     /// The adversary: a transaction that spills frames to the log and then
@@ -654,42 +657,19 @@ mod tests {
     #[test]
     fn frames_of_a_rolled_back_spill_never_overwrite_another_writers_commit() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.db");
-        let writer = open_through_the_vfs(&path);
-        writer
-            .execute_batch(
-                "CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT);
-                 PRAGMA cache_size = 10;",
-            )
-            .unwrap();
+        let (path, writer) = writer_with_table(&dir);
+        writer.execute_batch("PRAGMA cache_size = 10").unwrap();
         writer.execute_batch("BEGIN").unwrap();
         for i in 0..400 {
-            writer
-                .execute(
-                    "INSERT INTO t (body) VALUES (?1)",
-                    [format!("spilled {i}").repeat(30)],
-                )
-                .unwrap();
+            insert(&writer, format!("spilled {i}").repeat(30));
         }
         writer.execute_batch("ROLLBACK").unwrap();
         let other = rusqlite::Connection::open(&path).unwrap();
         for i in 0..100 {
-            other
-                .execute(
-                    "INSERT INTO t (body) VALUES (?1)",
-                    [format!("other {i}").repeat(30)],
-                )
-                .unwrap();
+            insert(&other, format!("other {i}").repeat(30));
         }
-        writer
-            .execute("INSERT INTO t (body) VALUES ('after')", [])
-            .unwrap();
+        insert(&writer, "after".into());
         drop((writer, other));
-        let check = rusqlite::Connection::open(&path).unwrap();
-        let verdict: String = check
-            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
-            .unwrap();
-        assert_eq!(verdict, "ok");
-        assert_eq!(count(&check), 101);
+        assert_eq!(rows_when_intact(&path), 101);
     }
 }

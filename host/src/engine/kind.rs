@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -14,8 +14,8 @@ use tokio_util::task::TaskTracker;
 use crate::engine::controller::Feed;
 use crate::engine::controller::StoredController;
 use crate::engine::options::KindSettings;
-use crate::engine::pace::Pace;
-use crate::engine::pass::{self, Finish};
+use crate::engine::pace::{self, Pace};
+use crate::engine::pass::{self, Finish, Handshake};
 use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
 use crate::engine::trigger;
 use crate::metrics::KindMetrics;
@@ -26,24 +26,24 @@ use crate::sync::{lock, read, write};
 /// The most objects a worker takes, and loads in one read, at a time.
 const BATCH: usize = 32;
 
-/// The most passes of a kind whose end is still being written. Workers
-/// outrun the writer during a burst; past this many they wait, where the
-/// backlog of written-but-uncommitted passes grew without bound (half a
-/// gigabyte while a million objects converged). Sixteen of the writer's
-/// largest batches, so the writer never starves.
-const HANDSHAKES_IN_FLIGHT: usize = 1024;
-
 /// The registered kinds of a host, by name.
 pub(crate) type Kinds = RwLock<HashMap<GroupKind, Arc<Kind>>>;
 
 /// Queues each object in the queue of its kind, if it has a controller.
 /// Every caller wakes for work the store records as owed (a push at commit,
 /// a write to a dependency), which a full queue may drop for its owed scan.
+/// Objects of one kind that come one after another share one visit to its
+/// queue: a thousand dependents of one target take its lock once.
 pub(crate) fn wake(kinds: &Kinds, objects: Vec<(ObjectId, GroupKind)>, wake: Wake) {
     let kinds = read(kinds);
-    for (id, group_kind) in objects {
+    let mut objects = objects.into_iter().peekable();
+    while let Some((id, group_kind)) = objects.next() {
+        let mut run = vec![id];
+        while let Some((next, _)) = objects.next_if(|(_, next_kind)| *next_kind == group_kind) {
+            run.push(next);
+        }
         if let Some(kind) = kinds.get(&group_kind) {
-            kind.queue.wake_owed([id], wake);
+            kind.queue.wake_owed(run, wake);
         }
     }
 }
@@ -68,9 +68,6 @@ pub(crate) struct Kind {
     owed_cursor: Mutex<ObjectId>,
     /// How long this kind's passes take, so quick ones go in bigger batches.
     pace: Pace,
-    /// Permits for passes whose end is being written
-    /// ([`HANDSHAKES_IN_FLIGHT`]).
-    handshakes: Arc<Semaphore>,
     /// Trigger feeds not yet receiving: they start with the kind's tasks.
     feeds: Mutex<Vec<Feed>>,
     pub(crate) metrics: KindMetrics,
@@ -105,7 +102,6 @@ impl Kind {
             workers: AtomicUsize::new(0),
             owed_cursor: Mutex::new(0),
             pace: Pace::new(),
-            handshakes: Arc::new(Semaphore::new(HANDSHAKES_IN_FLIGHT)),
             feeds: Mutex::new(Vec::new()),
             metrics,
         }
@@ -180,9 +176,8 @@ impl Kind {
             let index = self.workers.fetch_add(1, Ordering::SeqCst);
             let kind = self.clone();
             let store = store.clone();
-            let tracker = host.clone();
             host.spawn(self.tracker.track_future(async move {
-                kind.work(&store, &tracker, index).await;
+                kind.work(&store, index).await;
             }));
         }
     }
@@ -190,7 +185,7 @@ impl Kind {
     /// A worker: takes the next objects and runs their passes, until
     /// cancelled or no longer wanted. A pass in flight is finished, never
     /// abandoned; objects taken but not yet started go back in line.
-    async fn work(self: &Arc<Self>, store: &Store, host: &TaskTracker, index: usize) {
+    async fn work(self: &Arc<Self>, store: &Store, index: usize) {
         loop {
             let concurrency = self.settings().concurrency;
             if index >= concurrency {
@@ -206,13 +201,22 @@ impl Kind {
             let mut batch = vec![first];
             let quick = self.pace.passes_per_slice();
             batch.extend(self.queue.take_more(BATCH - 1, concurrency, quick));
-            self.run_batch(store, host, &batch).await;
+            self.run_batch(store, &batch).await;
         }
         self.workers.fetch_sub(1, Ordering::SeqCst);
     }
 
-    /// Runs the passes of `batch`, loaded together, one after another.
-    async fn run_batch(self: &Arc<Self>, store: &Store, host: &TaskTracker, batch: &[ObjectId]) {
+    /// Runs the passes of `batch`, loaded together, one after another, and
+    /// writes their ends.
+    ///
+    /// The ends of quick passes are gathered and written together, by this
+    /// worker, before it takes more work: one commit for a run of passes,
+    /// and no hand-off to another thread (on a two-core machine the kernel
+    /// tends to put the woken thread on this one's core, and the two then
+    /// take turns). The oldest gathered end waits at most [`pace::SLICE`]
+    /// (plus the pass running when it ran out), so a slow pass's end is
+    /// written right after it.
+    async fn run_batch(self: &Arc<Self>, store: &Store, batch: &[ObjectId]) {
         let view = self.view();
         let loads = match pass::load_batch(store, &view, batch) {
             Ok(loads) => loads,
@@ -224,30 +228,41 @@ impl Kind {
                 return;
             }
         };
+        let mut unwritten = Vec::new();
+        let mut oldest = Instant::now();
         for (position, (&id, loaded)) in batch.iter().zip(loads).enumerate() {
             if position > 0 && self.cancel.is_cancelled() {
                 self.queue.give_back(&batch[position..]);
-                return;
+                break;
             }
-            // Taken before the pass, so its end is submitted to the writer
-            // and awaited at once: a submitted write nobody awaits could be
-            // the one whose turn it is to lead the writer's next batch. The
-            // semaphore is never closed, so a permit always comes.
-            let permit = self.handshakes.clone().acquire_owned().await.ok();
             let started = Instant::now();
             let finish = pass::run(store, &view, id, loaded).await;
             self.pace.record(started.elapsed());
             match finish {
                 Finish::Done(outcome) => self.queue.done(id, outcome),
                 Finish::Handshake(handshake) => {
-                    let kind = self.clone();
-                    host.spawn(self.tracker.track_future(async move {
-                        let outcome = handshake.await;
-                        kind.queue.done(id, outcome);
-                        drop(permit);
-                    }));
+                    if unwritten.is_empty() {
+                        oldest = started;
+                    }
+                    unwritten.push((id, handshake));
                 }
             }
+            if !unwritten.is_empty() && oldest.elapsed() >= pace::SLICE {
+                self.write_ends(store, std::mem::take(&mut unwritten)).await;
+            }
+        }
+        self.write_ends(store, unwritten).await;
+    }
+
+    /// Submits the ends of passes together, then waits for each: the first
+    /// may have to lead the writer, and this worker is there to do it.
+    async fn write_ends(&self, store: &Store, ends: Vec<(ObjectId, Handshake)>) {
+        let submitted: Vec<_> = ends
+            .into_iter()
+            .map(|(id, handshake)| (id, handshake.submit(store)))
+            .collect();
+        for (id, written) in submitted {
+            self.queue.done(id, written.await);
         }
     }
 

@@ -45,14 +45,36 @@ impl KindView<'_> {
     }
 }
 
-/// How a pass ends: decided, or with the handshake still to commit.
+/// How a pass ends: decided, or with the handshake still to write.
 pub(crate) enum Finish {
     /// The pass is over.
     Done(Outcome),
     /// The controller has returned; recording the handshake is what remains.
-    /// The worker hands this off and takes the next object, so a commit never
-    /// stands between two reconciles; the object stays running until it ends.
-    Handshake(Pin<Box<dyn Future<Output = Outcome> + Send>>),
+    /// The object stays running until it is written.
+    Handshake(Handshake),
+}
+
+/// The write that ends a pass, not yet handed to the writer, so a worker can
+/// gather the ends of several quick passes and submit them together.
+///
+/// Nothing is queued at the writer until [`submit`](Self::submit): a queued
+/// job whose caller is busy elsewhere may be the one whose turn it is to
+/// lead the writer, and every other writer would wait for it.
+pub(crate) struct Handshake(Box<dyn FnOnce(&Store) -> Written + Send>);
+
+/// A submitted handshake: resolves to the pass's outcome once committed.
+pub(crate) type Written = Pin<Box<dyn Future<Output = Outcome> + Send>>;
+
+impl Handshake {
+    fn new(submit: impl FnOnce(&Store) -> Written + Send + 'static) -> Self {
+        Self(Box::new(submit))
+    }
+
+    /// Queues the write at the writer; the caller must await what it
+    /// returns promptly, as it may have to lead.
+    pub(crate) fn submit(self, store: &Store) -> Written {
+        (self.0)(store)
+    }
 }
 
 /// Runs one pass of object `id` of `kind`, from what [`load_batch`] found
@@ -107,13 +129,15 @@ async fn try_run(store: &Store, kind: &KindView<'_>, id: i64, loaded: Load) -> R
         if object.meta.finalizers.is_empty() {
             // Nothing for the controller to do: collecting is the whole pass,
             // and like a handshake it need not hold up the worker.
-            let collected = store.submit(move |tx| ops::collect(tx, id));
             let group_kind = kind.group_kind.clone();
-            return Ok(Finish::Handshake(Box::pin(async move {
-                match collected.await {
-                    Ok(collected) => after_collect(collected),
-                    Err(error) => store_failure(&group_kind, id, error),
-                }
+            return Ok(Finish::Handshake(Handshake::new(move |store| {
+                let collected = store.submit(move |tx| ops::collect(tx, id));
+                Box::pin(async move {
+                    match collected.await {
+                        Ok(collected) => after_collect(collected),
+                        Err(error) => store_failure(&group_kind, id, error),
+                    }
+                })
             })));
         }
         let collected = store.write(move |tx| ops::collect(tx, id)).await?;
@@ -230,14 +254,7 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
         Err(_) => Action::backoff("the controller panicked"),
     };
     record(kind.metrics, &result, took);
-    Ok(handshake(
-        store,
-        kind,
-        &object,
-        held_status,
-        watermark,
-        result,
-    ))
+    Ok(handshake(kind, &object, held_status, watermark, result))
 }
 
 /// Counts the pass as controller-runtime does: `error` for a failure,
@@ -270,7 +287,6 @@ fn record(metrics: &crate::metrics::KindMetrics, result: &Action, took: Duration
 /// passes it saw at load; that costs nothing when the generation is already
 /// recorded, nothing was owed and no status is held.
 fn handshake(
-    store: &Store,
     kind: &KindView<'_>,
     object: &RawObject,
     held_status: Option<Json>,
@@ -344,16 +360,18 @@ fn handshake(
     let Some(job) = job else {
         return Finish::Done(outcome);
     };
-    let written = store.submit(job);
-    Finish::Handshake(Box::pin(async move {
-        match written.await {
-            Ok(()) => outcome,
-            Err(crate::Error::NotFound { .. }) => Outcome::Gone,
-            Err(error) => {
-                tracing::warn!(object = %label, %error, "could not record the end of the pass");
-                Outcome::Failed
+    Finish::Handshake(Handshake::new(move |store| {
+        let written = store.submit(job);
+        Box::pin(async move {
+            match written.await {
+                Ok(()) => outcome,
+                Err(crate::Error::NotFound { .. }) => Outcome::Gone,
+                Err(error) => {
+                    tracing::warn!(object = %label, %error, "could not record the end of the pass");
+                    Outcome::Failed
+                }
             }
-        }
+        })
     }))
 }
 

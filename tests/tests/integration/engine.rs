@@ -161,6 +161,38 @@ async fn each_generation_of_each_object_is_reconciled_exactly_once() {
     }
 }
 
+/// A worker gathers the ends of quick passes to write them together; the
+/// end of a slow one must not wait for the rest of its batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_end_of_a_slow_pass_is_written_before_the_next_pass_starts() {
+    let (_store, host) = fast_host();
+    let client = host.client(widget());
+    for i in 0..3 {
+        create(&client, &format!("w{i}"), "{}").await;
+    }
+    // How many widgets were observed as each pass started, in order.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let controller = sharing(
+        (seen.clone(), client.clone()),
+        |(seen, widgets), _client, _object| async move {
+            let observed = widgets
+                .list()
+                .unwrap()
+                .iter()
+                .filter(|o| o.meta.is_observed())
+                .count();
+            seen.lock().unwrap().push(observed);
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            Action::settled()
+        },
+    );
+    let running = serve(&host, widget(), controller).await;
+    widgets_observed(&host, "every widget is observed").await;
+    stop(running).await;
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, vec![0, 1, 2], "observed widgets as each pass started");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queue_far_smaller_than_the_work_converges_all_of_it_through_owed_scans() {
     // Sixteen slots for 300 objects owed before the start and 300 created

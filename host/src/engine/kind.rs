@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -25,6 +25,13 @@ use crate::sync::{lock, read, write};
 
 /// The most objects a worker takes, and loads in one read, at a time.
 const BATCH: usize = 32;
+
+/// The most ends of passes of a kind left to other writers' commits (see
+/// [`Kind::write_ends`]). Workers outrun the writer during a burst; past
+/// this many they wait, where the backlog of written-but-uncommitted passes
+/// grew without bound (half a gigabyte while a million objects converged).
+/// Sixteen of the writer's largest batches, so the writer never starves.
+const HANDSHAKES_IN_FLIGHT: u32 = 1024;
 
 /// The registered kinds of a host, by name.
 pub(crate) type Kinds = RwLock<HashMap<GroupKind, Arc<Kind>>>;
@@ -68,6 +75,9 @@ pub(crate) struct Kind {
     owed_cursor: Mutex<ObjectId>,
     /// How long this kind's passes take, so quick ones go in bigger batches.
     pace: Pace,
+    /// Permits for ends of passes left to other writers' commits
+    /// ([`HANDSHAKES_IN_FLIGHT`]).
+    handshakes: Arc<Semaphore>,
     /// Trigger feeds not yet receiving: they start with the kind's tasks.
     feeds: Mutex<Vec<Feed>>,
     pub(crate) metrics: KindMetrics,
@@ -102,6 +112,7 @@ impl Kind {
             workers: AtomicUsize::new(0),
             owed_cursor: Mutex::new(0),
             pace: Pace::new(),
+            handshakes: Arc::new(Semaphore::new(HANDSHAKES_IN_FLIGHT as usize)),
             feeds: Mutex::new(Vec::new()),
             metrics,
         }
@@ -176,8 +187,9 @@ impl Kind {
             let index = self.workers.fetch_add(1, Ordering::SeqCst);
             let kind = self.clone();
             let store = store.clone();
+            let tracker = host.clone();
             host.spawn(self.tracker.track_future(async move {
-                kind.work(&store, index).await;
+                kind.work(&store, &tracker, index).await;
             }));
         }
     }
@@ -185,7 +197,7 @@ impl Kind {
     /// A worker: takes the next objects and runs their passes, until
     /// cancelled or no longer wanted. A pass in flight is finished, never
     /// abandoned; objects taken but not yet started go back in line.
-    async fn work(self: &Arc<Self>, store: &Store, index: usize) {
+    async fn work(self: &Arc<Self>, store: &Store, host: &TaskTracker, index: usize) {
         loop {
             let concurrency = self.settings().concurrency;
             if index >= concurrency {
@@ -201,7 +213,7 @@ impl Kind {
             let mut batch = vec![first];
             let quick = self.pace.passes_per_slice();
             batch.extend(self.queue.take_more(BATCH - 1, concurrency, quick));
-            self.run_batch(store, &batch).await;
+            self.run_batch(store, host, &batch).await;
         }
         self.workers.fetch_sub(1, Ordering::SeqCst);
     }
@@ -209,14 +221,10 @@ impl Kind {
     /// Runs the passes of `batch`, loaded together, one after another, and
     /// writes their ends.
     ///
-    /// The ends of quick passes are gathered and written together, by this
-    /// worker, before it takes more work: one commit for a run of passes,
-    /// and no hand-off to another thread (on a two-core machine the kernel
-    /// tends to put the woken thread on this one's core, and the two then
-    /// take turns). The oldest gathered end waits at most [`pace::SLICE`]
-    /// (plus the pass running when it ran out), so a slow pass's end is
-    /// written right after it.
-    async fn run_batch(self: &Arc<Self>, store: &Store, batch: &[ObjectId]) {
+    /// The ends of quick passes are gathered and submitted together: the
+    /// oldest waits at most [`pace::SLICE`] (plus the pass running when it ran
+    /// out), so a slow pass's end is written right after it.
+    async fn run_batch(self: &Arc<Self>, store: &Store, host: &TaskTracker, batch: &[ObjectId]) {
         let view = self.view();
         let loads = match pass::load_batch(store, &view, batch) {
             Ok(loads) => loads,
@@ -248,20 +256,59 @@ impl Kind {
                 }
             }
             if !unwritten.is_empty() && oldest.elapsed() >= pace::SLICE {
-                self.write_ends(store, std::mem::take(&mut unwritten)).await;
+                self.write_ends(store, host, std::mem::take(&mut unwritten))
+                    .await;
             }
         }
-        self.write_ends(store, unwritten).await;
+        self.write_ends(store, host, unwritten).await;
     }
 
-    /// Submits the ends of passes together, then waits for each: the first
-    /// may have to lead the writer, and this worker is there to do it.
-    async fn write_ends(&self, store: &Store, ends: Vec<(ObjectId, Handshake)>) {
-        let submitted: Vec<_> = ends
+    /// Submits the ends of passes together. If they found the writer idle,
+    /// this worker leads their commit itself before it takes more work: no
+    /// task to spawn, no thread to wake (on a two-core machine the kernel
+    /// put the woken thread on this one's core, and the two took turns).
+    /// If another writer is leading, its commits carry them, and a task
+    /// waits for them while this worker goes on with passes.
+    async fn write_ends(
+        self: &Arc<Self>,
+        store: &Store,
+        host: &TaskTracker,
+        ends: Vec<(ObjectId, Handshake)>,
+    ) {
+        if ends.is_empty() {
+            return;
+        }
+        // Taken before submitting: a submitted write nobody awaits could be
+        // the one whose turn it is to lead. Never closed, so the permits come.
+        let count = u32::try_from(ends.len()).unwrap_or(HANDSHAKES_IN_FLIGHT);
+        let permits = self
+            .handshakes
+            .clone()
+            .acquire_many_owned(count.min(HANDSHAKES_IN_FLIGHT))
+            .await
+            .ok();
+        let mut leads = false;
+        let written: Vec<_> = ends
             .into_iter()
-            .map(|(id, handshake)| (id, handshake.submit(store)))
+            .map(|(id, handshake)| {
+                let (lead, written) = handshake.submit(store);
+                leads |= lead;
+                (id, written)
+            })
             .collect();
-        for (id, written) in submitted {
+        if leads {
+            self.await_ends(written).await;
+            return;
+        }
+        let kind = self.clone();
+        host.spawn(self.tracker.track_future(async move {
+            kind.await_ends(written).await;
+            drop(permits);
+        }));
+    }
+
+    async fn await_ends(&self, written: Vec<(ObjectId, pass::Written)>) {
+        for (id, written) in written {
             self.queue.done(id, written.await);
         }
     }

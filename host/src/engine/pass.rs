@@ -60,19 +60,22 @@ pub(crate) enum Finish {
 /// Nothing is queued at the writer until [`submit`](Self::submit): a queued
 /// job whose caller is busy elsewhere may be the one whose turn it is to
 /// lead the writer, and every other writer would wait for it.
-pub(crate) struct Handshake(Box<dyn FnOnce(&Store) -> Written + Send>);
+pub(crate) struct Handshake(SubmitLater);
+
+/// Queues a handshake's write: whether its caller leads, and the outcome.
+type SubmitLater = Box<dyn FnOnce(&Store) -> (bool, Written) + Send>;
 
 /// A submitted handshake: resolves to the pass's outcome once committed.
 pub(crate) type Written = Pin<Box<dyn Future<Output = Outcome> + Send>>;
 
 impl Handshake {
-    fn new(submit: impl FnOnce(&Store) -> Written + Send + 'static) -> Self {
+    fn new(submit: impl FnOnce(&Store) -> (bool, Written) + Send + 'static) -> Self {
         Self(Box::new(submit))
     }
 
-    /// Queues the write at the writer; the caller must await what it
-    /// returns promptly, as it may have to lead.
-    pub(crate) fn submit(self, store: &Store) -> Written {
+    /// Queues the write at the writer: whether the caller leads the
+    /// writer's next batch (and must then await at once), and the outcome.
+    pub(crate) fn submit(self, store: &Store) -> (bool, Written) {
         (self.0)(store)
     }
 }
@@ -131,13 +134,14 @@ async fn try_run(store: &Store, kind: &KindView<'_>, id: i64, loaded: Load) -> R
             // and like a handshake it need not hold up the worker.
             let group_kind = kind.group_kind.clone();
             return Ok(Finish::Handshake(Handshake::new(move |store| {
-                let collected = store.submit(move |tx| ops::collect(tx, id));
-                Box::pin(async move {
+                let (leads, collected) = store.submit_telling_lead(move |tx| ops::collect(tx, id));
+                let written: Written = Box::pin(async move {
                     match collected.await {
                         Ok(collected) => after_collect(collected),
                         Err(error) => store_failure(&group_kind, id, error),
                     }
-                })
+                });
+                (leads, written)
             })));
         }
         let collected = store.write(move |tx| ops::collect(tx, id)).await?;
@@ -361,8 +365,8 @@ fn handshake(
         return Finish::Done(outcome);
     };
     Finish::Handshake(Handshake::new(move |store| {
-        let written = store.submit(job);
-        Box::pin(async move {
+        let (leads, written) = store.submit_telling_lead(job);
+        let written: Written = Box::pin(async move {
             match written.await {
                 Ok(()) => outcome,
                 Err(crate::Error::NotFound { .. }) => Outcome::Gone,
@@ -371,7 +375,8 @@ fn handshake(
                     Outcome::Failed
                 }
             }
-        })
+        });
+        (leads, written)
     }))
 }
 

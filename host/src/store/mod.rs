@@ -426,9 +426,30 @@ impl Store {
         F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
+        self.submit_telling_lead(work).1
+    }
+
+    /// As [`submit`](Self::submit), and whether `work` found the writer
+    /// idle, so its caller leads the next batch: that caller must await the
+    /// future at once, or every other write waits for it.
+    pub(crate) fn submit_telling_lead<F, R>(
+        &self,
+        work: F,
+    ) -> (
+        bool,
+        impl std::future::Future<Output = Result<R>> + Send + 'static,
+    )
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
         let submitted = self.inner.writer.submit(work);
+        let leads = submitted.must_lead();
         let store = self.clone();
-        async move { store.inner.writer.answer(submitted).await }
+        (
+            leads,
+            async move { store.inner.writer.answer(submitted).await },
+        )
     }
 
     /// Opens a transaction held across calls; see `Session`.

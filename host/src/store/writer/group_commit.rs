@@ -91,6 +91,13 @@ pub(crate) struct Submitted<R> {
     must_lead: bool,
 }
 
+impl<R> Submitted<R> {
+    /// Whether the job found the writer idle: its caller leads the batch.
+    pub(crate) fn must_lead(&self) -> bool {
+        self.must_lead
+    }
+}
+
 struct TypedJob<F, R> {
     work: Option<F>,
     outcome: Option<Result<R>>,

@@ -701,6 +701,26 @@ fn json_lines_apply_from_a_jsonl_file_or_one_with_no_extension() {
     );
 }
 
+/// One apply is one commit: here a megabyte of specs, far past what one
+/// write to the database's log may carry (the platform keeps 17 bits of a
+/// write's length; a longer one failed as "disk full").
+#[test]
+fn an_apply_of_a_megabyte_lands_whole() {
+    let workspace = Workspace::new();
+    let filler = "x".repeat(4096);
+    let manifests: String = (0..256)
+        .map(|i| {
+            format!("{{\"kind\":\"Note\",\"name\":\"n{i}\",\"spec\":{{\"text\":\"{filler}\"}}}}\n")
+        })
+        .collect();
+    assert!(manifests.len() > 1 << 20);
+    workspace.apply_new_kind("big.jsonl", &manifests);
+    let notes = json(&workspace.ok(&["get", "Note", "-o", "json"]));
+    let notes = notes.as_array().unwrap();
+    assert_eq!(notes.len(), 256);
+    assert!(notes.iter().all(|n| n["spec"]["text"] == filler.as_str()));
+}
+
 #[test]
 fn a_reapply_that_would_change_the_owner_or_add_a_finalizer_is_refused() {
     let workspace = with_plugins();

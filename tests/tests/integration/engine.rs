@@ -162,26 +162,40 @@ async fn each_generation_of_each_object_is_reconciled_exactly_once() {
 }
 
 /// A worker gathers the ends of quick passes to write them together; the
-/// end of a slow one must not wait for the rest of its batch.
+/// end of a slow one must not wait for the rest of its batch. Each pass
+/// waits until the passes before it are recorded, which never happens if
+/// their ends wait for the batch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_end_of_a_slow_pass_is_written_before_the_next_pass_starts() {
+async fn the_end_of_a_slow_pass_is_written_before_the_batch_ends() {
     let (_store, host) = fast_host();
     let client = host.client(widget());
     for i in 0..3 {
         create(&client, &format!("w{i}"), "{}").await;
     }
-    // How many widgets were observed as each pass started, in order.
-    let seen = Arc::new(Mutex::new(Vec::new()));
+    // Whether each pass, in order, saw the passes before it recorded.
+    let saw_earlier_ends = Arc::new(Mutex::new(Vec::new()));
     let controller = sharing(
-        (seen.clone(), client.clone()),
-        |(seen, widgets), _client, _object| async move {
-            let observed = widgets
-                .list()
-                .unwrap()
-                .iter()
-                .filter(|o| o.meta.is_observed())
-                .count();
-            seen.lock().unwrap().push(observed);
+        (saw_earlier_ends.clone(), client.clone()),
+        |(saw, widgets), _client, _object| async move {
+            let earlier = saw.lock().unwrap().len();
+            let deadline = Instant::now() + PATIENCE;
+            let recorded = loop {
+                let observed = widgets
+                    .list()
+                    .unwrap()
+                    .iter()
+                    .filter(|o| o.meta.is_observed())
+                    .count();
+                if observed >= earlier {
+                    break true;
+                }
+                if Instant::now() > deadline {
+                    break false;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            };
+            saw.lock().unwrap().push(recorded);
+            // Slower than the longest a quick pass's end is held back.
             tokio::time::sleep(Duration::from_millis(30)).await;
             Action::settled()
         },
@@ -189,8 +203,12 @@ async fn the_end_of_a_slow_pass_is_written_before_the_next_pass_starts() {
     let running = serve(&host, widget(), controller).await;
     widgets_observed(&host, "every widget is observed").await;
     stop(running).await;
-    let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen, vec![0, 1, 2], "observed widgets as each pass started");
+    let saw = saw_earlier_ends.lock().unwrap().clone();
+    assert_eq!(
+        saw,
+        vec![true, true, true],
+        "each pass saw the ends before it"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

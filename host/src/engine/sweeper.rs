@@ -24,11 +24,16 @@ pub(super) async fn stale_loop(
     options: &HostOptions,
     cancel: &CancellationToken,
 ) {
+    let mut quiet_at = None;
     loop {
         let wake = |dependents, wake| kind::wake(kinds, dependents, wake);
-        if let Err(error) = waker::stale_dependents(store, wake) {
-            tracing::warn!(%error, "the stale-dependents pass failed");
-        }
+        quiet_at = match waker::stale_dependents(store, quiet_at, wake) {
+            Ok(quiet_at) => quiet_at,
+            Err(error) => {
+                tracing::warn!(%error, "the stale-dependents pass failed");
+                None
+            }
+        };
         tokio::select! {
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep(options.stale_dependents_interval) => {}

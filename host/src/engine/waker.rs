@@ -117,14 +117,29 @@ async fn save(store: &Store, cursor: i64) {
     }
 }
 
-/// Queues every dependent whose targets moved past its watermark.
+/// Queues every dependent whose targets moved past its watermark, and
+/// returns the store's head if it found none.
+///
+/// `quiet_at` is what an earlier pass returned: if the head is still there,
+/// nothing was committed since a pass that found nothing stale, and nothing
+/// can be stale now: a target moves only by a commit that moves the head,
+/// and a new edge records its dependent's watermark at the head. The edges
+/// are then not read, so a settled host does not scan them every interval.
+/// The head is read from the store, so a write by another process counts.
 pub(crate) fn stale_dependents(
     store: &Store,
+    quiet_at: Option<i64>,
     wake: impl Fn(Vec<(ObjectId, GroupKind)>, Wake),
-) -> Result<()> {
-    let stale = store.read(|r| r.stale_dependents())?;
-    if !stale.is_empty() {
-        wake(stale, Wake::Ordinary);
+) -> Result<Option<i64>> {
+    let head = store.read(|r| r.store_head())?;
+    if quiet_at == Some(head) {
+        return Ok(quiet_at);
     }
-    Ok(())
+    store.metrics().stale_scanned();
+    let stale = store.read(|r| r.stale_dependents())?;
+    if stale.is_empty() {
+        return Ok(Some(head));
+    }
+    wake(stale, Wake::Ordinary);
+    Ok(None)
 }

@@ -66,6 +66,7 @@ pub struct Metrics {
     pub(crate) store: StoreMetrics,
     watches_open: Gauge,
     gc_sweeps: Counter,
+    stale_scans: Counter,
     plugin_info: Family<Labels, Gauge>,
     plugin_load_failures: Family<Labels, Counter>,
     plugin_traps: Family<Labels, Counter>,
@@ -304,6 +305,12 @@ impl Metrics {
                 "Garbage-collection sweeps completed",
                 Counter::default(),
             ),
+            stale_scans: registered(
+                r,
+                "beehive_stale_dependents_scans",
+                "Stale-dependents passes that read the dependency edges (one with nothing committed since a pass that found nothing reads only the store's head)",
+                Counter::default(),
+            ),
             plugin_info: registered(
                 r,
                 "beehive_plugin_info",
@@ -481,6 +488,11 @@ impl Metrics {
     /// Counts a completed garbage-collection sweep.
     pub(crate) fn gc_swept(&self) {
         self.gc_sweeps.inc();
+    }
+
+    /// Counts a stale-dependents pass that read the edges.
+    pub(crate) fn stale_scanned(&self) {
+        self.stale_scans.inc();
     }
 
     /// The gauge of open watches.

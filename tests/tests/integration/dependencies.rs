@@ -426,6 +426,44 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
     });
 }
 
+/// A settled host's stale-dependents pass reads only the store's head until
+/// something is committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stale_dependents_pass_reads_the_edges_only_after_a_commit() {
+    let store = beehive_e2e::store();
+    let options = options().stale_dependents_interval(Duration::from_millis(20));
+    let host = Host::new(&store, options).unwrap();
+    let apps = Apps::default();
+    let running = serve(&host, app(), apps.clone()).await;
+    let target = create(&host.client(config()), "settings", r#"{"v":1}"#).await;
+    let dependent = apps_on(&host, target.meta.id, "Config", 1).await[0];
+    apps_settle("the app settles", &host, &store).await;
+    eventually("the host is idle", || host.is_idle()).await;
+
+    let scans = metric(&store, "beehive_stale_dependents_scans_total");
+    let sweeps = metric(&store, "beehive_gc_sweeps_total");
+    // Three sweeps (100 ms apart) span fifteen stale-dependents intervals.
+    eventually("three more sweeps", || {
+        metric(&store, "beehive_gc_sweeps_total") >= sweeps + 3.0
+    })
+    .await;
+    let quiet_scans = metric(&store, "beehive_stale_dependents_scans_total") - scans;
+    assert!(quiet_scans <= 1.0, "{quiet_scans} scans of a quiet store");
+
+    // A commit: the next pass reads the edges again.
+    update(&host.client(config()), target.meta.id, r#"{"v":2}"#).await;
+    eventually("the edges are read again", || {
+        metric(&store, "beehive_stale_dependents_scans_total") > scans + quiet_scans
+    })
+    .await;
+    eventually("the app sees the write", || {
+        let object = host.client(app()).get(dependent).unwrap();
+        object.status.map(|s| s.to_value()["seen"]["v"] == 2) == Some(true)
+    })
+    .await;
+    stop(running).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_self_dependency_is_accepted_and_costs_no_pass() {
     let store = beehive_e2e::store();

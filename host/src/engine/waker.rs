@@ -125,13 +125,15 @@ async fn save(store: &Store, cursor: i64) {
 /// can be stale now: a target moves only by a commit that moves the head,
 /// and a new edge records its dependent's watermark at the head. The edges
 /// are then not read, so a settled host does not scan them every interval.
-/// The head is read from the store, so a write by another process counts.
+/// The head is the write log's, read from the store (one index probe), so a
+/// write by another process counts; a trim of the log only moves it down,
+/// which costs one scan more.
 pub(crate) fn stale_dependents(
     store: &Store,
     quiet_at: Option<i64>,
     wake: impl Fn(Vec<(ObjectId, GroupKind)>, Wake),
 ) -> Result<Option<i64>> {
-    let head = store.read(|r| r.store_head())?;
+    let head = store.read(|r| r.log_head())?;
     if quiet_at == Some(head) {
         return Ok(quiet_at);
     }

@@ -280,13 +280,9 @@ impl Kind {
         }
         // Taken before submitting: a submitted write nobody awaits could be
         // the one whose turn it is to lead. Never closed, so the permits come.
-        let count = u32::try_from(ends.len()).unwrap_or(HANDSHAKES_IN_FLIGHT);
-        let permits = self
-            .handshakes
-            .clone()
-            .acquire_many_owned(count.min(HANDSHAKES_IN_FLIGHT))
-            .await
-            .ok();
+        let count =
+            u32::try_from(ends.len()).map_or(HANDSHAKES_IN_FLIGHT, |n| n.min(HANDSHAKES_IN_FLIGHT));
+        let permits = self.handshakes.clone().acquire_many_owned(count).await.ok();
         let mut leads = false;
         let written: Vec<_> = ends
             .into_iter()

@@ -69,8 +69,16 @@ type SubmitLater = Box<dyn FnOnce(&Store) -> (bool, Written) + Send>;
 pub(crate) type Written = Pin<Box<dyn Future<Output = Outcome> + Send>>;
 
 impl Handshake {
-    fn new(submit: impl FnOnce(&Store) -> (bool, Written) + Send + 'static) -> Self {
-        Self(Box::new(submit))
+    /// The end that writes `job` and makes the pass's outcome of its result.
+    fn new<R: Send + 'static>(
+        job: impl FnOnce(&mut WriteTx<'_>) -> Result<R> + Send + 'static,
+        outcome: impl FnOnce(Result<R>) -> Outcome + Send + 'static,
+    ) -> Self {
+        Self(Box::new(move |store| {
+            let (leads, written) = store.submit_telling_lead(job);
+            let written: Written = Box::pin(async move { outcome(written.await) });
+            (leads, written)
+        }))
     }
 
     /// Queues the write at the writer: whether the caller leads the
@@ -133,16 +141,13 @@ async fn try_run(store: &Store, kind: &KindView<'_>, id: i64, loaded: Load) -> R
             // Nothing for the controller to do: collecting is the whole pass,
             // and like a handshake it need not hold up the worker.
             let group_kind = kind.group_kind.clone();
-            return Ok(Finish::Handshake(Handshake::new(move |store| {
-                let (leads, collected) = store.submit_telling_lead(move |tx| ops::collect(tx, id));
-                let written: Written = Box::pin(async move {
-                    match collected.await {
-                        Ok(collected) => after_collect(collected),
-                        Err(error) => store_failure(&group_kind, id, error),
-                    }
-                });
-                (leads, written)
-            })));
+            return Ok(Finish::Handshake(Handshake::new(
+                move |tx| ops::collect(tx, id),
+                move |collected| match collected {
+                    Ok(collected) => after_collect(collected),
+                    Err(error) => store_failure(&group_kind, id, error),
+                },
+            )));
         }
         let collected = store.write(move |tx| ops::collect(tx, id)).await?;
         if collected != Collected::AwaitingFinalizers {
@@ -364,19 +369,13 @@ fn handshake(
     let Some(job) = job else {
         return Finish::Done(outcome);
     };
-    Finish::Handshake(Handshake::new(move |store| {
-        let (leads, written) = store.submit_telling_lead(job);
-        let written: Written = Box::pin(async move {
-            match written.await {
-                Ok(()) => outcome,
-                Err(crate::Error::NotFound { .. }) => Outcome::Gone,
-                Err(error) => {
-                    tracing::warn!(object = %label, %error, "could not record the end of the pass");
-                    Outcome::Failed
-                }
-            }
-        });
-        (leads, written)
+    Finish::Handshake(Handshake::new(job, move |written| match written {
+        Ok(()) => outcome,
+        Err(crate::Error::NotFound { .. }) => Outcome::Gone,
+        Err(error) => {
+            tracing::warn!(object = %label, %error, "could not record the end of the pass");
+            Outcome::Failed
+        }
     }))
 }
 

@@ -118,7 +118,7 @@ async fn save(store: &Store, cursor: i64) {
 }
 
 /// Queues every dependent whose targets moved past its watermark, and
-/// returns the store's head if it found none.
+/// returns the write log's head if it found none.
 ///
 /// `quiet_at` is what an earlier pass returned: if the head is still there,
 /// nothing was committed since a pass that found nothing stale, and nothing

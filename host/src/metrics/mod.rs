@@ -308,7 +308,7 @@ impl Metrics {
             stale_scans: registered(
                 r,
                 "beehive_stale_dependents_scans",
-                "Stale-dependents passes that read the dependency edges (one with nothing committed since a pass that found nothing reads only the store's head)",
+                "Stale-dependents passes that read the dependency edges (one with nothing committed since a pass that found nothing reads only the write log's head)",
                 Counter::default(),
             ),
             plugin_info: registered(

@@ -13,10 +13,12 @@ use tokio_util::task::TaskTracker;
 
 use crate::engine::controller::Feed;
 use crate::engine::controller::StoredController;
+use crate::engine::grid;
 use crate::engine::options::KindSettings;
 use crate::engine::pace::{self, Pace};
 use crate::engine::pass::{self, Finish, Handshake};
 use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
+use crate::engine::quiet::QuietGate;
 use crate::engine::trigger;
 use crate::metrics::KindMetrics;
 use crate::object::{GroupKind, ObjectId, Timestamp};
@@ -313,7 +315,10 @@ impl Kind {
     /// each on its own cadence, after the startup passes.
     async fn drive(&self, store: &Store) {
         let start = Instant::now();
-        let mut next_owed = start + self.settings().cadence.owed_pass_interval;
+        let mut owed_gate = QuietGate::new();
+        // Set by a request for an owed pass now, which no quiet store skips.
+        let mut owed_asked = false;
+        let mut next_owed = grid::next_after(start, self.settings().cadence.owed_pass_interval);
         let mut next_full = self
             .settings()
             .cadence
@@ -323,9 +328,19 @@ impl Kind {
             let cadence = self.settings().cadence;
             let now = Instant::now();
             if now >= next_owed {
-                self.enqueue_owed(store);
+                let scan = match owed_asked {
+                    true => Some(QuietGate::always(store)),
+                    false => owed_gate.enter(store),
+                };
+                owed_asked = false;
+                if let Some(scan) = scan {
+                    match self.enqueue_owed(store) {
+                        Some(found_work) => owed_gate.scanned(scan, found_work),
+                        None => owed_gate.forget(),
+                    }
+                }
                 self.queue.prune();
-                next_owed = now + cadence.owed_pass_interval;
+                next_owed = grid::next_after(now, cadence.owed_pass_interval);
             }
             if let (Some(interval), Some(due)) = (cadence.full_pass_interval, next_full)
                 && now >= due
@@ -338,13 +353,19 @@ impl Kind {
                 _ = self.cancel.cancelled() => break,
                 _ = self.settings_changed.notified() => {
                     let cadence = self.settings().cadence;
-                    next_owed = next_owed.min(Instant::now() + cadence.owed_pass_interval);
+                    let on_grid = grid::next_after(Instant::now(), cadence.owed_pass_interval);
+                    next_owed = next_owed.min(on_grid);
                     next_full = cadence.full_pass_interval.map(|i| Instant::now() + i);
                 }
-                _ = self.owed_now.notified() => next_owed = Instant::now(),
+                _ = self.owed_now.notified() => {
+                    next_owed = Instant::now();
+                    owed_asked = true;
+                }
                 // Only the scan: a prune clears the settled list, and
                 // entries it keeps are then forgotten only by the next one.
-                _ = self.queue.refill_wanted() => self.enqueue_owed(store),
+                _ = self.queue.refill_wanted() => {
+                    _ = self.enqueue_owed(store);
+                }
                 _ = tokio::time::sleep_until(wake_at) => {}
             }
         }
@@ -361,7 +382,7 @@ impl Kind {
     /// its interval.
     fn startup(&self, store: &Store) {
         let settings = self.settings();
-        self.enqueue_owed(store);
+        _ = self.enqueue_owed(store);
         if settings.cadence.startup_full_pass {
             self.enqueue_scan(store, |r, gk| r.all_ids(gk));
         }
@@ -420,11 +441,15 @@ impl Kind {
     /// Queues what the store records as owed, as much as the queue has room
     /// for, from where the last scan that ran out of room stopped: a store
     /// owing a million passes is worked through in pages, never held whole.
-    fn enqueue_owed(&self, store: &Store) {
+    ///
+    /// Returns whether anything is owed (a full queue counts), or `None`
+    /// when the scan failed.
+    fn enqueue_owed(&self, store: &Store) -> Option<bool> {
         let room = self.queue.room();
         if room == 0 {
-            return;
+            return Some(true);
         }
+        store.metrics().owed_scanned();
         let mut cursor = lock(&self.owed_cursor);
         let scanned = store.read(|r| {
             let mut ids = r.owed_page(&self.group_kind, *cursor, room)?;
@@ -443,9 +468,14 @@ impl Kind {
                     *cursor = 0;
                 }
                 drop(cursor);
+                let found_work = !ids.is_empty();
                 self.queue.wake_owed(ids, Wake::Ordinary);
+                Some(found_work)
             }
-            Err(error) => tracing::warn!(kind = %self.group_kind, %error, "owed scan failed"),
+            Err(error) => {
+                tracing::warn!(kind = %self.group_kind, %error, "owed scan failed");
+                None
+            }
         }
     }
 

@@ -5,11 +5,14 @@
 
 use std::collections::HashMap;
 
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::grid;
 use crate::engine::kind::{self, Kinds};
 use crate::engine::options::HostOptions;
 use crate::engine::queue::Wake;
+use crate::engine::quiet::QuietGate;
 use crate::engine::waker;
 use crate::error::Result;
 use crate::object::GroupKind;
@@ -24,19 +27,15 @@ pub(super) async fn stale_loop(
     options: &HostOptions,
     cancel: &CancellationToken,
 ) {
-    let mut quiet_at = None;
+    let mut gate = QuietGate::new();
     loop {
         let wake = |dependents, wake| kind::wake(kinds, dependents, wake);
-        quiet_at = match waker::stale_dependents(store, quiet_at, wake) {
-            Ok(quiet_at) => quiet_at,
-            Err(error) => {
-                tracing::warn!(%error, "the stale-dependents pass failed");
-                None
-            }
-        };
+        if let Err(error) = waker::stale_dependents(store, &mut gate, wake) {
+            tracing::warn!(%error, "the stale-dependents pass failed");
+        }
         tokio::select! {
             _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(options.stale_dependents_interval) => {}
+            _ = tokio::time::sleep_until(grid::next_after(Instant::now(), options.stale_dependents_interval)) => {}
         }
     }
 }
@@ -50,20 +49,35 @@ pub(super) async fn sweep_loop(
     options: &HostOptions,
     cancel: &CancellationToken,
 ) {
+    let mut gate = QuietGate::new();
     loop {
-        match sweep(store, kinds, options).await {
-            Ok(()) => store.metrics().gc_swept(),
-            Err(error) => tracing::warn!(%error, "garbage-collection sweep failed"),
+        match gate.enter(store) {
+            // Nothing committed since a sweep that found nothing: no
+            // deletion, no log entry, no freed page can be waiting.
+            None => store.metrics().gc_swept(),
+            Some(scan) => match sweep(store, kinds, options).await {
+                Ok(found_work) => {
+                    gate.scanned(scan, found_work);
+                    store.metrics().gc_swept();
+                }
+                Err(error) => {
+                    gate.forget();
+                    tracing::warn!(%error, "garbage-collection sweep failed");
+                }
+            },
         }
         tokio::select! {
             _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(options.gc_interval) => {}
+            _ = tokio::time::sleep_until(grid::next_after(Instant::now(), options.gc_interval)) => {}
         }
     }
 }
 
-async fn sweep(store: &Store, kinds: &Kinds, options: &HostOptions) -> Result<()> {
+/// One sweep; returns whether it found objects being deleted (those of
+/// registered kinds are still there after it, waiting for their passes).
+async fn sweep(store: &Store, kinds: &Kinds, options: &HostOptions) -> Result<bool> {
     let deleting = store.read(|r| r.deleting())?;
+    let found_work = !deleting.is_empty();
     let mut client_only = Vec::new();
     {
         let kinds = read(kinds);
@@ -91,7 +105,8 @@ async fn sweep(store: &Store, kinds: &Kinds, options: &HostOptions) -> Result<()
             event_runs_per_timeline: options.event_runs_per_timeline,
             event_max_age_ms: options.event_max_age.as_millis() as i64,
         })
-        .await
+        .await?;
+    Ok(found_work)
 }
 
 /// Brings the object gauges up to date: one grouped count for the store,

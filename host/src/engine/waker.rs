@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::queue::Wake;
+use crate::engine::quiet::QuietGate;
 use crate::error::Result;
 use crate::object::{GroupKind, ObjectId};
 use crate::store::{Store, ops};
@@ -117,31 +118,30 @@ async fn save(store: &Store, cursor: i64) {
     }
 }
 
-/// Queues every dependent whose targets moved past its watermark, and
-/// returns the write log's head if it found none.
-///
-/// `quiet_at` is what an earlier pass returned: if the head is still there,
-/// nothing was committed since a pass that found nothing stale, and nothing
-/// can be stale now: a target moves only by a commit that moves the head,
-/// and a new edge records its dependent's watermark at the head. The edges
-/// are then not read, so a settled host does not scan them every interval.
-/// The head is the write log's, read from the store (one index probe), so a
-/// write by another process counts; a trim of the log only moves it down,
-/// which costs one scan more.
+/// Queues every dependent whose targets moved past its watermark, unless
+/// `gate` says nothing was committed since a pass that found none stale:
+/// a target moves only by a commit, and a new edge records its dependent's
+/// watermark at the head, so nothing can be stale then and the edges are
+/// not read (a settled host does not scan them every interval).
 pub(crate) fn stale_dependents(
     store: &Store,
-    quiet_at: Option<i64>,
+    gate: &mut QuietGate,
     wake: impl Fn(Vec<(ObjectId, GroupKind)>, Wake),
-) -> Result<Option<i64>> {
-    let head = store.read(|r| r.log_head())?;
-    if quiet_at == Some(head) {
-        return Ok(quiet_at);
-    }
+) -> Result<()> {
+    let Some(scan) = gate.enter(store) else {
+        return Ok(());
+    };
     store.metrics().stale_scanned();
-    let stale = store.read(|r| r.stale_dependents())?;
-    if stale.is_empty() {
-        return Ok(Some(head));
+    let stale = match store.read(|r| r.stale_dependents()) {
+        Ok(stale) => stale,
+        Err(error) => {
+            gate.forget();
+            return Err(error);
+        }
+    };
+    gate.scanned(scan, !stale.is_empty());
+    if !stale.is_empty() {
+        wake(stale, Wake::Ordinary);
     }
-    wake(stale, Wake::Ordinary);
-    Ok(None)
+    Ok(())
 }

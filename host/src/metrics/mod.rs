@@ -67,6 +67,7 @@ pub struct Metrics {
     watches_open: Gauge,
     gc_sweeps: Counter,
     stale_scans: Counter,
+    owed_scans: Counter,
     plugin_info: Family<Labels, Gauge>,
     plugin_load_failures: Family<Labels, Counter>,
     plugin_traps: Family<Labels, Counter>,
@@ -302,13 +303,19 @@ impl Metrics {
             gc_sweeps: registered(
                 r,
                 "beehive_gc_sweeps",
-                "Garbage-collection sweeps completed",
+                "Garbage-collection sweeps completed (one with nothing committed since a sweep that found nothing reads nothing)",
                 Counter::default(),
             ),
             stale_scans: registered(
                 r,
                 "beehive_stale_dependents_scans",
                 "Stale-dependents passes that read the dependency edges (one with nothing committed since a pass that found nothing reads only the write log's head)",
+                Counter::default(),
+            ),
+            owed_scans: registered(
+                r,
+                "beehive_owed_scans",
+                "Owed passes that read the store (a periodic one with nothing committed since one that found nothing owed reads nothing)",
                 Counter::default(),
             ),
             plugin_info: registered(
@@ -493,6 +500,11 @@ impl Metrics {
     /// Counts a stale-dependents pass that read the edges.
     pub(crate) fn stale_scanned(&self) {
         self.stale_scans.inc();
+    }
+
+    /// Counts an owed pass that read the store.
+    pub(crate) fn owed_scanned(&self) {
+        self.owed_scans.inc();
     }
 
     /// The gauge of open watches.

@@ -350,6 +350,13 @@ impl Store {
         self.inner.writer.resource_version()
     }
 
+    /// How many commits were made through this store, or heard of from
+    /// other processes (on PostgreSQL), since it was opened: what a backstop
+    /// scan compares to know nothing was committed since it last ran.
+    pub(crate) fn commit_count(&self) -> u64 {
+        self.inner.writer.commit_count()
+    }
+
     /// Sets (or clears) the listener that hears, after each commit, which
     /// objects the committed writes left owing a pass.
     pub(crate) fn set_commit_listener(&self, listener: Option<CommitListener>) {

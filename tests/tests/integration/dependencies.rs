@@ -426,8 +426,8 @@ fn a_wake_lost_to_a_crash_is_recovered_by_the_stale_dependents_pass() {
     });
 }
 
-/// A settled host's stale-dependents pass reads only the write log's head until
-/// something is committed.
+/// A settled host's stale-dependents pass reads nothing until something is
+/// committed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stale_dependents_pass_reads_the_edges_only_after_a_commit() {
     let store = beehive_e2e::store();

@@ -256,6 +256,48 @@ async fn an_idle_host_writes_nothing() {
     stop(running).await;
 }
 
+/// A settled host's owed passes read nothing until something is committed,
+/// and a commit brings them back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settled_hosts_owed_passes_read_nothing_until_a_commit() {
+    let store = beehive_e2e::store();
+    seed(&store, 3).await;
+    let options = HostOptions::new()
+        .cadence(Cadence::new().owed_pass_interval(Duration::from_millis(20)))
+        .gc_interval(Duration::from_millis(100));
+    let host = Host::new(&store, options).unwrap();
+    let counter = PassCounter::default();
+    let running = serve(&host, widget(), counter.clone()).await;
+    let client = host.client(widget());
+    eventually("the kind converged", || {
+        client.list().unwrap().iter().all(|o| o.meta.is_observed())
+    })
+    .await;
+    eventually("the host is idle", || host.is_idle()).await;
+
+    let scans = metric(&store, "beehive_owed_scans_total");
+    // Three sweeps (100 ms apart) span fifteen owed intervals; the first
+    // may still read once, for a commit that landed just before it.
+    let sweeps = metric(&store, "beehive_gc_sweeps_total");
+    eventually("three more sweeps", || {
+        metric(&store, "beehive_gc_sweeps_total") >= sweeps + 3.0
+    })
+    .await;
+    let quiet_scans = metric(&store, "beehive_owed_scans_total") - scans;
+    assert!(
+        quiet_scans <= 1.0,
+        "{quiet_scans} owed scans of a quiet store"
+    );
+
+    create(&client, "late", "{}").await;
+    eventually("the owed pass reads again", || {
+        metric(&store, "beehive_owed_scans_total") > scans + quiet_scans
+    })
+    .await;
+    counter.reaches(4, "the new widget's pass").await;
+    stop(running).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweeper_applies_event_and_write_log_retention() {
     let store = beehive_e2e::store();

@@ -265,11 +265,6 @@ impl<'c> Reader<'c> {
         write_log::store_head(self.conn)
     }
 
-    /// The position of the newest write-log entry (0 if none).
-    pub(crate) fn log_head(&self) -> Result<i64> {
-        write_log::log_head(self.conn)
-    }
-
     /// The newest position a stream of `group_kind` can be complete as of.
     pub(crate) fn kind_head(&self, group_kind: &GroupKind) -> Result<i64> {
         write_log::kind_head(self.conn, group_kind)

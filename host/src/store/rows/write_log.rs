@@ -67,17 +67,6 @@ pub(crate) fn store_head(conn: Conn<'_>) -> Result<i64> {
     )
 }
 
-/// The position of the newest write-log entry (0 if the log is empty): it
-/// moves with every commit that moves an object, and costs one index probe,
-/// where [`store_head`] also reads every object's version.
-pub(crate) fn log_head(conn: Conn<'_>) -> Result<i64> {
-    conn.query_one(
-        "SELECT COALESCE(MAX(resource_version), 0) FROM object_writes",
-        params![],
-        |row| row.get(0),
-    )
-}
-
 /// The greatest of a row's nullable columns, 0 when all are NULL.
 fn greatest(row: &Row<'_>) -> Result<i64> {
     let mut greatest = 0;

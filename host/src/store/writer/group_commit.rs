@@ -187,6 +187,9 @@ pub(crate) struct Writer {
     committed_version: std::sync::atomic::AtomicI64,
     /// The same, for watches to await: sent after every commit.
     commits: tokio::sync::watch::Sender<i64>,
+    /// Commits made through this writer plus those heard of from other
+    /// processes: moves after each is visible to readers.
+    commit_count: std::sync::atomic::AtomicU64,
     /// `beehive_store_writes_waiting`: the queue's length, set under its lock
     /// after every change.
     waiting: prometheus_client::metrics::gauge::Gauge,
@@ -207,6 +210,7 @@ impl Writer {
             waiting: conn.metrics.writes_waiting.clone(),
             committed_version: std::sync::atomic::AtomicI64::new(conn.sequences.resource_version),
             commits: tokio::sync::watch::Sender::new(conn.sequences.resource_version),
+            commit_count: std::sync::atomic::AtomicU64::new(0),
             conn: Mutex::new(conn),
             listener: RwLock::new(None),
             answered_others: AtomicBool::new(false),
@@ -227,12 +231,20 @@ impl Writer {
             .load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// How many commits were made through this writer or heard of from
+    /// other processes.
+    pub(crate) fn commit_count(&self) -> u64 {
+        self.commit_count.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Publishes what a commit made the sequences.
     pub(super) fn committed(&self, sequences: Sequences) {
         self.committed_version.store(
             sequences.resource_version,
             std::sync::atomic::Ordering::SeqCst,
         );
+        self.commit_count
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         // Without watchers this is one uncontended lock and no wake-up.
         self.commits.send_if_modified(|version| {
             let moved = *version != sequences.resource_version;
@@ -248,6 +260,8 @@ impl Writer {
             .committed_version
             .fetch_max(resource_version, std::sync::atomic::Ordering::SeqCst)
             .max(resource_version);
+        self.commit_count
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.commits.send_modify(|version| *version = moved_to);
         let foreign = Committed {
             pushes: Vec::new(),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::engine::controller_client::ControllerClient;
+use crate::engine::controller_client::{ControllerClient, GraceWriter};
 use crate::error::Result;
 use crate::event::EventSpec;
 use crate::json::Json;
@@ -77,6 +77,7 @@ impl AdminClient {
             None,
             Vec::new(),
             HOLD_LIMIT,
+            GraceWriter::new(),
         );
         let outcome = client.within(verb).await;
         client.end();

@@ -16,6 +16,10 @@ use crate::store::Direction;
 use crate::store::{Session, Store, WriteTx, ops, validate_conditions};
 use crate::sync::lock;
 
+mod grace;
+
+pub(crate) use grace::GraceWriter;
+
 /// The write surface of one pass, bound to the object the pass was handed.
 ///
 /// It writes that object's status, conditions, events and finalizers, and
@@ -42,6 +46,8 @@ pub struct ControllerClient {
 
 struct PassState {
     store: Store,
+    /// Writes the status this pass holds once the grace is over.
+    grace: Arc<GraceWriter>,
     /// The object the pass is about.
     object: ObjectRef,
     status: Mutex<StatusSlot>,
@@ -126,10 +132,12 @@ impl ControllerClient {
         status: Option<Json>,
         loaded_dependencies: Vec<ObjectId>,
         hold_limit: Duration,
+        grace: Arc<GraceWriter>,
     ) -> Self {
         ControllerClient {
             pass: Arc::new(PassState {
                 store,
+                grace,
                 object: ObjectRef {
                     id: object_id,
                     group_kind,
@@ -333,28 +341,6 @@ impl ControllerClient {
         answer.await
     }
 
-    /// Writes a status that waited out its grace, unless the pass wrote it.
-    async fn flush_after_grace(self) {
-        tokio::time::sleep(STATUS_GRACE).await;
-        if self.pass.returned.load(Ordering::SeqCst) {
-            return;
-        }
-        let pass = &self.pass;
-        let answer = {
-            let mut slot = lock(&pass.status);
-            slot.flush_scheduled = false;
-            let Some(status) = slot.pending.take() else {
-                return;
-            };
-            let object = pass.object.clone();
-            pass.store
-                .submit(move |tx| ops::write_status(tx, &object, &status))
-        };
-        if let Err(error) = answer.await {
-            tracing::warn!(object = pass.object.id, %error, "a held status could not be written");
-        }
-    }
-
     /// Records `status`. Status that serialises to the bytes this pass already
     /// holds writes nothing and reaches no store, so report observed state on
     /// every pass without an equality check of your own. A changed status is
@@ -396,7 +382,7 @@ impl ControllerClient {
         slot.pending = Some(status);
         if !slot.flush_scheduled {
             slot.flush_scheduled = true;
-            self.pass.store.spawn(self.clone().flush_after_grace());
+            self.pass.grace.hold(&self.pass);
         }
         Ok(())
     }

@@ -13,6 +13,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::engine::controller::Feed;
 use crate::engine::controller::StoredController;
+use crate::engine::controller_client::GraceWriter;
 use crate::engine::grid;
 use crate::engine::options::KindSettings;
 use crate::engine::pace::{self, Pace};
@@ -82,6 +83,8 @@ pub(crate) struct Kind {
     handshakes: Arc<Semaphore>,
     /// Trigger feeds not yet receiving: they start with the kind's tasks.
     feeds: Mutex<Vec<Feed>>,
+    /// Writes the statuses this kind's long passes hold past the grace.
+    grace: Arc<GraceWriter>,
     pub(crate) metrics: KindMetrics,
 }
 
@@ -116,6 +119,7 @@ impl Kind {
             pace: Pace::new(),
             handshakes: Arc::new(Semaphore::new(HANDSHAKES_IN_FLIGHT as usize)),
             feeds: Mutex::new(Vec::new()),
+            grace: GraceWriter::new(),
             metrics,
         }
     }
@@ -128,6 +132,7 @@ impl Kind {
             settings: &self.settings,
             metrics: &self.metrics,
             queue: &self.queue,
+            grace: &self.grace,
         }
     }
 

@@ -12,7 +12,7 @@ use futures_util::FutureExt;
 use tracing::Instrument;
 
 use crate::engine::controller::{Action, StoredController, Verdict};
-use crate::engine::controller_client::ControllerClient;
+use crate::engine::controller_client::{ControllerClient, GraceWriter};
 use crate::engine::options::KindSettings;
 use crate::engine::queue::{Outcome, WorkQueue};
 use crate::error::Result;
@@ -33,6 +33,7 @@ pub(crate) struct KindView<'k> {
     pub(crate) settings: &'k RwLock<KindSettings>,
     pub(crate) metrics: &'k KindMetrics,
     pub(crate) queue: &'k WorkQueue,
+    pub(crate) grace: &'k Arc<GraceWriter>,
 }
 
 impl KindView<'_> {
@@ -231,6 +232,7 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
         object.status.clone(),
         dependencies,
         kind.settings().transaction_hold_limit,
+        kind.grace.clone(),
     );
     // Everything the pass logs, a plugin's lines included, carries these.
     let span = tracing::info_span!(

@@ -653,6 +653,56 @@ async fn status_conditions_and_events_are_written_as_the_pass_reports_them() {
     );
 }
 
+/// A long pass's status is written once the grace is over, while the pass
+/// still runs; a second status it reports is written after the next grace.
+/// A quick pass's status goes with its handshake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_pass_shows_its_status_after_the_grace_while_it_runs() {
+    let (_store, host) = fast_host();
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let running = serve(
+        &host,
+        widget(),
+        sharing(release.clone(), |release, client, object| async move {
+            if object.meta.name == "quick" {
+                client
+                    .update_status_json(spec(r#"{"step":"quick"}"#))
+                    .await
+                    .unwrap();
+                return Action::settled();
+            }
+            for step in ["first", "second"] {
+                let status = spec(&format!(r#"{{"step":"{step}"}}"#));
+                client.update_status_json(status).await.unwrap();
+                release.acquire().await.unwrap().forget();
+            }
+            Action::settled()
+        }),
+    )
+    .await;
+    let client = host.client(widget());
+    let long = create(&client, "long", "{}").await;
+    let step = |id| {
+        let object = client.get(id).unwrap();
+        object.status.map(|s| s.to_value()["step"].clone())
+    };
+    eventually("the first status shows mid-pass", || {
+        step(long.meta.id) == Some(serde_json::json!("first"))
+    })
+    .await;
+    release.add_permits(1);
+    eventually("the second status shows mid-pass", || {
+        step(long.meta.id) == Some(serde_json::json!("second"))
+    })
+    .await;
+    assert!(!all_observed(&host, &widget()), "the pass is still running");
+    release.add_permits(1);
+    let quick = create(&client, "quick", "{}").await;
+    eventually("both settle", || all_observed(&host, &widget())).await;
+    assert_eq!(step(quick.meta.id), Some(serde_json::json!("quick")));
+    stop(running).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_host_over_the_same_database_is_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -9,7 +9,8 @@
 //! each time (tens of microseconds a page where the machine reclaims memory
 //! left alone). On one grid, passes of the same interval (all of them by
 //! default: 30 s, and 60 s for the stale-dependents pass) fall due at the
-//! same instant, and the runtime serves them in one wake.
+//! same instant, and the runtime serves them in one wake. The plugin
+//! directory's rescan keeps the same grid.
 
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@ pub(crate) mod cadence;
 mod controller;
 mod controller_client;
 pub mod finalizer;
-mod grid;
+pub(crate) mod grid;
 mod host;
 mod kind;
 mod options;

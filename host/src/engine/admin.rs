@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::engine::controller_client::{ControllerClient, GraceWriter};
+use crate::engine::controller_client::{ControllerClient, STATUS_GRACE};
+use crate::engine::status_grace::GraceWriter;
 use crate::error::Result;
 use crate::event::EventSpec;
 use crate::json::Json;
@@ -77,7 +78,7 @@ impl AdminClient {
             None,
             Vec::new(),
             HOLD_LIMIT,
-            GraceWriter::new(),
+            GraceWriter::new(STATUS_GRACE),
         );
         let outcome = client.within(verb).await;
         client.end();

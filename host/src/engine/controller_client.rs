@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::client::RawClient;
 use crate::client::TransactionSource;
+use crate::engine::status_grace::{GraceWriter, HeldStatus};
 use crate::error::{Error, Result};
 use crate::event::EventSpec;
 use crate::json::Json;
@@ -15,10 +16,6 @@ use crate::object::{Condition, GroupKind, ObjectId, ObjectRef};
 use crate::store::Direction;
 use crate::store::{Session, Store, WriteTx, ops, validate_conditions};
 use crate::sync::lock;
-
-mod grace;
-
-pub(crate) use grace::GraceWriter;
 
 /// The write surface of one pass, bound to the object the pass was handed.
 ///
@@ -68,6 +65,30 @@ struct PassState {
 /// The reason of the Warning event that quarantines an object: its spec or
 /// status does not decode into the controller's types.
 pub const DECODE_FAILED: &str = "DecodeFailed";
+
+impl HeldStatus for PassState {
+    fn write_if_still_held(&self) {
+        if self.returned.load(Ordering::SeqCst) {
+            return;
+        }
+        let answer = {
+            let mut slot = lock(&self.status);
+            slot.flush_scheduled = false;
+            let Some(status) = slot.pending.take() else {
+                return;
+            };
+            let object = self.object.clone();
+            self.store
+                .submit(move |tx| ops::write_status(tx, &object, &status))
+        };
+        let id = self.object.id;
+        self.store.spawn(async move {
+            if let Err(error) = answer.await {
+                tracing::warn!(object = id, %error, "a held status could not be written");
+            }
+        });
+    }
+}
 
 impl TransactionSource for PassState {
     fn open_transaction(&self) -> Option<Arc<Session>> {
@@ -382,7 +403,10 @@ impl ControllerClient {
         slot.pending = Some(status);
         if !slot.flush_scheduled {
             slot.flush_scheduled = true;
-            self.pass.grace.hold(&self.pass);
+            let pass: Arc<dyn HeldStatus> = self.pass.clone();
+            self.pass
+                .grace
+                .hold(Arc::downgrade(&pass), &self.pass.store);
         }
         Ok(())
     }

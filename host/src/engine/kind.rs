@@ -13,13 +13,14 @@ use tokio_util::task::TaskTracker;
 
 use crate::engine::controller::Feed;
 use crate::engine::controller::StoredController;
-use crate::engine::controller_client::GraceWriter;
+use crate::engine::controller_client::STATUS_GRACE;
 use crate::engine::grid;
 use crate::engine::options::KindSettings;
 use crate::engine::pace::{self, Pace};
 use crate::engine::pass::{self, Finish, Handshake};
 use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
 use crate::engine::quiet::QuietGate;
+use crate::engine::status_grace::GraceWriter;
 use crate::engine::trigger;
 use crate::metrics::KindMetrics;
 use crate::object::{GroupKind, ObjectId, Timestamp};
@@ -119,7 +120,7 @@ impl Kind {
             pace: Pace::new(),
             handshakes: Arc::new(Semaphore::new(HANDSHAKES_IN_FLIGHT as usize)),
             feeds: Mutex::new(Vec::new()),
-            grace: GraceWriter::new(),
+            grace: GraceWriter::new(STATUS_GRACE),
             metrics,
         }
     }

@@ -14,6 +14,7 @@ mod pass;
 mod queue;
 mod quiet;
 mod schedule;
+mod status_grace;
 mod sweeper;
 mod tenure;
 mod trigger;

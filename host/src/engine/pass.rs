@@ -12,9 +12,10 @@ use futures_util::FutureExt;
 use tracing::Instrument;
 
 use crate::engine::controller::{Action, StoredController, Verdict};
-use crate::engine::controller_client::{ControllerClient, GraceWriter};
+use crate::engine::controller_client::ControllerClient;
 use crate::engine::options::KindSettings;
 use crate::engine::queue::{Outcome, WorkQueue};
+use crate::engine::status_grace::GraceWriter;
 use crate::error::Result;
 use crate::event::EventSpec;
 use crate::json::Json;

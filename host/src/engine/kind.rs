@@ -334,9 +334,10 @@ impl Kind {
             let cadence = self.settings().cadence;
             let now = Instant::now();
             if now >= next_owed {
-                let scan = match owed_asked {
-                    true => Some(QuietGate::always(store)),
-                    false => owed_gate.enter(store),
+                let scan = if owed_asked {
+                    Some(QuietGate::always(store))
+                } else {
+                    owed_gate.enter(store)
                 };
                 owed_asked = false;
                 if let Some(scan) = scan {

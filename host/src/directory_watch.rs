@@ -58,10 +58,7 @@ where
                 }
                 // On the grid the host's backstop passes keep, so an idle
                 // host's rescans and scans share their wake-ups.
-                _ = tokio::time::sleep_until(crate::engine::grid::next_after(
-                    tokio::time::Instant::now(),
-                    rescan,
-                )) => {}
+                _ = crate::engine::grid::sleep(rescan) => {}
             }
             // A stop does not wait for a callback: a plugin compiling for
             // half a minute would hold the host's shutdown that long.

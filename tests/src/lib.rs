@@ -11,8 +11,8 @@ mod postgres;
 
 pub use http_server::TestServer;
 pub use library::{
-    PassCounter, create_finalized, delete_and_wait_gone, metric, run_after_restart, run_then_crash,
-    scalar, serve, serve_with, spec, store, update,
+    PassCounter, create_finalized, delete_and_wait_gone, metric, rise_over_three_sweeps,
+    run_after_restart, run_then_crash, scalar, serve, serve_with, spec, store, update,
 };
 pub use postgres::TestPostgres;
 

@@ -137,6 +137,22 @@ pub fn metric(store: &beehive::Store, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no series {name} in\n{text}"))
 }
 
+/// How much the counter `name` rises while three more garbage-collection
+/// sweeps complete: what a settled host does between its sweeps, with the
+/// sweeps as the clock.
+///
+/// # Panics
+/// When the export lacks either series, or the sweeps never come.
+pub async fn rise_over_three_sweeps(store: &beehive::Store, name: &str) -> f64 {
+    let before = metric(store, name);
+    let sweeps = metric(store, "beehive_gc_sweeps_total");
+    crate::eventually("three more sweeps", || {
+        metric(store, "beehive_gc_sweeps_total") >= sweeps + 3.0
+    })
+    .await;
+    metric(store, name) - before
+}
+
 /// The integer in the first column of `sql`'s first row (0 if none or
 /// NULL), read straight from the tables.
 ///

@@ -24,6 +24,11 @@ pub(crate) fn next_after(now: tokio::time::Instant, interval: Duration) -> tokio
     tokio::time::Instant::from_std(next_on_grid(*EPOCH, now, interval))
 }
 
+/// Sleeps until the next instant on the grid of `interval`.
+pub(crate) async fn sleep(interval: Duration) {
+    tokio::time::sleep_until(next_after(tokio::time::Instant::now(), interval)).await;
+}
+
 fn next_on_grid(epoch: Instant, now: Instant, interval: Duration) -> Instant {
     if interval.is_zero() {
         return now;

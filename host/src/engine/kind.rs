@@ -341,10 +341,7 @@ impl Kind {
                 };
                 owed_asked = false;
                 if let Some(scan) = scan {
-                    match self.enqueue_owed(store) {
-                        Some(found_work) => owed_gate.scanned(scan, found_work),
-                        None => owed_gate.forget(),
-                    }
+                    owed_gate.scanned(scan, self.enqueue_owed(store));
                 }
                 self.queue.prune();
                 next_owed = grid::next_after(now, cadence.owed_pass_interval);

@@ -71,15 +71,12 @@ impl QuietGate {
         }
     }
 
-    /// Records what a scan let through found: nothing (`found_work` false)
-    /// makes the store quiet as of the count read before it.
-    pub(crate) fn scanned(&mut self, scan: Scan, found_work: bool) {
-        self.quiet_since = (!found_work).then(|| (scan.commits_before, Instant::now()));
-    }
-
-    /// Forgets a quiet store: the next scan reads (a failed scan).
-    pub(crate) fn forget(&mut self) {
-        self.quiet_since = None;
+    /// Records what a scan let through found: whether there was work, or
+    /// `None` when it failed. Only a scan that read and found nothing makes
+    /// the store quiet, as of the count read before it.
+    pub(crate) fn scanned(&mut self, scan: Scan, found_work: Option<bool>) {
+        self.quiet_since =
+            (found_work == Some(false)).then(|| (scan.commits_before, Instant::now()));
     }
 }
 
@@ -92,18 +89,18 @@ mod tests {
         let store = Store::temporary().unwrap();
         let mut gate = QuietGate::new();
         let first = gate.enter(&store).expect("the first scan runs");
-        gate.scanned(first, true);
+        gate.scanned(first, Some(true));
         let found_work = gate
             .enter(&store)
             .expect("a scan that found work runs again");
-        gate.scanned(found_work, false);
+        gate.scanned(found_work, Some(false));
         assert!(gate.enter(&store).is_none(), "a quiet store is skipped");
 
         store.write(|_| Ok(())).await.unwrap();
         let after_commit = gate.enter(&store).expect("a commit brings the scan back");
-        gate.scanned(after_commit, false);
+        gate.scanned(after_commit, Some(false));
         assert!(gate.enter(&store).is_none());
-        gate.forget();
+        gate.scanned(QuietGate::always(&store), None);
         assert!(gate.enter(&store).is_some(), "a failed scan is not quiet");
     }
 
@@ -113,7 +110,7 @@ mod tests {
         let mut gate = QuietGate::new();
         let scan = gate.enter(&store).unwrap();
         store.write(|_| Ok(())).await.unwrap();
-        gate.scanned(scan, false);
+        gate.scanned(scan, Some(false));
         assert!(gate.enter(&store).is_some());
     }
 

@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::grid;
@@ -35,7 +34,7 @@ pub(super) async fn stale_loop(
         }
         tokio::select! {
             _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep_until(grid::next_after(Instant::now(), options.stale_dependents_interval)) => {}
+            _ = grid::sleep(options.stale_dependents_interval) => {}
         }
     }
 }
@@ -51,24 +50,23 @@ pub(super) async fn sweep_loop(
 ) {
     let mut gate = QuietGate::new();
     loop {
-        match gate.enter(store) {
+        let swept = match gate.enter(store) {
             // Nothing committed since a sweep that found nothing: no
             // deletion, no log entry, no freed page can be waiting.
-            None => store.metrics().gc_swept(),
-            Some(scan) => match sweep(store, kinds, options).await {
-                Ok(found_work) => {
-                    gate.scanned(scan, found_work);
-                    store.metrics().gc_swept();
-                }
-                Err(error) => {
-                    gate.forget();
-                    tracing::warn!(%error, "garbage-collection sweep failed");
-                }
-            },
+            None => Ok(()),
+            Some(scan) => {
+                let swept = sweep(store, kinds, options).await;
+                gate.scanned(scan, swept.as_ref().ok().copied());
+                swept.map(drop)
+            }
+        };
+        match swept {
+            Ok(()) => store.metrics().gc_swept(),
+            Err(error) => tracing::warn!(%error, "garbage-collection sweep failed"),
         }
         tokio::select! {
             _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep_until(grid::next_after(Instant::now(), options.gc_interval)) => {}
+            _ = grid::sleep(options.gc_interval) => {}
         }
     }
 }

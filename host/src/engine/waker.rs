@@ -132,14 +132,9 @@ pub(crate) fn stale_dependents(
         return Ok(());
     };
     store.metrics().stale_scanned();
-    let stale = match store.read(|r| r.stale_dependents()) {
-        Ok(stale) => stale,
-        Err(error) => {
-            gate.forget();
-            return Err(error);
-        }
-    };
-    gate.scanned(scan, !stale.is_empty());
+    let stale = store.read(|r| r.stale_dependents());
+    gate.scanned(scan, stale.as_ref().ok().map(|stale| !stale.is_empty()));
+    let stale = stale?;
     if !stale.is_empty() {
         wake(stale, Wake::Ordinary);
     }

@@ -11,7 +11,8 @@ use beehive::{
     HostOptions, Json, RawObject, Result, Store, event::EventFilter,
 };
 use beehive_e2e::{
-    create, eventually, metric, run_after_restart, run_then_crash, serve, spec, stop, update,
+    create, eventually, metric, rise_over_three_sweeps, run_after_restart, run_then_crash, serve,
+    spec, stop, update,
 };
 
 fn app() -> GroupKind {
@@ -441,13 +442,8 @@ async fn the_stale_dependents_pass_reads_the_edges_only_after_a_commit() {
     eventually("the host is idle", || host.is_idle()).await;
 
     let scans = metric(&store, "beehive_stale_dependents_scans_total");
-    let sweeps = metric(&store, "beehive_gc_sweeps_total");
     // Three sweeps (100 ms apart) span fifteen stale-dependents intervals.
-    eventually("three more sweeps", || {
-        metric(&store, "beehive_gc_sweeps_total") >= sweeps + 3.0
-    })
-    .await;
-    let quiet_scans = metric(&store, "beehive_stale_dependents_scans_total") - scans;
+    let quiet_scans = rise_over_three_sweeps(&store, "beehive_stale_dependents_scans_total").await;
     assert!(quiet_scans <= 1.0, "{quiet_scans} scans of a quiet store");
 
     // A commit: the next pass reads the edges again.

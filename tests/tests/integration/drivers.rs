@@ -10,7 +10,8 @@ use beehive::{
     GroupKind, Host, HostOptions, Json, Object, RawObject, Result, Store,
 };
 use beehive_e2e::{
-    PassCounter, create, delete_and_wait_gone, eventually, metric, serve, serve_with, spec, stop,
+    PassCounter, create, delete_and_wait_gone, eventually, metric, rise_over_three_sweeps, serve,
+    serve_with, spec, stop,
 };
 use serde::{Deserialize, Serialize};
 
@@ -224,12 +225,13 @@ async fn a_typed_reconciler_sees_decoded_objects_and_quarantines_bad_ones() {
     stop(running).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idle_host_writes_nothing() {
+/// A host whose owed passes run every `owed` and sweeps every 100 ms,
+/// serving three seeded widgets, started once all are observed.
+async fn settled_host(owed: Duration) -> (Store, Host, PassCounter, StopHandle) {
     let store = beehive_e2e::store();
     seed(&store, 3).await;
     let options = HostOptions::new()
-        .cadence(Cadence::new().owed_pass_interval(Duration::from_millis(100)))
+        .cadence(Cadence::new().owed_pass_interval(owed))
         .gc_interval(Duration::from_millis(100));
     let host = Host::new(&store, options).unwrap();
     let counter = PassCounter::default();
@@ -239,14 +241,16 @@ async fn an_idle_host_writes_nothing() {
         client.list().unwrap().iter().all(|o| o.meta.is_observed())
     })
     .await;
+    (store, host, counter, running)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_host_writes_nothing() {
+    let (store, _host, counter, running) = settled_host(Duration::from_millis(100)).await;
     let before = metric(&store, "beehive_store_commits_total");
     let passes = counter.count();
     // Three GC sweeps complete, and owed scans run beside them.
-    let sweeps = metric(&store, "beehive_gc_sweeps_total");
-    eventually("three sweeps", || {
-        metric(&store, "beehive_gc_sweeps_total") >= sweeps + 3.0
-    })
-    .await;
+    rise_over_three_sweeps(&store, "beehive_gc_sweeps_total").await;
     assert_eq!(
         metric(&store, "beehive_store_commits_total"),
         before,
@@ -260,36 +264,19 @@ async fn an_idle_host_writes_nothing() {
 /// and a commit brings them back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_settled_hosts_owed_passes_read_nothing_until_a_commit() {
-    let store = beehive_e2e::store();
-    seed(&store, 3).await;
-    let options = HostOptions::new()
-        .cadence(Cadence::new().owed_pass_interval(Duration::from_millis(20)))
-        .gc_interval(Duration::from_millis(100));
-    let host = Host::new(&store, options).unwrap();
-    let counter = PassCounter::default();
-    let running = serve(&host, widget(), counter.clone()).await;
-    let client = host.client(widget());
-    eventually("the kind converged", || {
-        client.list().unwrap().iter().all(|o| o.meta.is_observed())
-    })
-    .await;
+    let (store, host, counter, running) = settled_host(Duration::from_millis(20)).await;
     eventually("the host is idle", || host.is_idle()).await;
 
     let scans = metric(&store, "beehive_owed_scans_total");
     // Three sweeps (100 ms apart) span fifteen owed intervals; the first
     // may still read once, for a commit that landed just before it.
-    let sweeps = metric(&store, "beehive_gc_sweeps_total");
-    eventually("three more sweeps", || {
-        metric(&store, "beehive_gc_sweeps_total") >= sweeps + 3.0
-    })
-    .await;
-    let quiet_scans = metric(&store, "beehive_owed_scans_total") - scans;
+    let quiet_scans = rise_over_three_sweeps(&store, "beehive_owed_scans_total").await;
     assert!(
         quiet_scans <= 1.0,
         "{quiet_scans} owed scans of a quiet store"
     );
 
-    create(&client, "late", "{}").await;
+    create(&host.client(widget()), "late", "{}").await;
     eventually("the owed pass reads again", || {
         metric(&store, "beehive_owed_scans_total") > scans + quiet_scans
     })

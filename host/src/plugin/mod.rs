@@ -244,7 +244,8 @@ impl Plugin {
         let stderr_before = warm.store.data().stderr.contents().len();
         let state = warm.store.data_mut();
         state.pass = Some(client.clone());
-        state.object = object.meta.label();
+        state.object_name.clear();
+        state.object_name.push_str(&object.meta.name);
         // Denials outside a pass (while starting) were logged; events are
         // for this pass's own.
         state.http_gate.take_denials();

@@ -54,8 +54,10 @@ pub(crate) struct PluginState {
     pub(crate) logs: super::PluginLogs,
     /// The pass running now, if any.
     pub(crate) pass: Option<ControllerClient>,
-    /// The object of the pass running now, for the plugin's log lines.
-    pub(crate) object: String,
+    /// The name of the object of the pass running now, for the plugin's log
+    /// lines. Kept as the name alone, in a buffer reused from pass to pass:
+    /// a label formatted for every pass cost more than most plugins log.
+    pub(crate) object_name: String,
     /// Guest time against the pass deadline.
     pub(crate) clock: PassClock,
     /// Kind-client handles the instance holds now, and how many it may.
@@ -214,7 +216,11 @@ impl config::Host for PluginState {
 
 impl host::Host for PluginState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        let (plugin, object) = (&*self.plugin, self.object.as_str());
+        let object = match &self.pass {
+            Some(pass) => format!("{}/{}", pass.group_kind(), self.object_name),
+            None => String::new(),
+        };
+        let (plugin, object) = (&*self.plugin, object.as_str());
         // A plugin's line must never pass for the host's own.
         let message = naming::escape(&message);
         let (filter, level) = match level {

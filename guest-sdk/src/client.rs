@@ -226,7 +226,7 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
         spec: &Spec,
         options: CreateOptions,
     ) -> Result<Object<Spec, Status>> {
-        Object::decode(&self.raw.create(name, Self::encode(spec)?, options)?)
+        Object::decode_owned(self.raw.create(name, Self::encode(spec)?, options)?)
     }
 
     /// What holds `name`, creating it if nothing does; `true` if created.
@@ -241,7 +241,7 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
     ) -> Result<(Object<Spec, Status>, bool)> {
         let spec = Self::encode(spec)?;
         let (raw, created) = self.raw.put(name, spec, options, IfHeld::Keep)?;
-        Ok((Object::decode(&raw)?, created))
+        Ok((Object::decode_owned(raw)?, created))
     }
 
     /// Makes `name` hold `spec`; `true` if created.
@@ -257,7 +257,7 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
         let (raw, created) = self
             .raw
             .put(name, Self::encode(spec)?, options, IfHeld::Update)?;
-        Ok((Object::decode(&raw)?, created))
+        Ok((Object::decode_owned(raw)?, created))
     }
 
     /// Reads object `id`.
@@ -265,7 +265,7 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
     /// # Errors
     /// [`crate::Error::NotFound`], or [`crate::Error::Decode`].
     pub fn get(&self, id: ObjectId) -> Result<Object<Spec, Status>> {
-        Object::decode(&self.raw.get(id)?)
+        Object::decode_owned(self.raw.get(id)?)
     }
 
     /// Reads what holds `name`.
@@ -273,7 +273,7 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
     /// # Errors
     /// [`crate::Error::NotFound`], or [`crate::Error::Decode`].
     pub fn get_by_name(&self, name: &str) -> Result<Object<Spec, Status>> {
-        Object::decode(&self.raw.get_by_name(name)?)
+        Object::decode_owned(self.raw.get_by_name(name)?)
     }
 
     /// Every object of the kind, by id, read page by page.
@@ -286,8 +286,8 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
         let mut after = None;
         loop {
             let (page, next) = self.raw.list(after, LIST_PAGE)?;
-            for raw in &page {
-                objects.push(Object::decode(raw)?);
+            for raw in page {
+                objects.push(Object::decode_owned(raw)?);
             }
             match next {
                 Some(id) => after = Some(id),
@@ -301,7 +301,7 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
     /// # Errors
     /// [`crate::Error::NotFound`], or what the host reports.
     pub fn update(&self, id: ObjectId, spec: &Spec) -> Result<Object<Spec, Status>> {
-        Object::decode(&self.raw.update(id, Self::encode(spec)?)?)
+        Object::decode_owned(self.raw.update(id, Self::encode(spec)?)?)
     }
 
     /// Requests deletion of `id`.
@@ -329,8 +329,8 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
     pub fn list_owned_objects(&self, owner: ObjectId) -> Result<Vec<Object<Spec, Status>>> {
         self.raw
             .list_owned_objects(owner)?
-            .iter()
-            .map(Object::decode)
+            .into_iter()
+            .map(Object::decode_owned)
             .collect()
     }
 

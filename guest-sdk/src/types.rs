@@ -62,6 +62,30 @@ impl<Spec: DeserializeOwned, Status: DeserializeOwned> Object<Spec, Status> {
     /// # Errors
     /// [`Error::Decode`] when the spec or status does not fit.
     pub fn decode(raw: &RawObject) -> Result<Self> {
+        let (spec, status) = Self::documents(raw)?;
+        Ok(Object {
+            meta: raw.meta.clone(),
+            spec,
+            status,
+        })
+    }
+
+    /// [`Object::decode`] of an object the caller gives up: its metadata
+    /// moves instead of being copied.
+    ///
+    /// # Errors
+    /// [`Error::Decode`] when the spec or status does not fit.
+    pub fn decode_owned(raw: RawObject) -> Result<Self> {
+        let (spec, status) = Self::documents(&raw)?;
+        Ok(Object {
+            meta: raw.meta,
+            spec,
+            status,
+        })
+    }
+
+    /// The spec and status of `raw`, decoded.
+    pub(crate) fn documents(raw: &RawObject) -> Result<(Spec, Option<Status>)> {
         let spec = serde_json::from_str(&raw.spec)
             .map_err(|e| Error::Decode(format!("spec of {}: {e}", raw.meta.name)))?;
         let status = match &raw.status {
@@ -71,11 +95,7 @@ impl<Spec: DeserializeOwned, Status: DeserializeOwned> Object<Spec, Status> {
             ),
             None => None,
         };
-        Ok(Object {
-            meta: raw.meta.clone(),
-            spec,
-            status,
-        })
+        Ok((spec, status))
     }
 }
 
@@ -326,5 +346,26 @@ mod schema_tests {
     fn doc_comments_become_descriptions() {
         let registration = Registration::new("example.dev", "Service").spec_schema::<Spec>();
         assert!(registration.spec_schema.unwrap().contains("The port."));
+    }
+
+    #[test]
+    fn an_owned_object_decodes_as_a_borrowed_one_does() {
+        let raw = |spec: &str, status: Option<&str>| RawObject {
+            meta: Meta {
+                name: "web".into(),
+                finalizers: vec!["example.dev/cleanup".into()],
+                ..Meta::default()
+            },
+            spec: spec.into(),
+            status: status.map(str::to_string),
+        };
+        let good = raw(r#"{"port": 80, "mode": "fast"}"#, Some(r#"{"up": true}"#));
+        let decoded = Object::<Spec, serde_json::Value>::decode(&good).unwrap();
+        assert_eq!(Object::decode_owned(good).unwrap(), decoded);
+        let bad = raw(r#"{"port": "80"}"#, None);
+        let refused = Object::<Spec, serde_json::Value>::decode(&bad).unwrap_err();
+        let owned = Object::<Spec, serde_json::Value>::decode_owned(bad).unwrap_err();
+        assert_eq!(owned.to_string(), refused.to_string());
+        assert!(owned.to_string().contains("spec of web"), "{owned}");
     }
 }

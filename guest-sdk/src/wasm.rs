@@ -53,8 +53,15 @@ impl<I: Instance> Guest for Adapter<I> {
     fn reconcile(object: wit::Object, client: &host::ControllerClient) -> wit::ReconcileResult {
         let raw = raw_object(object);
         let host_client = HostClient(client);
-        let result = match Object::decode(&raw) {
-            Ok(object) => {
+        // The metadata moves into the typed object: a pass copies nothing
+        // it does not have to.
+        let result = match Object::documents(&raw) {
+            Ok((spec, status)) => {
+                let object = Object {
+                    meta: raw.meta,
+                    spec,
+                    status,
+                };
                 let client = Client::new(&host_client);
                 I::with(|controller| match controller.reconcile(&client, &object) {
                     Ok(action) => action,

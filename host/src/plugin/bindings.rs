@@ -7,6 +7,7 @@ wasmtime::component::bindgen!({
     // failure (a missing resource) can end the call.
     imports: { default: async | trappable },
     exports: { default: async },
+    ownership: Borrowing { duplicate_if_necessary: true },
     with: {
         "beehive:controller/host.kind-client": crate::plugin::state::KindClientHandle,
         "beehive:controller/host.controller-client": crate::plugin::state::ControllerClientHandle,

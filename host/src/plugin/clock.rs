@@ -11,7 +11,7 @@
 //! not the guest's. The clock also counts host calls against a per-pass
 //! budget.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -51,9 +51,17 @@ impl PassClock {
         }
     }
 
-    /// Starts counting a new call into the guest.
+    /// Starts counting a new call into the guest. The parked counter is
+    /// reset in place: no yield of the last call outlives that call (one
+    /// cut short drops its instance, and this clock with it).
     pub(crate) fn restart(&mut self, deadline: Duration, host_call_limit: u64) {
-        *self = PassClock::new(deadline, host_call_limit);
+        self.started = Instant::now();
+        self.deadline = deadline;
+        self.entered_host = None;
+        self.in_host = Duration::ZERO;
+        self.parked.store(0, Ordering::Relaxed);
+        self.host_calls = 0;
+        self.host_call_limit = host_call_limit;
     }
 
     /// The CPU deadline this call runs under.
@@ -133,18 +141,20 @@ pub(crate) struct Ticker {
 
 #[derive(Default)]
 struct TickerShared {
+    /// Passes in flight. Counted outside the lock: taking it for every pass
+    /// cost more than the rest of the ticker's share.
+    running: AtomicUsize,
+    /// The thread is blocked on `changed`, or about to be. Only then does a
+    /// pass signal it: a signal is a system call, and one per pass was a
+    /// tenth of a quick pass's cost.
+    waiting: AtomicBool,
     state: Mutex<TickerState>,
     changed: Condvar,
 }
 
 #[derive(Default)]
 struct TickerState {
-    running: usize,
     closed: bool,
-    /// The thread is blocked on `changed`. Only then does a pass signal it:
-    /// a signal is a system call, and one per pass was a tenth of a quick
-    /// pass's cost.
-    waiting: bool,
     /// Epochs the thread has advanced.
     ticks: u64,
 }
@@ -155,14 +165,26 @@ impl TickerShared {
     }
 
     /// Blocks until a pass runs; false once the ticker is dropped.
+    ///
+    /// The thread says it is waiting before it looks at `running`, and a
+    /// pass counts itself before it looks at `waiting` (both sequentially
+    /// consistent), so at least one of them sees the other: either the
+    /// thread sees the pass, or the pass signals. The signal cannot come
+    /// between the look and the wait: the pass takes the lock to send it,
+    /// and the thread holds the lock until the wait releases it.
     fn wait_for_passes(&self) -> bool {
         let mut state = self.lock();
-        while state.running == 0 && !state.closed {
-            state.waiting = true;
+        loop {
+            if state.closed {
+                return false;
+            }
+            self.waiting.store(true, Ordering::SeqCst);
+            if self.running.load(Ordering::SeqCst) > 0 {
+                self.waiting.store(false, Ordering::SeqCst);
+                return true;
+            }
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
-            state.waiting = false;
         }
-        !state.closed
     }
 }
 
@@ -188,14 +210,13 @@ impl Ticker {
     }
 
     /// Marks a pass as running until the guard drops.
-    pub(crate) fn running(&self) -> Running {
-        let mut state = self.shared.lock();
-        state.running += 1;
-        if state.waiting {
-            state.waiting = false;
+    pub(crate) fn running(&self) -> Running<'_> {
+        self.shared.running.fetch_add(1, Ordering::SeqCst);
+        if self.shared.waiting.load(Ordering::SeqCst) {
+            let _state = self.shared.lock();
             self.shared.changed.notify_one();
         }
-        Running(self.shared.clone())
+        Running(&self.shared)
     }
 }
 
@@ -207,11 +228,11 @@ impl Drop for Ticker {
 }
 
 /// A pass in flight, as far as the ticker knows.
-pub(crate) struct Running(Arc<TickerShared>);
+pub(crate) struct Running<'t>(&'t TickerShared);
 
-impl Drop for Running {
+impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.0.lock().running -= 1;
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -256,10 +277,10 @@ mod tests {
         assert!(clock.guest_time() < Duration::from_millis(20));
     }
 
-    /// Waits up to a minute for `done` to hold of the ticker's state.
-    fn ticker_reaches(ticker: &Ticker, done: impl Fn(&TickerState) -> bool) {
+    /// Waits up to a minute for `done` to hold of the ticker.
+    fn ticker_reaches(ticker: &Ticker, done: impl Fn(&TickerShared) -> bool) {
         let give_up = Instant::now() + Duration::from_secs(60);
-        while !done(&ticker.shared.lock()) {
+        while !done(&ticker.shared) {
             assert!(Instant::now() < give_up, "the ticker never got there");
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -272,10 +293,10 @@ mod tests {
         let engine = Engine::new(&config).expect("engine");
         let ticker = Ticker::start(engine).expect("ticker");
         for _ in 0..3 {
-            ticker_reaches(&ticker, |s| s.waiting);
+            ticker_reaches(&ticker, |s| s.waiting.load(Ordering::SeqCst));
             let before = ticker.shared.lock().ticks;
             let running = ticker.running();
-            ticker_reaches(&ticker, |s| s.ticks > before);
+            ticker_reaches(&ticker, |s| s.lock().ticks > before);
             drop(running);
         }
     }

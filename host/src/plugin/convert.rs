@@ -15,9 +15,9 @@ pub(crate) trait ToWit {
 }
 
 impl ToWit for RawObject {
-    type Wit = wit::Object;
+    type Wit = wit::ObjectResult;
 
-    fn to_wit(&self) -> wit::Object {
+    fn to_wit(&self) -> wit::ObjectResult {
         object(self)
     }
 }
@@ -98,9 +98,9 @@ macro_rules! as_is {
 
 as_is!((), bool);
 
-pub(crate) fn object(raw: &RawObject) -> wit::Object {
+pub(crate) fn object(raw: &RawObject) -> wit::ObjectResult {
     let meta = &raw.meta;
-    wit::Object {
+    wit::ObjectResult {
         id: meta.id,
         group: meta.group_kind.group.clone(),
         kind: meta.group_kind.kind.clone(),
@@ -119,8 +119,65 @@ pub(crate) fn object(raw: &RawObject) -> wit::Object {
     }
 }
 
-pub(crate) fn condition(c: &Condition) -> wit::Condition {
-    wit::Condition {
+/// The lists of an object a pass hands to the guest, borrowed from it, for
+/// [`ObjectLists::param`]: a pass lends the object rather than copying it,
+/// so nothing is copied but into the guest's memory.
+pub(crate) struct ObjectLists<'a> {
+    finalizers: Vec<&'a str>,
+    conditions: Vec<wit::ConditionParam<'a>>,
+}
+
+impl<'a> ObjectLists<'a> {
+    pub(crate) fn of(raw: &'a RawObject) -> Self {
+        ObjectLists {
+            finalizers: raw.meta.finalizers.iter().map(String::as_str).collect(),
+            conditions: raw.meta.conditions.iter().map(condition_param).collect(),
+        }
+    }
+
+    /// `raw` (the object these lists came from) as the guest's parameter.
+    pub(crate) fn param(&'a self, raw: &'a RawObject) -> wit::ObjectParam<'a> {
+        let meta = &raw.meta;
+        wit::ObjectParam {
+            id: meta.id,
+            group: &meta.group_kind.group,
+            kind: &meta.group_kind.kind,
+            name: &meta.name,
+            spec: raw.spec.as_str(),
+            status: raw.status.as_ref().map(|s| s.as_str()),
+            generation: meta.generation,
+            observed_generation: meta.observed_generation,
+            observed_at_ms: meta.observed_at.map(Timestamp::as_millis),
+            resource_version: meta.resource_version,
+            deletion_requested_at_ms: meta.deletion_requested_at.map(Timestamp::as_millis),
+            finalizers: &self.finalizers,
+            conditions: &self.conditions,
+            created_at_ms: meta.created_at.as_millis(),
+            updated_at_ms: meta.updated_at.as_millis(),
+        }
+    }
+}
+
+/// A condition of an object a pass hands to the guest, borrowed.
+fn condition_param(c: &Condition) -> wit::ConditionParam<'_> {
+    wit::ConditionParam {
+        type_: &c.type_,
+        status: match c.status {
+            ConditionStatus::True => wit::ConditionStatus::IsTrue,
+            ConditionStatus::False => wit::ConditionStatus::IsFalse,
+            ConditionStatus::Unknown => wit::ConditionStatus::Unknown,
+        },
+        reason: &c.reason,
+        message: &c.message,
+        liveness: c.liveness,
+        unconfirmed: c.unconfirmed,
+        transitioned_at_ms: c.transitioned_at.as_millis(),
+        updated_at_ms: c.updated_at.as_millis(),
+    }
+}
+
+pub(crate) fn condition(c: &Condition) -> wit::ConditionResult {
+    wit::ConditionResult {
         type_: c.type_.clone(),
         status: match c.status {
             ConditionStatus::True => wit::ConditionStatus::IsTrue,
@@ -136,7 +193,7 @@ pub(crate) fn condition(c: &Condition) -> wit::Condition {
     }
 }
 
-pub(crate) fn host_condition(c: wit::Condition) -> Condition {
+pub(crate) fn host_condition(c: wit::ConditionResult) -> Condition {
     let status = match c.status {
         wit::ConditionStatus::IsTrue => ConditionStatus::True,
         wit::ConditionStatus::IsFalse => ConditionStatus::False,

@@ -263,12 +263,13 @@ impl Plugin {
             }
         };
         let borrowed = wasmtime::component::Resource::new_borrow(handle.rep());
+        let lists = convert::ObjectLists::of(object);
         let called = self
             .sandbox
             .bounded(
                 warm.bindings
                     .beehive_controller_controller()
-                    .call_reconcile(&mut warm.store, &convert::object(object), borrowed),
+                    .call_reconcile(&mut warm.store, lists.param(object), borrowed),
             )
             .await;
         warm.store.data_mut().pass = None;

@@ -302,7 +302,7 @@ impl host::HostKindClient for PluginState {
         name: String,
         spec: String,
         opts: wit::CreateOptions,
-    ) -> HostResult<wit::Object> {
+    ) -> HostResult<wit::ObjectResult> {
         with_kind!(self.writing(&handle, opts.owner), |client| reply(
             async {
                 client
@@ -319,7 +319,7 @@ impl host::HostKindClient for PluginState {
         name: String,
         spec: String,
         opts: wit::CreateOptions,
-    ) -> HostResult<(wit::Object, bool)> {
+    ) -> HostResult<(wit::ObjectResult, bool)> {
         with_kind!(self.writing(&handle, opts.owner), |client| reply(
             async {
                 let spec = Json::parse(&spec)?;
@@ -335,7 +335,7 @@ impl host::HostKindClient for PluginState {
         name: String,
         spec: String,
         opts: wit::CreateOptions,
-    ) -> HostResult<(wit::Object, bool)> {
+    ) -> HostResult<(wit::ObjectResult, bool)> {
         with_kind!(self.writing(&handle, opts.owner), |client| reply(
             async {
                 let spec = Json::parse(&spec)?;
@@ -349,7 +349,7 @@ impl host::HostKindClient for PluginState {
         &mut self,
         handle: Resource<KindClientHandle>,
         id: ObjectId,
-    ) -> HostResult<wit::Object> {
+    ) -> HostResult<wit::ObjectResult> {
         with_kind!(self.kind(&handle, StoreVerb::Read), |client| reply(
             client.get(id)
         ))
@@ -359,7 +359,7 @@ impl host::HostKindClient for PluginState {
         &mut self,
         handle: Resource<KindClientHandle>,
         name: String,
-    ) -> HostResult<wit::Object> {
+    ) -> HostResult<wit::ObjectResult> {
         with_kind!(self.kind(&handle, StoreVerb::Read), |client| reply(
             client.get_by_name(&name)
         ))
@@ -387,7 +387,7 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         id: ObjectId,
         spec: String,
-    ) -> HostResult<wit::Object> {
+    ) -> HostResult<wit::ObjectResult> {
         with_kind!(self.writing(&handle, None), |client| reply(
             async { client.update(id, Json::parse(&spec)?).await }.await
         ))
@@ -398,7 +398,7 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         name: String,
         spec: String,
-    ) -> HostResult<wit::Object> {
+    ) -> HostResult<wit::ObjectResult> {
         with_kind!(self.writing(&handle, None), |client| reply(
             async { client.update_by_name(&name, Json::parse(&spec)?).await }.await
         ))
@@ -464,7 +464,7 @@ impl host::HostKindClient for PluginState {
         &mut self,
         handle: Resource<KindClientHandle>,
         owner: ObjectId,
-    ) -> HostResult<Vec<wit::Object>> {
+    ) -> HostResult<Vec<wit::ObjectResult>> {
         with_kind!(self.kind(&handle, StoreVerb::Read), |client| reply(
             client.list_owned_objects(owner)
         ))
@@ -509,7 +509,7 @@ impl host::HostControllerClient for PluginState {
     async fn set_condition(
         &mut self,
         handle: Resource<ControllerClientHandle>,
-        condition: wit::Condition,
+        condition: wit::ConditionResult,
     ) -> HostResult<()> {
         let condition = convert::host_condition(condition);
         reply(self.controller(&handle)?.set_condition(condition).await)
@@ -518,7 +518,7 @@ impl host::HostControllerClient for PluginState {
     async fn set_conditions(
         &mut self,
         handle: Resource<ControllerClientHandle>,
-        conditions: Vec<wit::Condition>,
+        conditions: Vec<wit::ConditionResult>,
     ) -> HostResult<()> {
         let conditions = conditions.into_iter().map(convert::host_condition);
         reply(

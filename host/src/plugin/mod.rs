@@ -212,7 +212,9 @@ impl Plugin {
         let idle = lock(&self.idle).pop();
         match idle {
             Some(warm) => Ok(warm),
-            None => self.sandbox.instantiate().await,
+            // Boxed: instantiating is rare, and its future is large enough
+            // that every pass's future, which moves whole, would carry it.
+            None => Box::pin(self.sandbox.instantiate()).await,
         }
     }
 
@@ -266,17 +268,21 @@ impl Plugin {
         let lists = convert::ObjectLists::of(object);
         let called = self
             .sandbox
-            .bounded(
+            .bounded(std::pin::pin!(
                 warm.bindings
                     .beehive_controller_controller()
                     .call_reconcile(&mut warm.store, lists.param(object), borrowed),
-            )
+            ))
             .await;
         warm.store.data_mut().pass = None;
         let state = warm.store.data_mut();
         let denied = state.http_gate.take_denials();
         let store_denied = state.store_gate.take_denials();
-        record_denials(client, denied, store_denied).await;
+        if !denied.is_empty() || !store_denied.is_empty() {
+            // Boxed for the same reason as instantiating: most passes are
+            // denied nothing.
+            Box::pin(record_denials(client, denied, store_denied)).await;
+        }
         match called {
             Ok(result) => {
                 let _ = warm.store.data_mut().table.delete(handle);

@@ -412,11 +412,11 @@ const WASI_FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 async fn describe(sandbox: &Sandbox) -> Result<wit::Registration, Error> {
     let mut warm = sandbox.instantiate().await?;
     let called = sandbox
-        .bounded(
+        .bounded(std::pin::pin!(
             warm.bindings
                 .beehive_controller_controller()
                 .call_describe(&mut warm.store),
-        )
+        ))
         .await;
     called.map_err(|error| Error::Contract {
         path: sandbox.path.clone(),

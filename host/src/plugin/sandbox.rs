@@ -150,14 +150,16 @@ impl Sandbox {
     /// Runs `call` under the CPU deadline (the store's clock, which must be
     /// restarted first) and the wall-clock limit. A call cut by the wall
     /// clock is dropped mid-flight: its instance must not be used again.
+    ///
+    /// The call comes pinned by the caller: a call's future is large, and
+    /// pinning it here would copy it into this future a second time.
     pub(crate) async fn bounded<T>(
         &self,
-        call: impl std::future::Future<Output = wasmtime::Result<T>>,
+        mut call: std::pin::Pin<&mut impl std::future::Future<Output = wasmtime::Result<T>>>,
     ) -> Result<T, CallError> {
         let _ticking = self.runtime.ticker.running();
         let wall = self.limits.pass_wall_limit;
         let started = std::time::Instant::now();
-        let mut call = std::pin::pin!(call);
         // Most calls finish in their first poll: the guest runs to its end
         // without waiting on the host. Arming the wall-clock timer only for
         // a call that waits spares every quick pass two trips through the
@@ -192,7 +194,7 @@ impl Sandbox {
             })?;
         let mut store = self.store()?;
         let instantiated = self
-            .bounded(async {
+            .bounded(std::pin::pin!(async {
                 let instance = self
                     .pre
                     .instance_pre()
@@ -200,7 +202,7 @@ impl Sandbox {
                     .await?;
                 let bindings = bindings::Plugin::new(&mut store, &instance)?;
                 Ok((instance, bindings))
-            })
+            }))
             .await;
         let (instance, bindings) = instantiated.map_err(|error| match error {
             CallError::Failed(e) if e.is::<wasmtime::PoolConcurrencyLimitError>() => Error::Busy {

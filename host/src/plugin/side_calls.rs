@@ -176,7 +176,7 @@ async fn describe_schemas(
         .get_typed_func::<(), (WitSchemas,)>(&mut warm.store, index)
         .map_err(|e| format!("its describe-schemas does not fit: {e:#}"))?;
     let called = sandbox
-        .bounded(describe.call_async(&mut warm.store, ()))
+        .bounded(std::pin::pin!(describe.call_async(&mut warm.store, ())))
         .await;
     match called {
         Ok((schemas,)) => Ok(schemas),
@@ -365,7 +365,9 @@ async fn run(
                 .get_typed_func::<(&str,), (Vec<WitViolation>,)>(&mut warm.store, index)
                 .map_err(unfit)?;
             let called = sandbox
-                .bounded(validate.call_async(&mut warm.store, (spec.as_str(),)))
+                .bounded(std::pin::pin!(
+                    validate.call_async(&mut warm.store, (spec.as_str(),))
+                ))
                 .await;
             return match called {
                 Ok((violations,)) => Ok(Answer::Violations(
@@ -385,7 +387,9 @@ async fn run(
         .get_typed_func::<(u32, &str), (Result<String, String>,)>(&mut warm.store, index)
         .map_err(unfit)?;
     let called = sandbox
-        .bounded(convert.call_async(&mut warm.store, (from, raw.as_str())))
+        .bounded(std::pin::pin!(
+            convert.call_async(&mut warm.store, (from, raw.as_str()))
+        ))
         .await;
     match called {
         Ok((converted,)) => converted

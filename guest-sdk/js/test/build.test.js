@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -21,15 +21,22 @@ test('the world follows the exports', () => {
   assert.throws(() => worldFor(['schema']), /exports no `controller`/);
 });
 
+// A scratch directory removed when the test ends, passed or failed.
+function scratch(t) {
+  const dir = mkdtempSync(join(tmpdir(), 'beehive-js-test-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
 function run(...args) {
   return spawnSync(process.execPath, [command, ...args], { encoding: 'utf8' });
 }
 
-test('a wrong invocation is refused with a clear line', () => {
+test('a wrong invocation is refused with a clear line', (t) => {
   const usage = run('compile', 'app.js');
   assert.equal(usage.status, 2);
   assert.match(usage.stderr, /usage: beehive-js build MODULE/);
-  const dir = mkdtempSync(join(tmpdir(), 'beehive-js-test-'));
+  const dir = scratch(t);
   const missing = run('build', join(dir, 'absent.js'));
   assert.equal(missing.status, 1);
   assert.match(missing.stderr, /absent\.js: not a JavaScript or TypeScript module/);
@@ -37,8 +44,8 @@ test('a wrong invocation is refused with a clear line', () => {
   assert.match(run('build', join(dir, 'notes.txt')).stderr, /not a JavaScript or TypeScript module/);
 });
 
-test('a module without a controller export is refused before componentize runs', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'beehive-js-test-'));
+test('a module without a controller export is refused before componentize runs', (t) => {
+  const dir = scratch(t);
   writeFileSync(join(dir, 'app.js'), 'export const nothing = 1;\n');
   const refused = run('build', join(dir, 'app.js'), '-o', join(dir, 'out.wasm'));
   assert.equal(refused.status, 1);

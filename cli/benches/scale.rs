@@ -13,7 +13,10 @@
 //!   `scale.converge_per_s@N`, those objects per second;
 //! - `scale.idle_cpu_ms_per_min@N`: CPU time of the settled host over 30 s
 //!   (each thread alive at its end, from `/proc/PID/task/*/schedstat`), per
-//!   minute, with the threads that spent it;
+//!   minute, with the threads that spent it; and
+//!   `scale.idle_wakes_per_min@N`, the times those threads were put on a
+//!   CPU, per minute (what a wake costs differs between machines by orders
+//!   of magnitude; how many there are does not);
 //! - `scale.rss_mib@N`: the settled host's resident memory;
 //! - `scale.peak_rss_mib@N`: the most it was resident at any moment since
 //!   it started, converging included (`VmHWM`);
@@ -37,7 +40,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use beehive_e2e::bench::{cpu_spent, per_thread_cpu, print_idle_threads};
+use beehive_e2e::bench::{cpu_spent, per_thread_cpu, print_idle_threads, runs_spent};
 
 /// Objects per `apply`.
 const BATCH: usize = 20_000;
@@ -108,12 +111,13 @@ fn median(mut samples: Vec<f64>) -> f64 {
 }
 
 /// The figures this benchmark prints, without their sizes.
-const FIGURES: [&str; 12] = [
+const FIGURES: [&str; 13] = [
     "scale.load_avg_1m",
     "scale.apply_per_s",
     "scale.converge_s",
     "scale.converge_per_s",
     "scale.idle_cpu_ms_per_min",
+    "scale.idle_wakes_per_min",
     "scale.rss_mib",
     "scale.peak_rss_mib",
     "scale.restart_to_socket_ms",
@@ -298,6 +302,11 @@ fn serve_and_settle(db: &Path, plugins: &Path, size: usize, added: usize) {
         &format!("scale.idle_cpu_ms_per_min@{size}"),
         per_minute,
         "ms",
+    );
+    figure(
+        &format!("scale.idle_wakes_per_min@{size}"),
+        runs_spent(&before, &after) as f64 * 60.0 / IDLE.as_secs_f64(),
+        "wakes/min",
     );
     print_idle_threads(&before, &after);
     figure(

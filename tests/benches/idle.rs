@@ -13,6 +13,9 @@
 //!   all (every spec updated);
 //! - `host.idle_cpu_ms_per_min`: CPU time (all threads) over 60 s with those
 //!   10,000 objects settled, per minute;
+//! - `host.idle_wakes_per_min`: the times this process's threads were put
+//!   on a CPU over that minute (what a machine charges a wake differs by
+//!   orders of magnitude between VMs; how many wakes there are does not);
 //! - `host.idle_writes`: commits during those 60 s (should be 0);
 //! - `host.rss_idle_mib`: resident memory at the end of the idle minute.
 
@@ -24,7 +27,7 @@ use beehive::plugin::{Change, Directory, Runtime, RuntimeOptions};
 use beehive::{GroupKind, Host, HostOptions, Json, RawClient, Store};
 use beehive_e2e::bench::{
     block_on, create_all, figure, object_name, outstanding, per_thread_cpu, print_idle_threads,
-    wait_for, write_all,
+    runs_spent, wait_for, write_all,
 };
 use beehive_e2e::plugin_dir;
 
@@ -163,6 +166,12 @@ fn main() {
         }
         let per_minute = cpu.as_secs_f64() * 1000.0 * 60.0 / IDLE.as_secs_f64();
         figure("host.idle_cpu_ms_per_min", per_minute, "ms/min");
+        let wakes = runs_spent(&threads_before, &threads_after) as f64;
+        figure(
+            "host.idle_wakes_per_min",
+            wakes * 60.0 / IDLE.as_secs_f64(),
+            "wakes/min",
+        );
         print_idle_threads(&threads_before, &threads_after);
         let writes = commits_after - commits_before;
         figure("host.idle_writes", writes, "commits");

@@ -150,10 +150,22 @@ pub async fn wait_for(every: Duration, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// Each thread's name and CPU time so far, from `/proc/PID/task/*/schedstat`
-/// (nanoseconds on a CPU, unlike `stat`'s 10 ms ticks); `tasks` is that
-/// folder (`/proc/self/task` for this process).
-pub fn per_thread_cpu(tasks: &str) -> Vec<(String, Duration)> {
+/// One thread's use of the CPU so far, from `/proc/PID/task/ID/schedstat`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadUsage {
+    /// `comm:id`, as the idle lines print it.
+    pub thread: String,
+    /// Time on a CPU (nanoseconds, unlike `stat`'s 10 ms ticks).
+    pub cpu: Duration,
+    /// Times the thread was put on a CPU: its wakes, and its returns after
+    /// preemption. Unlike CPU time, this does not depend on what the machine
+    /// charges a wake, which differs by orders of magnitude between VMs.
+    pub runs: u64,
+}
+
+/// Each thread's CPU use so far; `tasks` is `/proc/PID/task` (`/proc/self/task`
+/// for this process).
+pub fn per_thread_cpu(tasks: &str) -> Vec<ThreadUsage> {
     let Ok(entries) = std::fs::read_dir(tasks) else {
         return Vec::new();
     };
@@ -162,43 +174,63 @@ pub fn per_thread_cpu(tasks: &str) -> Vec<(String, Duration)> {
             let path = entry.ok()?.path();
             let name = std::fs::read_to_string(path.join("comm")).ok()?;
             let schedstat = std::fs::read_to_string(path.join("schedstat")).ok()?;
-            let nanos: u64 = schedstat.split_whitespace().next()?.parse().ok()?;
+            // Fields: time on a CPU (ns), time waiting for one (ns), runs.
+            let mut fields = schedstat.split_whitespace();
+            let nanos: u64 = fields.next()?.parse().ok()?;
+            let runs: u64 = fields.nth(1)?.parse().ok()?;
             let id = path.file_name()?.to_string_lossy().into_owned();
-            Some((format!("{}:{id}", name.trim()), Duration::from_nanos(nanos)))
+            Some(ThreadUsage {
+                thread: format!("{}:{id}", name.trim()),
+                cpu: Duration::from_nanos(nanos),
+                runs,
+            })
         })
         .collect()
 }
 
-/// Each thread's CPU time between two readings of [`per_thread_cpu`]: a
-/// thread born meanwhile counts whole. A thread that ended meanwhile (the
-/// runtime's blocking pool lets idle threads go) drops out, where a
-/// difference of two sums would subtract all it ever spent.
-pub fn cpu_by_thread<'a>(
-    before: &'a [(String, Duration)],
-    after: &'a [(String, Duration)],
-) -> impl Iterator<Item = (&'a str, Duration)> {
-    after.iter().map(|(thread, total)| {
-        let earlier = before
-            .iter()
-            .find(|(name, _)| name == thread)
-            .map_or(Duration::ZERO, |(_, t)| *t);
-        (thread.as_str(), total.saturating_sub(earlier))
+/// Each thread's use between two readings of [`per_thread_cpu`]: a thread
+/// born meanwhile counts whole. A thread that ended meanwhile (the runtime's
+/// blocking pool lets idle threads go) drops out, where a difference of two
+/// sums would subtract all it ever spent.
+pub fn use_by_thread<'a>(
+    before: &'a [ThreadUsage],
+    after: &'a [ThreadUsage],
+) -> impl Iterator<Item = ThreadUsage> + 'a {
+    after.iter().map(|now| {
+        let earlier = before.iter().find(|then| then.thread == now.thread);
+        ThreadUsage {
+            thread: now.thread.clone(),
+            cpu: now
+                .cpu
+                .saturating_sub(earlier.map_or(Duration::ZERO, |then| then.cpu)),
+            runs: now.runs.saturating_sub(earlier.map_or(0, |then| then.runs)),
+        }
     })
 }
 
 /// The CPU time the threads alive at `after` spent since `before`.
-pub fn cpu_spent(before: &[(String, Duration)], after: &[(String, Duration)]) -> Duration {
-    cpu_by_thread(before, after).map(|(_, spent)| spent).sum()
+pub fn cpu_spent(before: &[ThreadUsage], after: &[ThreadUsage]) -> Duration {
+    use_by_thread(before, after).map(|used| used.cpu).sum()
 }
 
-/// Prints a line for each thread that spent CPU between two readings of
-/// [`per_thread_cpu`], so an idle figure that moved says where it went.
-pub fn print_idle_threads(before: &[(String, Duration)], after: &[(String, Duration)]) {
-    for (thread, spent) in cpu_by_thread(before, after) {
-        if spent >= Duration::from_micros(100) {
+/// How many times the threads alive at `after` were put on a CPU since
+/// `before`.
+pub fn runs_spent(before: &[ThreadUsage], after: &[ThreadUsage]) -> u64 {
+    use_by_thread(before, after).map(|used| used.runs).sum()
+}
+
+/// Prints a line for each thread that ran between two readings of
+/// [`per_thread_cpu`], with its CPU time and runs, so an idle figure that
+/// moved says where it went, and whether the thread woke more often or the
+/// machine charged each wake more.
+pub fn print_idle_threads(before: &[ThreadUsage], after: &[ThreadUsage]) {
+    for used in use_by_thread(before, after) {
+        if used.runs > 0 || used.cpu >= Duration::from_micros(100) {
             println!(
-                "  idle cpu: thread {thread} {:.2} ms",
-                spent.as_secs_f64() * 1000.0
+                "  idle cpu: thread {} {:.2} ms in {} runs",
+                used.thread,
+                used.cpu.as_secs_f64() * 1000.0,
+                used.runs
             );
         }
     }

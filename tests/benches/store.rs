@@ -6,7 +6,11 @@
 //! - `store.get_by_id_us`: a point read by id, decoded into a typed object;
 //! - `store.validate_us`: one spec checked against the greeting plugin's
 //!   schema (as its registration declares it), as every write of a kind
-//!   with a schema is.
+//!   with a schema is;
+//! - `store.validate_worst_ms`: the longest one spec's check may take: the
+//!   hostile plugin's schema, whose work doubles with each level of the
+//!   spec, against a spec as deep as a document may be, until the check's
+//!   budget cuts it off (the median of five).
 
 use std::time::Instant;
 
@@ -116,6 +120,24 @@ fn validate_us(checks: u32) -> f64 {
     start.elapsed().as_secs_f64() * 1e6 / f64::from(checks)
 }
 
+/// Milliseconds to refuse the deepest spec against the doubling schema.
+fn validate_worst_ms() -> f64 {
+    let schema = beehive::validation::SpecSchema::compile(&hostile::exponential_schema(51))
+        .expect("the schema compiles");
+    let depth = beehive::naming::MAX_DEPTH - 2;
+    let text = (0..depth).fold("1".to_string(), |inner, _| format!(r#"{{"a": {inner}}}"#));
+    let spec = beehive::Json::parse(&text).expect("JSON");
+    let samples = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            let violations = schema.check(std::hint::black_box(&spec));
+            assert!(violations[0].message.contains("schema steps"), "{violations:?}");
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    median(samples)
+}
+
 fn main() {
     block_on(async {
         if wanted("store.creates_seq_per_s") {
@@ -137,6 +159,9 @@ fn main() {
         }
         if wanted("store.validate_us") {
             figure("store.validate_us", validate_us(200_000), "us");
+        }
+        if wanted("store.validate_worst_ms") {
+            figure("store.validate_worst_ms", validate_worst_ms(), "ms");
         }
     });
 }

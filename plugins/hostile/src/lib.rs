@@ -44,6 +44,11 @@
 //! into the attack: `stuck` never returns from `describe`, and
 //! `forged-kind` names a kind with a newline in it, in a 200 KiB group. The
 //! config key `kind` renames the kind it serves, so two copies can load.
+//! The config key `schema` replaces its spec schema with an attack on the
+//! host's checker: `exponential` (51 levels of an `anyOf` whose two
+//! branches both descend to the next level, so a check's work doubles with
+//! each level of a spec nested under `a`) or `looping` (an `anyOf` that
+//! refers back to the whole schema before reading anything).
 
 use std::time::Duration;
 
@@ -199,9 +204,19 @@ impl Controller for Hostile {
         match beehive_guest::config::get("registration").as_deref() {
             Some("stuck") => spin(),
             Some("forged-kind") => Registration::new("g".repeat(200 << 10), "Bad\nERROR forged"),
-            _ => greedy_registration(
-                beehive_guest::config::get("kind").unwrap_or_else(|| "Hostile".into()),
-            ),
+            _ => {
+                let kind = beehive_guest::config::get("kind").unwrap_or_else(|| "Hostile".into());
+                let mut registration = greedy_registration(kind);
+                match beehive_guest::config::get("schema").as_deref() {
+                    Some("exponential") => registration.spec_schema = Some(exponential_schema(51)),
+                    Some("looping") => {
+                        registration.spec_schema =
+                            Some(r##"{"anyOf": [{"$ref": "#"}, {"type": "string"}]}"##.into());
+                    }
+                    _ => {}
+                }
+                registration
+            }
         }
     }
 
@@ -228,6 +243,28 @@ fn greedy_registration(kind: String) -> Registration {
                 .max_retry_interval(every_millisecond),
         )
         .schema_versions(1, 0)
+}
+
+/// A schema of `levels` levels, each an `anyOf` of two branches that both
+/// descend to the next level under `a`; the last level wants a string. A
+/// value nested deeper than that fails both branches at every level, so
+/// checking it visits 2^`levels` subschemas unless the checker stops it.
+pub fn exponential_schema(levels: usize) -> String {
+    let level = |i: usize| {
+        let next = serde_json::json!({"$ref": format!("#/$defs/l{}", i + 1)});
+        serde_json::json!({"anyOf": [
+            {"type": "object", "properties": {"a": next}},
+            {"type": "object", "properties": {"a": next}, "minProperties": 1},
+        ]})
+    };
+    let mut defs: serde_json::Map<String, serde_json::Value> = (0..levels - 1)
+        .map(|i| (format!("l{i}"), level(i)))
+        .collect();
+    defs.insert(
+        format!("l{}", levels - 1),
+        serde_json::json!({"type": "string"}),
+    );
+    serde_json::json!({"$ref": "#/$defs/l0", "$defs": defs}).to_string()
 }
 
 impl Hostile {

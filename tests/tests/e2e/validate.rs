@@ -203,3 +203,59 @@ fn an_object_stored_before_its_schema_is_quarantined_logged_once_and_counted_fai
     });
     host.terminate();
 }
+
+/// `{"a": {"a": ... 1}}`, `levels` deep.
+fn nested_under_a(levels: usize) -> String {
+    (0..levels).fold("1".to_string(), |inner, _| format!("{{\"a\": {inner}}}"))
+}
+
+#[test]
+fn a_schema_whose_work_doubles_per_level_is_cut_off_and_a_looping_one_is_refused_at_load() {
+    let workspace = Workspace::with_plugins(&["greeting"]);
+    // The hostile plugin twice, its spec schema replaced by an attack on
+    // the host's checker (the config key `schema`), under two kinds.
+    for (kind, schema) in [("Doubling", "exponential"), ("Looping", "looping")] {
+        let file = kind.to_lowercase();
+        let policy = format!("[config]\nkind = {kind:?}\nschema = {schema:?}\n");
+        workspace.write(&format!("plugins/{file}.toml"), &policy);
+        workspace.install_plugin("hostile", &format!("{file}.wasm"));
+    }
+    let host = workspace.start_host(&[]);
+
+    // Before: this schema loaded and then accepted any spec unchecked.
+    let plugins = workspace.ok(&["plugins"]);
+    assert_mentions(
+        &plugins,
+        &[
+            "looping.wasm",
+            "the schema loops without reading the spec: # -> #/anyOf/0 -> #",
+        ],
+    );
+
+    // Before: 16 levels took seconds, 24 never finished, and writes of
+    // other kinds waited behind it. The deepest spec a document may be.
+    let deep = format!("kind: Doubling\nname: deep\nspec: {}\n", nested_under_a(60));
+    let stderr = refused(&workspace, "deep.yaml", &deep);
+    assert_mentions(
+        &stderr,
+        &["Doubling.test.dev/deep", "schema steps, the limit", "anyOf"],
+    );
+    assert_eq!(names(&workspace, "Doubling"), "", "nothing was written");
+
+    // Shallow specs are checked as before, and other kinds are served.
+    let shallow = format!(
+        "kind: Doubling\nname: shallow\nspec: {}\n",
+        nested_under_a(3)
+    );
+    assert_mentions(
+        &refused(&workspace, "shallow.yaml", &shallow),
+        &["not valid under any of the schemas listed in the 'anyOf' keyword"],
+    );
+    workspace.apply(
+        "calm.yaml",
+        "kind: Doubling\nname: calm\nspec: {act: calm}\n",
+    );
+    workspace.apply("ada.yaml", "kind: Greeting\nname: ada\nspec: {name: ada}\n");
+    workspace.ok(&["wait", "Greeting", "ada", "--for", "settled"]);
+    host.terminate();
+}

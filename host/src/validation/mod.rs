@@ -10,8 +10,15 @@
 //!
 //! Schemas come from plugins, which are not trusted: one is refused above
 //! [`MAX_SCHEMA_BYTES`], `pattern`s compile with a linear-time regex engine
-//! under a size cap, and a `$ref` can reach only the schema itself (no
-//! file or network resolution is built in).
+//! under a size cap, a `$ref` can reach only the schema itself (no file or
+//! network resolution is built in), a schema whose evaluation would loop
+//! without reading the spec is refused when it is compiled (`loops`), and
+//! each check of a spec has a budget of steps and time (`budget`).
+
+mod budget;
+mod loops;
+
+pub use budget::{MAX_SCHEMA_CHECK_TIME, MAX_SCHEMA_STEPS};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -131,26 +138,48 @@ impl SpecSchema {
                 text.len()
             ));
         }
-        let value: serde_json::Value =
+        let mut value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("the schema is not JSON: {e}"))?;
+        loops::refuse_loops(&value)?;
+        budget::mark_subschemas(&mut value);
         let patterns = jsonschema::PatternOptions::regex().size_limit(MAX_PATTERN_BYTES);
         let validator = jsonschema::options()
             .with_pattern_options(patterns)
+            .with_keyword(budget::STEP_KEYWORD, budget::step_keyword)
             .build(&value)
             .map_err(|e| format!("not a usable JSON Schema: {e}"))?;
         Ok(SpecSchema { validator })
     }
 
-    /// The ways `spec` breaks the schema.
-    pub(crate) fn violations(&self, spec: &serde_json::Value) -> Vec<Violation> {
-        self.validator
-            .iter_errors(spec)
-            .map(|error| Violation {
-                path: object_path(error.instance_path().as_str()),
-                message: error.to_string(),
-            })
-            .collect()
+    /// Whether `spec` keeps the schema, stopping at the first failure.
+    ///
+    /// # Errors
+    /// The check's budget was spent first: a refusal saying so.
+    fn keeps(&self, spec: &serde_json::Value) -> std::result::Result<bool, Vec<Violation>> {
+        budget::within_budget(|| self.validator.is_valid(spec)).map_err(spent_budget)
     }
+
+    /// The ways `spec` breaks the schema; a spent budget is one of them.
+    pub(crate) fn violations(&self, spec: &serde_json::Value) -> Vec<Violation> {
+        budget::within_budget(|| {
+            self.validator
+                .iter_errors(spec)
+                .map(|error| Violation {
+                    path: object_path(error.instance_path().as_str()),
+                    message: error.to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_else(spent_budget)
+    }
+}
+
+/// The refusal of a spec whose check spent its budget.
+fn spent_budget(spent: budget::Spent) -> Vec<Violation> {
+    vec![Violation {
+        path: "spec".to_string(),
+        message: spent.message(),
+    }]
 }
 
 /// `spec.ports[0].name` for the JSON pointer `/ports/0/name`.
@@ -196,9 +225,11 @@ impl KindRules {
         };
         if let Some(schema) = &self.schema {
             let value = spec.to_value();
-            // `is_valid` stops at the first failure and builds no errors.
-            if !schema.validator.is_valid(&value) {
-                return Err(invalid(schema.violations(&value)));
+            // `keeps` stops at the first failure and builds no errors.
+            match schema.keeps(&value) {
+                Ok(true) => {}
+                Ok(false) => return Err(invalid(schema.violations(&value))),
+                Err(spent) => return Err(invalid(spent)),
             }
         }
         if let Some(validator) = &self.validator {
@@ -379,5 +410,40 @@ mod tests {
             .check(&gk, || "Greeting/x".into(), &good, recorded)
             .unwrap();
         assert_eq!(reads.get(), 1);
+    }
+
+    /// 51 levels of an `anyOf` whose two branches both descend to the next
+    /// level under `a` (the hostile plugin's attack on the checker).
+    fn doubling_schema() -> String {
+        let level = |i: usize| {
+            let next = serde_json::json!({"$ref": format!("#/$defs/l{}", i + 1)});
+            serde_json::json!({"anyOf": [
+                {"type": "object", "properties": {"a": next}},
+                {"type": "object", "properties": {"a": next}, "minProperties": 1},
+            ]})
+        };
+        let mut defs: serde_json::Map<String, serde_json::Value> =
+            (0..50).map(|i| (format!("l{i}"), level(i))).collect();
+        defs.insert("l50".into(), serde_json::json!({"type": "string"}));
+        serde_json::json!({"$ref": "#/$defs/l0", "$defs": defs}).to_string()
+    }
+
+    #[test]
+    fn a_check_whose_work_doubles_per_level_is_cut_off_by_its_budget() {
+        let schema = SpecSchema::parse(&doubling_schema()).unwrap();
+        let nested = |depth: usize| {
+            let text = (0..depth).fold("1".to_string(), |inner, _| format!(r#"{{"a": {inner}}}"#));
+            serde_json::from_str::<serde_json::Value>(&text).unwrap()
+        };
+        // Shallow: a verdict, and the violation named.
+        assert_eq!(schema.keeps(&nested(4)), Ok(false));
+        assert!(!schema.violations(&nested(4)).is_empty());
+        // As deep as a document may be: 2^50 visits, cut off.
+        let deep = nested(crate::naming::MAX_DEPTH - 2);
+        let refusal = schema.keeps(&deep).unwrap_err();
+        assert!(refusal[0].message.contains("schema steps"), "{refusal:?}");
+        let listed = schema.violations(&deep);
+        assert_eq!(listed.len(), 1, "the error listing is cut off too");
+        assert!(listed[0].message.contains("schema steps"), "{listed:?}");
     }
 }

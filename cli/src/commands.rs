@@ -239,6 +239,11 @@ async fn get(
             other => return Err(unexpected(&other)),
         }
     }
+    if objects.is_empty() && matches!(output, Format::Table | Format::Wide) {
+        // On stderr, as kubectl's: a script reading stdout gets nothing.
+        eprintln!("No objects found.");
+        return Ok(String::new());
+    }
     Ok(output::objects(&objects, output, single))
 }
 

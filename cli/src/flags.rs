@@ -26,7 +26,8 @@ use crate::run;
     long_about,
     after_help = "Exit codes: 0 done, 1 failed, 2 usage, 3 not found, 4 conflict \
                   (name taken, being deleted, cycle, store in use), 5 timed out, \
-                  6 no host answers (a command that needs one)."
+                  6 no host answers (a command that needs one), 7 invalid (a spec \
+                  refused by its kind's schema or plugin; nothing written)."
 )]
 pub(crate) struct Cli {
     /// The database: a SQLite file, or a PostgreSQL connection string

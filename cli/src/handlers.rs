@@ -176,6 +176,11 @@ fn log_filter(
         ));
     };
     let group_kind = resolve_kind(&ctx.store, kind)?;
+    if let Some(name) = name {
+        // As kubectl's logs: an object that is not there is not found,
+        // rather than an empty listing that looks like a quiet plugin.
+        find(&ctx.store, kind, name)?;
+    }
     let plugin = directory
         .served()
         .into_iter()

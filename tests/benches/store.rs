@@ -131,7 +131,10 @@ fn validate_worst_ms() -> f64 {
         .map(|_| {
             let start = Instant::now();
             let violations = schema.check(std::hint::black_box(&spec));
-            assert!(violations[0].message.contains("schema steps"), "{violations:?}");
+            assert!(
+                violations[0].message.contains("schema steps"),
+                "{violations:?}"
+            );
             start.elapsed().as_secs_f64() * 1e3
         })
         .collect();

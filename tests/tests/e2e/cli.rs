@@ -605,7 +605,15 @@ fn exit_codes_say_what_failed_with_or_without_a_host() {
         "the owner is not found"
     );
     assert_eq!(code("run"), Some(4), "a second host on the same store");
+    assert_eq!(code("logs Note missing"), Some(3), "as every other command");
+    assert_eq!(code("logs Note a"), Some(0));
     host.terminate();
+    // Every code is listed in the help, 7 (invalid) included.
+    let help = workspace.ok(&["--help"]);
+    for code in 0..=7 {
+        assert!(help.contains(&format!("{code} ")), "{code}: {help}");
+    }
+    assert_mentions(&help, &["7 invalid"]);
 }
 
 #[test]

@@ -241,6 +241,13 @@ fn a_schema_whose_work_doubles_per_level_is_cut_off_and_a_looping_one_is_refused
         &["Doubling.test.dev/deep", "schema steps, the limit", "anyOf"],
     );
     assert_eq!(names(&workspace, "Doubling"), "", "nothing was written");
+    // An empty listing says so on stderr, as kubectl's: stdout stays empty.
+    let listed = workspace.run(&["get", "Doubling"]);
+    assert_eq!(String::from_utf8_lossy(&listed.stdout), "");
+    assert_mentions(
+        &String::from_utf8_lossy(&listed.stderr),
+        &["No objects found."],
+    );
 
     // Shallow specs are checked as before, and other kinds are served.
     let shallow = format!(

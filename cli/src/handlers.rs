@@ -477,6 +477,15 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outc
             .await
             .map_err(|e| match e {
                 beehive::Error::TransactionTimedOut => Failure::from(too_long(manifests.len())),
+                e @ beehive::Error::Invalid { .. } => {
+                    let failure = Failure::about(&label, e);
+                    match unversioned_hint(&client, manifest) {
+                        Some(hint) => {
+                            Failure::new(failure.code, format!("{}; {hint}", failure.message))
+                        }
+                        None => failure,
+                    }
+                }
                 e => Failure::about(&label, e),
             })?;
         let action = match (created, before) {
@@ -568,6 +577,21 @@ fn spec_as_current(
         ));
     }
     Ok(spec)
+}
+
+/// For a spec refused as invalid: when its manifest names no `specVersion`
+/// and the kind's plugin reads a later version than 0, the likely cause and
+/// its fix (a manifest written before the plugin's upgrade).
+fn unversioned_hint(client: &RawClient, manifest: &Manifest) -> Option<String> {
+    if manifest.spec_version.is_some() {
+        return None;
+    }
+    let current = client.current_spec_version().ok().filter(|v| *v > 0)?;
+    Some(format!(
+        "the manifest names no specVersion, so it was read as version {current}, the one the \
+         plugin reads now; if it was written for an earlier version, add `specVersion: N` \
+         (N < {current}) to have it converted"
+    ))
 }
 
 /// Why an apply that outlasted its hold on the store wrote nothing, and

@@ -79,7 +79,15 @@ fn write_output(text: &str) -> ExitCode {
 }
 
 fn fail(failure: &Failure) -> ExitCode {
-    eprintln!("error: {}", failure.message);
+    // A message may quote a plugin or a stored object: whatever it holds,
+    // nothing reaches the terminal as a control sequence. Line breaks the
+    // message itself makes stay.
+    let lines: Vec<_> = failure
+        .message
+        .lines()
+        .map(beehive::naming::escape)
+        .collect();
+    eprintln!("error: {}", lines.join("\n"));
     ExitCode::from(failure.code.exit_code())
 }
 

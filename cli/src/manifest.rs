@@ -85,6 +85,11 @@ impl Manifest {
         if !self.spec.is_object() {
             return Some("spec must be a JSON object".into());
         }
+        if let Some(version) = self.spec_version.filter(|v| *v < 0) {
+            return Some(format!(
+                "specVersion {version} is negative: versions count up from 0"
+            ));
+        }
         if let Some(owner) = &self.owner {
             match owner.split_once('/') {
                 Some((kind, name)) if !kind.is_empty() && !name.is_empty() => {}
@@ -222,7 +227,12 @@ pub(crate) fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest
         if let Some(fields) = value.as_object_mut() {
             fields.retain(|key, _| !READ_ONLY_FIELDS.contains(&key.as_str()));
         }
-        let manifest: Manifest = serde_json::from_value(value).map_err(|e| format!("{at}: {e}"))?;
+        let kubernetes_shaped = kubernetes_shape(&value);
+        let manifest: Manifest =
+            serde_json::from_value(value).map_err(|e| match kubernetes_shaped {
+                true => format!("{at}: {e}; {KUBERNETES_HINT}"),
+                false => format!("{at}: {e}"),
+            })?;
         let problem = manifest.problem().or_else(|| spec_too_deep(&manifest.spec));
         if let Some(problem) = problem {
             // Escaped: a name is the file author's text, and may hold the
@@ -237,7 +247,18 @@ pub(crate) fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest
     Ok(manifests)
 }
 
-/// Whether `text` is a stream of JSON values (one, or several in a row).
+/// What a refused Kubernetes-shaped manifest is told.
+const KUBERNETES_HINT: &str = "this reads as a Kubernetes manifest (apiVersion, metadata); \
+    a Beehive manifest has `kind` (Kind or Kind.group), `name` and `spec` at its top level, \
+    as `beehive get KIND NAME -o yaml` prints one";
+
+/// Whether a document has the fields of a Kubernetes object at its top.
+fn kubernetes_shape(value: &serde_json::Value) -> bool {
+    ["apiVersion", "metadata"]
+        .iter()
+        .any(|field| value.get(field).is_some())
+}
+
 /// Whether a file is read as JSON: by its extension, and a file with
 /// another or none is read as JSON when its text is JSON values in a row,
 /// as standard input is.
@@ -370,5 +391,21 @@ mod tests {
         assert!(error.contains("Kind/name"), "{error}");
         let error = parse("x.json", "{", true).unwrap_err();
         assert!(error.starts_with("x.json: invalid JSON"), "{error}");
+        let error = parse("x.yaml", "kind: K\nname: n\nspecVersion: -1\n", false).unwrap_err();
+        assert!(error.contains("specVersion -1 is negative"), "{error}");
+    }
+
+    #[test]
+    fn a_kubernetes_shaped_manifest_is_refused_with_the_shape_to_write() {
+        let text = "apiVersion: example.dev/v1\nkind: Greeting\nmetadata: {name: ada}\nspec: {}\n";
+        let error = parse("k.yaml", text, false).unwrap_err();
+        assert!(error.contains("unknown field `apiVersion`"), "{error}");
+        assert!(error.contains("reads as a Kubernetes manifest"), "{error}");
+        assert!(
+            error.contains("`kind` (Kind or Kind.group), `name` and `spec`"),
+            "{error}"
+        );
+        let plain = parse("p.yaml", "kind: K\nname: n\nspek: {}\n", false).unwrap_err();
+        assert!(!plain.contains("Kubernetes"), "{plain}");
     }
 }

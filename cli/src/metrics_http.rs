@@ -18,19 +18,24 @@ use tokio::net::TcpListener;
 
 type Body = String;
 
-/// Binds `addr` and serves the metrics there until the process ends;
-/// returns the address bound (port 0 picks one).
-pub async fn listen(
-    addr: SocketAddr,
+/// Binds `addr` (port 0 picks one). Done before the store is opened, so a
+/// taken port fails `run` before it creates anything.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("--metrics-addr {addr}: {e}"))
+}
+
+/// Serves the metrics on `listener` until the process ends; returns the
+/// address it is bound to.
+pub fn listen(
+    listener: TcpListener,
     metrics: Arc<Metrics>,
     readiness: Readiness,
 ) -> Result<SocketAddr, String> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
     let bound = listener
         .local_addr()
-        .map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+        .map_err(|e| format!("--metrics-addr: {e}"))?;
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {

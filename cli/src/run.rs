@@ -231,6 +231,10 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), Failure> {
     if let Some(dir) = &args.manifests {
         require_directory("manifest directory", dir)?;
     }
+    let metrics_listener = match args.metrics_addr {
+        Some(addr) => Some(crate::metrics_http::bind(addr).await?),
+        None => None,
+    };
     let file_parent = db
         .parent()
         .filter(|p| !p.as_os_str().is_empty() && !paths.is_postgres());
@@ -247,9 +251,9 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), Failure> {
     let store = paths.open_store()?;
     let mut signals = Signals::new()?;
     let readiness = Readiness::new(store.clone());
-    if let Some(addr) = args.metrics_addr {
+    if let Some(listener) = metrics_listener {
         let endpoint =
-            crate::metrics_http::listen(addr, store.metrics().clone(), readiness.clone()).await?;
+            crate::metrics_http::listen(listener, store.metrics().clone(), readiness.clone())?;
         tracing::info!(
             "serving metrics on http://{endpoint}/metrics, health on /healthz and /readyz"
         );

@@ -399,11 +399,13 @@ async fn run(
     }
 }
 
-/// A violation as the plugin reported it, its path bounded: a plugin's text
-/// ends up in an error a person reads.
+/// A violation as the plugin reported it, bounded and with control and
+/// bidi characters escaped: a plugin's text ends up in an error a person
+/// reads on a terminal.
 fn violation(reported: WitViolation) -> Violation {
     const MAX_TEXT: usize = 1024;
-    let bounded = |mut text: String| {
+    let bounded = |text: String| {
+        let mut text = crate::naming::escape(&text).into_owned();
         if text.len() > MAX_TEXT {
             let mut end = MAX_TEXT;
             while !text.is_char_boundary(end) {

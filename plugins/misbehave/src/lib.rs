@@ -6,7 +6,8 @@
 //! host call (longer than its 300 ms deadline, which counts guest time
 //! only). Anything else behaves. Its `validate` misbehaves the same way
 //! for `validate-loop`, `validate-allocate`, `validate-panic`, and refuses
-//! `validate-refuse`.
+//! `validate-refuse` (and `validate-escape`, in words holding a terminal
+//! escape and a line break).
 
 use std::time::Duration;
 
@@ -97,6 +98,11 @@ impl Controller for Misbehave {
             "validate-refuse" => vec![beehive_guest::Violation::new(
                 "spec.act",
                 "validate-refuse is refused",
+            )],
+            // A terminal escape and a forged line in the refusal's text.
+            "validate-escape" => vec![beehive_guest::Violation::new(
+                "spec.act\u{1b}[2J",
+                "\u{1b}[31mred\nerror: forged",
             )],
             _ => Vec::new(),
         }

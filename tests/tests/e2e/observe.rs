@@ -155,7 +155,14 @@ fn beehive_logs_prints_and_follows_a_kinds_plugin_lines() {
         &["INFO  Hostile.test.dev/chatty: ok\\n2026-12-01T00:00:00Z ERROR forged by a plugin"],
     );
     assert_eq!(workspace.ok(&["logs", "Hostile/chatty"]), kept);
+    workspace.apply(
+        "quiet.yaml",
+        "kind: Hostile.test.dev\nname: quiet\nspec: {act: rest}\n",
+    );
+    workspace.ok(&["wait", "Hostile", "quiet", "--for", "settled"]);
     assert_eq!(workspace.ok(&["logs", "Hostile", "quiet"]), "");
+    let missing = workspace.run(&["logs", "Hostile", "missing"]);
+    assert_eq!(missing.status.code(), Some(3), "{missing:?}");
     assert_eq!(
         workspace.ok(&["logs", "Greeting"]),
         "",

@@ -157,6 +157,13 @@ fn the_host_serves_while_a_large_plugin_compiles() {
         !String::from_utf8_lossy(&refused.stderr).contains("compiling"),
         "refused before loading plugins"
     );
+    // ... and before it creates its store or the lock beside it.
+    for left in ["beehive.db", "beehive.db.lock"] {
+        assert!(
+            !metrics.path().join(left).exists(),
+            "{left} was left behind"
+        );
+    }
     eprintln!("refused in {:?}", started.elapsed());
     host.terminate();
 }

@@ -110,6 +110,11 @@ fn a_validator_that_traps_loops_or_runs_out_of_memory_refuses_the_write() {
         &refused(&workspace, "refuse.yaml", refuse),
         &["spec.act: validate-refuse is refused"],
     );
+    // A plugin's words reach the terminal with their escapes escaped.
+    let escape = "kind: Misbehave\nname: e\nspec: {act: validate-escape}\n";
+    let escaped = refused(&workspace, "escape.yaml", escape);
+    assert!(!escaped.contains('\u{1b}'), "{escaped:?}");
+    assert_mentions(&escaped, &[r"\u{1b}[31mred\nerror: forged"]);
     assert_eq!(names(&workspace, "Misbehave"), "", "nothing was written");
     // The host goes on serving, and a good spec applies.
     workspace.apply(

@@ -66,6 +66,23 @@ fn a_manifest_names_its_spec_version_and_is_converted_on_write() {
         ],
     );
 
+    // A manifest written for version 0, naming none, is refused by the
+    // version-1 schema; the refusal says why and how to fix it.
+    workspace.write(
+        "stale.yaml",
+        "kind: Greeting\nname: stale\nspec: {name: cy}\n",
+    );
+    let stale = workspace.run(&["apply", "-f", "stale.yaml"]);
+    assert_eq!(stale.status.code(), Some(7), "{stale:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&stale.stderr),
+        &[
+            "names no specVersion",
+            "read as version 1",
+            "`specVersion: N`",
+        ],
+    );
+
     // What get prints applies back unchanged, version and all.
     let printed = workspace.ok(&["get", "Greeting", "old", "-o", "yaml"]);
     assert_mentions(&printed, &["specVersion: 1"]);

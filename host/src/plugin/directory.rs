@@ -501,9 +501,14 @@ impl Directory {
         let policy = match self.policy_of(path) {
             Ok(policy) => policy,
             Err(error) => {
+                // A policy that cannot be read grants nothing: what it
+                // took away must not stay granted while it is fixed.
+                let none = beehive_types::StoreGrants::default();
+                self.runtime.revise_store_grants(path, &none);
                 return Prepared::Failed(record_failure(files, path, seen, serving, error));
             }
         };
+        self.runtime.revise_store_grants(path, &policy.store);
         let content_hash = hex(&Sha256::digest(&bytes));
         if serving
             .as_ref()

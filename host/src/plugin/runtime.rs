@@ -19,6 +19,7 @@ use crate::plugin::memory::Budget;
 use crate::plugin::sandbox::Sandbox;
 use crate::plugin::side_calls::Extras;
 use crate::plugin::state::PluginState;
+use crate::plugin::store_gate::GrantsByFile;
 use crate::plugin::{Error, LimitOverrides, Limits, Plugin, Policy, bindings, cache, http, limits};
 
 /// Component instances the pool has room for, across every plugin. Each
@@ -121,6 +122,7 @@ pub struct Runtime {
     /// two at once would make a small plugin wait on a large one's share.
     compiling: tokio::sync::Semaphore,
     logs: super::PluginLogs,
+    store_grants: GrantsByFile,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -132,6 +134,13 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
+    /// Puts the store grants of `path`'s policy in force for every loaded
+    /// version of it, instances already running included: called as soon
+    /// as a sync reads the policy, before anything it brings is compiled.
+    pub(crate) fn revise_store_grants(&self, path: &Path, grants: &beehive_types::StoreGrants) {
+        self.store_grants.revise(path, grants);
+    }
+
     /// A runtime set up as `options` say.
     ///
     /// # Errors
@@ -178,6 +187,7 @@ impl Runtime {
             compiled: std::sync::atomic::AtomicUsize::new(0),
             compiling: tokio::sync::Semaphore::new(1),
             logs: super::PluginLogs::default(),
+            store_grants: GrantsByFile::default(),
         }))
     }
 
@@ -268,11 +278,14 @@ impl Runtime {
             slots: Arc::new(tokio::sync::Semaphore::new(ceiling.concurrency.max(1))),
             pre,
             runtime: self.clone(),
+            store_grants: self.store_grants.for_load(path, &policy.store),
             http: http::HttpAccess::new(policy.http.allow.clone(), ceiling.http),
             policy: Arc::new(policy),
             metrics,
         };
-        let mut registration = describe(&describing).await?;
+        let mut registration = describe(&describing)
+            .await
+            .map_err(|error| with_world_hint(error, &component, &self.engine))?;
         if let Some(problem) = limits::registration_problem(&registration) {
             return Err(contract(format!("describe named {problem}")));
         }
@@ -422,6 +435,29 @@ async fn describe(sandbox: &Sandbox) -> Result<wit::Registration, Error> {
         path: sandbox.path.clone(),
         message: format!("describe failed: {}", sandbox.failure(&warm, &error, 0)),
     })
+}
+
+/// A failed `describe` of a component that imports no wasi:http, with the
+/// likely cause: the Python and JavaScript SDKs reach HTTP through their
+/// world's bindings, so a plugin built with one for a world without it
+/// fails as it starts (a component written against the WIT alone may use
+/// any world, and is served).
+fn with_world_hint(error: Error, component: &Component, engine: &Engine) -> Error {
+    let imports_http = component
+        .component_type()
+        .imports(engine)
+        .any(|(name, _)| name.starts_with("wasi:http/"));
+    match error {
+        Error::Contract { path, message } if !imports_http => Error::Contract {
+            path,
+            message: format!(
+                "{message} (it imports no wasi:http: if it was built with the Python or \
+                 JavaScript SDK, build it for world plugin-with-http, or one of the \
+                 plugin-with-http-and-... worlds)"
+            ),
+        },
+        other => other,
+    }
 }
 
 /// `text` with every run of whitespace, line breaks included, as one space:

@@ -18,7 +18,7 @@ use crate::plugin::clock::{self, PassClock};
 use crate::plugin::http::{HttpAccess, HttpGate};
 use crate::plugin::memory::MemoryLimiter;
 use crate::plugin::state::PluginState;
-use crate::plugin::store_gate::StoreGate;
+use crate::plugin::store_gate::{GrantsInForce, StoreGate};
 use crate::plugin::{Error, FileGrant, Limits, Policy, Runtime};
 
 /// How much stderr an instance may collect. An instance that has used half
@@ -36,6 +36,9 @@ pub(crate) struct Sandbox {
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
     pub(crate) pre: bindings::PluginPre<PluginState>,
     pub(crate) runtime: Arc<Runtime>,
+    /// The store grants in force for the file, which a changed policy
+    /// replaces under instances already running.
+    pub(crate) store_grants: Arc<GrantsInForce>,
     /// What the operator granted beyond the sandbox.
     pub(crate) policy: Arc<Policy>,
     /// The hosts it may reach, under its HTTP limits.
@@ -94,7 +97,7 @@ impl Sandbox {
                 http_gate: HttpGate::new(self.name.clone(), self.http.clone()),
                 store_gate: StoreGate::new(
                     self.name.clone(),
-                    Arc::new(self.policy.store.clone()),
+                    self.store_grants.clone(),
                     self.metrics.denials.clone(),
                 ),
             },

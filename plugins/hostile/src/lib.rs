@@ -34,8 +34,9 @@
 //!   as `Kind.group NAME ID`: `create` (create-or-update `NAME`),
 //!   `finalize` (the same, with a finalizer), `get`, `list`, `update` (object
 //!   `ID`), `delete` (by `NAME`), `depend` (on object `ID`), `own` (creates an
-//!   object of its own kind owned by object `ID`); to show what a policy's
-//!   `[store]` section grants.
+//!   object of its own kind owned by object `ID`), `until-denied` (writes
+//!   `NAME-0`, `NAME-1`, ... until a write is refused); to show what a
+//!   policy's `[store]` section grants.
 //!
 //! Anything else settles. It also declares spec schema version 1, and its
 //! converter spins forever on an older spec whose `act` is `spin`.
@@ -317,9 +318,28 @@ fn store_call(
             children.put(&child, spec, CreateOptions::owner(id), IfHeld::Update)?;
             format!("made {child}, owned by {id}")
         }
+        "until-denied" => {
+            // Writes NAME-0, NAME-1, ... a tenth of a second apart, as
+            // long as it may: for an operator to revoke the grant under a
+            // pass that is running.
+            for written in 0..MAX_WRITES_UNTIL_DENIED {
+                let each = format!("{name}-{written}");
+                let spec = serde_json::json!({ "name": each }).to_string();
+                let options = CreateOptions::default();
+                if let Err(error) = other.put(&each, spec, options, IfHeld::Update) {
+                    return Ok(format!("denied after {written} writes: {error}"));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            format!("never denied in {MAX_WRITES_UNTIL_DENIED} writes")
+        }
         other => return Err(Error::msg(format!("no store call {other:?}"))),
     })
 }
+
+/// How many writes `store-until-denied` makes at most: 40 s of them, within
+/// the default wall-clock limit of a pass.
+const MAX_WRITES_UNTIL_DENIED: u32 = 400;
 
 fn failed<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error {
     move |error| Error::msg(format!("cannot {what}: {error}"))

@@ -319,6 +319,31 @@ fn waiting_on_a_slow_body_is_not_cpu_time() {
 }
 
 #[test]
+fn a_body_trickling_slower_than_the_deadline_is_not_cpu_time() {
+    let server = TestServer::start();
+    server.route_trickled("/trickle", Duration::from_secs(2), "abc");
+    let workspace = Workspace::new();
+    workspace.install_granted(
+        "hostile",
+        &format!("[http]\nallow = [{:?}]\n", server.authority()),
+    );
+    // Three bytes two seconds apart under a 3 s deadline: each gap is most
+    // of the deadline, the whole wait twice it.
+    let host = workspace.start_host(&["--plugin-deadline", "3s", "--plugin-wall-limit", "60s"]);
+    assert_eq!(
+        act(
+            &workspace,
+            "Hostile",
+            "trickle",
+            "fetch",
+            &server.url("/trickle")
+        ),
+        Ok("fetched HTTP 200 3 bytes".into())
+    );
+    stops_promptly(host);
+}
+
+#[test]
 fn a_writable_grant_on_the_stores_filesystem_needs_the_operators_word() {
     let workspace = Workspace::new();
     let world = tempfile::tempdir().unwrap();

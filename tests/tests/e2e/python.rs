@@ -246,3 +246,71 @@ fn the_python_sdk_installs_with_pip_and_builds_a_plugin_anywhere() {
         scratch.path(),
     );
 }
+
+/// A controller written against the WIT alone, with componentize-py's own
+/// bindings and no SDK, for the contract's plain `plugin` world (no
+/// wasi:http): a component is judged by what it imports, so it is served.
+#[test]
+fn a_python_component_of_the_plain_world_without_the_sdk_is_served() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let componentize = repo.join("target/python-venv/bin/componentize-py");
+    assert!(
+        componentize.exists(),
+        "scripts/python-env makes the toolchain first"
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::write(scratch.path().join("app.py"), BARE_CONTROLLER).unwrap();
+    let workspace = Workspace::new();
+    std::fs::create_dir_all(workspace.path().join("plugins")).unwrap();
+    let built = std::process::Command::new(&componentize)
+        .args(["-d", repo.join("wit").to_str().unwrap(), "-w", "plugin"])
+        .args([
+            "componentize",
+            "app",
+            "-p",
+            scratch.path().to_str().unwrap(),
+        ])
+        .args(["-o", scratch.path().join("bare.wasm").to_str().unwrap()])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    std::fs::rename(
+        scratch.path().join("bare.wasm"),
+        workspace.path().join("plugins/bare.wasm"),
+    )
+    .unwrap();
+    let cache = shared_plugin_cache();
+    let host = workspace.start_host(&["--plugin-cache", cache.to_str().unwrap()]);
+    // Before: refused as a Python plugin that "needs wasi:http".
+    assert_mentions(
+        &workspace.ok(&["plugins", "check", "plugins/bare.wasm"]),
+        &["world plugin"],
+    );
+    workspace.apply("bare.yaml", "kind: Bare.example.dev\nname: one\nspec: {}\n");
+    workspace.ok(&["wait", "Bare", "one", "--for", "settled"]);
+    let one = workspace.ok(&["get", "Bare", "one", "-o", "json"]);
+    assert_mentions(&one, &["\"seen\": \"one\""]);
+    host.terminate();
+}
+
+/// The whole of a controller written with componentize-py's bindings.
+const BARE_CONTROLLER: &str = r#"
+import json
+
+from wit_world.imports import types
+
+
+class Controller:
+    def describe(self):
+        return types.Registration(
+            group="example.dev", kind="Bare", finalizers=[], concurrency=None,
+            owed_pass_interval_ms=None, full_pass_interval_ms=None,
+            individual_pass_interval_ms=None, startup_full_pass=None,
+            max_retry_interval_ms=None, spec_schema_version=0,
+            status_schema_version=0, pass_deadline_ms=None)
+
+    def reconcile(self, obj, client):
+        client.update_status(json.dumps({"seen": obj.name}))
+        return types.ReconcileResult(verdict=types.Verdict_Settled(), requeue_after_ms=None)
+"#;

@@ -2,11 +2,12 @@
 //! `hostile` plugin: a plugin touches kinds other than its own only as its
 //! policy's `[store]` section grants; each refusal is an error in the
 //! plugin, a Warning event on the pass's object and a metric, and writes
-//! nothing; a changed grant applies to the next instances.
+//! nothing; a changed grant applies to the next instances, and a revoked
+//! one to a pass already running.
 
 use beehive_e2e::{Workspace, wait_until};
 
-use crate::holds::{act, plugins_mentioning, stops_promptly};
+use crate::holds::{act, outcome, plugins_mentioning, stops_promptly};
 
 /// The operator's object of a kind no plugin serves, and its id.
 fn note(workspace: &Workspace, name: &str) -> i64 {
@@ -139,5 +140,38 @@ fn a_read_grant_does_not_write_and_the_shipped_cascade_policy_works() {
     let set = "kind: GreetingSet.example.dev\nname: team\nspec: {names: [ada]}\n";
     workspace.apply("set.yaml", set);
     workspace.ok(&["wait", "GreetingSet", "team", "--for", "condition=Ready"]);
+    stops_promptly(host);
+}
+
+#[test]
+fn a_revoked_grant_stops_a_pass_already_running_at_its_next_store_call() {
+    let workspace = Workspace::with_plugins(&["hostile"]);
+    workspace.write(
+        "plugins/hostile.toml",
+        "[store]\nwrite = [\"Note.test.dev\"]\n",
+    );
+    let host = workspace.start_host(&[]);
+    note(&workspace, "n0");
+    // One pass writing Note w-0, w-1, ... a tenth of a second apart.
+    let writer = serde_json::json!({
+        "kind": "Hostile.test.dev",
+        "name": "writer",
+        "spec": {"act": "store-until-denied", "path": "Note.test.dev w 0"},
+    });
+    workspace.apply("writer.json", &writer.to_string());
+    wait_until("the pass has written", || {
+        workspace.run(&["get", "Note", "w-1"]).status.success()
+    });
+    // Before: the pass kept its grant to its wall-clock limit (60 s).
+    workspace.write("plugins/hostile.toml", "# no grants\n");
+    wait_until("the writer's pass ends", || {
+        outcome(&workspace, "Hostile", "writer").is_some()
+    });
+    let ended = outcome(&workspace, "Hostile", "writer").unwrap();
+    let ended = ended.expect("the pass reports the denial, not a failure");
+    assert!(
+        ended.starts_with("denied after") && ended.contains("not granted: write on Note.test.dev"),
+        "{ended}"
+    );
     stops_promptly(host);
 }

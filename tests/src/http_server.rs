@@ -16,6 +16,9 @@ struct Route {
     delay: Duration,
     /// The pause between one body byte and the next: a slow server.
     trickle: Duration,
+    /// Whether the head gives the body's length; without it the body ends
+    /// when the connection closes.
+    sized: bool,
 }
 
 #[derive(Default)]
@@ -101,6 +104,7 @@ impl TestServer {
             body: Arc::new(body.into()),
             delay,
             trickle: Duration::ZERO,
+            sized: true,
         };
         lock(&self.routes).by_path.insert(path.to_string(), route);
     }
@@ -114,8 +118,19 @@ impl TestServer {
             body: Arc::new(body.into()),
             delay: Duration::ZERO,
             trickle: gap,
+            sized: true,
         };
         lock(&self.routes).by_path.insert(path.to_string(), route);
+    }
+
+    /// As [`TestServer::route_trickled`], with no `content-length`: the
+    /// body ends when the server closes the connection, so a client
+    /// streams it rather than reading it whole.
+    pub fn route_trickled_unsized(&self, path: &str, gap: Duration, body: impl Into<Vec<u8>>) {
+        self.route_trickled(path, gap, body);
+        if let Some(route) = lock(&self.routes).by_path.get_mut(path) {
+            route.sized = false;
+        }
     }
 
     /// The value of header `name` in `path`'s latest request.
@@ -163,12 +178,16 @@ fn serve(stream: TcpStream, routes: &Mutex<Routes>) {
         body: Arc::new(b"not found".to_vec()),
         delay: Duration::ZERO,
         trickle: Duration::ZERO,
+        sized: true,
     });
     std::thread::sleep(route.delay);
+    let length = match route.sized {
+        true => format!("content-length: {}\r\n", route.body.len()),
+        false => String::new(),
+    };
     let head = format!(
-        "HTTP/1.1 {} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        route.status,
-        route.body.len()
+        "HTTP/1.1 {} X\r\n{length}connection: close\r\n\r\n",
+        route.status
     );
     let mut writer = &stream;
     if writer.write_all(head.as_bytes()).is_err() {

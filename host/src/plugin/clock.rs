@@ -29,7 +29,12 @@ pub(crate) const TICK: Duration = Duration::from_millis(10);
 pub(crate) struct PassClock {
     started: Instant,
     deadline: Duration,
+    /// When the outermost host call in progress began.
     entered_host: Option<Instant>,
+    /// How many host calls are in progress, one inside another: a host
+    /// call that hands a list back runs the guest's allocator, whose epoch
+    /// check and memory growth are host calls of their own.
+    host_depth: u32,
     in_host: Duration,
     /// Nanoseconds spent parked after yields, added by the yield futures
     /// (which cannot reach the store).
@@ -44,6 +49,7 @@ impl PassClock {
             started: Instant::now(),
             deadline,
             entered_host: None,
+            host_depth: 0,
             in_host: Duration::ZERO,
             parked: Arc::new(AtomicU64::new(0)),
             host_calls: 0,
@@ -58,6 +64,7 @@ impl PassClock {
         self.started = Instant::now();
         self.deadline = deadline;
         self.entered_host = None;
+        self.host_depth = 0;
         self.in_host = Duration::ZERO;
         self.parked.store(0, Ordering::Relaxed);
         self.host_calls = 0;
@@ -77,11 +84,22 @@ impl PassClock {
                 self.host_call_limit
             );
         }
-        self.entered_host = Some(Instant::now());
+        if self.host_depth == 0 {
+            self.entered_host = Some(Instant::now());
+        }
+        self.host_depth += 1;
         Ok(())
     }
 
+    /// Ends a host call. Only the outermost one's end adds to the time in
+    /// host calls: an inner one ending must not drop the outer one's start
+    /// (a body read that waited two seconds, then grew the guest's memory
+    /// to hand the bytes over, was counted as the guest's own time).
     fn leaving_host(&mut self) {
+        self.host_depth = self.host_depth.saturating_sub(1);
+        if self.host_depth > 0 {
+            return;
+        }
         if let Some(entered) = self.entered_host.take() {
             self.in_host += entered.elapsed();
         }
@@ -251,6 +269,18 @@ mod tests {
             clock.on_deadline(),
             UpdateDeadline::YieldCustom(1, _)
         ));
+    }
+
+    #[test]
+    fn a_host_call_inside_another_keeps_the_outer_ones_wait() {
+        let mut clock = PassClock::new(Duration::from_millis(50), 10);
+        clock.entering_host().unwrap();
+        std::thread::sleep(Duration::from_millis(80));
+        // Handing a list back: the guest's allocator grows its memory.
+        clock.entering_host().unwrap();
+        clock.leaving_host();
+        clock.leaving_host();
+        assert!(clock.guest_time() < Duration::from_millis(50));
     }
 
     #[test]

@@ -340,6 +340,16 @@ fn a_body_trickling_slower_than_the_deadline_is_not_cpu_time() {
         ),
         Ok("fetched HTTP 200 3 bytes".into())
     );
+    // Unsized, the body is streamed to the guest as it comes.
+    server.route_trickled_unsized("/streamed", Duration::from_secs(2), "abc");
+    let streamed = act(
+        &workspace,
+        "Hostile",
+        "streamed",
+        "fetch",
+        &server.url("/streamed"),
+    );
+    assert_eq!(streamed, Ok("fetched HTTP 200 3 bytes".into()));
     stops_promptly(host);
 }
 

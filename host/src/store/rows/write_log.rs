@@ -56,16 +56,24 @@ fn present<'de, D: Deserializer<'de>>(
     Option::<ObjectRef>::deserialize(deserializer).map(Some)
 }
 
-/// The newest committed position, as this read sees the store.
+/// The newest committed position, as this read sees the store: the newest
+/// entry of the write log or the event log, or the counters' floor that a
+/// transaction removing entries saved (so the head never moves back when
+/// the newest entries are trimmed). Each is an index lookup: no cost here
+/// grows with the store (the objects' own versions, read before, were a
+/// scan of every object).
 pub(crate) fn store_head(conn: Conn<'_>) -> Result<i64> {
-    conn.query_one(
-        "SELECT (SELECT MAX(resource_version) FROM object_writes), \
-                (SELECT MAX(resource_version) FROM objects), \
-                (SELECT MAX(resource_version) FROM events)",
-        params![],
-        greatest,
-    )
+    conn.query_one(STORE_HEAD, params![], greatest)
 }
+
+const STORE_HEAD: &str = "SELECT (SELECT MAX(resource_version) FROM object_writes), \
+                                 (SELECT value FROM kv WHERE key = 'resource_version'), \
+                                 (SELECT MAX(resource_version) FROM events)";
+
+const KIND_HEAD: &str = "SELECT (SELECT MAX(resource_version) FROM object_writes), \
+                                (SELECT value FROM kv WHERE key = 'resource_version'), \
+                                (SELECT resource_version FROM write_log_horizons \
+                                 WHERE grp = ?1 AND kind = ?2)";
 
 /// The greatest of a row's nullable columns, 0 when all are NULL.
 fn greatest(row: &Row<'_>) -> Result<i64> {
@@ -76,15 +84,11 @@ fn greatest(row: &Row<'_>) -> Result<i64> {
     Ok(greatest)
 }
 
-/// The newest position a stream of `group_kind` can be complete as of.
+/// The newest position a stream of `group_kind` can be complete as of; as
+/// [`store_head`], index lookups only.
 pub(crate) fn kind_head(conn: Conn<'_>, group_kind: &GroupKind) -> Result<i64> {
-    conn.query_one(
-        "SELECT (SELECT MAX(resource_version) FROM object_writes), \
-                (SELECT MAX(resource_version) FROM objects), \
-                (SELECT resource_version FROM write_log_horizons WHERE grp = ?1 AND kind = ?2)",
-        params![&group_kind.group, &group_kind.kind],
-        greatest,
-    )
+    let kind = params![&group_kind.group, &group_kind.kind];
+    conn.query_one(KIND_HEAD, kind, greatest)
 }
 
 /// The position below which retention removed `group_kind`'s log entries
@@ -164,4 +168,31 @@ pub(crate) fn log_above(conn: Conn<'_>, cursor: i64, limit: usize) -> Result<Vec
         params![cursor, limit as i64],
         |row| Ok((row.get(0)?, row.get(1)?)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_heads_look_up_indexes_and_scan_no_table() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::schema::sqlite::migrate(&mut conn).unwrap();
+        let kind: [&dyn rusqlite::ToSql; 2] = [&"g", &"K"];
+        for (sql, params) in [(STORE_HEAD, &kind[..0]), (KIND_HEAD, &kind[..])] {
+            let mut plan = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let steps: Vec<String> = plan
+                .query_map(params, |row| row.get(3))
+                .unwrap()
+                .map(|step| step.unwrap())
+                .collect();
+            // Before: `SCAN objects`, every object read to find a maximum.
+            let scans = steps
+                .iter()
+                .filter(|step| step.starts_with("SCAN") && *step != "SCAN CONSTANT ROW");
+            assert_eq!(scans.count(), 0, "{sql}: {steps:?}");
+        }
+        let head = store_head(Conn::Sqlite(&conn)).unwrap();
+        assert_eq!(head, 0, "a new store's head");
+    }
 }

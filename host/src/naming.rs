@@ -43,6 +43,11 @@ pub fn name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("a name must not be empty".into());
     }
+    if name.contains('/') {
+        // `KIND/NAME` addresses an object: a name holding one could be
+        // created and then never named again.
+        return Some("a name must not hold '/' (`KIND/NAME` could not address it)".into());
+    }
     label_problem("a name", name)
 }
 
@@ -91,6 +96,12 @@ pub fn kind_problem(group: &str, kind: &str) -> Option<String> {
     if !group.chars().all(|c| word(c) || c == '.') {
         return Some(format!(
             "group {:?} may hold only ASCII letters, digits, '-', '_' and '.'",
+            abbreviate(group)
+        ));
+    }
+    if !group.is_empty() && group.split('.').any(str::is_empty) {
+        return Some(format!(
+            "group {:?} has an empty label (a dot at an end, or two in a row)",
             abbreviate(group)
         ));
     }
@@ -172,6 +183,7 @@ mod tests {
         assert!(name_problem("ünïcode ok").is_none());
         assert!(name_problem("").is_some());
         assert!(name_problem("a\nb").is_some());
+        assert!(name_problem("team/ada").unwrap().contains("'/'"));
         assert!(name_problem(&"x".repeat(MAX_NAME_BYTES)).is_none());
         assert!(name_problem(&"x".repeat(MAX_NAME_BYTES + 1)).is_some());
     }
@@ -183,6 +195,10 @@ mod tests {
         assert!(kind_problem("example.dev", "").is_some());
         assert!(kind_problem("example.dev", "Bad\nKind").is_some());
         assert!(kind_problem("bad group", "Kind").is_some());
+        for empty_label in ["a..write.dev", ".example.dev", "example.dev.", "."] {
+            let problem = kind_problem(empty_label, "Kind").unwrap();
+            assert!(problem.contains("empty label"), "{empty_label}: {problem}");
+        }
         let huge = "g".repeat(200_000);
         let problem = kind_problem(&huge, "Kind").unwrap();
         assert!(problem.len() < 100, "{problem}");

@@ -465,7 +465,8 @@ impl host::HostKindClient for PluginState {
         handle: Resource<KindClientHandle>,
         owner: ObjectId,
     ) -> HostResult<Vec<wit::ObjectResult>> {
-        with_kind!(self.kind(&handle, StoreVerb::Read), |client| reply(
+        // The owner is read too: the answer says what it owns.
+        with_kind!(self.reading(&handle, owner), |client| reply(
             client.list_owned_objects(owner)
         ))
     }

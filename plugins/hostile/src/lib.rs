@@ -34,7 +34,8 @@
 //!   as `Kind.group NAME ID`: `create` (create-or-update `NAME`),
 //!   `finalize` (the same, with a finalizer), `get`, `list`, `update` (object
 //!   `ID`), `delete` (by `NAME`), `depend` (on object `ID`), `own` (creates an
-//!   object of its own kind owned by object `ID`), `until-denied` (writes
+//!   object of its own kind owned by object `ID`), `owned` (lists, through
+//!   its own kind's client, what object `ID` owns), `until-denied` (writes
 //!   `NAME-0`, `NAME-1`, ... until a write is refused); to show what a
 //!   policy's `[store]` section grants.
 //!
@@ -317,6 +318,13 @@ fn store_call(
             let spec = r#"{"act":"behave"}"#.to_string();
             children.put(&child, spec, CreateOptions::owner(id), IfHeld::Update)?;
             format!("made {child}, owned by {id}")
+        }
+        "owned" => {
+            // Asked through its own kind's client: which of its objects
+            // object `ID` (of another kind) owns.
+            let own = &object.meta.group_kind;
+            let mine = client.raw().kind_client(&own.group, &own.kind);
+            format!("{id} owns {} objects", mine.list_owned_objects(id)?.len())
         }
         "until-denied" => {
             // Writes NAME-0, NAME-1, ... a tenth of a second apart, as

@@ -30,6 +30,7 @@ fn calls(id: i64) -> Vec<(&'static str, String, &'static str, &'static str)> {
         ("store-list", on(note, "n1"), "read", note),
         ("store-depend", on(note, "n1"), "read", note),
         ("store-own", on(note, "n1"), "read", note),
+        ("store-owned", on(note, "n1"), "read", note),
         ("store-create", on(note, "n2"), "write", note),
         (
             "store-finalize",

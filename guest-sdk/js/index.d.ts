@@ -34,6 +34,8 @@ export declare class Action {
   readonly verdict: 'settled' | 'unsettled' | 'failed';
   readonly message: string;
   readonly requeueAfterMs: number | undefined;
+  /** The stack of what a failed pass threw (`''` if nothing was thrown): the ReconcileFailed event's detail. */
+  readonly trace: string;
   /** The pass observed the object's current generation. */
   static settled(): Action;
   /** Work done, not caught up: back after the owed-pass interval. */

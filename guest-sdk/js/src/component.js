@@ -158,7 +158,10 @@ function registration(controller) {
 /** The WIT `reconcile-result` of an Action. */
 function toWitResult(action) {
   const verdict =
-    action.verdict === 'failed' ? { tag: 'failed', val: action.message } : { tag: action.verdict };
+    // The host takes the lines after the first as the event's detail.
+    action.verdict === 'failed'
+      ? { tag: 'failed', val: action.trace ? `${action.message}\n${action.trace}` : action.message }
+      : { tag: action.verdict };
   return { verdict, requeueAfterMs: toBigInt(action.requeueAfterMs) };
 }
 

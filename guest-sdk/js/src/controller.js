@@ -74,14 +74,20 @@ function checked(action) {
 
 /** The controller's answer to a pass that threw `error`; never throws. */
 function failed(controller, object, error) {
+  const trace = error instanceof Error && typeof error.stack === 'string' ? error.stack.trimEnd() : '';
+  if (trace) log.error(`${message(error)}\n${trace}`);
+  const withTrace = (action) =>
+    action.verdict === 'failed' && !action.trace && trace
+      ? new Action(action.verdict, action.message, action.requeueAfterMs, trace)
+      : action;
   if (typeof controller.errorPolicy === 'function') {
     try {
-      return checked(controller.errorPolicy(object, error));
+      return withTrace(checked(controller.errorPolicy(object, error)));
     } catch (policyError) {
       return Action.backoff(`errorPolicy threw ${message(policyError)} after ${message(error)}`);
     }
   }
-  return Action.backoff(message(error));
+  return withTrace(Action.backoff(message(error)));
 }
 
 /** `Name: message` of a thrown value, whatever was thrown. */

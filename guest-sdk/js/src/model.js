@@ -7,11 +7,15 @@ export class Action {
    * @param {'settled' | 'unsettled' | 'failed'} verdict
    * @param {string} [message] why a failed pass failed
    * @param {number} [requeueAfterMs] the next pass after this long
+   * @param {string} [trace] the stack of what a failed pass threw, shown as
+   *   its ReconcileFailed event's detail; not part of what the action is
+   *   (not enumerable, so two actions compare by the rest)
    */
-  constructor(verdict, message = '', requeueAfterMs = undefined) {
+  constructor(verdict, message = '', requeueAfterMs = undefined, trace = '') {
     this.verdict = verdict;
     this.message = message;
     this.requeueAfterMs = requeueAfterMs;
+    Object.defineProperty(this, 'trace', { value: trace, enumerable: false });
     Object.freeze(this);
   }
 

@@ -137,10 +137,13 @@ test('a throw, sync or async, is a failed verdict, never a trap', async () => {
       throw new RangeError('out of range');
     },
   });
-  assert.deepEqual(sync.reconcile(stub.witObject(), stub.controllerClient()).verdict, {
-    tag: 'failed',
-    val: 'RangeError: out of range',
-  });
+  const thrown = sync.reconcile(stub.witObject(), stub.controllerClient()).verdict;
+  assert.equal(thrown.tag, 'failed');
+  // The message, then the stack: the host shows the lines after the first
+  // as the ReconcileFailed event's detail.
+  const [headline, ...stack] = thrown.val.split('\n');
+  assert.equal(headline, 'RangeError: out of range');
+  assert.ok(stack.some((line) => line.includes('at ')), thrown.val);
   const async = exportController({
     ...things,
     async reconcile() {

@@ -46,6 +46,8 @@ test('a transaction that throws rolls back', () => {
     },
   });
   assert.deepEqual(action, Action.backoff('Error: half done'));
+  // The stack travels beside the message, for the event's detail.
+  assert.ok(action.trace.includes('half done') && action.trace.includes('at '), action.trace);
   assert.equal(fake.rollbacks, 1);
 });
 

@@ -250,7 +250,9 @@ def result(action: Action) -> Any:
     elif action.verdict == "unsettled":
         verdict = types.Verdict_Unsettled()
     else:
-        verdict = types.Verdict_Failed(action.message)
+        # The host takes the lines after the first as the event's detail.
+        trace = f"\n{action.trace}" if action.trace else ""
+        verdict = types.Verdict_Failed(action.message + trace)
     return types.ReconcileResult(verdict=verdict, requeue_after_ms=action.requeue_after_ms)
 
 

@@ -1,6 +1,8 @@
 """The controller base class, the pass every controller runs through, and
 `export`, which makes a controller the component's `controller` export."""
 
+import dataclasses
+import traceback
 from typing import Any, List, Optional
 
 from . import log, schema
@@ -72,7 +74,12 @@ def run_pass(controller: Controller, backend: Any, raw: RawObject) -> Action:
     try:
         action = controller.reconcile(client, obj)
     except Exception as error:  # noqa: BLE001 - every failure is the pass's, never the instance's
+        trace = "".join(traceback.format_exception(error)).rstrip()
+        # In `beehive logs`, tagged with the object by the host.
+        log.error(trace)
         action = controller.error_policy(obj, error)
+        if isinstance(action, Action) and action.verdict == "failed" and not action.trace:
+            action = dataclasses.replace(action, trace=trace)
     finally:
         client.close()
     if action is None:

@@ -76,6 +76,10 @@ class Action:
     verdict: str
     message: str = ""
     requeue_after_ms: Optional[int] = None
+    #: The traceback of the exception a failed pass raised, if it raised
+    #: one: the host shows it as the ReconcileFailed event's detail. Not
+    #: part of what an action is (two actions compare by the rest).
+    trace: str = dataclasses.field(default="", compare=False, repr=False)
 
     @staticmethod
     def settled() -> "Action":

@@ -81,6 +81,10 @@ def test_an_exception_is_the_pass_failing_on_the_backoff_ladder():
     fake = FakeClient()
     action = fake.run(Recorder(), spec={"ports": [], "label": "boom"})
     assert action == bh.Action.backoff("ValueError: the spec says boom")
+    # The traceback travels beside the message, for the event's detail.
+    assert action.trace.startswith("Traceback (most recent call last):")
+    assert "raise ValueError" in action.trace
+    assert action.trace.endswith("ValueError: the spec says boom")
 
 
 def test_host_errors_are_one_hierarchy():

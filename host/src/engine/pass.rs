@@ -344,11 +344,18 @@ fn handshake(
             (outcome, job)
         }
         Verdict::Failed(message) => {
-            tracing::warn!(object = %label, error = %message, "reconcile failed");
-            let message = crate::naming::clip(&message, crate::naming::MAX_MESSAGE_BYTES);
-            let event = EventSpec::warning("ReconcileFailed")
+            let (headline, trace) = failure_parts(&message);
+            tracing::warn!(object = %label, error = %headline, "reconcile failed");
+            let mut event = EventSpec::warning("ReconcileFailed")
                 .category("reconcile")
-                .message(message);
+                .message(crate::naming::clip(
+                    headline,
+                    crate::naming::MAX_MESSAGE_BYTES,
+                ));
+            if let Some(trace) = trace {
+                let trace = crate::naming::clip(trace, crate::naming::MAX_MESSAGE_BYTES);
+                event = event.detail(serde_json::json!({ "trace": trace }));
+            }
             let job: Job = Box::new(move |tx| {
                 if let Some(status) = held_status {
                     ops::write_status(tx, &object_ref, &status)?;
@@ -433,4 +440,30 @@ pub(crate) fn random_below(bound: Duration) -> Duration {
     }
     let random = uuid::Uuid::new_v4().as_u128() as u64;
     Duration::from_millis(random % millis)
+}
+
+/// A failure's first line, and the lines after it (a Python traceback, a
+/// JavaScript stack), which go to the event's detail rather than its
+/// message: the message is what tables show.
+fn failure_parts(message: &str) -> (&str, Option<&str>) {
+    match message.split_once('\n') {
+        Some((headline, rest)) if !rest.trim().is_empty() => (headline, Some(rest.trim_end())),
+        Some((headline, _)) => (headline, None),
+        None => (message, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_splits_into_its_headline_and_its_trace() {
+        assert_eq!(failure_parts("boom"), ("boom", None));
+        assert_eq!(failure_parts("boom\n"), ("boom", None));
+        assert_eq!(
+            failure_parts("ValueError: boom\nTraceback:\n  line 3\n"),
+            ("ValueError: boom", Some("Traceback:\n  line 3"))
+        );
+    }
 }

@@ -95,6 +95,14 @@ fn a_thrown_exception_backs_its_object_off_and_the_plugin_serves_on() {
         let events = workspace.ok(&["events", "Probe.js.example.dev", "broken"]);
         events.contains("TypeError: asked to fail") && events.contains("×2")
     });
+    // The thrown error's stack is the event's detail, and in the plugin's
+    // log lines.
+    let runs = workspace.ok(&["events", "Probe.js.example.dev", "broken", "-o", "json"]);
+    let runs: serde_json::Value = serde_json::from_str(&runs).unwrap();
+    let trace = runs[0]["detail"]["trace"].as_str().unwrap_or_default();
+    assert!(trace.starts_with("reconcile@"), "{runs}");
+    let logs = workspace.ok(&["logs", "Probe.js.example.dev", "broken"]);
+    assert_mentions(&logs, &["TypeError: asked to fail", "reconcile@"]);
     // Meanwhile the same plugin serves the other objects.
     wait_until("the granted probe is reachable", || {
         workspace

@@ -291,6 +291,24 @@ fn a_python_component_of_the_plain_world_without_the_sdk_is_served() {
     workspace.ok(&["wait", "Bare", "one", "--for", "settled"]);
     let one = workspace.ok(&["get", "Bare", "one", "-o", "json"]);
     assert_mentions(&one, &["\"seen\": \"one\""]);
+
+    // A failure's first line is the event's message; the lines after it
+    // (the SDKs send a traceback or a stack there) are its detail.
+    workspace.apply(
+        "broken.yaml",
+        "kind: Bare.example.dev\nname: broken\nspec: {}\n",
+    );
+    let failures = || workspace.ok(&["events", "Bare", "broken", "-o", "json"]);
+    wait_until("the failed pass's event", || {
+        failures().contains("ReconcileFailed")
+    });
+    let events: serde_json::Value = serde_json::from_str(&failures()).unwrap();
+    let failed = &events[0];
+    assert_eq!(failed["message"], "ValueError: boom", "{events}");
+    assert_eq!(
+        failed["detail"]["trace"], "Traceback (most recent call last):\n  File \"app.py\"",
+        "{events}"
+    );
     host.terminate();
 }
 
@@ -311,6 +329,9 @@ class Controller:
             status_schema_version=0, pass_deadline_ms=None)
 
     def reconcile(self, obj, client):
+        if obj.name == "broken":
+            failure = "ValueError: boom\nTraceback (most recent call last):\n  File \"app.py\""
+            return types.ReconcileResult(verdict=types.Verdict_Failed(failure), requeue_after_ms=None)
         client.update_status(json.dumps({"seen": obj.name}))
         return types.ReconcileResult(verdict=types.Verdict_Settled(), requeue_after_ms=None)
 "#;

@@ -296,6 +296,47 @@ fn error(e: beehive::Error) -> Failure {
     Failure::from(e)
 }
 
+/// The kinds the store knows, and each manifest's kind resolved against
+/// them.
+fn kinds_of(
+    ctx: &Context,
+    manifests: &[Manifest],
+    new_kinds: bool,
+) -> Result<(Kinds, Vec<GroupKind>), Failure> {
+    let known = if new_kinds {
+        // A store that cannot list its kinds leaves every kind as written.
+        Kinds::load(&ctx.store).unwrap_or_default()
+    } else {
+        Kinds::load(&ctx.store)?
+    };
+    let kinds = manifests
+        .iter()
+        .map(|m| known.for_apply(&m.kind_text(), new_kinds))
+        .collect::<Result<Vec<GroupKind>, Failure>>()?;
+    Ok((known, kinds))
+}
+
+/// The longest an apply waits for the host's first plugin load (the
+/// default of `plugins --wait`); the client's own request timeout (30 s by
+/// default) usually ends the wait first.
+const STARTUP_WAIT: Duration = Duration::from_secs(300);
+
+/// Whether this process runs a host whose plugin directory has not been
+/// loaded once yet, or is loading a file now. (Not `ctx.started`: that
+/// also waits for the manifest directory, which is applied through here.)
+fn still_starting(ctx: &Context) -> bool {
+    let loading = |d: &Arc<Directory>| !d.synced() || !d.loading().is_empty();
+    ctx.host.is_some() && ctx.plugins.as_ref().is_some_and(loading)
+}
+
+/// Waits, up to [`STARTUP_WAIT`], until the host is no longer starting.
+async fn until_started(ctx: &Context) {
+    let deadline = tokio::time::Instant::now() + STARTUP_WAIT;
+    while still_starting(ctx) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// An unknown kind while the host is still loading plugins may be one of
 /// theirs: the failure says so, and how to wait.
 fn while_starting(ctx: &Context, failure: Failure) -> Failure {
@@ -423,17 +464,16 @@ fn find(store: &Store, kind: &str, name: &str) -> Result<(RawClient, RawObject),
 /// Creates or updates every manifest in one transaction: all or none. A
 /// kind nothing knows is refused unless `new_kinds` allows it.
 async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outcome {
-    let known = if new_kinds {
-        // A store that cannot list its kinds leaves every kind as written.
-        Kinds::load(&ctx.store).unwrap_or_default()
-    } else {
-        Kinds::load(&ctx.store)?
-    };
-    let kinds = manifests
-        .iter()
-        .map(|m| known.for_apply(&m.kind_text(), new_kinds))
-        .collect::<Result<Vec<GroupKind>, Failure>>()
-        .map_err(|failure| while_starting(ctx, failure))?;
+    let (known, kinds) = match kinds_of(ctx, &manifests, new_kinds) {
+        // A kind the host's plugins may yet serve: apply once they have
+        // loaded, rather than refuse a file that would apply a second later.
+        Err(failure) if failure.code == Code::NotFound && still_starting(ctx) => {
+            until_started(ctx).await;
+            kinds_of(ctx, &manifests, new_kinds)
+        }
+        resolved => resolved,
+    }
+    .map_err(|failure| while_starting(ctx, failure))?;
     let tx = ctx
         .store
         .transaction(APPLY_HOLD_LIMIT)

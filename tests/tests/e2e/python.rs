@@ -122,13 +122,17 @@ fn the_host_serves_while_a_large_plugin_compiles() {
     );
     workspace.ok(&["wait", "Greeting", "early", "--for", "settled"]);
 
-    let served = workspace.ok(&["plugins", "--wait"]);
-    assert_mentions(&served, &["Service.py.example.dev", "Greeting.example.dev"]);
-    assert!(!served.contains("LOADING"), "{served}");
-    workspace.apply(
+    // A kind of the plugin still compiling: the apply waits for the load
+    // rather than refusing the kind as unknown (as it did before).
+    workspace.write(
         "service.yaml",
         "kind: Service.py.example.dev\nname: web\nspec: {port: 8080}\n",
     );
+    let applied = workspace.ok(&["apply", "-f", "service.yaml", "--request-timeout", "10m"]);
+    assert_eq!(applied, "Service.py.example.dev/web created\n");
+    let served = workspace.ok(&["plugins", "--wait"]);
+    assert_mentions(&served, &["Service.py.example.dev", "Greeting.example.dev"]);
+    assert!(!served.contains("LOADING"), "{served}");
     workspace.ok(&["wait", "Service.py.example.dev", "web", "--for", "settled"]);
 
     let log = host.log();

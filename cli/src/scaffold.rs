@@ -91,8 +91,19 @@ pub fn create(plugin: &NewPlugin<'_>) -> Result<String, Failure> {
             dir.display()
         )));
     }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // A JavaScript project takes the SDK as a published package would be:
+    // packed, in the project, so `npm install` installs its dependencies
+    // too (a link into the checkout brought none of them).
+    let sdk_package = match plugin.lang {
+        Lang::Js => vendor_js_sdk(&sdk, &dir).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&dir);
+        })?,
+        Lang::Rust | Lang::Python => String::new(),
+    };
     let values = [
         ("{{name}}", plugin.name.to_string()),
+        ("{{sdk_package}}", sdk_package),
         ("{{crate}}", plugin.name.replace('-', "_")),
         ("{{kind}}", kind.to_string()),
         ("{{group}}", group.to_string()),
@@ -129,6 +140,76 @@ pub fn create(plugin: &NewPlugin<'_>) -> Result<String, Failure> {
         "created {} ({language} plugin for {kind}.{group}); its README.md says how to test, build and install it\n",
         dir.display(),
     ))
+}
+
+/// Where a JavaScript project keeps the packed SDK.
+const VENDOR: &str = "vendor";
+
+/// Packs the JavaScript SDK at `sdk` with `npm pack` into `project`'s
+/// [`VENDOR`] directory; returns the package's path in the project. The
+/// SDK's files are staged first with links followed: `npm pack` leaves
+/// symbolic links out, and the SDK's `wit` is one in a checkout.
+fn vendor_js_sdk(sdk: &Path, project: &Path) -> Result<String, Failure> {
+    let manifest = std::fs::read_to_string(sdk.join("package.json"))
+        .map_err(|e| format!("{}: {e}", sdk.join("package.json").display()))?;
+    let manifest: serde_json::Value = serde_json::from_str(&manifest)
+        .map_err(|e| format!("{}: {e}", sdk.join("package.json").display()))?;
+    let files = manifest["files"].as_array().cloned().unwrap_or_default();
+    // Absolute: npm runs in the staging directory.
+    let project = project
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", project.display()))?;
+    let staging = project.join(".sdk-staging");
+    let vendor = project.join(VENDOR);
+    std::fs::create_dir_all(&vendor).map_err(|e| format!("{}: {e}", vendor.display()))?;
+    let entries = files
+        .iter()
+        .filter_map(|f| f.as_str())
+        .chain(["package.json"]);
+    for entry in entries {
+        let entry = entry.trim_end_matches('/');
+        copy_following_links(&sdk.join(entry), &staging.join(entry))?;
+    }
+    let packed = std::process::Command::new("npm")
+        .args(["pack", "--pack-destination"])
+        .arg(&vendor)
+        .current_dir(&staging)
+        .output();
+    let _ = std::fs::remove_dir_all(&staging);
+    let packed = packed.map_err(|e| {
+        format!(
+            "cannot run npm ({e}): a JavaScript plugin is built with npm; install Node.js 20 \
+             or later with npm, then run `beehive new` again"
+        )
+    })?;
+    if !packed.status.success() {
+        return Err(Failure::from(format!(
+            "npm pack of the SDK at {} failed: {}",
+            sdk.display(),
+            String::from_utf8_lossy(&packed.stderr).trim()
+        )));
+    }
+    // npm prints the package's file name last.
+    let stdout = String::from_utf8_lossy(&packed.stdout);
+    let tarball = stdout.lines().last().unwrap_or_default().trim().to_string();
+    Ok(format!("{VENDOR}/{tarball}"))
+}
+
+/// Copies the file or directory `from` to `to`, following symbolic links.
+fn copy_following_links(from: &Path, to: &Path) -> Result<(), Failure> {
+    let failed = |e: std::io::Error| Failure::from(format!("cannot copy {}: {e}", from.display()));
+    if std::fs::metadata(from).map_err(failed)?.is_dir() {
+        std::fs::create_dir_all(to).map_err(failed)?;
+        for entry in std::fs::read_dir(from).map_err(failed)? {
+            let name = entry.map_err(failed)?.file_name();
+            copy_following_links(&from.join(&name), &to.join(&name))?;
+        }
+        return Ok(());
+    }
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(failed)?;
+    }
+    std::fs::copy(from, to).map(|_| ()).map_err(failed)
 }
 
 /// Why `name` cannot name a plugin (its file stem, and a Rust crate), if

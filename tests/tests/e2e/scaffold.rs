@@ -105,17 +105,32 @@ fn new_rust_python_and_javascript_plugins_test_build_and_serve_from_outside_the_
         ],
     );
 
-    // JavaScript: `npm test` and `npm run build`, as its README says. The
-    // toolchain the build scripts made stands in for `npm install` (the SDK
-    // packed as published, and componentize-js).
+    // JavaScript: `npm install`, `npm test` and `npm run build`, as its
+    // README says, with nothing of the checkout's prepared: the SDK is
+    // packed into the project as it would be published, and npm installs
+    // its dependencies (from its cache, or the registry). Before, the SDK
+    // was linked from the checkout without them, and the build failed.
     let gizmo = projects.path().join("gizmo");
     let manifest = std::fs::read_to_string(gizmo.join("package.json")).unwrap();
-    assert_mentions(&manifest, &["\"beehive-guest\": \"file:/"]);
-    std::os::unix::fs::symlink(
-        repo().join("target/js-env/node_modules"),
-        gizmo.join("node_modules"),
-    )
-    .unwrap();
+    assert_mentions(
+        &manifest,
+        &["\"beehive-guest\": \"file:vendor/beehive-guest-0.1.0.tgz\""],
+    );
+    assert!(gizmo.join("vendor/beehive-guest-0.1.0.tgz").is_file());
+    assert!(
+        !gizmo.join(".sdk-staging").exists(),
+        "the staging is removed"
+    );
+    let installing = ["install", "--no-audit", "--no-fund", "--prefer-offline"];
+    run(Path::new("npm"), &installing, &gizmo, &[]);
+    assert!(
+        !gizmo
+            .join("node_modules/beehive-guest")
+            .symlink_metadata()
+            .unwrap()
+            .is_symlink(),
+        "installed, not linked"
+    );
     let npm = Path::new("npm");
     let tested = run(npm, &["test"], &gizmo, &[]);
     assert_mentions(&tested, &["pass 2", "fail 0"]);

@@ -281,7 +281,8 @@ impl Plugin {
         if !denied.is_empty() || !store_denied.is_empty() {
             // Boxed for the same reason as instantiating: most passes are
             // denied nothing.
-            Box::pin(record_denials(client, denied, store_denied)).await;
+            let policy = Policy::file_of(&self.sandbox.path);
+            Box::pin(record_denials(client, &policy, denied, store_denied)).await;
         }
         match called {
             Ok(result) => {
@@ -332,6 +333,7 @@ pub(crate) fn worth_keeping(warm: &Warm, plugin: &str) -> bool {
 /// operator looks.
 async fn record_denials(
     client: &ControllerClient,
+    policy: &Path,
     denied: Vec<String>,
     store_denied: Vec<(GroupKind, StoreVerb)>,
 ) {
@@ -342,7 +344,10 @@ async fn record_denials(
     });
     let store = store_denied.into_iter().map(|(kind, verb)| {
         EventSpec::warning("StoreAccessDenied").message(format!(
-            "the plugin was denied {verb} on {kind}: its policy's [store] section does not grant it"
+            "the plugin was denied {verb} on {kind}: its policy's [store] section does not \
+             grant it; to grant it, add `{verb} = ['{kind}']` under `[store]` in {} (or \
+             the kind to the list there)",
+            policy.display()
         ))
     });
     for event in http.chain(store) {

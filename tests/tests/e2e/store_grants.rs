@@ -70,6 +70,10 @@ fn a_plugin_touches_other_kinds_only_as_its_policy_grants() {
             events.contains(&format!("denied {verb} on {kind}")),
             "{op}: {events}"
         );
+        // The fix, named: the line to add and the file to add it to.
+        let fix = format!("add `{verb} = ['{kind}']` under `[store]` in ");
+        assert!(events.contains(&fix), "{op}: {events}");
+        assert!(events.contains("hostile.toml"), "{op}: {events}");
     }
     for verb in ["read", "write"] {
         let series = format!(

@@ -260,8 +260,12 @@ mod tests {
                 steps += 1;
             }
         });
-        assert_eq!(result, Err(Spent::Steps));
-        assert_eq!(steps, MAX_SCHEMA_STEPS);
+        // The steps run out first, unless a busy machine lets the clock.
+        match result {
+            Err(Spent::Steps) => assert_eq!(steps, MAX_SCHEMA_STEPS),
+            Err(Spent::Time) => assert!(steps < MAX_SCHEMA_STEPS),
+            Ok(()) => panic!("the budget was never spent"),
+        }
         assert_eq!(within_budget(|| (0..10).for_each(|_| take_step())), Ok(()));
         take_step(); // outside a check, nothing is limited
     }

@@ -440,10 +440,12 @@ mod tests {
         assert!(!schema.violations(&nested(4)).is_empty());
         // As deep as a document may be: 2^50 visits, cut off.
         let deep = nested(crate::naming::MAX_DEPTH - 2);
+        // Its steps run out first, or on a busy machine its time.
+        let spent = |message: &str| message.contains("against the kind's schema took");
         let refusal = schema.keeps(&deep).unwrap_err();
-        assert!(refusal[0].message.contains("schema steps"), "{refusal:?}");
+        assert!(spent(&refusal[0].message), "{refusal:?}");
         let listed = schema.violations(&deep);
         assert_eq!(listed.len(), 1, "the error listing is cut off too");
-        assert!(listed[0].message.contains("schema steps"), "{listed:?}");
+        assert!(spent(&listed[0].message), "{listed:?}");
     }
 }

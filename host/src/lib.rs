@@ -125,6 +125,7 @@ pub mod migration;
 pub mod naming;
 pub mod object;
 mod operator_file;
+mod percent;
 pub mod plugin;
 mod process;
 pub mod store;

@@ -174,7 +174,7 @@ impl<'s> Subschemas<'s> {
             self.names.get(base)?.clone()
         };
         if fragment.is_empty() || fragment.starts_with('/') {
-            Some(format!("{root}{}", percent_decoded(fragment)))
+            Some(format!("{root}{}", crate::percent::decoded(fragment)))
         } else {
             self.names.get(&format!("#{fragment}")).cloned()
         }
@@ -252,31 +252,6 @@ fn find_cycle(edges: &HashMap<&str, Vec<String>>) -> Option<Vec<String>> {
 /// A key as a JSON pointer segment.
 fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
-}
-
-/// A URI fragment's `%xx` escapes decoded (a pointer in a `$ref` is a
-/// fragment: `#/$defs/a%20b`).
-fn percent_decoded(fragment: &str) -> String {
-    let bytes = fragment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

@@ -80,7 +80,9 @@ impl TlsSettings {
                     let (mode, verify) = parse_mode(value)?;
                     (settings.mode, settings.verify) = (Some(mode), verify);
                 }
-                "sslrootcert" => settings.root_cert = Some(PathBuf::from(percent_decoded(value))),
+                "sslrootcert" => {
+                    settings.root_cert = Some(PathBuf::from(crate::percent::decoded(value)))
+                }
                 _ => kept.push(pair),
             }
         }
@@ -153,29 +155,6 @@ fn parse_mode(value: &str) -> Result<(SslMode, Verify)> {
             )));
         }
     })
-}
-
-/// `%2F` and friends decoded, so a path can be written either way.
-fn percent_decoded(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>> {

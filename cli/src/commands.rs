@@ -11,7 +11,7 @@ use crate::flags::*;
 use crate::handlers::{self, Context};
 use crate::output::{self, Format};
 use crate::protocol::{Outcome, PluginsView, Reply, Request, Until};
-use crate::{endpoint, explain, manifest, plugin_check, run, scaffold, top};
+use crate::{endpoint, explain, failover, manifest, plugin_check, run, scaffold, top};
 
 /// Runs a command and returns what to print.
 pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
@@ -484,6 +484,9 @@ async fn dispatch(paths: &Paths, request: Request) -> Outcome {
             paths.shown
         )));
     }
+    if paths.is_postgres() {
+        return dispatch_riding_out_faults(paths, request).await;
+    }
     let endpoint = {
         let paths = paths.clone();
         tokio::task::spawn_blocking(move || endpoint::reach(&paths))
@@ -507,6 +510,57 @@ async fn dispatch(paths: &Paths, request: Request) -> Outcome {
             handlers::execute(&ctx, request).await
         }
     }
+}
+
+/// [`dispatch`] on a PostgreSQL store: a request safe to repeat is sent
+/// again when its host stops serving or the database restarts, within the
+/// request timeout (see `failover.rs`).
+async fn dispatch_riding_out_faults(paths: &Paths, request: Request) -> Outcome {
+    let mut attempts = failover::Attempts::new(paths, &request);
+    loop {
+        let (outcome, back) = attempt(paths, request.clone(), attempts).await?;
+        attempts = back;
+        match outcome {
+            Err(failure) if attempts.again(&failure) => continue,
+            Err(failure) => return Err(attempts.unrepeated(failure)),
+            reply => return reply,
+        }
+    }
+}
+
+/// One attempt at `request`: through the host serving the store here, or
+/// on the database directly.
+async fn attempt(
+    paths: &Paths,
+    request: Request,
+    mut attempts: failover::Attempts,
+) -> Result<(Outcome, failover::Attempts), Failure> {
+    let through_host = tokio::task::spawn_blocking(move || {
+        let endpoint = match attempts.reach() {
+            Ok(endpoint) => endpoint,
+            Err(failure) => return (Some(Err(failure)), request, attempts),
+        };
+        let Endpoint::Host(stream) = endpoint else {
+            return (None, request, attempts);
+        };
+        if let Err(failure) = endpoint::be_patient(&stream, attempts.patience()) {
+            return (Some(Err(failure)), request, attempts);
+        }
+        let peer = endpoint::peer_pid(&stream);
+        let outcome = endpoint::ask_unless(stream, &request, &mut || attempts.replaced(peer));
+        (Some(outcome), request, attempts)
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let (outcome, request, attempts) = through_host;
+    let outcome = match outcome {
+        Some(outcome) => outcome,
+        None => match open_directly(paths, true) {
+            Ok(ctx) => handlers::execute(&ctx, request).await,
+            Err(failure) => Err(failure),
+        },
+    };
+    Ok((outcome, attempts))
 }
 
 async fn plugins_action(paths: &Paths, action: PluginsAction) -> Result<String, Failure> {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::failure::Failure;
-use crate::protocol::{Outcome, Request, read_line, write_line};
+use crate::protocol::{Outcome, Request, read_line};
 
 /// How long a command waits for a host that holds the lock to answer on its
 /// socket (it may be starting) before saying it does not.
@@ -64,14 +64,8 @@ impl Paths {
 
     /// Opens the store. Its errors name the database once: the library's
     /// own messages already name the file or server when they are about it.
-    pub fn open_store(&self) -> Result<beehive::Store, String> {
-        beehive::Store::open(&self.db).map_err(|error| {
-            let message = error.to_string();
-            match message.contains(&self.shown) {
-                true => message,
-                false => format!("{}: {message}", self.shown),
-            }
-        })
+    pub fn open_store(&self) -> Result<beehive::Store, Failure> {
+        beehive::Store::open(&self.db).map_err(|error| Failure::about(&self.shown, error))
     }
 
     /// Whether the database is a PostgreSQL store.
@@ -214,13 +208,32 @@ pub fn remove_stale_socket(socket: &Path) {
 
 /// Sends `request` to the host and waits for its reply.
 pub fn ask(connection: UnixStream, request: &Request) -> Outcome {
+    ask_unless(connection, request, &mut || None)
+}
+
+/// [`ask`], giving up early when `replaced` (asked every
+/// [`REPLACED_CHECK`] until the host starts answering) says why the host
+/// no longer serves the store.
+pub fn ask_unless(
+    connection: UnixStream,
+    request: &Request,
+    replaced: &mut dyn FnMut() -> Option<String>,
+) -> Outcome {
     let mut reply = None;
-    stream(connection, request, |outcome| {
+    stream_unless(connection, request, replaced, |outcome| {
         reply = Some(outcome);
         false
     })?;
-    reply.unwrap_or_else(|| Err("the host closed the connection without replying".into()))
+    reply.unwrap_or_else(|| {
+        Err(Failure::unreachable(
+            "the host closed the connection without replying",
+        ))
+    })
 }
+
+/// How often a command waiting for a host's first answer asks whether the
+/// host was replaced.
+pub const REPLACED_CHECK: Duration = Duration::from_millis(200);
 
 /// Sends `request` to the host and hands each reply line to `each` until the
 /// host closes the connection or `each` returns false. The first reply must
@@ -229,6 +242,16 @@ pub fn ask(connection: UnixStream, request: &Request) -> Outcome {
 pub fn stream(
     stream: UnixStream,
     request: &Request,
+    each: impl FnMut(Outcome) -> bool,
+) -> Result<(), Failure> {
+    stream_unless(stream, request, &mut || None, each)
+}
+
+/// [`stream`], giving up early as [`ask_unless`] does.
+pub fn stream_unless(
+    stream: UnixStream,
+    request: &Request,
+    replaced: &mut dyn FnMut() -> Option<String>,
     mut each: impl FnMut(Outcome) -> bool,
 ) -> Result<(), Failure> {
     let patience = stream.read_timeout().ok().flatten();
@@ -236,10 +259,19 @@ pub fn stream(
         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
             Failure::timeout(no_answer(&stream, patience))
         }
-        _ => Failure::from(format!("lost the connection to the host: {e}")),
+        _ => Failure::unreachable(format!("lost the connection to the host: {e}")),
     };
-    let mut writer = stream.try_clone().map_err(lost)?;
-    write_line(&mut writer, request).map_err(lost)?;
+    let mut line = serde_json::to_vec(request).map_err(|e| e.to_string())?;
+    line.push(b'\n');
+    let started = Instant::now();
+    let mut waiting = Waiting {
+        stream: &stream,
+        patience,
+        started,
+        replaced,
+    };
+    waiting.send(&line).map_err(lost)??;
+    waiting.first_answer().map_err(lost)??;
     let mut reader = BufReader::new(stream.try_clone().map_err(lost)?);
     let mut first = true;
     loop {
@@ -258,6 +290,90 @@ pub fn stream(
     }
 }
 
+/// A request on its way to a host that may stop serving meanwhile: the
+/// request is written and the first answer awaited in slices of
+/// [`REPLACED_CHECK`], asking between slices whether the host was
+/// replaced (a paused host's socket still accepts, and its buffer takes a
+/// request, so only asking tells).
+struct Waiting<'a> {
+    stream: &'a UnixStream,
+    patience: Option<Duration>,
+    started: Instant,
+    replaced: &'a mut dyn FnMut() -> Option<String>,
+}
+
+impl Waiting<'_> {
+    /// Writes all of `line`; the outer error is the socket's.
+    fn send(&mut self, line: &[u8]) -> std::io::Result<Result<(), Failure>> {
+        let mut writer = self.stream;
+        writer.set_write_timeout(Some(REPLACED_CHECK))?;
+        let mut sent = 0;
+        while sent < line.len() {
+            match writer.write(&line[sent..]) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => sent += n,
+                Err(e) if is_timeout(&e) => {
+                    if let Err(failure) = self.still_waiting() {
+                        return Ok(Err(failure));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        writer.flush()?;
+        Ok(Ok(()))
+    }
+
+    /// Returns once the host has something to say (or hung up).
+    fn first_answer(&mut self) -> std::io::Result<Result<(), Failure>> {
+        use std::os::fd::AsRawFd;
+        loop {
+            let mut poll = libc::pollfd {
+                fd: self.stream.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let slice = REPLACED_CHECK.as_millis() as libc::c_int;
+            // SAFETY: one valid pollfd, living across the call.
+            let ready = unsafe { libc::poll(&mut poll, 1, slice) };
+            match ready {
+                0 => {
+                    if let Err(failure) = self.still_waiting() {
+                        return Ok(Err(failure));
+                    }
+                }
+                n if n > 0 => return Ok(Ok(())),
+                _ => {
+                    let error = std::io::Error::last_os_error();
+                    if error.kind() != std::io::ErrorKind::Interrupted {
+                        return Err(error);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Between slices: a failure once the patience is spent or the host
+    /// was replaced.
+    fn still_waiting(&mut self) -> Result<(), Failure> {
+        if self.patience.is_some_and(|p| self.started.elapsed() >= p) {
+            return Err(Failure::timeout(no_answer(self.stream, self.patience)));
+        }
+        match (self.replaced)() {
+            Some(why) => Err(Failure::unreachable(why)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn is_timeout(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
 /// Says which host kept a command waiting, and for how long.
 fn no_answer(stream: &UnixStream, patience: Option<Duration>) -> String {
     let socket = stream
@@ -274,7 +390,7 @@ fn no_answer(stream: &UnixStream, patience: Option<Duration>) -> String {
 }
 
 /// The process at the other end of a Unix socket, as the kernel knows it.
-fn peer_pid(stream: &UnixStream) -> Option<i32> {
+pub fn peer_pid(stream: &UnixStream) -> Option<i32> {
     use std::os::fd::AsRawFd;
     let mut credentials = libc::ucred {
         pid: 0,

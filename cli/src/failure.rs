@@ -19,7 +19,8 @@ pub enum Code {
     Conflict,
     /// A `wait` (or another bounded wait) ran out of time (exit 5).
     Timeout,
-    /// The command needs a running host and none answers (exit 6).
+    /// Nothing answers: the command needs a running host and none does, or
+    /// the database is out of reach (exit 6).
     Unreachable,
     /// A spec breaks its kind's schema or its plugin's rules; nothing was
     /// written (exit 7).
@@ -86,6 +87,8 @@ impl From<beehive::Error> for Failure {
             | E::DeletionPending { .. }
             | E::DependencyCycle { .. }
             | E::StoreInUse(_) => Code::Conflict,
+            // Nothing took the call, and it may succeed elsewhere or later.
+            E::Unavailable { .. } | E::LeaseLost(_) => Code::Unreachable,
             E::Invalid { .. } | E::ValidatorFailed { .. } | E::SpecVersionTooNew { .. } => {
                 Code::Invalid
             }

@@ -47,7 +47,8 @@ pub(crate) struct Cli {
 
     /// How long a command waits for a running host's answer (a watch: for
     /// its first), e.g. `30s`, `2m`; `0` waits for ever. `wait` adds its
-    /// own --timeout.
+    /// own --timeout. On PostgreSQL, a command safe to repeat is sent again
+    /// within it when its host is replaced or the database restarts.
     #[arg(long, global = true, value_name = "DURATION", default_value = "30s", value_parser = parse_request_timeout)]
     pub(crate) request_timeout: Duration,
 

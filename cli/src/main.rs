@@ -9,6 +9,7 @@
 mod commands;
 mod endpoint;
 mod explain;
+mod failover;
 mod failure;
 mod flags;
 mod flow_depth;

@@ -5,7 +5,7 @@
 //! and the same replies, so they cannot drift apart. On the socket each is
 //! one line of JSON.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 
 use beehive::object::{ObjectDocument, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::manifest::Manifest;
 
 /// One command's request.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum Request {
     Apply {
@@ -332,14 +332,6 @@ pub struct HttpLimitsView {
 pub struct PluginFailure {
     pub file: String,
     pub error: String,
-}
-
-/// Writes `value` as one line of JSON.
-pub fn write_line(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(value)?;
-    line.push(b'\n');
-    out.write_all(&line)?;
-    out.flush()
 }
 
 /// Reads one line of JSON.

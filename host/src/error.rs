@@ -230,6 +230,12 @@ pub enum Error {
     #[error("commit failed: {0}")]
     CommitFailed(String),
 
+    /// This host's tenure on a PostgreSQL store ended (its lease expired or
+    /// was taken over), so the database refused its commit: nothing was
+    /// written, and the lease's new holder takes the same call.
+    #[error("commit failed: {0}")]
+    LeaseLost(String),
+
     /// A controller's own failure, made with [`Error::msg`]; nothing in
     /// Beehive returns it.
     #[error("{0}")]
@@ -247,6 +253,20 @@ pub enum Error {
         /// Which database: `sqlite` or `postgres`.
         backend: &'static str,
         /// What it said.
+        message: String,
+    },
+
+    /// The database could not be reached, or went away during the call: a
+    /// restart, a cut network, a connection ended from the server's side.
+    /// The same call made again once the database answers may succeed. A
+    /// write whose connection was lost at its COMMIT may or may not have
+    /// committed: a create-or-update is safe to repeat; a create or a
+    /// delete repeated may meet its own earlier effect.
+    #[error("{backend}: {message}")]
+    Unavailable {
+        /// Which database: `postgres` (SQLite's file is always there).
+        backend: &'static str,
+        /// What went wrong, as the connection saw it.
         message: String,
     },
 
@@ -308,6 +328,12 @@ impl Error {
             Error::NoTransaction => C::NoTransaction,
             _ => C::Other(message),
         }
+    }
+
+    /// Whether the database was out of reach ([`Error::Unavailable`]): the
+    /// same call may succeed once it answers again.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Unavailable { .. })
     }
 
     pub(crate) fn not_found(what: impl Into<String>) -> Self {

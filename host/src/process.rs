@@ -4,8 +4,17 @@
 /// `HOSTNAME:PID`: unique among live processes of a store's hosts, and
 /// says where to look.
 pub(crate) fn identity() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+    identity_of(std::process::id())
+}
+
+/// What process `pid` of this machine is called by [`identity`].
+pub(crate) fn identity_of(pid: u32) -> String {
+    format!("{}:{pid}", machine())
+}
+
+/// This machine's name, as the kernel has it.
+pub(crate) fn machine() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|name| name.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into());
-    format!("{host}:{}", std::process::id())
+        .unwrap_or_else(|_| "localhost".into())
 }

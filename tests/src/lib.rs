@@ -5,15 +5,19 @@
 //! benchmarks in `tests/benches/` share.
 
 pub mod bench;
+mod cut;
 mod http_server;
 mod library;
+mod load;
 mod postgres;
 
+pub use cut::PostgresProxy;
 pub use http_server::TestServer;
 pub use library::{
     PassCounter, create_finalized, delete_and_wait_gone, metric, rise_over_three_sweeps,
     run_after_restart, run_then_crash, scalar, serve, serve_with, spec, store, update,
 };
+pub use load::{ApplyLoad, Told, active_host_pid};
 pub use postgres::TestPostgres;
 
 use std::path::{Path, PathBuf};
@@ -500,6 +504,11 @@ impl HostProcess {
     /// What it logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// How many times it went back to standing by, on a PostgreSQL store.
+    pub fn stand_bys(&self) -> usize {
+        self.log().matches("back to standing by").count()
     }
 
     /// Sends SIGTERM and waits for a graceful exit.

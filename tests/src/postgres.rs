@@ -242,6 +242,16 @@ impl TestPostgres {
         &self.url
     }
 
+    /// The port it is known by (on its Unix socket too).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Its Unix socket.
+    pub fn socket_path(&self) -> PathBuf {
+        self.dir.path().join(format!(".s.PGSQL.{}", self.port))
+    }
+
     fn command(&self, program: &str) -> Command {
         let binary = self.bindir.join(program);
         if self.as_nobody {

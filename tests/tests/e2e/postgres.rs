@@ -182,8 +182,12 @@ fn a_store_whose_lease_lapsed_cannot_write() {
     });
     assert!(taken.unwrap() > tenure, "a takeover increments the token");
 
-    let refused = create(&old, "after").unwrap_err().to_string();
-    assert_mentions(&refused, &["lease lost"]);
+    let refused = create(&old, "after").unwrap_err();
+    assert!(
+        matches!(refused, beehive::Error::LeaseLost(_)),
+        "a fenced-out commit is told apart: {refused:?}"
+    );
+    assert_mentions(&refused.to_string(), &["lease lost"]);
     assert!(
         !old.renew_lease("old", tenure, period).unwrap(),
         "it must step down"

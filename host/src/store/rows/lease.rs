@@ -17,6 +17,21 @@ pub struct LeaseHolder {
     pub live: bool,
 }
 
+impl LeaseHolder {
+    /// Whether the holder is process `pid` of this machine, as `beehive
+    /// run` names itself (`HOSTNAME:PID`).
+    pub fn is_process(&self, pid: u32) -> bool {
+        self.holder == crate::process::identity_of(pid)
+    }
+
+    /// Whether the holder runs on this machine.
+    pub fn is_on_this_machine(&self) -> bool {
+        self.holder
+            .rsplit_once(':')
+            .is_some_and(|(machine, _)| machine == crate::process::machine())
+    }
+}
+
 fn millis(period: Duration) -> i64 {
     i64::try_from(period.as_millis()).unwrap_or(i64::MAX)
 }

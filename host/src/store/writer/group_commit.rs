@@ -42,13 +42,47 @@ const MAX_BATCH: usize = 64;
 /// one yield gathered about five of eight callers, four nearly all.
 const MAX_GATHER_YIELDS: usize = 4;
 
+/// Why a batch did not commit, as each of its callers is told.
+#[derive(Debug)]
+enum BatchFailure {
+    /// The database refused the transaction.
+    Refused(String),
+    /// The database was out of reach: the same write may succeed later.
+    Unavailable(String),
+    /// The fence check refused the commit of a host whose lease ended.
+    LeaseLost(String),
+}
+
+impl BatchFailure {
+    fn error(&self) -> Error {
+        match self {
+            BatchFailure::Refused(message) => Error::CommitFailed(message.clone()),
+            BatchFailure::Unavailable(message) => Error::Unavailable {
+                backend: "postgres",
+                message: message.clone(),
+            },
+            BatchFailure::LeaseLost(message) => Error::LeaseLost(message.clone()),
+        }
+    }
+}
+
+impl From<&Error> for BatchFailure {
+    fn from(error: &Error) -> BatchFailure {
+        match error {
+            Error::Unavailable { message, .. } => BatchFailure::Unavailable(message.clone()),
+            Error::LeaseLost(message) => BatchFailure::LeaseLost(message.clone()),
+            other => BatchFailure::Refused(other.to_string()),
+        }
+    }
+}
+
 /// A queued write, with its answer slot erased to a common shape.
 trait Job: Send {
     /// Runs the job inside its savepoint; `false` means it failed and its
     /// savepoint must be rolled back.
     fn run(&mut self, tx: &mut WriteTx<'_>) -> bool;
     /// Answers the caller once the batch's fate is known.
-    fn finish(self: Box<Self>, commit: &Result<(), String>);
+    fn finish(self: Box<Self>, commit: &Result<(), BatchFailure>);
     /// Makes the job's caller the next leader.
     fn grant_lead(&self);
     /// Identifies the job's slot, so a caller that gives up can find its job.
@@ -70,7 +104,7 @@ impl Job for LeaseJob {
         false
     }
 
-    fn finish(self: Box<Self>, _commit: &Result<(), String>) {}
+    fn finish(self: Box<Self>, _commit: &Result<(), BatchFailure>) {}
 
     fn grant_lead(&self) {
         self.slot.set(SlotState::Lead);
@@ -123,11 +157,10 @@ where
         ok
     }
 
-    fn finish(self: Box<Self>, commit: &Result<(), String>) {
+    fn finish(self: Box<Self>, commit: &Result<(), BatchFailure>) {
         let outcome = match (self.outcome, commit) {
-            (Some(Ok(_)), Err(message)) => Err(Error::CommitFailed(message.clone())),
+            (Some(Ok(_)) | None, Err(failure)) => Err(failure.error()),
             (Some(outcome), _) => outcome,
-            (None, Err(message)) => Err(Error::CommitFailed(message.clone())),
             (None, Ok(())) => Err(Error::Internal("a write job never ran".into())),
         };
         let outcome = match self.verdicts.into_iter().find_map(Verdict::failure) {
@@ -514,12 +547,12 @@ impl Writer {
 
     /// Runs `batch` in one transaction; its outcome, and the hooks to run
     /// (none if it failed).
-    fn commit_batch(&self, batch: &mut Vec<Box<dyn Job>>) -> (Result<(), String>, Vec<Hook>) {
+    fn commit_batch(&self, batch: &mut Vec<Box<dyn Job>>) -> (Result<(), BatchFailure>, Vec<Hook>) {
         let started = std::time::Instant::now();
         let mut writer = lock(&self.conn);
         let writer = &mut *writer;
         if let Err(error) = writer.heal() {
-            return (Err(error.to_string()), Vec::new());
+            return (Err(BatchFailure::from(&error)), Vec::new());
         }
         writer.batches += 1;
         let mut tx = WriteTx {
@@ -544,7 +577,7 @@ impl Writer {
                 writer.opened = next;
                 Ok(())
             }
-            Err(error) => Err(error.to_string()),
+            Err(error) => Err(BatchFailure::from(&error)),
         };
         let log_grew = tx.sequences.resource_version > begun.resource_version;
         let (sequences, mut hooks, pushes) = (tx.sequences, tx.hooks, tx.pushes);
@@ -562,10 +595,11 @@ impl Writer {
             Err(why) if !writer.conn.is_alive() => {
                 // The COMMIT may have reached the server before the
                 // connection went: say so, and never retry it.
-                let unknown = format!(
+                let unknown = BatchFailure::Unavailable(format!(
                     "the connection to the database was lost during this write, \
-                     which may or may not have committed (read it back to know): {why}"
-                );
+                     which may or may not have committed (read it back to know): {}",
+                    why.error()
+                ));
                 return (Err(unknown), Vec::new());
             }
             Err(_) => {

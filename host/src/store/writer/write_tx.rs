@@ -266,7 +266,7 @@ impl WriterConn {
     /// transaction open on it forgotten), at most every [`REOPEN_BACKOFF`].
     ///
     /// # Errors
-    /// [`Error::Database`] while the server cannot be reached.
+    /// [`Error::Unavailable`] while the server cannot be reached.
     pub(crate) fn heal(&mut self) -> crate::Result<()> {
         let Some(reopen) = &mut self.reopen else {
             return Ok(());
@@ -307,7 +307,7 @@ impl WriterConn {
 }
 
 fn lost(why: &str) -> Error {
-    Error::Database {
+    Error::Unavailable {
         backend: "postgres",
         message: format!("the writer's connection is lost and cannot be reopened yet: {why}"),
     }

@@ -117,7 +117,7 @@ impl Target {
                 Err(error) => last = Some(error),
             }
         }
-        Err(Error::Database {
+        Err(Error::Unavailable {
             backend: "postgres",
             message: format!(
                 "{}: cannot connect: {}",
@@ -645,13 +645,14 @@ fn numbered(sql: &str) -> String {
 fn lost_lease(error: Error) -> Error {
     match error {
         Error::Database { message, .. } if message.starts_with(commit::LOST) => {
-            Error::CommitFailed(message)
+            Error::LeaseLost(message)
         }
         other => other,
     }
 }
 
 fn postgres_error(error: tokio_postgres::Error) -> Error {
+    let unavailable = out_of_reach(&error);
     let message = match error.as_db_error() {
         Some(db) => match db.detail() {
             Some(detail) => format!("{} ({}): {detail}", db.message(), db.code().code()),
@@ -669,16 +670,50 @@ fn postgres_error(error: tokio_postgres::Error) -> Error {
             message
         }
     };
-    Error::Database {
-        backend: "postgres",
-        message,
+    match unavailable {
+        true => Error::Unavailable {
+            backend: "postgres",
+            message,
+        },
+        false => Error::Database {
+            backend: "postgres",
+            message,
+        },
     }
 }
 
+/// Whether `error` says the server is out of reach rather than that it
+/// refused the statement: the connection closed or failed below the
+/// protocol, or the server said it is shutting down, starting up or cut
+/// the connection (SQLSTATE class 08, and 57P01–57P03).
+fn out_of_reach(error: &tokio_postgres::Error) -> bool {
+    match error.as_db_error() {
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+        }
+        None => error.is_closed() || caused_by_io(error),
+    }
+}
+
+/// Whether an I/O error is among `error`'s causes: the socket failed.
+fn caused_by_io(error: &tokio_postgres::Error) -> bool {
+    let mut cause = std::error::Error::source(error);
+    while let Some(current) = cause {
+        if current.is::<std::io::Error>() {
+            return true;
+        }
+        cause = current.source();
+    }
+    false
+}
+
+/// A driver's failure: every one of them means the server did not answer
+/// (or the connection failed), except an error the server sent.
 fn drive_error(error: DriveError) -> Error {
     match error {
         DriveError::Connection(error) => postgres_error(error),
-        other => Error::Database {
+        other => Error::Unavailable {
             backend: "postgres",
             message: other.to_string(),
         },

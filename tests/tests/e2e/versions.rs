@@ -150,6 +150,16 @@ fn a_manifests_directory_of_version_0_files_stays_settled_across_the_upgrade() {
     wait_until("release 3 has greeted ada", || {
         greeting(&workspace, "ada")["status"]["release"] == 3
     });
+    // What get prints (the spec as stored, at version 0) applies back as
+    // unchanged: converted, it is what is stored.
+    let generation = greeting(&workspace, "ada")["generation"].clone();
+    let printed = workspace.ok(&["get", "Greeting", "ada", "-o", "yaml"]);
+    assert_eq!(
+        workspace.apply("printed.yaml", &printed),
+        "Greeting.example.dev/ada unchanged\n",
+        "{printed}"
+    );
+    assert_eq!(greeting(&workspace, "ada")["generation"], generation);
     // The file changes after the upgrade: its version-0 specs are
     // converted, not stored as version 1 and quarantined.
     workspace.write(

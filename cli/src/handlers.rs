@@ -481,6 +481,9 @@ async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outc
         .map_err(error)?;
     let mut results = Vec::new();
     let mut warnings = Warnings::default();
+    if ctx.host.is_none() {
+        warnings.lines.extend(unchecked_by_plugins(ctx, &kinds)?);
+    }
     for (manifest, group_kind) in manifests.iter().zip(kinds) {
         let client = tx.client(group_kind.clone());
         let label = format!("{group_kind}/{}", manifest.name.escape_debug());
@@ -594,6 +597,25 @@ fn set_at_creation_only(
 struct Warnings {
     lines: Vec<String>,
     unversioned: std::collections::BTreeSet<String>,
+}
+
+/// A warning for each of `kinds` whose plugin checks specs with its own
+/// `validate`: with no host running, only the schema recorded with the
+/// kind's registration is checked, and a write that check would refuse is
+/// written all the same.
+fn unchecked_by_plugins(ctx: &Context, kinds: &[GroupKind]) -> Result<Vec<String>, Failure> {
+    let registrations = ctx.store.registrations().map_err(error)?;
+    Ok(registrations
+        .into_iter()
+        .filter(|r| r.validates && kinds.contains(&r.group_kind))
+        .map(|r| {
+            format!(
+                "{}: no host is running, so its plugin's own checks (`validate`) did not run, \
+                 only its schema: start `beehive run` to have every check",
+                r.group_kind
+            )
+        })
+        .collect())
 }
 
 /// The manifest's spec as the kind's plugin reads it now: converted from

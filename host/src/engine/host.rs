@@ -171,6 +171,7 @@ impl Host {
             registered_at: Timestamp::now(),
             spec_schema: options.schemas.spec.clone(),
             status_schema: options.schemas.status.clone(),
+            validates: options.validator.is_some(),
         };
         self.shared
             .store

@@ -89,6 +89,23 @@ fn apply_refuses_specs_that_break_the_schema_and_writes_nothing() {
         names(&workspace, "Greeting"),
         "Greeting.example.dev/good\nGreeting.example.dev/later\n"
     );
+    // The plugin's own check cannot run, and the write says so.
+    workspace.write("db.yaml", "kind: Service\nname: db\nspec: {port: 5432}\n");
+    let unchecked = workspace.run(&["apply", "-f", "db.yaml"]);
+    assert!(unchecked.status.success(), "{unchecked:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&unchecked.stderr),
+        &[
+            "warning: Service.example.dev: no host is running",
+            "`validate`",
+            "beehive run",
+        ],
+    );
+    let later = workspace.run(&["apply", "-f", "later.yaml"]);
+    assert!(
+        !String::from_utf8_lossy(&later.stderr).contains("validate"),
+        "a kind without a validate export warns of nothing: {later:?}"
+    );
 }
 
 #[test]

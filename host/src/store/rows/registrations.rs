@@ -27,6 +27,9 @@ pub struct RegisteredKind {
     pub spec_schema: Option<String>,
     /// The JSON Schema of the status its controller declares, if any.
     pub status_schema: Option<String>,
+    /// Whether its controller checks specs with code of its own (a plugin's
+    /// `validate`), which only a host serving it can run.
+    pub validates: bool,
 }
 
 /// Records `registration`, replacing an earlier one of the same kind.
@@ -36,13 +39,13 @@ pub(crate) fn upsert(conn: Conn<'_>, registration: &RegisteredKind) -> Result<()
     conn.execute_later(
         "INSERT INTO registrations \
          (grp, kind, finalizers, spec_version, status_version, source, content_hash, registered_at, \
-          spec_schema, status_schema) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+          spec_schema, status_schema, validates) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
          ON CONFLICT (grp, kind) DO UPDATE SET finalizers = excluded.finalizers, \
             spec_version = excluded.spec_version, status_version = excluded.status_version, \
             source = excluded.source, content_hash = excluded.content_hash, \
             registered_at = excluded.registered_at, spec_schema = excluded.spec_schema, \
-            status_schema = excluded.status_schema",
+            status_schema = excluded.status_schema, validates = excluded.validates",
         params![
             &registration.group_kind.group,
             &registration.group_kind.kind,
@@ -54,6 +57,7 @@ pub(crate) fn upsert(conn: Conn<'_>, registration: &RegisteredKind) -> Result<()
             registration.registered_at.as_millis(),
             registration.spec_schema.as_deref(),
             registration.status_schema.as_deref(),
+            i64::from(registration.validates),
         ],
     )?;
     Ok(())
@@ -111,7 +115,7 @@ pub(crate) fn is_registered(conn: Conn<'_>, gk: &GroupKind) -> Result<bool> {
 pub(crate) fn list(conn: Conn<'_>) -> Result<Vec<RegisteredKind>> {
     conn.query_all(
         "SELECT grp, kind, finalizers, spec_version, status_version, source, content_hash, \
-                registered_at, spec_schema, status_schema \
+                registered_at, spec_schema, status_schema, validates \
          FROM registrations ORDER BY grp, kind",
         params![],
         |row| {
@@ -126,6 +130,7 @@ pub(crate) fn list(conn: Conn<'_>) -> Result<Vec<RegisteredKind>> {
                 registered_at: Timestamp::from_millis(row.get(7)?),
                 spec_schema: row.get(8)?,
                 status_schema: row.get(9)?,
+                validates: row.get::<i64>(10)? != 0,
             })
         },
     )

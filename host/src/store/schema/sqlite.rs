@@ -17,7 +17,15 @@ const MIGRATIONS: &[&str] = &[
     MIGRATION_5,
     MIGRATION_6,
     MIGRATION_7,
+    MIGRATION_8,
 ];
+
+/// Whether a kind's controller checks specs with code of its own (a
+/// plugin's `validate` export, a native `SpecValidator`): a process with no
+/// host cannot run that check, and says so when it writes the kind.
+const MIGRATION_8: &str = r#"
+ALTER TABLE registrations ADD COLUMN validates INTEGER NOT NULL DEFAULT 0;
+"#;
 
 /// Constant-list checks written as comparisons: SQLite evaluates a CHECK's
 /// `x IN (...)` by building a temporary b-tree of the list on every insert,

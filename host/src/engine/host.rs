@@ -62,6 +62,9 @@ pub(super) struct Shared {
     lifecycle: Mutex<Lifecycle>,
     /// Rung by every commit that grew the write log: the waker's only trigger.
     commits: Notify,
+    /// Rung by a commit that touched an object of a kind with no controller:
+    /// the sweeper collects such deletions at once, not at its next round.
+    controllerless: Arc<Notify>,
     /// Cancelled when the host stops: ends the watches of its clients.
     stopped: CancellationToken,
     /// The write-log position the dependency waker has acted on.
@@ -93,6 +96,7 @@ impl Host {
             kinds: RwLock::new(HashMap::new()),
             lifecycle: Mutex::new(Lifecycle::New),
             commits: Notify::new(),
+            controllerless: Arc::new(Notify::new()),
             stopped: CancellationToken::new(),
             waker_seen: std::sync::atomic::AtomicI64::new(0),
         });
@@ -384,7 +388,8 @@ impl Host {
         let sweeper_cancel = cancel.clone();
         tracker.spawn(async move {
             let (store, kinds, options) = (&shared.store, &shared.kinds, &shared.options);
-            sweeper::sweep_loop(store, kinds, options, &sweeper_cancel).await
+            let wakes = &shared.controllerless;
+            sweeper::sweep_loop(store, kinds, options, wakes, &sweeper_cancel).await
         });
         *lifecycle = Lifecycle::Running(Running {
             cancel,
@@ -479,13 +484,18 @@ fn commit_listener(shared: Weak<Shared>) -> CommitListener {
             for kind in read(&shared.kinds).values() {
                 kind.scan_owed_now();
             }
+            // Another process's commit pushes nothing here: it may have
+            // deleted a controller-less object all the same.
+            shared.controllerless.notify_one();
         }
         let pushes = committed
             .pushes
             .into_iter()
             .map(|push| (push.id, push.group_kind))
             .collect();
-        shared.wake(pushes, Wake::Immediate);
+        if kind::wake(&shared.kinds, pushes, Wake::Immediate) {
+            shared.controllerless.notify_one();
+        }
     })
 }
 

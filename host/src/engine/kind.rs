@@ -45,18 +45,24 @@ pub(crate) type Kinds = RwLock<HashMap<GroupKind, Arc<Kind>>>;
 /// a write to a dependency), which a full queue may drop for its owed scan.
 /// Objects of one kind that come one after another share one visit to its
 /// queue: a thousand dependents of one target take its lock once.
-pub(crate) fn wake(kinds: &Kinds, objects: Vec<(ObjectId, GroupKind)>, wake: Wake) {
+///
+/// Returns whether some of them are of a kind with no controller: only the
+/// garbage collector acts on those (a deletion it may now finish).
+pub(crate) fn wake(kinds: &Kinds, objects: Vec<(ObjectId, GroupKind)>, wake: Wake) -> bool {
     let kinds = read(kinds);
     let mut objects = objects.into_iter().peekable();
+    let mut controllerless = false;
     while let Some((id, group_kind)) = objects.next() {
         let mut run = vec![id];
         while let Some((next, _)) = objects.next_if(|(_, next_kind)| *next_kind == group_kind) {
             run.push(next);
         }
-        if let Some(kind) = kinds.get(&group_kind) {
-            kind.queue.wake_owed(run, wake);
+        match kinds.get(&group_kind) {
+            Some(kind) => kind.queue.wake_owed(run, wake),
+            None => controllerless = true,
         }
     }
+    controllerless
 }
 
 /// A registered kind.

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::grid;
@@ -28,7 +29,9 @@ pub(super) async fn stale_loop(
 ) {
     let mut gate = QuietGate::new();
     loop {
-        let wake = |dependents, wake| kind::wake(kinds, dependents, wake);
+        let wake = |dependents, wake| {
+            kind::wake(kinds, dependents, wake);
+        };
         if let Err(error) = waker::stale_dependents(store, &mut gate, wake) {
             tracing::warn!(%error, "the stale-dependents pass failed");
         }
@@ -42,10 +45,13 @@ pub(super) async fn stale_loop(
 /// The garbage-collection sweeper: every deletion-pending object of a
 /// registered kind is queued (a backstop under the pushes); those of kinds
 /// with no controller are collected here. Then retention and free pages.
+/// Between rounds, `controllerless` (rung by a commit touching a kind with
+/// no controller) has such deletions collected at once.
 pub(super) async fn sweep_loop(
     store: &Store,
     kinds: &Kinds,
     options: &HostOptions,
+    controllerless: &Notify,
     cancel: &CancellationToken,
 ) {
     let mut gate = QuietGate::new();
@@ -64,16 +70,25 @@ pub(super) async fn sweep_loop(
             Ok(()) => store.metrics().gc_swept(),
             Err(error) => tracing::warn!(%error, "garbage-collection sweep failed"),
         }
-        tokio::select! {
-            _ = cancel.cancelled() => break,
-            _ = grid::sleep(options.gc_interval) => {}
+        let next_round = grid::sleep(options.gc_interval);
+        tokio::pin!(next_round);
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = &mut next_round => break,
+                _ = controllerless.notified() => {
+                    if let Err(error) = collect_controllerless(store, kinds).await {
+                        tracing::warn!(%error, "garbage collection failed");
+                    }
+                }
+            }
         }
     }
 }
 
-/// One sweep; returns whether it found objects being deleted (those of
-/// registered kinds are still there after it, waiting for their passes).
-async fn sweep(store: &Store, kinds: &Kinds, options: &HostOptions) -> Result<bool> {
+/// Collects the deletion-pending objects of kinds with no controller;
+/// whether any object at all is being deleted.
+async fn collect_controllerless(store: &Store, kinds: &Kinds) -> Result<bool> {
     let deleting = store.read(|r| r.deleting())?;
     let found_work = !deleting.is_empty();
     let mut client_only = Vec::new();
@@ -96,6 +111,13 @@ async fn sweep(store: &Store, kinds: &Kinds, options: &HostOptions) -> Result<bo
             })
             .await?;
     }
+    Ok(found_work)
+}
+
+/// One sweep; returns whether it found objects being deleted (those of
+/// registered kinds are still there after it, waiting for their passes).
+async fn sweep(store: &Store, kinds: &Kinds, options: &HostOptions) -> Result<bool> {
+    let found_work = collect_controllerless(store, kinds).await?;
     store
         .apply_retention(Retention {
             write_log_max_age_ms: options.write_log_max_age.as_millis() as i64,

@@ -187,6 +187,26 @@ fn commands_work_without_a_host() {
 }
 
 #[test]
+fn a_host_collects_a_deleted_record_of_a_kind_no_plugin_serves_at_once() {
+    let workspace = Workspace::new();
+    // The sweep's round is 30 s by default; the deletion must not wait for it.
+    let host = workspace.start_host(&[]);
+    workspace.write("note.yaml", "kind: Note.scratch.dev\nname: a\nspec: {}\n");
+    workspace.ok(&["apply", "-f", "note.yaml", "--new-kind"]);
+    let deleted = std::time::Instant::now();
+    workspace.ok(&["delete", "Note", "a"]);
+    wait_until("the record is collected", || {
+        workspace.run(&["get", "Note", "a"]).status.code() == Some(3)
+    });
+    let took = deleted.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "collected after {took:?}: by the sweep's round, not at once"
+    );
+    host.terminate();
+}
+
+#[test]
 fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
     let workspace = Workspace::new();
     assert_mentions(&workspace.fails(&["get", "Greeting"]), &["no database at"]);

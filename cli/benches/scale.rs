@@ -18,8 +18,12 @@
 //!   CPU, per minute (what a wake costs differs between machines by orders
 //!   of magnitude; how many there are does not);
 //! - `scale.rss_mib@N`: the settled host's resident memory;
-//! - `scale.peak_rss_mib@N`: the most it was resident at any moment since
-//!   it started, converging included (`VmHWM`);
+//! - `scale.serve_peak_rss_mib@N`: the most it was resident at any moment
+//!   since it started, converging included (`VmHWM`);
+//! - `scale.peak_rss_mib@N`: the most a host was resident (`VmHWM`) while
+//!   N objects were applied through it into a fresh store, 20,000 an
+//!   `apply`, and until they converged; and `scale.apply_host_per_s@N`,
+//!   objects per second of that apply;
 //! - `scale.restart_to_socket_ms@N`: a restart of the settled host, until
 //!   its socket accepts;
 //! - `scale.restart_first_pass_ms@N`: the same restart, until an object
@@ -111,7 +115,7 @@ fn median(mut samples: Vec<f64>) -> f64 {
 }
 
 /// The figures this benchmark prints, without their sizes.
-const FIGURES: [&str; 13] = [
+const FIGURES: [&str; 15] = [
     "scale.load_avg_1m",
     "scale.apply_per_s",
     "scale.converge_s",
@@ -119,7 +123,9 @@ const FIGURES: [&str; 13] = [
     "scale.idle_cpu_ms_per_min",
     "scale.idle_wakes_per_min",
     "scale.rss_mib",
+    "scale.serve_peak_rss_mib",
     "scale.peak_rss_mib",
+    "scale.apply_host_per_s",
     "scale.restart_to_socket_ms",
     "scale.restart_first_pass_ms",
     "scale.get_one_ms",
@@ -315,11 +321,57 @@ fn serve_and_settle(db: &Path, plugins: &Path, size: usize, added: usize) {
         "MiB",
     );
     figure(
+        &format!("scale.serve_peak_rss_mib@{size}"),
+        status_mib(host.child.id(), "VmHWM"),
+        "MiB",
+    );
+    host.stop();
+}
+
+/// Applies `size` objects through a host serving a fresh store in
+/// `scratch`, until they converge. The store `compiled` beside it lends its
+/// compiled plugin (and the key that seals it), as a restart finds it: the
+/// figure is the apply's, not a compile's.
+fn apply_through_host(scratch: &Path, compiled: &Path, plugins: &Path, size: usize) {
+    let dir = scratch.join(format!("through-host-{size}"));
+    std::fs::create_dir_all(&dir).expect("a directory for the store");
+    let db = dir.join("scale.db");
+    let beside = |db: &Path, suffix: &str| db.with_extension(format!("db{suffix}"));
+    let cache = beside(&db, ".plugin-cache");
+    std::fs::create_dir_all(&cache).expect("a plugin cache");
+    for artifact in std::fs::read_dir(beside(compiled, ".plugin-cache")).expect("the cache") {
+        let artifact = artifact.expect("a cache entry").path();
+        std::fs::copy(&artifact, cache.join(artifact.file_name().expect("a name")))
+            .expect("the artifact is copied");
+    }
+    std::fs::copy(
+        beside(compiled, ".plugin-cache.key"),
+        beside(&db, ".plugin-cache.key"),
+    )
+    .expect("the key is copied");
+    let mut host = HostProcess::start(&db, plugins);
+    host.socket_ms(&db);
+    beehive(&db, &["plugins", "--wait"], b"");
+    let started = Instant::now();
+    for from in (0..size).step_by(BATCH) {
+        let to = (from + BATCH).min(size);
+        beehive(&db, &["apply", "-f", "-"], &manifests(BIG, from, to));
+    }
+    figure(
+        &format!("scale.apply_host_per_s@{size}"),
+        size as f64 / started.elapsed().as_secs_f64(),
+        "obj/s",
+    );
+    wait_until("every object settled", Duration::from_millis(200), || {
+        outstanding(&db) == 0
+    });
+    figure(
         &format!("scale.peak_rss_mib@{size}"),
         status_mib(host.child.id(), "VmHWM"),
         "MiB",
     );
     host.stop();
+    std::fs::remove_dir_all(&dir).expect("the store is removed");
 }
 
 /// Restarts the settled host: until the socket accepts, then until an
@@ -402,5 +454,6 @@ fn main() {
             bytes as f64 / f64::from(1 << 20),
             "MiB",
         );
+        apply_through_host(dir.path(), &db, &plugins, size);
     }
 }

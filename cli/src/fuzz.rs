@@ -56,11 +56,11 @@ fn mutated(base: &'static str) -> impl Strategy<Value = String> {
 const MANIFEST: &str = "kind: Greeting.example.dev\nname: ada\nspec:\n  name: Ada\n  tags: [a, 'b', \"c\"]\n  nested: {x: [1, {y: 2}]}\nowner: GreetingSet/team\nfinalizers: [example.dev/f]\n---\n- {kind: Note, name: n, spec: {}}\n";
 
 const REQUESTS: &[&str] = &[
-    r#"{"op":"apply","objects":[{"kind":"Note","name":"a","spec":{"x":[1,{"y":"z"}]}}],"new_kinds":true}"#,
-    r#"{"op":"get","kind":"Note","name":null}"#,
-    r#"{"op":"wait","kind":"Note","name":"a","until":{"condition":{"type":"Ready","status":"True"}},"timeout_ms":5}"#,
-    r#"{"op":"logs","kind":"Note","name":"a","follow":true}"#,
-    r#"{"op":"remove-finalizer","kind":"Note","name":"a","finalizer":"x/y"}"#,
+    r#"{"op":"apply","args":{"objects":[{"kind":"Note","name":"a","spec":{"x":[1,{"y":"z"}]}}],"new_kinds":true}}"#,
+    r#"{"op":"get","args":{"kind":"Note","name":null}}"#,
+    r#"{"op":"wait","args":{"kind":"Note","name":"a","until":{"condition":{"type":"Ready","status":"True"}},"timeout_ms":5}}"#,
+    r#"{"op":"logs","args":{"kind":"Note","name":"a","follow":true}}"#,
+    r#"{"op":"remove-finalizer","args":{"kind":"Note","name":"a","finalizer":"x/y"}}"#,
 ];
 
 /// A JSON value of bounded depth and size whose strings are tricky.

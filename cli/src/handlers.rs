@@ -689,8 +689,19 @@ fn get(ctx: &Context, kind: &str, name: Option<&str>, spec_version: Option<i64>)
         None => client.list_with(with_owner).map_err(error)?,
     };
     let mut owners = OwnerNames::new(&ctx.store);
+    let failed_at = |o: &RawObject| {
+        let host = ctx.host.as_ref()?;
+        let at = host.last_failed_pass(&o.meta.group_kind, o.meta.id)?;
+        Some(beehive::object::Timestamp::from(at))
+    };
     Ok(Reply::Objects {
-        objects: objects.iter().map(|o| owners.view(o)).collect(),
+        objects: objects
+            .iter()
+            .map(|o| crate::protocol::ObjectView {
+                last_pass_failed_at: failed_at(o),
+                ..owners.view(o)
+            })
+            .collect(),
     })
 }
 

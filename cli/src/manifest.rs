@@ -179,7 +179,7 @@ fn io_reason(error: &std::io::Error) -> String {
 
 /// Parses one file's text: JSON if `json`, else YAML (which reads JSON too).
 /// What `get -o json|yaml` prints that a manifest cannot set.
-const READ_ONLY_FIELDS: [&str; 11] = [
+const READ_ONLY_FIELDS: [&str; 12] = [
     "id",
     "generation",
     "observedGeneration",
@@ -191,6 +191,7 @@ const READ_ONLY_FIELDS: [&str; 11] = [
     "updatedAt",
     "status",
     "statusVersion",
+    "lastPassFailedAt",
 ];
 
 pub(crate) fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest>, String> {

@@ -36,6 +36,7 @@ impl OwnerNames {
         ObjectView {
             document: ObjectDocument::from(object),
             owner: owner.map(|owner| self.name(&owner)),
+            last_pass_failed_at: None,
         }
     }
 

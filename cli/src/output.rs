@@ -104,7 +104,13 @@ fn table(objects: &[ObjectView], wide: bool) -> String {
     }
     columns(
         &table_header(wide),
-        objects.iter().map(|o| table_row(&o.document, wide)),
+        objects.iter().map(|o| {
+            let mut row = table_row(&o.document, wide);
+            if let Some(at) = o.last_pass_failed_at {
+                row[3] = format!("{} (last pass failed {} ago)", row[3], age(at));
+            }
+            row
+        }),
     )
 }
 

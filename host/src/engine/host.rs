@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -306,6 +306,16 @@ impl Host {
             Some(kind) => Schedule::of(kind.queue.due_of(id)),
             None => Schedule::default(),
         }
+    }
+
+    /// When the latest pass of object `id` ended, if it failed (its passes
+    /// back off until one succeeds); `None` once one succeeds, and for an
+    /// object no pass of this host has run. A condition the object shows
+    /// may be older than that failure.
+    pub fn last_failed_pass(&self, group_kind: &GroupKind, id: ObjectId) -> Option<SystemTime> {
+        read(&self.shared.kinds)
+            .get(group_kind)
+            .and_then(|kind| kind.queue.failed_at(id))
     }
 
     /// Object `id`'s schedule as a live gauge: the current value, then each

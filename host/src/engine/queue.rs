@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::memory;
 use crate::metrics::{QueueMetrics, seconds};
@@ -141,6 +141,9 @@ struct State {
     overflowed: bool,
     /// Objects made ready since the metrics last heard.
     added: u64,
+    /// When the latest pass of each object whose latest pass failed ended:
+    /// kept beside the entries, as few objects fail at once.
+    failed_at: HashMap<ObjectId, SystemTime>,
 }
 
 impl State {
@@ -583,6 +586,10 @@ impl WorkQueue {
         let mut state = self.edit();
         let now = Instant::now();
         let floor = self.config().floor;
+        match outcome {
+            Outcome::Failed => state.failed_at.insert(id, SystemTime::now()),
+            Outcome::Succeeded { .. } | Outcome::Gone => state.failed_at.remove(&id),
+        };
         if outcome == Outcome::Gone {
             if let Some(entry) = state.entries.remove(&id)
                 && let Some(alarm) = entry.alarm
@@ -657,6 +664,11 @@ impl WorkQueue {
             (Phase::Idle, Some(alarm)) => Due::At(alarm.due),
             (Phase::Idle, None) => Due::Nothing,
         }
+    }
+
+    /// When the latest pass of `id` ended, if it failed.
+    pub(crate) fn failed_at(&self, id: ObjectId) -> Option<SystemTime> {
+        lock(&self.state).failed_at.get(&id).copied()
     }
 
     /// Whether nothing is queued, running or scheduled.

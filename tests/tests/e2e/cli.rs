@@ -890,7 +890,7 @@ fn a_spec_nested_past_the_limit_is_refused_however_it_arrives() {
     // Over the socket, past the CLI's own check: the store refuses it.
     let host = workspace.start_host(&[]);
     let request = format!(
-        "{{\"op\":\"apply\",\"new_kinds\":true,\"objects\":[{{\"kind\":\"Note\",\"name\":\"raw\",\"spec\":{{\"a\":{}}}}}]}}\n",
+        "{{\"op\":\"apply\",\"args\":{{\"new_kinds\":true,\"objects\":[{{\"kind\":\"Note\",\"name\":\"raw\",\"spec\":{{\"a\":{}}}}}]}}}}\n",
         lists(64)
     );
     let socket = workspace.path().join("beehive.db.sock");

@@ -332,3 +332,38 @@ fn a_command_gives_up_on_a_stopped_host_and_names_it() {
     drop(watch);
     host.terminate();
 }
+
+#[test]
+fn get_says_when_the_latest_pass_failed() {
+    let workspace = Workspace::with_plugins(&["misbehave"]);
+    let host = workspace.start_host(&[]);
+    let good = "kind: Misbehave.test.dev\nname: m\nspec: {act: behave}\n";
+    workspace.apply("good.yaml", good);
+    workspace.ok(&["wait", "Misbehave", "m", "--for", "settled"]);
+    let table = workspace.ok(&["get", "Misbehave", "m"]);
+    assert!(!table.contains("failed"), "{table}");
+
+    // From here every pass fails, and the conditions say nothing of it.
+    workspace.apply(
+        "bad.yaml",
+        "kind: Misbehave.test.dev\nname: m\nspec: {act: panic}\n",
+    );
+    wait_until("get shows the failed pass", || {
+        workspace
+            .ok(&["get", "Misbehave", "m"])
+            .contains("(last pass failed ")
+    });
+    let printed = workspace.ok(&["get", "Misbehave", "m", "-o", "yaml"]);
+    assert_mentions(&printed, &["lastPassFailedAt: "]);
+    assert_eq!(
+        workspace.apply("printed.yaml", &printed),
+        "Misbehave.test.dev/m unchanged\n",
+        "the field is read-only, as get's others"
+    );
+
+    workspace.apply("good.yaml", good);
+    wait_until("a pass succeeds again", || {
+        !workspace.ok(&["get", "Misbehave", "m"]).contains("failed")
+    });
+    host.terminate();
+}

@@ -18,6 +18,11 @@ use crate::run;
 /// reconciles objects until stopped. The other commands work the same with
 /// or without a running host: they talk to the host over `DB.sock`, or, when
 /// none runs, take the lock `DB.lock` and open the database themselves.
+/// The heading every command's help lists the global flags under, apart
+/// from its own: on `new` or `completions`, which touch no store, they do
+/// nothing.
+const GLOBAL: &str = "Global options (for commands on a store)";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "beehive",
@@ -35,6 +40,7 @@ pub(crate) struct Cli {
     #[arg(
         long,
         global = true,
+        help_heading = GLOBAL,
         value_name = "FILE|URL",
         default_value = "beehive.db",
         env = "BEEHIVE_DB"
@@ -42,18 +48,18 @@ pub(crate) struct Cli {
     pub(crate) db: PathBuf,
 
     /// The least severe log lines shown (on stderr).
-    #[arg(long, global = true, value_enum, default_value = "info")]
+    #[arg(long, global = true, help_heading = GLOBAL, value_enum, default_value = "info")]
     pub(crate) log_level: LogLevel,
 
     /// How long a command waits for a running host's answer (a watch: for
     /// its first), e.g. `30s`, `2m`; `0` waits for ever. `wait` adds its
     /// own --timeout. On PostgreSQL, a command safe to repeat is sent again
     /// within it when its host is replaced or the database restarts.
-    #[arg(long, global = true, value_name = "DURATION", default_value = "30s", value_parser = parse_request_timeout)]
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "DURATION", default_value = "30s", value_parser = parse_request_timeout)]
     pub(crate) request_timeout: Duration,
 
     /// Log lines as text or as JSON objects.
-    #[arg(long, global = true, value_enum, default_value = "text")]
+    #[arg(long, global = true, help_heading = GLOBAL, value_enum, default_value = "text")]
     pub(crate) log_format: LogFormat,
 
     #[command(subcommand)]

@@ -338,6 +338,13 @@ fn help_and_completions_explain_the_flags() {
         assert!(help.contains(flag), "{flag} in {help}");
     }
     assert!(workspace.ok(&["completions", "bash"]).contains("beehive"));
+    // A command that touches no store lists the store's flags apart.
+    let new = workspace.ok(&["new", "--help"]);
+    let (own, global) = new
+        .split_once("Global options (for commands on a store):")
+        .unwrap_or_else(|| panic!("no heading for the global flags in {new}"));
+    assert!(own.contains("--lang") && !own.contains("--db"), "{new}");
+    assert!(global.contains("--db") && !global.contains("--lang"), "{new}");
 }
 
 #[test]

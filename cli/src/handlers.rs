@@ -599,6 +599,30 @@ struct Warnings {
     unversioned: std::collections::BTreeSet<String>,
 }
 
+/// The files the host is loading, then those it has not noticed yet (just
+/// dropped, changed or removed): `plugins --wait` waits for both.
+fn loading_rows(directory: &beehive::plugin::Directory) -> Vec<LoadingRow> {
+    let loading = directory.loading();
+    let mut rows: Vec<LoadingRow> = loading
+        .iter()
+        .map(|l| LoadingRow {
+            file: l.path.display().to_string(),
+            bytes: l.bytes,
+            for_ms: millis(l.since.elapsed().unwrap_or_default()),
+        })
+        .collect();
+    for path in directory.unseen() {
+        if loading.iter().all(|l| l.path != path) {
+            rows.push(LoadingRow {
+                file: path.display().to_string(),
+                bytes: std::fs::metadata(&path).map_or(0, |m| m.len()),
+                for_ms: 0,
+            });
+        }
+    }
+    rows
+}
+
 /// A warning for each of `kinds` whose plugin checks specs with its own
 /// `validate`: with no host running, only the schema recorded with the
 /// kind's registration is checked, and a write that check would refuse is
@@ -958,15 +982,7 @@ fn plugins(ctx: &Context) -> Outcome {
                     error: f.error.to_string(),
                 })
                 .collect(),
-            loading: directory
-                .loading()
-                .into_iter()
-                .map(|l| LoadingRow {
-                    file: l.path.display().to_string(),
-                    bytes: l.bytes,
-                    for_ms: millis(l.since.elapsed().unwrap_or_default()),
-                })
-                .collect(),
+            loading: loading_rows(directory),
             started: ctx.started.load(std::sync::atomic::Ordering::SeqCst),
         },
         None => PluginsView {

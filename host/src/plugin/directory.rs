@@ -197,6 +197,8 @@ pub struct Directory {
     files: tokio::sync::Mutex<BTreeMap<PathBuf, FileState>>,
     /// What the last sync left, for readers that must not wait for a sync.
     report: Mutex<Report>,
+    /// The plugin files as the latest sync listed them.
+    listed: Mutex<BTreeMap<PathBuf, Fingerprint>>,
 }
 
 /// What a sync has done so far, as [`Directory::served`],
@@ -251,6 +253,7 @@ impl Directory {
             dir: dir.into(),
             files: tokio::sync::Mutex::new(BTreeMap::new()),
             report: Mutex::new(Report::default()),
+            listed: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -278,6 +281,23 @@ impl Directory {
     /// serving meanwhile), by file name.
     pub fn loading(&self) -> Vec<Loading> {
         self.report().loading.clone()
+    }
+
+    /// The plugin files (or their policy files) added, changed or removed
+    /// since the latest sync listed the directory: a file dropped a moment
+    /// ago waits here for the watch to notice it. Empty when the directory
+    /// cannot be read.
+    pub fn unseen(&self) -> Vec<PathBuf> {
+        let Ok(present) = self.list() else {
+            return Vec::new();
+        };
+        let listed = lock(&self.listed);
+        let changed = present
+            .iter()
+            .filter(|(path, seen)| listed.get(*path) != Some(*seen))
+            .map(|(path, _)| path.clone());
+        let removed = listed.keys().filter(|path| !present.contains_key(*path));
+        changed.chain(removed.cloned()).collect()
     }
 
     /// Whether a sync has finished: every file present then serves or is
@@ -311,6 +331,7 @@ impl Directory {
     ) -> Result<Vec<Change>, Error> {
         let mut files = self.files.lock().await;
         let present = self.list()?;
+        *lock(&self.listed) = present.clone();
         let removed: Vec<Served> = {
             let gone: Vec<PathBuf> = files
                 .keys()

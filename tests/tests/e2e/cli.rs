@@ -207,6 +207,18 @@ fn a_host_collects_a_deleted_record_of_a_kind_no_plugin_serves_at_once() {
 }
 
 #[test]
+fn plugins_wait_waits_for_a_file_dropped_a_moment_ago() {
+    let workspace = Workspace::with_plugins(&["greeting"]);
+    let host = workspace.start_host(&[]);
+    workspace.ok(&["plugins", "--wait"]);
+    // The host's watch has not noticed the file yet when the command asks.
+    workspace.install_plugin("conditions", "conditions.wasm");
+    let listed = workspace.ok(&["plugins", "--wait"]);
+    assert_mentions(&listed, &["conditions.wasm", "Service.example.dev"]);
+    host.terminate();
+}
+
+#[test]
 fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
     let workspace = Workspace::new();
     assert_mentions(&workspace.fails(&["get", "Greeting"]), &["no database at"]);
@@ -344,7 +356,10 @@ fn help_and_completions_explain_the_flags() {
         .split_once("Global options (for commands on a store):")
         .unwrap_or_else(|| panic!("no heading for the global flags in {new}"));
     assert!(own.contains("--lang") && !own.contains("--db"), "{new}");
-    assert!(global.contains("--db") && !global.contains("--lang"), "{new}");
+    assert!(
+        global.contains("--db") && !global.contains("--lang"),
+        "{new}"
+    );
 }
 
 #[test]

@@ -569,7 +569,7 @@ async fn plugins_action(paths: &Paths, action: PluginsAction) -> Result<String, 
             file,
             policy,
             limits,
-        } => plugin_check::check(&file, policy.as_deref(), &limits).await,
+        } => plugin_check::check(&file, policy.as_deref(), &limits, paths).await,
         pushed => pushed_plugins_action(paths, pushed).await,
     }
 }

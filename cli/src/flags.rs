@@ -381,8 +381,10 @@ pub(crate) enum PluginsAction {
     /// a host: component or not, contract and world, the kind it
     /// registers, its cadences and schema versions, and the limits and
     /// grants it would get under these flags and its policy. Compiles it
-    /// (tens of seconds for a Python plugin). A file a host would refuse
-    /// exits 7 with the reason.
+    /// (tens of seconds for a Python plugin) into the plugin cache of the
+    /// store --db names, when that exists, so its host serves the file
+    /// without compiling it again. A file a host would refuse exits 7 with
+    /// the reason.
     Check {
         /// The plugin file (`.wasm`).
         file: PathBuf,

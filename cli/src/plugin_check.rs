@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use beehive::plugin::{MAX_PLUGIN_BYTES, Plugin, Policy, Runtime, Shape, initial_memory};
 
+use crate::endpoint::Paths;
 use crate::failure::{Code, Failure};
 use crate::plugin_limits::PluginLimitArgs;
 
@@ -16,11 +17,14 @@ use crate::plugin_limits::PluginLimitArgs;
 const HOST_DEFAULT_WORKERS: usize = 1;
 
 /// Checks `file` under `limits` and the policy `policy` (or the one beside
-/// it); the report, or why a host would refuse it (exit 7).
+/// it); the report, or why a host would refuse it (exit 7). Where the store
+/// `paths` names exists, the compile goes into its host's plugin cache (the
+/// default one), so that host serves the file without compiling it again.
 pub async fn check(
     file: &Path,
     policy: Option<&Path>,
     limits: &PluginLimitArgs,
+    paths: &Paths,
 ) -> Result<String, Failure> {
     let refused = |why: String| Failure::new(Code::Invalid, format!("{}: {why}", file.display()));
     let bytes = read(file).map_err(refused)?;
@@ -32,8 +36,13 @@ pub async fn check(
     let plugin_dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
     let policy = Policy::read(&policy_file, &[plugin_dir])
         .map_err(|e| Failure::new(Code::Invalid, e.to_string()))?;
-    let runtime =
-        Runtime::new(limits.runtime_options()).map_err(|e| Failure::from(e.to_string()))?;
+    let mut options = limits.runtime_options();
+    if paths.is_postgres() || paths.db.exists() {
+        options = options
+            .cache_dir(crate::run::default_plugin_cache(paths))
+            .cache_key(crate::run::plugin_cache_key(paths));
+    }
+    let runtime = Runtime::new(options).map_err(|e| Failure::from(e.to_string()))?;
     let plugin = runtime
         .load(file, policy)
         .await

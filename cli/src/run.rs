@@ -180,11 +180,11 @@ impl RunArgs {
         let cache = self
             .plugin_cache
             .clone()
-            .unwrap_or_else(|| paths.beside(".plugin-cache"));
+            .unwrap_or_else(|| default_plugin_cache(paths));
         self.limits
             .runtime_options()
             .cache_dir(cache)
-            .cache_key(paths.beside(".plugin-cache.key"))
+            .cache_key(plugin_cache_key(paths))
     }
 
     /// The directory plugins are served from, and whether it mirrors the
@@ -283,6 +283,17 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), Failure> {
             }
         }
     }
+}
+
+/// Where a host over `paths` keeps compiled plugins unless `--plugin-cache`
+/// says otherwise.
+pub fn default_plugin_cache(paths: &Paths) -> PathBuf {
+    paths.beside(".plugin-cache")
+}
+
+/// The key that seals a host's compiled plugins, beside its database.
+pub fn plugin_cache_key(paths: &Paths) -> PathBuf {
+    paths.beside(".plugin-cache.key")
 }
 
 /// How one stretch of serving ended.

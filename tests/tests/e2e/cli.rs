@@ -219,6 +219,17 @@ fn plugins_wait_waits_for_a_file_dropped_a_moment_ago() {
 }
 
 #[test]
+fn plugins_check_compiles_into_the_cache_its_host_then_serves_from() {
+    let workspace = Workspace::with_plugins(&["greeting"]);
+    workspace.apply_new_kind("note.yaml", "kind: Note\nname: a\nspec: {}\n");
+    workspace.ok(&["plugins", "check", "plugins/greeting.wasm"]);
+    let host = workspace.start_host(&[]);
+    let log = host.log();
+    assert!(!log.contains("compiling"), "compiled twice: {log}");
+    host.terminate();
+}
+
+#[test]
 fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
     let workspace = Workspace::new();
     assert_mentions(&workspace.fails(&["get", "Greeting"]), &["no database at"]);

@@ -66,6 +66,11 @@ async function bundle(module, staging) {
   return { file, exports: chunk.exports };
 }
 
+/** A progress line, on stderr: stdout names what was built. */
+function say(line) {
+  console.error(`beehive-js: ${line}`);
+}
+
 async function build(moduleArg, outputArg, worldArg) {
   const module = resolve(moduleArg);
   if (!/\.(m?js|ts|mts)$/.test(module) || !(await stat(module).catch(() => null))?.isFile()) {
@@ -74,8 +79,12 @@ async function build(moduleArg, outputArg, worldArg) {
   const output = resolve(outputArg ?? `${basename(dirname(module))}.wasm`);
   const staging = await mkdtemp(join(tmpdir(), 'beehive-js-'));
   try {
+    const started = performance.now();
+    say(`bundling ${basename(module)} with the SDK (rolldown)...`);
     const bundled = await bundle(module, staging);
     const world = worldArg ?? worldFor(bundled.exports);
+    // componentize-js says nothing for the seconds it takes.
+    say(`componentizing for world ${world} with componentize-js...`);
     const { componentize } = await import('@bytecodealliance/componentize-js');
     const { component } = await componentize({
       sourcePath: bundled.file,
@@ -87,6 +96,8 @@ async function build(moduleArg, outputArg, worldArg) {
     const partial = join(dirname(output), `.${basename(output)}.tmp`);
     await writeFile(partial, component);
     await rename(partial, output);
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    say(`built in ${seconds} s (${(component.length / 1e6).toFixed(1)} MB)`);
     console.log(`${output} (world ${world})`);
   } finally {
     await rm(staging, { recursive: true, force: true });

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 SDK = Path(__file__).resolve().parent
@@ -82,6 +83,9 @@ def build(module: Path, output: Path, world: str | None) -> None:
             "-o", str(partial),
         ]
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        # componentize-py says nothing for the seconds it takes.
+        say(f"componentizing {module.name} for world {world} with componentize-py...")
+        started = time.monotonic()
         done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL)
         if done.returncode != 0:
             partial.unlink(missing_ok=True)
@@ -89,7 +93,14 @@ def build(module: Path, output: Path, world: str | None) -> None:
         # Renamed into place: a host watching the directory never sees a
         # half-written file.
         partial.replace(output)
+    megabytes = output.stat().st_size / 1e6
+    say(f"built in {time.monotonic() - started:.1f} s ({megabytes:.1f} MB)")
     print(f"{output} (world {world})")
+
+
+def say(line: str) -> None:
+    """A progress line, on stderr: stdout names what was built."""
+    print(f"beehive-py: {line}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:

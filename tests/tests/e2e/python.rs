@@ -236,7 +236,14 @@ fn the_python_sdk_installs_with_pip_and_builds_a_plugin_anywhere() {
         &["build", "svc/app.py", "-o", "svc.wasm"],
         scratch.path(),
     );
-    assert_mentions(&built, &["svc.wasm (world plugin-with-http-and-schema)"]);
+    assert_mentions(
+        &built,
+        &[
+            "beehive-py: componentizing app.py for world plugin-with-http-and-schema",
+            "beehive-py: built in ",
+            "svc.wasm (world plugin-with-http-and-schema)",
+        ],
+    );
     let checked = run(
         &beehive_e2e::beehive_bin(),
         &["plugins", "check", "svc.wasm"],

@@ -134,7 +134,15 @@ fn new_rust_python_and_javascript_plugins_test_build_and_serve_from_outside_the_
     let npm = Path::new("npm");
     let tested = run(npm, &["test"], &gizmo, &[]);
     assert_mentions(&tested, &["pass 2", "fail 0"]);
-    run(npm, &["run", "build"], &gizmo, &[]);
+    let built = run(npm, &["run", "build"], &gizmo, &[]);
+    assert_mentions(
+        &built,
+        &[
+            "beehive-js: bundling",
+            "beehive-js: componentizing",
+            "beehive-js: built in ",
+        ],
+    );
 
     // All three serve in a host.
     let workspace = Workspace::new();

@@ -650,7 +650,7 @@ fn spec_as_current(
     manifest: &Manifest,
     warnings: &mut Warnings,
 ) -> beehive::Result<Json> {
-    let spec = Json::from_value(&manifest.spec);
+    let spec = manifest.spec.json().clone();
     if let Some(version) = manifest.spec_version {
         return client.spec_from_version(&manifest.name, version, spec);
     }

@@ -127,8 +127,15 @@ async fn old_documents_are_upgraded_on_read_and_restamped_when_written() {
         "the status write stamps the status"
     );
 
+    // The stored spec, converted, written back: nothing changes, so
+    // nothing is written (no new generation, no pass for nothing).
+    let generation = clusters.get_by_name("prod").unwrap().meta.generation;
     let same = Json::parse(r#"{"replicas":3}"#).unwrap();
-    clusters.update_by_name("prod", same).await.unwrap();
+    let unchanged = clusters.update_by_name("prod", same).await.unwrap();
+    assert_eq!(unchanged.meta.generation, generation);
+    assert_eq!(stored_versions(&store, "prod"), (0, 1), "nothing written");
+    let changed = Json::parse(r#"{"replicas":4}"#).unwrap();
+    clusters.update_by_name("prod", changed).await.unwrap();
     assert_eq!(
         stored_versions(&store, "prod"),
         (1, 1),

@@ -61,6 +61,9 @@ struct Objects {
     grants: Option<StoreGrants>,
     /// The kind of the object last reconciled: always read-write.
     own: Option<GroupKind>,
+    /// The object last reconciled, when its deletion was requested: the
+    /// host refuses a finalizer added to it.
+    deleting: Option<String>,
     /// Denials so far, each once.
     denied: Vec<(GroupKind, StoreVerb)>,
 }
@@ -162,7 +165,11 @@ impl FakeClient {
     /// # Errors
     /// Whatever the pass returned.
     pub fn reconcile<C: Controller>(&self, controller: &C, object: &ObjectOf<C>) -> Result<Action> {
-        self.objects.borrow_mut().own = Some(object.meta.group_kind.clone());
+        {
+            let mut objects = self.objects.borrow_mut();
+            objects.own = Some(object.meta.group_kind.clone());
+            objects.deleting = object.meta.is_deleting().then(|| object.meta.label());
+        }
         controller.reconcile(&Client::new(self), object)
     }
 
@@ -204,6 +211,9 @@ impl ControllerClient for FakeClient {
     }
 
     fn add_finalizer(&self, finalizer: &str) -> Result<()> {
+        if let Some(object) = &self.objects.borrow().deleting {
+            return Err(Error::DeletionPending(object.clone()));
+        }
         let mut state = self.state.borrow_mut();
         state.added_finalizers.push(finalizer.to_string());
         Ok(())
@@ -563,5 +573,41 @@ mod config_tests {
         assert_eq!(crate::config::keys(), ["region"]);
         super::clear_config();
         assert_eq!(crate::config::get("region"), None);
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use crate::fake::FakeClient;
+    use crate::types::Timestamp;
+    use crate::{Action, ClientOf, Controller, Error, Object, ObjectOf, Registration, Result};
+
+    /// Adds a finalizer on every pass.
+    #[derive(Default)]
+    struct Holds;
+
+    impl Controller for Holds {
+        type Spec = ();
+        type Status = ();
+
+        fn reconcile(&self, client: &ClientOf<'_, Self>, _: &ObjectOf<Self>) -> Result<Action> {
+            client.add_finalizer("example.dev/hold")?;
+            Ok(Action::settled())
+        }
+
+        fn registration() -> Registration {
+            Registration::new("example.dev", "Held")
+        }
+    }
+
+    #[test]
+    fn a_finalizer_added_to_an_object_being_deleted_is_refused_as_the_host_does() {
+        let fake = FakeClient::new();
+        let mut object = Object::new("a", ());
+        fake.reconcile(&Holds, &object).unwrap();
+        object.meta.deletion_requested_at = Some(Timestamp::from_millis(1));
+        let refused = fake.reconcile(&Holds, &object).unwrap_err();
+        assert!(matches!(refused, Error::DeletionPending(_)), "{refused:?}");
+        assert_eq!(fake.record().added_finalizers, ["example.dev/hold"]);
     }
 }

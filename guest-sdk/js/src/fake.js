@@ -83,6 +83,7 @@ export class FakeClient {
     this.store = new Map();
     this.nextId = 1;
     this.own = '';
+    this.deleting = null;
   }
 
   /**
@@ -99,6 +100,8 @@ export class FakeClient {
       status: status === null ? null : JSON.stringify(status),
     };
     this.own = kindName(raw.meta.group, raw.meta.kind);
+    // The host refuses a finalizer added to an object being deleted.
+    this.deleting = raw.meta.deleting ? `${this.own}/${raw.meta.name}` : null;
     return runPass(controller, this, raw);
   }
 
@@ -150,6 +153,7 @@ export class FakeClient {
   }
 
   addFinalizer(finalizer) {
+    if (this.deleting) throw new BeehiveError('deletion-pending', this.deleting);
     this.addedFinalizers.push(finalizer);
   }
 

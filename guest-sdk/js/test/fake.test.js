@@ -116,3 +116,18 @@ test('exports refuse to run outside a component, and need a registration', () =>
   assert.throws(() => exportController({ reconcile() {} }), /registration/);
   assert.throws(() => exportController({ registration }), /no reconcile/);
 });
+
+test('a finalizer added to an object being deleted is refused as the host does', () => {
+  const fake = new FakeClient();
+  const holds = {
+    registration,
+    reconcile(client) {
+      client.addFinalizer('example.dev/hold');
+    },
+  };
+  assert.deepEqual(fake.run(holds), Action.settled());
+  const refused = fake.run(holds, { meta: { deletionRequestedAtMs: 1 } });
+  assert.equal(refused.verdict, 'failed');
+  assert.match(refused.message, /Owner\.example\.dev\/test/);
+  assert.deepEqual(fake.addedFinalizers, ['example.dev/hold']);
+});

@@ -104,6 +104,7 @@ class FakeClient:
         self.rollbacks = 0
         self._objects: Dict[int, Tuple[RawObject, Optional[int]]] = {}
         self._ids = itertools.count(1)
+        self._deleting: Optional[str] = None
 
     def run(self, controller: Controller, spec: Any, status: Any = None, **meta: Any) -> Action:
         """One pass of `controller` over an object with `spec` and `status`
@@ -117,6 +118,8 @@ class FakeClient:
             status=None if status is None else codec.to_json(status),
         )
         self._own = _kind_name(raw.meta.group, raw.meta.kind)
+        # The host refuses a finalizer added to an object being deleted.
+        self._deleting = f"{self._own}/{raw.meta.name}" if raw.meta.deleting else None
         return run_pass(controller, self, raw)
 
     def check(self, kind: str, verb: str) -> None:
@@ -153,6 +156,8 @@ class FakeClient:
         self.events.append(event)
 
     def add_finalizer(self, finalizer: str) -> None:
+        if self._deleting is not None:
+            raise DeletionPending(self._deleting)
         self.added_finalizers.append(finalizer)
 
     def delete_finalizer(self, finalizer: str) -> None:

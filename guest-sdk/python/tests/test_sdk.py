@@ -219,3 +219,17 @@ def test_urls_are_split_as_wasi_http_wants_them_and_bad_ones_refused():
     for bad in ["ftp://x/", "http:///path", "http://user@host/"]:
         with pytest.raises(http.InvalidUrl):
             http.split_url(bad)
+
+
+def test_a_finalizer_added_to_an_object_being_deleted_is_refused_as_the_host_does():
+    class Holds(bh.Controller):
+        registration = bh.Registration("example.dev", "Held")
+
+        def reconcile(self, client, obj):
+            client.add_finalizer("example.dev/hold")
+
+    fake = FakeClient()
+    assert fake.run(Holds(), spec={}) == bh.Action.settled()
+    action = fake.run(Holds(), spec={}, deletion_requested_at_ms=1)
+    assert action.verdict == "failed" and action.message.startswith("DeletionPending:")
+    assert fake.added_finalizers == ["example.dev/hold"]

@@ -604,7 +604,7 @@ mod refusal_tests {
     fn a_finalizer_added_to_an_object_being_deleted_is_refused_as_the_host_does() {
         let fake = FakeClient::new();
         let mut object = Object::new("a", ());
-        fake.reconcile(&Holds, &object).unwrap();
+        assert_eq!(fake.reconcile(&Holds, &object).unwrap(), Action::settled());
         object.meta.deletion_requested_at = Some(Timestamp::from_millis(1));
         let refused = fake.reconcile(&Holds, &object).unwrap_err();
         assert!(matches!(refused, Error::DeletionPending(_)), "{refused:?}");

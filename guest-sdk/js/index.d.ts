@@ -110,6 +110,8 @@ export declare class Meta {
   name: string;
   generation: number;
   observedGeneration: number | null;
+  /** When a pass last recorded what it observed, if one has. */
+  observedAtMs: number | null;
   resourceVersion: number;
   deletionRequestedAtMs: number | null;
   finalizers: string[];

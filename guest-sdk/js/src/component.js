@@ -31,6 +31,7 @@ function rawObject(object) {
       name: object.name,
       generation: Number(object.generation),
       observedGeneration: toNumber(object.observedGeneration),
+      observedAtMs: toNumber(object.observedAtMs),
       resourceVersion: Number(object.resourceVersion),
       deletionRequestedAtMs: toNumber(object.deletionRequestedAtMs),
       finalizers: object.finalizers,

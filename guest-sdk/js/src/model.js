@@ -84,6 +84,7 @@ export class Meta {
     /** @type {string} */ this.name = fields.name ?? '';
     /** @type {number} */ this.generation = fields.generation ?? 1;
     /** @type {number | null} */ this.observedGeneration = fields.observedGeneration ?? null;
+    /** @type {number | null} */ this.observedAtMs = fields.observedAtMs ?? null;
     /** @type {number} */ this.resourceVersion = fields.resourceVersion ?? 0;
     /** @type {number | null} */ this.deletionRequestedAtMs = fields.deletionRequestedAtMs ?? null;
     /** @type {string[]} */ this.finalizers = fields.finalizers ?? [];

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, test } from 'node:test';
 
-import { Action, condition, config, exportController, http, log } from '../src/index.js';
+import { Action, Meta, condition, config, exportController, http, log } from '../src/index.js';
 import { FakeClient, grantMatches, logLines, reset, sentRequests, setConfig, stubHttp } from '../src/fake.js';
 
 beforeEach(reset);
@@ -130,4 +130,18 @@ test('a finalizer added to an object being deleted is refused as the host does',
   assert.equal(refused.verdict, 'failed');
   assert.match(refused.message, /Owner\.example\.dev\/test/);
   assert.deepEqual(fake.addedFinalizers, ['example.dev/hold']);
+});
+
+test("Meta has every field of the contract's object record", async () => {
+  const { readFile } = await import('node:fs/promises');
+  const wit = await readFile(new URL('../wit/beehive.wit', import.meta.url), 'utf8');
+  const record = wit.match(/record object \{([\s\S]*?)\}/)[1];
+  const camel = (name) => name.replace(/-(\w)/g, (_, c) => c.toUpperCase());
+  const fields = record
+    .split('\n')
+    .filter((line) => line.includes(':'))
+    .map((line) => camel(line.split(':')[0].trim()))
+    .filter((name) => name !== 'spec' && name !== 'status');
+  const meta = new Meta({});
+  assert.deepEqual(fields.filter((name) => !(name in meta)), []);
 });

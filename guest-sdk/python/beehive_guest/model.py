@@ -154,6 +154,8 @@ class Meta:
     name: str = ""
     generation: int = 1
     observed_generation: Optional[int] = None
+    #: When a pass last recorded what it observed, if one has.
+    observed_at_ms: Optional[int] = None
     resource_version: int = 0
     deletion_requested_at_ms: Optional[int] = None
     finalizers: List[str] = dataclasses.field(default_factory=list)

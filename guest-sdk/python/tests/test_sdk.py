@@ -1,6 +1,9 @@
 """The Python SDK against its fake host, under pytest."""
 
+import dataclasses
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import List, Optional
 
 import pytest
@@ -233,3 +236,12 @@ def test_a_finalizer_added_to_an_object_being_deleted_is_refused_as_the_host_doe
     action = fake.run(Holds(), spec={}, deletion_requested_at_ms=1)
     assert action.verdict == "failed" and action.message.startswith("DeletionPending:")
     assert fake.added_finalizers == ["example.dev/hold"]
+
+
+def test_meta_has_every_field_of_the_contracts_object_record():
+    wit = (Path(bh.__file__).parent / "wit" / "beehive.wit").read_text()
+    record = re.search(r"record object \{(.*?)\}", wit, re.DOTALL).group(1)
+    fields = {line.split(":")[0].strip().replace("-", "_") for line in record.splitlines() if ":" in line}
+    fields -= {"spec", "status"}
+    missing = fields - {f.name for f in dataclasses.fields(bh.Meta)}
+    assert not missing, f"Meta lacks {sorted(missing)}"

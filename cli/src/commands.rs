@@ -7,7 +7,7 @@ use clap::CommandFactory;
 
 use crate::endpoint::{Endpoint, Paths};
 use crate::failure::{Code, Failure};
-use crate::flags::*;
+use crate::flags::{Addressed, Cli, Command, Named, PluginsAction, addressed};
 use crate::handlers::{self, Context};
 use crate::output::{self, Format};
 use crate::protocol::{Outcome, PluginsView, Reply, Request, Until};

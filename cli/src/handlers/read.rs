@@ -1,0 +1,155 @@
+//! Reads: `get`, `describe`, `events` and `explain`.
+
+use beehive::{
+    Json, RawClient, RawObject, Store,
+    event::{EventFilter, EventType},
+    object::{Loads, ObjectDocument, ObjectRef},
+};
+
+use super::kinds::resolve_kind;
+use super::{Context, error, find};
+use crate::failure::{Code, Failure};
+use crate::object_view::OwnerNames;
+use crate::protocol::{Description, EventView, KindSchemas, NextPass, Outcome, Related, Reply};
+
+pub(super) fn get(
+    ctx: &Context,
+    kind: &str,
+    name: Option<&str>,
+    spec_version: Option<i64>,
+) -> Outcome {
+    let group_kind = resolve_kind(&ctx.store, kind)?;
+    if let Some(wanted) = spec_version {
+        let current = RawClient::new(&ctx.store, group_kind.clone())
+            .current_spec_version()
+            .map_err(error)?;
+        if wanted != current {
+            return Err(Failure::new(
+                Code::Invalid,
+                format!(
+                    "{group_kind}'s specs read as spec version {current}; a plugin converts only \
+                     upwards, so they cannot be shown as version {wanted}"
+                ),
+            ));
+        }
+    }
+    let with_owner = Loads::none().owner();
+    let client = RawClient::new(&ctx.store, group_kind);
+    let objects = match name {
+        Some(name) => vec![client.get_by_name_with(name, with_owner).map_err(error)?],
+        None => client.list_with(with_owner).map_err(error)?,
+    };
+    let mut owners = OwnerNames::new(&ctx.store);
+    let failed_at = |o: &RawObject| {
+        let host = ctx.host.as_ref()?;
+        let at = host.last_failed_pass(&o.meta.group_kind, o.meta.id)?;
+        Some(beehive::object::Timestamp::from(at))
+    };
+    Ok(Reply::Objects {
+        objects: objects
+            .iter()
+            .map(|o| crate::protocol::ObjectView {
+                last_pass_failed_at: failed_at(o),
+                ..owners.view(o)
+            })
+            .collect(),
+    })
+}
+
+pub(super) fn describe(ctx: &Context, kind: &str, name: &str) -> Outcome {
+    let (client, object) = find(&ctx.store, kind, name)?;
+    let id = object.meta.id;
+    let related = |refs: Vec<ObjectRef>| -> Vec<Related> {
+        refs.into_iter()
+            .map(|r| self::related(&ctx.store, r))
+            .collect()
+    };
+    let events = client
+        .list_events(id, &EventFilter::all())
+        .map_err(error)?
+        .into_iter()
+        .map(event_view)
+        .collect();
+    let next_pass = ctx.host.as_ref().map(|host| NextPass {
+        at: host
+            .schedule(client.group_kind(), id)
+            .next_requeue_at
+            .map(beehive::object::Timestamp::from),
+    });
+    Ok(Reply::Described(Box::new(Description {
+        owner: client
+            .get_owner(id)
+            .map_err(error)?
+            .map(|r| related(vec![r]).remove(0)),
+        children: related(client.list_owned(id).map_err(error)?),
+        dependencies: related(client.list_dependencies(id).map_err(error)?),
+        dependents: related(client.list_dependents(id).map_err(error)?),
+        next_pass,
+        events,
+        object: ObjectDocument::from(&object),
+    })))
+}
+
+/// Names a related object; one removed meanwhile shows its id.
+pub(super) fn related(store: &Store, r: ObjectRef) -> Related {
+    let name = RawClient::new(store, r.group_kind.clone())
+        .get(r.id)
+        .map(|o| o.meta.name)
+        .unwrap_or_else(|_| format!("#{}", r.id));
+    Related {
+        kind: r.group_kind.to_string(),
+        name,
+    }
+}
+
+/// An event run as the CLI shows it.
+pub fn event_view(event: beehive::event::Event) -> EventView {
+    EventView {
+        category: event.category,
+        warning: event.type_ == EventType::Warning,
+        reason: event.reason,
+        message: event.message,
+        detail: event.detail.as_ref().map(Json::to_value),
+        count: event.count,
+        first_at: event.first_at,
+        last_at: event.last_at,
+    }
+}
+
+pub(super) fn events(ctx: &Context, kind: &str, name: &str, category: Option<String>) -> Outcome {
+    let (client, object) = find(&ctx.store, kind, name)?;
+    let filter = match category {
+        Some(category) => EventFilter::all().category(category),
+        None => EventFilter::all(),
+    };
+    let events = client
+        .list_events(object.meta.id, &filter)
+        .map_err(error)?
+        .into_iter()
+        .map(event_view)
+        .collect();
+    Ok(Reply::Events { events })
+}
+
+/// The schemas recorded with `kind`'s registration.
+pub(super) fn explain(ctx: &Context, kind: &str) -> Outcome {
+    let group_kind = resolve_kind(&ctx.store, kind)?;
+    let registration = ctx
+        .store
+        .registrations()
+        .map_err(error)?
+        .into_iter()
+        .find(|r| r.group_kind == group_kind)
+        .ok_or_else(|| {
+            Failure::not_found(format!(
+                "no plugin serves {group_kind}, so nothing describes its fields"
+            ))
+        })?;
+    Ok(Reply::Schemas(KindSchemas {
+        kind: group_kind.to_string(),
+        source: Some(registration.source),
+        spec_version: registration.spec_version,
+        spec: registration.spec_schema,
+        status: registration.status_schema,
+    }))
+}

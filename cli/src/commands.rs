@@ -7,7 +7,7 @@ use clap::CommandFactory;
 
 use crate::endpoint::{Endpoint, Paths};
 use crate::failure::{Code, Failure};
-use crate::flags::{Addressed, Cli, Command, Named, PluginsAction, addressed};
+use crate::flags::{Addressed, Cli, Command, Named, PluginsAction, Printed, addressed};
 use crate::handlers::{self, Context};
 use crate::output::{self, Format};
 use crate::protocol::{Outcome, PluginsView, Reply, Request, Until};
@@ -35,6 +35,7 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
                 parent: std::path::Path::new("."),
             });
         }
+        Command::Version { printed } => return version(&paths, printed).await,
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "beehive", &mut script);
@@ -420,6 +421,35 @@ async fn follow(
     })
     .await
     .map_err(|e| e.to_string())?
+}
+
+/// `version`: this build, then whoever holds the store; a store that does
+/// not exist yet is said so, not made.
+async fn version(paths: &Paths, printed: Printed) -> Result<String, Failure> {
+    let answered = match no_database(paths) {
+        true => None,
+        false => match dispatch(paths, Request::Version).await? {
+            Reply::Version(view) => Some(view),
+            other => return Err(unexpected(&other)),
+        },
+    };
+    let report = output::VersionReport {
+        client: output::ClientVersion {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            contracts: vec![beehive::plugin::CONTRACT.to_string()],
+        },
+        host: answered
+            .as_ref()
+            .filter(|v| v.host_pid.is_some())
+            .map(|v| output::HostVersion {
+                version: v.version.clone(),
+                contracts: v.contracts.clone(),
+                pid: v.host_pid.unwrap_or_default(),
+            }),
+        store: answered.map(|v| v.store),
+        shown: paths.shown.clone(),
+    };
+    Ok(printed.show(&report, output::version))
 }
 
 /// Runs `request` on the host, or here under the lock when none runs.

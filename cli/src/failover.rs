@@ -39,6 +39,7 @@ pub fn safe_to_repeat(request: &Request) -> bool {
         | Request::Describe { .. }
         | Request::Events { .. }
         | Request::Plugins
+        | Request::Version
         | Request::Explain { .. }
         | Request::Metrics
         | Request::Requeue { .. } => true,

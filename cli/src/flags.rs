@@ -250,6 +250,13 @@ pub(crate) enum Command {
         #[arg(long, value_name = "DIR")]
         sdk: Option<PathBuf>,
     },
+    /// Print this build's version and the plugin contract it serves, and,
+    /// from whoever holds the store (a running host, or this command), the
+    /// host's and the store's schema version.
+    Version {
+        #[command(flatten)]
+        printed: Printed,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell.

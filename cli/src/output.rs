@@ -638,6 +638,60 @@ pub fn plugins(view: &PluginsView) -> String {
     out
 }
 
+/// What `version` prints: this build, the host that answered (if one
+/// runs) and the store.
+#[derive(serde::Serialize)]
+pub struct VersionReport {
+    pub client: ClientVersion,
+    pub host: Option<HostVersion>,
+    pub store: Option<crate::protocol::StoreView>,
+    /// The store as `--db` names it, for the text when there is none.
+    #[serde(skip)]
+    pub shown: String,
+}
+
+/// This build.
+#[derive(serde::Serialize)]
+pub struct ClientVersion {
+    pub version: String,
+    pub contracts: Vec<String>,
+}
+
+/// The running host that answered.
+#[derive(serde::Serialize)]
+pub struct HostVersion {
+    pub version: String,
+    pub contracts: Vec<String>,
+    pub pid: u32,
+}
+
+/// `version`'s text: one line for each of the client, the host and the
+/// store.
+pub fn version(report: &VersionReport) -> String {
+    let client = &report.client;
+    let host = match &report.host {
+        Some(h) => format!(
+            "beehive {}, pid {}, contract {}",
+            h.version,
+            h.pid,
+            h.contracts.join(", ")
+        ),
+        None => "none running".into(),
+    };
+    let store = match &report.store {
+        Some(s) => format!(
+            "{} ({}), schema version {}",
+            s.location, s.backend, s.schema_version
+        ),
+        None => format!("none at {} yet", report.shown),
+    };
+    format!(
+        "Client:  beehive {}, contract {}\nHost:    {host}\nStore:   {store}\n",
+        client.version,
+        client.contracts.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

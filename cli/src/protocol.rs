@@ -52,6 +52,8 @@ pub enum Request {
         timeout_ms: u64,
     },
     Plugins,
+    /// Which build answers, the contract it serves, and the store's schema.
+    Version,
     /// A kind's schemas, as its registration recorded them.
     Explain {
         kind: String,
@@ -126,6 +128,7 @@ pub enum Reply {
         events: Vec<EventView>,
     },
     Plugins(PluginsView),
+    Version(VersionView),
     Schemas(KindSchemas),
     Metrics {
         text: String,
@@ -335,6 +338,28 @@ pub struct HttpLimitsView {
     pub first_byte_timeout_ms: u64,
     pub max_response_bytes: u64,
     pub max_concurrent_requests: usize,
+}
+
+/// What `version` reports of whoever answered: a running host, or the
+/// command itself on the store.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct VersionView {
+    /// The `beehive` build.
+    pub version: String,
+    /// The plugin contract versions it serves.
+    pub contracts: Vec<String>,
+    /// The answering host's process id; `None` when no host runs.
+    pub host_pid: Option<u32>,
+    /// The store: its location as shown, its backend and schema version.
+    pub store: StoreView,
+}
+
+/// A store as `version` names it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StoreView {
+    pub location: String,
+    pub backend: String,
+    pub schema_version: i64,
 }
 
 /// A plugin file that does not load.

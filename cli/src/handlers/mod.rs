@@ -25,7 +25,7 @@ use beehive::plugin::Directory;
 use beehive::{GroupKind, Host, RawClient, RawObject, Store};
 
 use self::apply::apply;
-use self::plugins::{metrics, plugins};
+use self::plugins::{metrics, plugins, version};
 use self::read::{describe, events, explain, get};
 use self::streams::logs;
 use self::wait::wait;
@@ -68,6 +68,7 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
             timeout_ms,
         } => wait(ctx, &kind, &name, &until, Duration::from_millis(timeout_ms)).await,
         Request::Plugins => plugins(ctx),
+        Request::Version => Ok(version(ctx)),
         Request::Explain { kind } => explain(ctx, &kind),
         Request::Metrics => metrics(ctx),
         Request::Requeue { kind, name } => requeue(ctx, &kind, &name),

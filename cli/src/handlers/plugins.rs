@@ -4,7 +4,7 @@ use super::{Context, error, millis};
 use crate::failure::Failure;
 use crate::protocol::{
     ActiveHostView, HttpLimitsView, LimitsView, LoadingRow, Outcome, PluginFailure, PluginRow,
-    PluginsView, Reply,
+    PluginsView, Reply, StoreView, VersionView,
 };
 
 pub(super) fn plugins(ctx: &Context) -> Outcome {
@@ -138,4 +138,22 @@ pub fn grants_of(policy: &beehive::plugin::Policy) -> Vec<String> {
         .iter()
         .map(|(key, value)| format!("config:{key}({})", value.source));
     files.chain(hosts).chain(store).chain(config).collect()
+}
+
+/// Which build answers `version`, the contract it serves and the store's
+/// schema; a host names its process.
+pub(super) fn version(ctx: &Context) -> Reply {
+    Reply::Version(VersionView {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        contracts: vec![beehive::plugin::CONTRACT.to_string()],
+        host_pid: ctx.host.as_ref().map(|_| std::process::id()),
+        store: StoreView {
+            location: ctx.store.path().display().to_string(),
+            backend: match ctx.store.is_postgres() {
+                true => "PostgreSQL".into(),
+                false => "SQLite".into(),
+            },
+            schema_version: ctx.store.schema_version(),
+        },
+    })
 }

@@ -339,6 +339,16 @@ impl Store {
         matches!(self.inner.backend, Backend::Postgres { .. })
     }
 
+    /// The version of the store's schema: the newest this build knows for
+    /// its backend, as opening a store migrates it there (and refuses one a
+    /// newer build wrote).
+    pub fn schema_version(&self) -> i64 {
+        match self.is_postgres() {
+            true => schema::postgres::latest_version(),
+            false => schema::sqlite::latest_version(),
+        }
+    }
+
     /// The metrics of this store and of the hosts and plugin runtimes built
     /// on it.
     pub fn metrics(&self) -> &Arc<crate::metrics::Metrics> {

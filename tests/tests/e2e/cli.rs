@@ -230,6 +230,38 @@ fn plugins_check_compiles_into_the_cache_its_host_then_serves_from() {
 }
 
 #[test]
+fn version_names_the_build_the_host_and_the_store() {
+    let workspace = Workspace::new();
+    let alone = workspace.ok(&["version"]);
+    assert_mentions(
+        &alone,
+        &[
+            "Client:  beehive ",
+            "contract beehive:controller@",
+            "Host:    none running",
+            "Store:   none at beehive.db yet",
+        ],
+    );
+    assert!(
+        !workspace.path().join("beehive.db").exists(),
+        "version makes no store"
+    );
+    let host = workspace.start_host(&[]);
+    let running = workspace.ok(&["version"]);
+    assert_mentions(
+        &running,
+        &[
+            &format!("pid {}", host.pid()),
+            "beehive.db (SQLite), schema version ",
+        ],
+    );
+    let printed = json(&workspace.ok(&["version", "-o", "json"]));
+    assert_eq!(printed["host"]["pid"], host.pid());
+    assert!(printed["store"]["schema_version"].as_i64().unwrap() > 0);
+    host.terminate();
+}
+
+#[test]
 fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
     let workspace = Workspace::new();
     assert_mentions(&workspace.fails(&["get", "Greeting"]), &["no database at"]);

@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use beehive_e2e::bench::{self, figure, median};
+
 /// Objects per `apply`.
 const OBJECTS: usize = 10_000;
 
@@ -126,21 +128,15 @@ fn timed_apply(dir: &Path, template: Option<&Path>, args: &[&str], input: &[u8])
     started.elapsed().as_secs_f64()
 }
 
-fn median(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
-
-fn figure(name: &str, value: f64, unit: &str) {
-    println!("figure {name} {value:.3} {unit}");
-}
-
 /// `cargo bench -- NAME` runs this only when NAME is part of a figure's.
 fn wanted() -> bool {
-    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    filter.is_none_or(|f| {
-        "cli.apply_10k_s cli.apply_10k_unchecked_s cli.apply_10k_schema_overhead_pct".contains(&f)
-    })
+    [
+        "cli.apply_10k_s",
+        "cli.apply_10k_unchecked_s",
+        "cli.apply_10k_schema_overhead_pct",
+    ]
+    .iter()
+    .any(|name| bench::wanted(name))
 }
 
 fn main() {

@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+use beehive_e2e::bench::{self, figure};
 use beehive_e2e::{
     ApplyLoad, HostProcess, PostgresProxy, TestPostgres, Workspace, active_host_pid, wait_until,
 };
@@ -28,15 +29,13 @@ const RECOVER: Duration = Duration::from_secs(8);
 
 const FAULTS: [&str; 4] = ["pause", "cut", "restart", "kill"];
 
-fn figure(name: &str, value: f64, unit: &str) {
-    println!("figure {name} {value:.3} {unit}");
-}
-
 /// Whether to run: `cargo bench -- NAME` runs it when NAME is part of a
-/// figure's name (`cargo bench` itself passes `--bench`).
+/// figure's name.
 fn wanted() -> bool {
-    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    filter.is_none_or(|f| "pg.client_gap_max_s".contains(&f) || FAULTS.iter().any(|x| x == &f))
+    bench::wanted("pg.client_gap_max_s")
+        || FAULTS
+            .iter()
+            .any(|fault| bench::wanted(&format!("pg.client_gap_{fault}_s")))
 }
 
 /// The hosts, one of them active, and what strikes them.

@@ -44,7 +44,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use beehive_e2e::bench::{cpu_spent, per_thread_cpu, print_idle_threads, runs_spent};
+use beehive_e2e::bench::{
+    self, cpu_spent, figure, median, per_thread_cpu, print_idle_threads, runs_spent,
+};
 
 /// Objects per `apply`.
 const BATCH: usize = 20_000;
@@ -105,15 +107,6 @@ fn timed_ms(db: &Path, args: &[&str]) -> f64 {
     median(samples)
 }
 
-fn figure(name: &str, value: f64, unit: &str) {
-    println!("figure {name} {value:.3} {unit}");
-}
-
-fn median(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
-
 /// The figures this benchmark prints, without their sizes.
 const FIGURES: [&str; 15] = [
     "scale.load_avg_1m",
@@ -134,10 +127,9 @@ const FIGURES: [&str; 15] = [
 ];
 
 /// Whether to run: `cargo bench -- NAME` runs only the benchmarks with a
-/// figure whose name contains NAME (`cargo bench` itself passes `--bench`).
+/// figure whose name contains NAME.
 fn wanted() -> bool {
-    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    filter.is_none_or(|f| FIGURES.iter().any(|name| name.contains(&f)))
+    FIGURES.iter().any(|name| bench::wanted(name))
 }
 
 fn load_average() -> f64 {

@@ -168,25 +168,59 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
         }
         Command::Delete {
             kind: Some(kind),
+            all: true,
+            ignore_not_found,
+            ..
+        } => {
+            let names = match dispatch(
+                &paths,
+                Request::Get {
+                    kind: kind.clone(),
+                    name: None,
+                    spec_version: None,
+                },
+            )
+            .await
+            {
+                Ok(Reply::Objects { objects }) => {
+                    objects.into_iter().map(|o| o.document.meta.name).collect()
+                }
+                Ok(other) => return Err(unexpected(&other)),
+                Err(failure) if ignore_not_found && failure.code == Code::NotFound => Vec::new(),
+                Err(failure) => return Err(failure),
+            };
+            if names.is_empty() {
+                eprintln!("No objects found.");
+            }
+            let objects = names.into_iter().map(|name| (kind.clone(), name));
+            return delete_each(&paths, objects.collect(), ignore_not_found).await;
+        }
+        Command::Delete {
+            kind: Some(kind),
             names,
+            ignore_not_found,
             ..
         } => {
             let Addressed { kind, names } = addressed(kind, names)?;
             if names.is_empty() {
                 return Err(Failure::usage(
-                    "name the objects: KIND NAME... or KIND/NAME",
+                    "name the objects: KIND NAME... or KIND/NAME, or --all",
                 ));
             }
             let objects = names.into_iter().map(|name| (kind.clone(), name));
-            return delete_each(&paths, objects.collect()).await;
+            return delete_each(&paths, objects.collect(), ignore_not_found).await;
         }
-        Command::Delete { file, .. } => {
+        Command::Delete {
+            file,
+            ignore_not_found,
+            ..
+        } => {
             let file = file.ok_or_else(|| Failure::usage("name the objects, or -f FILE"))?;
             let objects = manifest::load(&file)?
                 .iter()
                 .map(|m| (m.kind_text(), m.name.clone()))
                 .collect();
-            return delete_each(&paths, objects).await;
+            return delete_each(&paths, objects, ignore_not_found).await;
         }
         Command::Requeue { object } => {
             let Named { kind, name } = object.named()?;
@@ -252,15 +286,24 @@ async fn get(
 /// One object fails as its request does. With several, as kubectl does:
 /// each deletion is printed as it lands, each refusal as it comes, and a
 /// closing error carries the first refusal's exit code.
-async fn delete_each(paths: &Paths, objects: Vec<(String, String)>) -> Result<String, Failure> {
+async fn delete_each(
+    paths: &Paths,
+    objects: Vec<(String, String)>,
+    ignore_not_found: bool,
+) -> Result<String, Failure> {
+    let missing = |failure: &Failure| ignore_not_found && failure.code == Code::NotFound;
     if let [(kind, name)] = objects.as_slice() {
-        return delete_one(paths, kind, name).await.map(|done| done + "\n");
+        return match delete_one(paths, kind, name).await {
+            Err(failure) if missing(&failure) => Ok(String::new()),
+            done => done.map(|done| done + "\n"),
+        };
     }
     let mut first_refusal: Option<Failure> = None;
     let mut refusals = 0;
     for (kind, name) in &objects {
         match delete_one(paths, kind, name).await {
             Ok(done) => output::print_now(&format!("{done}\n")),
+            Err(failure) if missing(&failure) => {}
             Err(refusal) => {
                 eprintln!("error: {}", refusal.message);
                 refusals += 1;

@@ -137,6 +137,13 @@ pub(crate) enum Command {
         /// stdin) names, as `apply -f` reads it.
         #[arg(short = 'f', long = "filename", value_name = "FILE")]
         file: Option<PathBuf>,
+        /// Delete every object of the kind.
+        #[arg(long, requires = "kind", conflicts_with_all = ["names", "file"])]
+        all: bool,
+        /// An object (or kind) that does not exist is not an error: nothing
+        /// is printed for it, and the exit code is 0 if nothing else failed.
+        #[arg(long)]
+        ignore_not_found: bool,
     },
     /// Show what plugins logged about a kind, or one object of it: the
     /// latest lines the running host kept (1,000 at most, all plugins

@@ -262,6 +262,37 @@ fn version_names_the_build_the_host_and_the_store() {
 }
 
 #[test]
+fn delete_all_and_ignore_not_found_as_kubectl_does() {
+    let workspace = Workspace::new();
+    workspace.write(
+        "notes.yaml",
+        "kind: Note\nname: a\nspec: {}\n---\nkind: Note\nname: b\nspec: {}\n---\n\
+         kind: Memo\nname: keep\nspec: {}\n",
+    );
+    workspace.ok(&["apply", "-f", "notes.yaml", "--new-kind"]);
+
+    let missing = workspace.run(&["delete", "Note", "nope"]);
+    assert_eq!(missing.status.code(), Some(3), "{missing:?}");
+    let ignored = workspace.run(&["delete", "Note", "nope", "--ignore-not-found"]);
+    assert!(ignored.status.success(), "{ignored:?}");
+    assert!(
+        ignored.stdout.is_empty() && ignored.stderr.is_empty(),
+        "{ignored:?}"
+    );
+    let mixed = workspace.ok(&["delete", "Note", "nope", "a", "--ignore-not-found"]);
+    assert_mentions(&mixed, &["Note/a marked for deletion"]);
+
+    let all = workspace.ok(&["delete", "Note", "--all"]);
+    assert_mentions(&all, &["Note/b marked for deletion"]);
+    let memo = workspace.ok(&["get", "Memo", "-o", "name"]);
+    assert_eq!(memo, "Memo/keep\n", "another kind is left alone");
+    let usage = workspace.run(&["delete", "Note", "a", "--all"]);
+    assert_eq!(usage.status.code(), Some(2), "names and --all conflict");
+    let gone = workspace.run(&["delete", "Gone", "--all", "--ignore-not-found"]);
+    assert!(gone.status.success(), "{gone:?}");
+}
+
+#[test]
 fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
     let workspace = Workspace::new();
     assert_mentions(&workspace.fails(&["get", "Greeting"]), &["no database at"]);

@@ -68,8 +68,19 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             names,
             output,
             spec_version,
+            no_headers,
             ..
-        } => return get(&paths, addressed(kind, names)?, output, spec_version).await,
+        } => {
+            let listed = get(&paths, addressed(kind, names)?, output, spec_version).await?;
+            return Ok(
+                match no_headers && matches!(output, Format::Table | Format::Wide) {
+                    true => listed
+                        .split_once('\n')
+                        .map_or_else(String::new, |(_, rows)| rows.to_string()),
+                    false => listed,
+                },
+            );
+        }
         Command::Describe { object, printed } => {
             let Named { kind, name } = object.named()?;
             return match dispatch(&paths, Request::Describe { kind, name }).await? {

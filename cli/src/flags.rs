@@ -116,6 +116,9 @@ pub(crate) enum Command {
         /// shown; any other is refused (exit 7).
         #[arg(long, value_name = "N", conflicts_with = "watch")]
         spec_version: Option<i64>,
+        /// Print the table's rows without its header line.
+        #[arg(long, conflicts_with = "watch")]
+        no_headers: bool,
     },
     /// Show an object: spec, status, conditions, relations, next pass, events.
     Describe {

@@ -262,7 +262,7 @@ fn version_names_the_build_the_host_and_the_store() {
 }
 
 #[test]
-fn delete_all_and_ignore_not_found_as_kubectl_does() {
+fn delete_all_ignore_not_found_and_no_headers_as_kubectl_does() {
     let workspace = Workspace::new();
     workspace.write(
         "notes.yaml",
@@ -290,6 +290,10 @@ fn delete_all_and_ignore_not_found_as_kubectl_does() {
     assert_eq!(usage.status.code(), Some(2), "names and --all conflict");
     let gone = workspace.run(&["delete", "Gone", "--all", "--ignore-not-found"]);
     assert!(gone.status.success(), "{gone:?}");
+
+    let rows = workspace.ok(&["get", "Memo", "--no-headers"]);
+    assert!(rows.starts_with("keep "), "no header line: {rows}");
+    assert_eq!(rows.lines().count(), 1, "{rows}");
 }
 
 #[test]

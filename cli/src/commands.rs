@@ -36,6 +36,12 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             });
         }
         Command::Version { printed } => return version(&paths, printed).await,
+        Command::ApiResources { printed } => {
+            return match dispatch(&paths, Request::Kinds).await? {
+                Reply::Kinds { kinds } => Ok(printed.show(&kinds, |k| output::kinds(k))),
+                other => Err(unexpected(&other)),
+            };
+        }
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "beehive", &mut script);

@@ -40,6 +40,7 @@ pub fn safe_to_repeat(request: &Request) -> bool {
         | Request::Events { .. }
         | Request::Plugins
         | Request::Version
+        | Request::Kinds
         | Request::Explain { .. }
         | Request::Metrics
         | Request::Requeue { .. } => true,

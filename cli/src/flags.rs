@@ -260,6 +260,14 @@ pub(crate) enum Command {
         #[arg(long, value_name = "DIR")]
         sdk: Option<PathBuf>,
     },
+    /// List every kind the store knows, as kubectl's api-resources: its
+    /// group, the plugin (or native controller) that registered it, its
+    /// spec and status versions, its objects and how many are unsettled.
+    #[command(name = "api-resources")]
+    ApiResources {
+        #[command(flatten)]
+        printed: Printed,
+    },
     /// Print this build's version and the plugin contract it serves, and,
     /// from whoever holds the store (a running host, or this command), the
     /// host's and the store's schema version.

@@ -638,6 +638,37 @@ pub fn plugins(view: &PluginsView) -> String {
     out
 }
 
+/// `api-resources`'s table: a row per kind.
+pub fn kinds(kinds: &[crate::protocol::KindRow]) -> String {
+    if kinds.is_empty() {
+        return "No kinds yet.\n".into();
+    }
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    let rows = kinds.iter().map(|k| {
+        vec![
+            k.kind.clone(),
+            or_dash(Some(k.group.clone()).filter(|g| !g.is_empty())),
+            or_dash(k.source.clone()),
+            or_dash(k.spec_version.map(|v| v.to_string())),
+            or_dash(k.status_version.map(|v| v.to_string())),
+            k.objects.to_string(),
+            k.unsettled.to_string(),
+        ]
+    });
+    columns(
+        &[
+            "KIND",
+            "GROUP",
+            "SERVED BY",
+            "SPEC",
+            "STATUS",
+            "OBJECTS",
+            "UNSETTLED",
+        ],
+        rows,
+    )
+}
+
 /// What `version` prints: this build, the host that answered (if one
 /// runs) and the store.
 #[derive(serde::Serialize)]

@@ -54,6 +54,8 @@ pub enum Request {
     Plugins,
     /// Which build answers, the contract it serves, and the store's schema.
     Version,
+    /// Every kind the store knows: who serves it, its versions, its objects.
+    Kinds,
     /// A kind's schemas, as its registration recorded them.
     Explain {
         kind: String,
@@ -129,6 +131,9 @@ pub enum Reply {
     },
     Plugins(PluginsView),
     Version(VersionView),
+    Kinds {
+        kinds: Vec<KindRow>,
+    },
     Schemas(KindSchemas),
     Metrics {
         text: String,
@@ -352,6 +357,21 @@ pub struct VersionView {
     pub host_pid: Option<u32>,
     /// The store: its location as shown, its backend and schema version.
     pub store: StoreView,
+}
+
+/// A kind as `api-resources` lists it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct KindRow {
+    pub kind: String,
+    pub group: String,
+    /// Where its controller came from (a plugin file, `native`); `None`
+    /// for a kind nothing has registered (plain records).
+    pub source: Option<String>,
+    pub spec_version: Option<i64>,
+    pub status_version: Option<i64>,
+    pub objects: i64,
+    /// Objects whose latest generation no pass has observed yet.
+    pub unsettled: i64,
 }
 
 /// A store as `version` names it.

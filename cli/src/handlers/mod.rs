@@ -26,7 +26,7 @@ use beehive::{GroupKind, Host, RawClient, RawObject, Store};
 
 use self::apply::apply;
 use self::plugins::{metrics, plugins, version};
-use self::read::{describe, events, explain, get};
+use self::read::{describe, events, explain, get, kinds};
 use self::streams::logs;
 use self::wait::wait;
 use self::writes::{delete, remove_finalizer, requeue};
@@ -69,6 +69,7 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
         } => wait(ctx, &kind, &name, &until, Duration::from_millis(timeout_ms)).await,
         Request::Plugins => plugins(ctx),
         Request::Version => Ok(version(ctx)),
+        Request::Kinds => kinds(ctx),
         Request::Explain { kind } => explain(ctx, &kind),
         Request::Metrics => metrics(ctx),
         Request::Requeue { kind, name } => requeue(ctx, &kind, &name),

@@ -10,7 +10,9 @@ use super::kinds::resolve_kind;
 use super::{Context, error, find};
 use crate::failure::{Code, Failure};
 use crate::object_view::OwnerNames;
-use crate::protocol::{Description, EventView, KindSchemas, NextPass, Outcome, Related, Reply};
+use crate::protocol::{
+    Description, EventView, KindRow, KindSchemas, NextPass, Outcome, Related, Reply,
+};
 
 pub(super) fn get(
     ctx: &Context,
@@ -152,4 +154,34 @@ pub(super) fn explain(ctx: &Context, kind: &str) -> Outcome {
         spec: registration.spec_schema,
         status: registration.status_schema,
     }))
+}
+
+/// Every kind the store knows, registered or holding objects, with who
+/// serves it and how many objects it holds.
+pub(super) fn kinds(ctx: &Context) -> Outcome {
+    let registrations = ctx.store.registrations().map_err(error)?;
+    let counts = ctx.store.object_counts().map_err(error)?;
+    let rows = ctx
+        .store
+        .kinds()
+        .map_err(error)?
+        .into_iter()
+        .map(|group_kind| {
+            let registered = registrations.iter().find(|r| r.group_kind == group_kind);
+            let (objects, unsettled) = counts
+                .iter()
+                .find(|(counted, _, _)| *counted == group_kind)
+                .map_or((0, 0), |(_, total, unsettled)| (*total, *unsettled));
+            KindRow {
+                kind: group_kind.kind.clone(),
+                group: group_kind.group.clone(),
+                source: registered.map(|r| r.source.clone()),
+                spec_version: registered.map(|r| r.spec_version),
+                status_version: registered.map(|r| r.status_version),
+                objects,
+                unsettled,
+            }
+        })
+        .collect();
+    Ok(Reply::Kinds { kinds: rows })
 }

@@ -403,6 +403,16 @@ impl Store {
         self.read(|r| r.kinds())
     }
 
+    /// Per kind with objects: how many it holds, and how many of them have
+    /// a generation not yet observed. One grouped count over the objects'
+    /// index: it reads every row once (tens of milliseconds at a million).
+    ///
+    /// # Errors
+    /// [`crate::Error::Database`] when the read fails.
+    pub fn object_counts(&self) -> Result<Vec<(GroupKind, i64, i64)>> {
+        self.read(|r| r.counts_by_kind())
+    }
+
     /// Sees each committed `resource_version` of this process's writer.
     pub(crate) fn commits(&self) -> tokio::sync::watch::Receiver<i64> {
         self.inner.writer.subscribe()

@@ -230,7 +230,7 @@ fn plugins_check_compiles_into_the_cache_its_host_then_serves_from() {
 }
 
 #[test]
-fn version_names_the_build_the_host_and_the_store() {
+fn version_and_api_resources_name_the_build_the_host_the_store_and_its_kinds() {
     let workspace = Workspace::new();
     let alone = workspace.ok(&["version"]);
     assert_mentions(
@@ -258,6 +258,19 @@ fn version_names_the_build_the_host_and_the_store() {
     let printed = json(&workspace.ok(&["version", "-o", "json"]));
     assert_eq!(printed["host"]["pid"], host.pid());
     assert!(printed["store"]["schema_version"].as_i64().unwrap() > 0);
+
+    // The kinds the store knows, as kubectl's api-resources lists them.
+    workspace.apply_new_kind("note.yaml", "kind: Note.x.dev\nname: a\nspec: {}\n");
+    let kinds = workspace.ok(&["api-resources"]);
+    assert_mentions(&kinds, &["KIND", "SERVED BY", "OBJECTS"]);
+    let note = kinds
+        .lines()
+        .find(|l| l.starts_with("Note "))
+        .unwrap_or_default();
+    let cells: Vec<&str> = note.split_whitespace().collect();
+    assert_eq!(cells, ["Note", "x.dev", "-", "-", "-", "1", "1"], "{kinds}");
+    let listed = json(&workspace.ok(&["api-resources", "-o", "json"]));
+    assert_eq!(listed[0]["objects"], 1);
     host.terminate();
 }
 

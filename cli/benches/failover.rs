@@ -97,14 +97,7 @@ fn main() {
     let server = TestPostgres::start();
     let proxy = PostgresProxy::start(&server);
     let workspace = Workspace::with_db(proxy.url());
-    let wasm = beehive_e2e::plugin_wasm("greeting");
-    workspace.ok(&[
-        "plugins",
-        "push",
-        wasm.to_str().unwrap(),
-        "--name",
-        "greeting",
-    ]);
+    workspace.push_plugin("greeting");
     let mut cluster = Cluster {
         server: &server,
         proxy: &proxy,

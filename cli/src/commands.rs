@@ -611,7 +611,9 @@ async fn dispatch_riding_out_faults(paths: &Paths, request: Request) -> Outcome 
         let (outcome, back) = attempt(paths, request.clone(), attempts).await?;
         attempts = back;
         match outcome {
-            Err(failure) if attempts.again(&failure) => continue,
+            Err(failure) if attempts.again(&failure) => {
+                tokio::time::sleep(failover::BETWEEN_ATTEMPTS).await;
+            }
             Err(failure) => return Err(attempts.unrepeated(failure)),
             reply => return reply,
         }

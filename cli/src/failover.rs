@@ -29,7 +29,7 @@ use crate::failure::{Code, Failure};
 use crate::protocol::Request;
 
 /// How long a command waits between attempts.
-const BETWEEN_ATTEMPTS: Duration = Duration::from_millis(100);
+pub const BETWEEN_ATTEMPTS: Duration = Duration::from_millis(100);
 
 /// Whether `request`, sent twice, does what it does once.
 pub fn safe_to_repeat(request: &Request) -> bool {
@@ -82,9 +82,9 @@ impl Attempts {
             .map(|d| d.saturating_duration_since(Instant::now()))
     }
 
-    /// Whether to make another attempt after `failure`, waiting a moment
-    /// first. A failure is kept when the request may not be repeated, or
-    /// when time is up.
+    /// Whether to make another attempt after `failure` (after waiting
+    /// [`BETWEEN_ATTEMPTS`]). A failure is kept when the request may not be
+    /// repeated, or when time is up.
     pub fn again(&mut self, failure: &Failure) -> bool {
         let out_of_time = self
             .deadline
@@ -93,7 +93,6 @@ impl Attempts {
             return false;
         }
         tracing::info!("{failure}; trying again");
-        std::thread::sleep(BETWEEN_ATTEMPTS);
         true
     }
 

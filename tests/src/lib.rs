@@ -395,6 +395,16 @@ impl Workspace {
         host
     }
 
+    /// Pushes example plugin `plugin` into this workspace's PostgreSQL
+    /// store, under its own name.
+    ///
+    /// # Panics
+    /// When the push fails.
+    pub fn push_plugin(&self, plugin: &str) {
+        let wasm = plugin_wasm(plugin);
+        self.ok(&["plugins", "push", wasm.to_str().unwrap(), "--name", plugin]);
+    }
+
     /// Starts `beehive run ARGS` in the background, logging to `log`, and
     /// waits until its log says `line`.
     ///

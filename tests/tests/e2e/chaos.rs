@@ -94,14 +94,7 @@ fn two_hosts_ride_out_a_fault_a_round_and_lose_nothing() {
     // Everything goes through the proxy, so one host's network can be cut.
     let proxy = PostgresProxy::start(&server);
     let workspace = Workspace::with_db(proxy.url());
-    let wasm = beehive_e2e::plugin_wasm("greeting");
-    workspace.ok(&[
-        "plugins",
-        "push",
-        wasm.to_str().unwrap(),
-        "--name",
-        "greeting",
-    ]);
+    workspace.push_plugin("greeting");
     server.psql(AUDIT);
     let mut hosts: Vec<HostProcess> = vec![
         workspace.start_host_until(&[], "host-0.log", beehive_e2e::PLUGINS_LOADED),

@@ -620,6 +620,17 @@ pub fn plugins(view: &PluginsView) -> String {
             rows,
         ));
     }
+    for plugin in view
+        .plugins
+        .iter()
+        .filter(|p| p.tier.as_deref() == Some("baseline"))
+    {
+        let _ = writeln!(
+            out,
+            "BASELINE {}: served from quick baseline code until its optimized code is compiled",
+            escape(&plugin.source)
+        );
+    }
     for failure in &view.failures {
         let _ = writeln!(out, "FAILED  {}", escape(&failure.error));
     }
@@ -726,6 +737,33 @@ pub fn version(report: &VersionReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::PluginRow;
+
+    #[test]
+    fn a_plugin_on_baseline_code_gets_a_line_saying_so() {
+        let row = |source: &str, tier: &str| PluginRow {
+            kind: "Service.py.example.dev".into(),
+            source: source.into(),
+            content_hash: None,
+            limits: None,
+            tier: Some(tier.into()),
+        };
+        let view = PluginsView {
+            running: true,
+            active_host: None,
+            not_ready: None,
+            plugins: vec![
+                row("plugins/a.wasm", "baseline"),
+                row("plugins/b.wasm", "optimized"),
+            ],
+            failures: Vec::new(),
+            loading: Vec::new(),
+            started: true,
+        };
+        let shown = plugins(&view);
+        assert!(shown.contains("BASELINE plugins/a.wasm: served from quick baseline code"));
+        assert!(!shown.contains("BASELINE plugins/b.wasm"), "{shown}");
+    }
 
     #[test]
     fn ages_read_like_kubectl() {

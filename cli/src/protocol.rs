@@ -318,6 +318,10 @@ pub struct PluginRow {
     /// What its passes run under; known only while a host runs.
     #[serde(default)]
     pub limits: Option<LimitsView>,
+    /// `baseline` while its optimised code is still being compiled,
+    /// `optimized` after; known only while a host runs.
+    #[serde(default)]
+    pub tier: Option<String>,
 }
 
 /// The limits that apply to one plugin.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use beehive::engine::{Cadence, Tenure};
-use beehive::plugin::{Directory, Runtime, RuntimeOptions};
+use beehive::plugin::{Compiler, Directory, Runtime, RuntimeOptions};
 use beehive::{Host, HostOptions};
 use clap::Args;
 
@@ -54,6 +54,14 @@ pub struct RunArgs {
     /// wherever the cache is; no plugin may be granted either.
     #[arg(long, value_name = "DIR")]
     plugin_cache: Option<PathBuf>,
+
+    /// How plugins are compiled: `tiered` serves a large (Python or
+    /// JavaScript) plugin from quick baseline code in seconds and moves it
+    /// to optimised code when that is ready; `optimizing` waits for the
+    /// optimised code; `baseline` never optimises. A plugin already in the
+    /// cache loads its optimised code under each.
+    #[arg(long, value_name = "COMPILER", default_value = "tiered")]
+    compiler: CompilerArg,
 
     #[command(flatten)]
     limits: PluginLimitArgs,
@@ -183,6 +191,7 @@ impl RunArgs {
             .unwrap_or_else(|| default_plugin_cache(paths));
         self.limits
             .runtime_options()
+            .compiler(self.compiler.into())
             .cache_dir(cache)
             .cache_key(plugin_cache_key(paths))
     }
@@ -281,6 +290,24 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), Failure> {
             Ending::SteppedDown => {
                 tracing::warn!("back to standing by: this host competes for the lease again");
             }
+        }
+    }
+}
+
+/// `--compiler`'s values.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum CompilerArg {
+    Tiered,
+    Optimizing,
+    Baseline,
+}
+
+impl From<CompilerArg> for Compiler {
+    fn from(arg: CompilerArg) -> Compiler {
+        match arg {
+            CompilerArg::Tiered => Compiler::Tiered,
+            CompilerArg::Optimizing => Compiler::Optimizing,
+            CompilerArg::Baseline => Compiler::Baseline,
         }
     }
 }

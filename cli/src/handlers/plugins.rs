@@ -36,7 +36,8 @@ pub(super) fn plugins(ctx: &Context) -> Outcome {
                 .map(|s| PluginRow {
                     kind: s.group_kind.to_string(),
                     source: s.path.display().to_string(),
-                    content_hash: Some(s.content_hash),
+                    content_hash: Some(s.content_hash.clone()),
+                    tier: Some(s.tier().to_string()),
                     limits: Some(LimitsView {
                         concurrency: s.limits.concurrency,
                         pass_deadline_ms: millis(s.limits.pass_deadline),
@@ -77,6 +78,7 @@ pub(super) fn plugins(ctx: &Context) -> Outcome {
                     source: r.source,
                     content_hash: r.content_hash,
                     limits: None,
+                    tier: None,
                 })
                 .collect(),
             failures: Vec::new(),

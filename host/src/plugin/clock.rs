@@ -150,7 +150,7 @@ pub(crate) fn install(store: &mut Store<PluginState>) {
     store.epoch_deadline_callback(|ctx| Ok(ctx.data().clock.on_deadline()));
 }
 
-/// Advances the engine's epoch while passes run, and sleeps otherwise: an
+/// Advances the engines' epochs while passes run, and sleeps otherwise: an
 /// idle host's ticker thread is blocked, never woken on a timer. Dropping
 /// the ticker ends the thread.
 pub(crate) struct Ticker {
@@ -212,7 +212,7 @@ impl Ticker {
     /// # Errors
     /// When the thread cannot be started: without it no CPU deadline would
     /// ever fire, so the runtime must not start either.
-    pub(crate) fn start(engine: Engine) -> std::io::Result<Arc<Ticker>> {
+    pub(crate) fn start(engines: Vec<Engine>) -> std::io::Result<Arc<Ticker>> {
         let shared = Arc::new(TickerShared::default());
         let thread_shared = shared.clone();
         std::thread::Builder::new()
@@ -220,7 +220,9 @@ impl Ticker {
             .spawn(move || {
                 while thread_shared.wait_for_passes() {
                     std::thread::sleep(TICK);
-                    engine.increment_epoch();
+                    for engine in &engines {
+                        engine.increment_epoch();
+                    }
                     thread_shared.lock().ticks += 1;
                 }
             })?;
@@ -321,7 +323,7 @@ mod tests {
         let mut config = wasmtime::Config::new();
         config.epoch_interruption(true);
         let engine = Engine::new(&config).expect("engine");
-        let ticker = Ticker::start(engine).expect("ticker");
+        let ticker = Ticker::start(vec![engine]).expect("ticker");
         for _ in 0..3 {
             ticker_reaches(&ticker, |s| s.waiting.load(Ordering::SeqCst));
             let before = ticker.shared.lock().ticks;

@@ -39,6 +39,14 @@ pub struct Served {
     pub limits: Limits,
     /// What its policy file grants (config values stay hidden).
     pub policy: Arc<Policy>,
+    code: Arc<super::code::CodeCell>,
+}
+
+impl Served {
+    /// The code its passes run now ([`Plugin::tier`]).
+    pub fn tier(&self) -> super::Tier {
+        self.code.current().tier
+    }
 }
 
 /// A file whose current content does not serve.
@@ -73,7 +81,7 @@ pub enum Change {
         /// What serves now.
         served: Served,
         /// What the file served before, if anything.
-        replaced: Option<Served>,
+        replaced: Option<Box<Served>>,
     },
     /// A file was removed and its kind has no controller now; its objects stay.
     Unregistered(Served),
@@ -233,9 +241,9 @@ enum Prepared {
     /// content and policy.
     Nothing,
     /// It could not be read, or its policy is wrong.
-    Failed(Change),
+    Failed(Box<Change>),
     /// Its content or policy is new: load it.
-    Load(Pending),
+    Load(Box<Pending>),
 }
 
 impl std::fmt::Debug for Directory {
@@ -372,8 +380,8 @@ impl Directory {
                 .plugin_seen(&plugin_label(&path));
             match self.prepare(&mut files, &path, seen) {
                 Prepared::Nothing => {}
-                Prepared::Failed(change) => report(change),
-                Prepared::Load(load) => pending.push(load),
+                Prepared::Failed(change) => report(*change),
+                Prepared::Load(load) => pending.push(*load),
             }
         }
         self.load_all(&mut files, pending, &mut report).await;
@@ -512,7 +520,9 @@ impl Directory {
                     path: path.to_path_buf(),
                     source,
                 };
-                return Prepared::Failed(record_failure(files, path, seen, serving, error));
+                return Prepared::Failed(Box::new(record_failure(
+                    files, path, seen, serving, error,
+                )));
             }
         };
         // Still being written: the writer's next notification brings it back.
@@ -526,7 +536,9 @@ impl Directory {
                 // took away must not stay granted while it is fixed.
                 let none = beehive_types::StoreGrants::default();
                 self.runtime.revise_store_grants(path, &none);
-                return Prepared::Failed(record_failure(files, path, seen, serving, error));
+                return Prepared::Failed(Box::new(record_failure(
+                    files, path, seen, serving, error,
+                )));
             }
         };
         self.runtime.revise_store_grants(path, &policy.store);
@@ -546,14 +558,14 @@ impl Directory {
             );
             return Prepared::Nothing;
         }
-        Prepared::Load(Pending {
+        Prepared::Load(Box::new(Pending {
             path: path.to_path_buf(),
             seen,
             serving,
             bytes,
             content_hash,
             policy,
-        })
+        }))
     }
 
     /// Lets a loaded plugin serve, or records why it does not.
@@ -586,7 +598,7 @@ impl Directory {
                 );
                 Some(Change::Loaded {
                     served,
-                    replaced: serving,
+                    replaced: serving.map(Box::new),
                 })
             }
             Err(_) if fingerprint(&path).as_ref() != Some(&seen) => None,
@@ -642,6 +654,7 @@ impl Directory {
                 ..plugin.limits()
             },
             policy: plugin.sandbox.policy.clone(),
+            code: plugin.sandbox.code.clone(),
         };
         let rival = files.iter().find(|(path, f)| {
             **path != served.path

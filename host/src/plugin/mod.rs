@@ -15,6 +15,7 @@
 mod bindings;
 mod cache;
 mod clock;
+mod code;
 mod convert;
 mod directory;
 mod error;
@@ -33,6 +34,7 @@ mod store_gate;
 
 pub use crate::operator_file::{MAX_PLUGIN_BYTES, MAX_POLICY_BYTES};
 pub use beehive_types::{ContractError, KindPattern, StoreGrants, StoreVerb};
+pub use code::{Compiler, Tier};
 pub use directory::{Change, Directory, LoadFailure, Loading, Served};
 pub use error::Error;
 pub use http::{HostPattern, HttpLimits};
@@ -207,14 +209,24 @@ impl Plugin {
         }
     }
 
-    /// An idle instance, or a new one.
+    /// The code its passes run now: baseline code until the optimised code
+    /// made behind it is ready ([`Compiler::Tiered`]).
+    pub fn tier(&self) -> Tier {
+        self.sandbox.code.current().tier
+    }
+
+    /// An idle instance of the current code, or a new one.
     async fn warm(&self) -> Result<Warm, Error> {
-        let idle = lock(&self.idle).pop();
-        match idle {
-            Some(warm) => Ok(warm),
-            // Boxed: instantiating is rare, and its future is large enough
-            // that every pass's future, which moves whole, would carry it.
-            None => Box::pin(self.sandbox.instantiate()).await,
+        loop {
+            let idle = lock(&self.idle).pop();
+            match idle {
+                Some(warm) if self.sandbox.is_current(&warm) => return Ok(warm),
+                // Made from code since replaced: dropped, giving its slot back.
+                Some(_) => continue,
+                // Boxed: instantiating is rare, and its future is large enough
+                // that every pass's future, which moves whole, would carry it.
+                None => return Box::pin(self.sandbox.instantiate()).await,
+            }
         }
     }
 
@@ -304,7 +316,7 @@ impl Plugin {
     /// Puts an instance back for the next pass, unless it has collected a
     /// lot of stderr or memory: then it is dropped and gives both back.
     fn keep_idle(&self, warm: Warm) {
-        if worth_keeping(&warm, &self.sandbox.name) {
+        if self.sandbox.is_current(&warm) && worth_keeping(&warm, &self.sandbox.name) {
             lock(&self.idle).push(warm);
         }
     }

@@ -5,26 +5,24 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use sha2::{Digest, Sha256};
-use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::Engine;
+use wasmtime::component::{Component, Linker};
 
 use crate::metrics::PluginMetrics;
 use crate::operator_file::{self, MAX_PLUGIN_BYTES};
 use crate::plugin::bindings::beehive::controller::types as wit;
 use crate::plugin::clock::Ticker;
+use crate::plugin::code::{Backend, Code, CodeCell, Compiler, TIERED_FROM_BYTES, Tier};
 use crate::plugin::memory::Budget;
 use crate::plugin::sandbox::Sandbox;
 use crate::plugin::side_calls::Extras;
 use crate::plugin::state::PluginState;
 use crate::plugin::store_gate::GrantsByFile;
 use crate::plugin::{Error, LimitOverrides, Limits, Plugin, Policy, bindings, cache, http, limits};
-
-/// Component instances the pool has room for, across every plugin. Each
-/// plugin version holds at most its concurrency ceiling of them.
-const POOL_INSTANCES: u32 = 128;
+use crate::sync::lock;
 
 /// How a [`Runtime`] is set up.
 #[derive(Clone, Debug)]
@@ -35,6 +33,8 @@ pub struct RuntimeOptions {
     cache_key: Option<PathBuf>,
     memory_budget: usize,
     metrics: Option<Arc<crate::metrics::Metrics>>,
+    compiler: Compiler,
+    tiered_from: usize,
 }
 
 impl Default for RuntimeOptions {
@@ -46,6 +46,8 @@ impl Default for RuntimeOptions {
             cache_key: None,
             memory_budget: 192 << 20,
             metrics: None,
+            compiler: Compiler::default(),
+            tiered_from: TIERED_FROM_BYTES,
         }
     }
 }
@@ -100,6 +102,22 @@ impl RuntimeOptions {
         self
     }
 
+    /// Which compilers make plugins' native code ([`Compiler::Tiered`] by
+    /// default).
+    pub fn compiler(mut self, compiler: Compiler) -> Self {
+        self.compiler = compiler;
+        self
+    }
+
+    /// Serves components of `bytes` or more from baseline code first under
+    /// [`Compiler::Tiered`] (default 2 MiB). Only with `testing`: the tests
+    /// tier up a small plugin, which compiles in a fraction of a second.
+    #[cfg(feature = "testing")]
+    pub fn tiered_from(mut self, bytes: usize) -> Self {
+        self.tiered_from = bytes;
+        self
+    }
+
     /// The largest memory cap any plugin may get: the pool's slot size.
     fn largest_memory(&self) -> usize {
         self.plugin_limits
@@ -109,18 +127,24 @@ impl RuntimeOptions {
     }
 }
 
-/// Compiles and runs plugins: one wasmtime engine and linker per host.
+/// Compiles and runs plugins: one wasmtime engine and linker per compiler.
 pub struct Runtime {
-    pub(super) engine: Engine,
-    linker: Linker<PluginState>,
+    optimizing: Backend,
+    /// Winch's engine; `None` under [`Compiler::Optimizing`].
+    baseline: Option<Backend>,
     pub(super) ticker: Arc<Ticker>,
     options: RuntimeOptions,
     pub(super) budget: Arc<Budget>,
     cache: Option<cache::Cache>,
     compiled: std::sync::atomic::AtomicUsize,
-    /// One compile at a time: each already spreads over every core, and
-    /// two at once would make a small plugin wait on a large one's share.
+    /// One compile at a time before serving: each already spreads over
+    /// every core, and two at once would make a small plugin wait on a
+    /// large one's share.
     compiling: tokio::sync::Semaphore,
+    /// One optimising compile at a time behind baseline code, on threads of
+    /// their own: such a compile may outlast its host, and a process that
+    /// is stopping must not wait for it.
+    optimizing_behind: Mutex<()>,
     logs: super::PluginLogs,
     store_grants: GrantsByFile,
 }
@@ -147,27 +171,16 @@ impl Runtime {
     /// [`crate::Error::Internal`] when wasmtime cannot be set up.
     pub fn new(options: RuntimeOptions) -> crate::Result<Arc<Runtime>> {
         let internal = |e: wasmtime::Error| crate::Error::Internal(format!("wasmtime: {e}"));
-        let mut config = Config::new();
-        config.epoch_interruption(true);
-        // Pooling keeps instance memories and async stacks between passes
-        // instead of mapping fresh ones for each. Slots bound how many
-        // instances exist at once; the idle pool holds at most one per worker.
-        let mut pool = PoolingAllocationConfig::new();
-        pool.total_component_instances(POOL_INSTANCES)
-            .total_core_instances(POOL_INSTANCES * 8)
-            .total_memories(POOL_INSTANCES * 2)
-            .total_tables(POOL_INSTANCES * 2)
-            .total_stacks(POOL_INSTANCES)
-            .max_memory_size(options.largest_memory());
-        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&config).map_err(internal)?;
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(internal)?;
-        refuse_links(&mut linker).map_err(internal)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(internal)?;
-        bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)
-            .map_err(internal)?;
-        let ticker = Ticker::start(engine.clone()).map_err(|e| {
+        let optimizing = Backend::optimizing(options.largest_memory()).map_err(internal)?;
+        let baseline = match options.compiler {
+            Compiler::Optimizing => None,
+            Compiler::Tiered | Compiler::Baseline => Some(Backend::baseline().map_err(internal)?),
+        };
+        let engines = std::iter::once(&optimizing)
+            .chain(&baseline)
+            .map(|backend| backend.engine.clone())
+            .collect();
+        let ticker = Ticker::start(engines).map_err(|e| {
             crate::Error::Internal(format!("cannot start the plugin deadline ticker: {e}"))
         })?;
         let cache = options.cache_dir.clone().map(|dir| {
@@ -175,20 +188,39 @@ impl Runtime {
                 .cache_key
                 .clone()
                 .unwrap_or_else(|| cache::Cache::default_key_file(&dir));
-            cache::Cache::new(dir, &key, &engine)
+            cache::Cache::new(dir, &key, &optimizing.engine)
         });
         Ok(Arc::new(Runtime {
-            engine,
-            linker,
+            optimizing,
+            baseline,
             ticker,
             budget: Budget::new(options.memory_budget),
             options,
             cache,
             compiled: std::sync::atomic::AtomicUsize::new(0),
             compiling: tokio::sync::Semaphore::new(1),
+            optimizing_behind: Mutex::new(()),
             logs: super::PluginLogs::default(),
             store_grants: GrantsByFile::default(),
         }))
+    }
+
+    /// Holds every optimising compile behind baseline code until the
+    /// returned sender drops. Only with `testing`: a test sees baseline code
+    /// serve, then the move to optimised code, however fast the compile.
+    #[cfg(feature = "testing")]
+    pub fn hold_optimizing(self: &Arc<Self>) -> std::sync::mpsc::Sender<()> {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (taken, is_taken) = std::sync::mpsc::channel();
+        let runtime = self.clone();
+        std::thread::spawn(move || {
+            let _turn = lock(&runtime.optimizing_behind);
+            let _ = taken.send(());
+            // Returns when the sender drops.
+            let _ = released.recv();
+        });
+        let _ = is_taken.recv();
+        release
     }
 
     /// Linear memory held by every live plugin instance of this runtime.
@@ -210,7 +242,9 @@ impl Runtime {
         vec![dir.clone(), key]
     }
 
-    /// How many components this runtime has compiled (not taken from the cache).
+    /// How many components this runtime has compiled before serving them
+    /// (not taken from the cache; optimised code made behind baseline code
+    /// is not counted).
     pub fn compiled_count(&self) -> usize {
         self.compiled.load(std::sync::atomic::Ordering::SeqCst)
     }
@@ -256,16 +290,16 @@ impl Runtime {
                 cap: ceiling.memory,
             });
         }
-        let component = self.component(path, bytes, &content_hash).await?;
+        let bytes = Arc::new(bytes);
+        let (component, tier) = self.component(path, bytes.clone(), &content_hash).await?;
         let contract = |message: String| Error::Contract {
             path: path.to_path_buf(),
             message: one_line(&message),
         };
-        let instance_pre = self
-            .linker
-            .instantiate_pre(&component)
+        let pre = self
+            .link(&component, tier)
             .map_err(|e| contract(format!("{e:#}")))?;
-        let pre = bindings::PluginPre::new(instance_pre).map_err(|e| contract(format!("{e:#}")))?;
+        let code = CodeCell::new(Code { pre, tier });
         let metrics = self
             .options
             .metrics
@@ -276,7 +310,7 @@ impl Runtime {
             path: path.to_path_buf(),
             limits: ceiling,
             slots: Arc::new(tokio::sync::Semaphore::new(ceiling.concurrency.max(1))),
-            pre,
+            code: code.clone(),
             runtime: self.clone(),
             store_grants: self.store_grants.for_load(path, &policy.store),
             http: http::HttpAccess::new(policy.http.allow.clone(), ceiling.http),
@@ -285,7 +319,7 @@ impl Runtime {
         };
         let mut registration = describe(&describing)
             .await
-            .map_err(|error| with_world_hint(error, &component, &self.engine))?;
+            .map_err(|error| with_world_hint(error, &component))?;
         if let Some(problem) = limits::registration_problem(&registration) {
             return Err(contract(format!("describe named {problem}")));
         }
@@ -304,6 +338,9 @@ impl Runtime {
             crate::validation::SpecSchema::parse(spec)
                 .map_err(|e| contract(format!("its spec schema: {e}")))?;
         }
+        if tier == Tier::Baseline && self.options.compiler == Compiler::Tiered {
+            self.optimize_behind(path, bytes, content_hash.clone(), Arc::downgrade(&code));
+        }
         Ok(Plugin {
             sandbox,
             content_hash,
@@ -315,8 +352,6 @@ impl Runtime {
 }
 
 impl Runtime {
-    /// The compiled component: from the cache, or compiled (off the async
-    /// workers: compiling is up to seconds of CPU) and then cached.
     /// The log lines of the plugins this runtime loads.
     pub fn logs(&self) -> &super::PluginLogs {
         &self.logs
@@ -328,20 +363,52 @@ impl Runtime {
         self.cache.as_ref().is_some_and(|c| c.holds(content_hash))
     }
 
+    /// The backend of `tier`.
+    fn backend(&self, tier: Tier) -> &Backend {
+        match tier {
+            Tier::Baseline => self.baseline.as_ref().unwrap_or(&self.optimizing),
+            Tier::Optimized => &self.optimizing,
+        }
+    }
+
+    /// `component` linked to what plugins may import, ready to instantiate.
+    fn link(
+        &self,
+        component: &Component,
+        tier: Tier,
+    ) -> wasmtime::Result<bindings::PluginPre<PluginState>> {
+        let linker: &Linker<PluginState> = &self.backend(tier).linker;
+        bindings::PluginPre::new(linker.instantiate_pre(component)?)
+    }
+
+    /// The tier a file of `size` bytes that the cache does not hold is
+    /// first compiled at.
+    fn first_tier(&self, size: usize) -> Tier {
+        match self.options.compiler {
+            Compiler::Optimizing => Tier::Optimized,
+            Compiler::Baseline => Tier::Baseline,
+            Compiler::Tiered if size >= self.options.tiered_from => Tier::Baseline,
+            Compiler::Tiered => Tier::Optimized,
+        }
+    }
+
+    /// The compiled component and its tier: optimised code from the cache,
+    /// or compiled (off the async workers: compiling is up to seconds of
+    /// CPU) at the tier [`Runtime::first_tier`] picks; optimised code is
+    /// then cached.
     async fn component(
         &self,
         path: &Path,
-        bytes: Vec<u8>,
+        bytes: Arc<Vec<u8>>,
         content_hash: &str,
-    ) -> Result<Component, Error> {
+    ) -> Result<(Component, Tier), Error> {
         if let Some(component) = self
             .cache
             .as_ref()
-            .and_then(|c| c.load(&self.engine, content_hash))
+            .and_then(|c| c.load(&self.optimizing.engine, content_hash))
         {
-            return Ok(component);
+            return Ok((component, Tier::Optimized));
         }
-        let engine = self.engine.clone();
         let not_a_component = |message: String| Error::NotAComponent {
             path: path.to_path_buf(),
             message: one_line(&message),
@@ -358,26 +425,116 @@ impl Runtime {
         }
         // Never closed, so acquiring cannot fail.
         let _turn = self.compiling.acquire().await;
-        // A large component takes tens of seconds: the operator should
-        // know why it does not serve yet.
-        tracing::info!(
-            "compiling {} ({:.1} MB)",
-            path.display(),
-            bytes.len() as f64 / 1e6
-        );
-        let started = std::time::Instant::now();
-        let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
-            .await
-            .map_err(|e| not_a_component(e.to_string()))?
-            .map_err(|e| not_a_component(format!("{e:#}")))?;
-        tracing::info!("compiled {} in {:.1?}", path.display(), started.elapsed());
+        let mut tier = self.first_tier(bytes.len());
+        let mut compiled = self.compile_off_thread(path, bytes.clone(), tier).await;
+        if let (Err(error), Tier::Baseline) = (&compiled, tier) {
+            // Winch does not take every feature Cranelift does: the file
+            // may still be served, later.
+            tracing::info!(
+                "the baseline compiler cannot take {}, compiling it optimised: {error}",
+                path.display()
+            );
+            tier = Tier::Optimized;
+            compiled = self.compile_off_thread(path, bytes, tier).await;
+        }
+        let component = compiled.map_err(not_a_component)?;
         self.compiled
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        if let Some(cache) = &self.cache {
+        if let (Some(cache), Tier::Optimized) = (&self.cache, tier) {
             cache.store(&component, content_hash);
         }
-        Ok(component)
+        Ok((component, tier))
     }
+
+    /// Compiles `bytes` at `tier` on tokio's blocking threads.
+    async fn compile_off_thread(
+        &self,
+        path: &Path,
+        bytes: Arc<Vec<u8>>,
+        tier: Tier,
+    ) -> Result<Component, String> {
+        let engine = self.backend(tier).engine.clone();
+        let path = path.to_path_buf();
+        tokio::task::spawn_blocking(move || compile(&engine, &path, &bytes, tier))
+            .await
+            .map_err(|e| e.to_string())?
+    }
+
+    /// Starts Cranelift on `bytes` behind the baseline code in `code`, and
+    /// puts its code in the cell when it is done, unless the version has
+    /// been dropped by then. Failures leave the baseline code serving.
+    fn optimize_behind(
+        self: &Arc<Self>,
+        path: &Path,
+        bytes: Arc<Vec<u8>>,
+        content_hash: String,
+        code: Weak<CodeCell>,
+    ) {
+        let runtime = Arc::downgrade(self);
+        let file = path.to_path_buf();
+        let started = std::thread::Builder::new()
+            .name("beehive-optimize".into())
+            .spawn(move || {
+                let path = file;
+                let Some(runtime) = runtime.upgrade() else {
+                    return;
+                };
+                let _turn = lock(&runtime.optimizing_behind);
+                if code.strong_count() == 0 {
+                    return;
+                }
+                let optimized = compile(&runtime.optimizing.engine, &path, &bytes, Tier::Optimized)
+                    .and_then(|component| {
+                        let pre = runtime
+                            .link(&component, Tier::Optimized)
+                            .map_err(|e| format!("{e:#}"))?;
+                        Ok((component, pre))
+                    });
+                match optimized {
+                    Ok((component, pre)) => {
+                        if let Some(cache) = &runtime.cache {
+                            cache.store(&component, &content_hash);
+                        }
+                        if let Some(cell) = code.upgrade() {
+                            cell.replace(Code {
+                                pre,
+                                tier: Tier::Optimized,
+                            });
+                            tracing::info!("{} now runs its optimized code", path.display());
+                        }
+                    }
+                    Err(error) => tracing::warn!(
+                        "{} keeps running its baseline code: the optimizing compile failed: {error}",
+                        path.display()
+                    ),
+                }
+            });
+        if let Err(error) = started {
+            tracing::warn!(
+                "{} keeps running its baseline code: cannot start the optimizing compile: {error}",
+                path.display()
+            );
+        }
+    }
+}
+
+/// Compiles `bytes` from `path` with `engine`, saying so in the log: a large
+/// component takes seconds, and the operator should know why it does not
+/// serve yet.
+fn compile(engine: &Engine, path: &Path, bytes: &[u8], tier: Tier) -> Result<Component, String> {
+    tracing::info!(
+        "compiling {} ({:.1} MB, {tier} code)",
+        path.display(),
+        bytes.len() as f64 / 1e6
+    );
+    let started = std::time::Instant::now();
+    let component = Component::new(engine, bytes).map_err(|e| format!("{e:#}"))?;
+    tracing::info!(
+        "compiled {} ({tier} code) in {:.1?}",
+        path.display(),
+        started.elapsed()
+    );
+    Ok(component)
 }
 
 /// Replaces `wasi:filesystem`'s `symlink-at` and `link-at` with calls that
@@ -386,7 +543,7 @@ impl Runtime {
 /// open of the grant's path), so it is an escape waiting for someone else
 /// to take it; a hard link can make a read-only file of one grant writable
 /// through another.
-fn refuse_links(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+pub(super) fn refuse_links(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
     use wasmtime::component::Resource;
     use wasmtime_wasi::filesystem::Descriptor;
     use wasmtime_wasi::p2::bindings::filesystem::types::{ErrorCode, PathFlags};
@@ -442,10 +599,10 @@ async fn describe(sandbox: &Sandbox) -> Result<wit::Registration, Error> {
 /// world's bindings, so a plugin built with one for a world without it
 /// fails as it starts (a component written against the WIT alone may use
 /// any world, and is served).
-fn with_world_hint(error: Error, component: &Component, engine: &Engine) -> Error {
+fn with_world_hint(error: Error, component: &Component) -> Error {
     let imports_http = component
         .component_type()
-        .imports(engine)
+        .imports(component.engine())
         .any(|(name, _)| name.starts_with("wasi:http/"));
     match error {
         Error::Contract { path, message } if !imports_http => Error::Contract {

@@ -15,6 +15,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use crate::metrics::{Held, PluginMetrics};
 use crate::plugin::bindings;
 use crate::plugin::clock::{self, PassClock};
+use crate::plugin::code::{Code, CodeCell};
 use crate::plugin::http::{HttpAccess, HttpGate};
 use crate::plugin::memory::MemoryLimiter;
 use crate::plugin::state::PluginState;
@@ -34,7 +35,8 @@ pub(crate) struct Sandbox {
     /// One permit per instance this version may have at once: its share of
     /// the pool, so no plugin can take every slot.
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
-    pub(crate) pre: bindings::PluginPre<PluginState>,
+    /// The code new instances are made from, which tiering may replace.
+    pub(crate) code: Arc<CodeCell>,
     pub(crate) runtime: Arc<Runtime>,
     /// The store grants in force for the file, which a changed policy
     /// replaces under instances already running.
@@ -51,6 +53,8 @@ pub(crate) struct Warm {
     pub(crate) store: Store<PluginState>,
     pub(crate) bindings: bindings::Plugin,
     pub(crate) instance: Instance,
+    /// The code it was made from: once replaced, the instance is not reused.
+    pub(crate) code: Arc<Code>,
     _slot: tokio::sync::OwnedSemaphorePermit,
     /// Counted in `beehive_plugin_instances` while it lives.
     _counted: Held,
@@ -69,7 +73,7 @@ impl Sandbox {
     /// but the directories the policy grants and no HTTP but to the hosts it
     /// grants; stderr captured in
     /// memory; memory capped and charged to the runtime's budget.
-    fn store(&self) -> Result<Store<PluginState>, Error> {
+    fn store(&self, code: &Code) -> Result<Store<PluginState>, Error> {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         let mut wasi = WasiCtxBuilder::new();
         wasi.stderr(stderr.clone());
@@ -78,7 +82,7 @@ impl Sandbox {
         }
         let wasi = wasi.build();
         let mut store = Store::new(
-            &self.runtime.engine,
+            code.engine(),
             PluginState {
                 wasi,
                 table: wasmtime::component::ResourceTable::new(),
@@ -141,6 +145,11 @@ impl Sandbox {
         Ok(())
     }
 
+    /// Whether `warm` was made from the code this version serves now.
+    pub(crate) fn is_current(&self, warm: &Warm) -> bool {
+        self.code.is_current(&warm.code)
+    }
+
     /// Restarts `warm`'s clock for a new call into the guest.
     pub(crate) fn restart_clock(&self, warm: &mut Warm) {
         warm.store
@@ -195,10 +204,11 @@ impl Sandbox {
                 path: self.path.clone(),
                 message: "the plugin is being dropped".into(),
             })?;
-        let mut store = self.store()?;
+        let code = self.code.current();
+        let mut store = self.store(&code)?;
         let instantiated = self
             .bounded(std::pin::pin!(async {
-                let instance = self
+                let instance = code
                     .pre
                     .instance_pre()
                     .instantiate_async(&mut store)
@@ -225,6 +235,7 @@ impl Sandbox {
             store,
             bindings,
             instance,
+            code,
             _slot: slot,
             _counted: Held::new(&self.metrics.instances),
         })

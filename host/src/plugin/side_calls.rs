@@ -69,13 +69,13 @@ struct Job {
     reply: mpsc::SyncSender<Result<Answer, String>>,
 }
 
-/// Where the functions the thread calls are in the component; `None` for
-/// one the plugin does not export (or the host does not need).
-#[derive(Clone, Default)]
+/// Which functions the thread may call: those the plugin exports and the
+/// host needs. They are looked up by name on each instance, as an index
+/// belongs to one compile and tiering replaces the code under the thread.
+#[derive(Clone, Copy, Default)]
 struct Exports {
-    convert_spec: Option<ComponentExportIndex>,
-    convert_status: Option<ComponentExportIndex>,
-    validate: Option<ComponentExportIndex>,
+    convert: bool,
+    validate: bool,
 }
 
 /// A plugin version's call thread.
@@ -111,16 +111,14 @@ impl Extras {
         );
         let mut exports = Exports::default();
         if spec_version != 0 || status_version != 0 {
-            let converters = export(component, MIGRATOR, "convert-spec")
-                .zip(export(component, MIGRATOR, "convert-status"))
-                .ok_or_else(|| {
-                    format!(
-                        "declares schema versions (spec {spec_version}, status {status_version}) \
-                         but exports no migrator: build it for the plugin-with-migrator world"
-                    )
-                })?;
-            (exports.convert_spec, exports.convert_status) =
-                (Some(converters.0), Some(converters.1));
+            exports.convert = export(component, MIGRATOR, "convert-spec").is_some()
+                && export(component, MIGRATOR, "convert-status").is_some();
+            if !exports.convert {
+                return Err(format!(
+                    "declares schema versions (spec {spec_version}, status {status_version}) \
+                     but exports no migrator: build it for the plugin-with-migrator world"
+                ));
+            }
         }
         let mut schemas = KindSchemas::default();
         if let Some(describe) = export(component, SCHEMA, "describe-schemas") {
@@ -130,18 +128,18 @@ impl Extras {
                 status: declared.status,
             };
             if declared.validates {
-                exports.validate = Some(
-                    export(component, SCHEMA, "validate")
-                        .ok_or("says it validates but exports no validate")?,
-                );
+                exports.validate = export(component, SCHEMA, "validate").is_some();
+                if !exports.validate {
+                    return Err("says it validates but exports no validate".into());
+                }
             }
         }
-        let validates = exports.validate.is_some();
+        let validates = exports.validate;
         let mut extras = Extras {
             schemas,
             ..Extras::default()
         };
-        if exports.convert_spec.is_none() && !validates {
+        if !exports.convert && !validates {
             return Ok(extras);
         }
         let calls = Arc::new(SideCalls::start(sandbox, exports)?);
@@ -163,6 +161,19 @@ impl Extras {
 fn export(component: &Component, interface: &str, function: &str) -> Option<ComponentExportIndex> {
     let interface = component.get_export_index(None, interface)?;
     component.get_export_index(Some(&interface), function)
+}
+
+/// `function` of `interface`, if `warm`'s instance exports it.
+fn instance_export(
+    warm: &mut Warm,
+    interface: &str,
+    function: &str,
+) -> Option<ComponentExportIndex> {
+    let interface = warm
+        .instance
+        .get_export_index(&mut warm.store, None, interface)?;
+    warm.instance
+        .get_export_index(&mut warm.store, Some(&interface), function)
 }
 
 /// Calls `describe-schemas` on a fresh instance, bounded like a pass.
@@ -298,8 +309,8 @@ fn serve(sandbox: &Sandbox, exports: &Exports, queue: &mpsc::Receiver<Job>) {
     while let Ok(job) = queue.recv() {
         let answer = runtime.block_on(async {
             let mut warm = match kept.take() {
-                Some(warm) => warm,
-                None => sandbox.instantiate().await.map_err(|e| e.to_string())?,
+                Some(warm) if sandbox.is_current(&warm) => warm,
+                _ => sandbox.instantiate().await.map_err(|e| e.to_string())?,
             };
             sandbox.restart_clock(&mut warm);
             let answer = run(sandbox, exports, &job.call, &mut warm).await;
@@ -356,13 +367,17 @@ async fn run(
         ))
     };
     let (converter, from, raw) = match call {
-        Call::ConvertSpec { from, raw } => (exports.convert_spec.as_ref(), *from, raw),
-        Call::ConvertStatus { from, raw } => (exports.convert_status.as_ref(), *from, raw),
+        Call::ConvertSpec { from, raw } => ("convert-spec", *from, raw),
+        Call::ConvertStatus { from, raw } => ("convert-status", *from, raw),
         Call::Validate { spec } => {
-            let index = exports.validate.as_ref().ok_or_else(missing)?;
+            let index = exports
+                .validate
+                .then(|| instance_export(warm, SCHEMA, "validate"))
+                .flatten()
+                .ok_or_else(missing)?;
             let validate = warm
                 .instance
-                .get_typed_func::<(&str,), (Vec<WitViolation>,)>(&mut warm.store, index)
+                .get_typed_func::<(&str,), (Vec<WitViolation>,)>(&mut warm.store, &index)
                 .map_err(unfit)?;
             let called = sandbox
                 .bounded(std::pin::pin!(
@@ -381,10 +396,14 @@ async fn run(
             };
         }
     };
-    let index = converter.ok_or_else(missing)?;
+    let index = exports
+        .convert
+        .then(|| instance_export(warm, MIGRATOR, converter))
+        .flatten()
+        .ok_or_else(missing)?;
     let convert = warm
         .instance
-        .get_typed_func::<(u32, &str), (Result<String, String>,)>(&mut warm.store, index)
+        .get_typed_func::<(u32, &str), (Result<String, String>,)>(&mut warm.store, &index)
         .map_err(unfit)?;
     let called = sandbox
         .bounded(std::pin::pin!(

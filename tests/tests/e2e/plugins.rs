@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use beehive::plugin::{Change, Directory, LimitOverrides, Limits, Policy, Runtime, RuntimeOptions};
+use beehive::plugin::{
+    Change, Directory, LimitOverrides, Limits, Policy, Runtime, RuntimeOptions, Tier,
+};
 use beehive::{CreateOptions, GroupKind, Host, HostOptions, Json, RawClient, Store};
 use beehive_e2e::{
     TestServer, assert_mentions, create, eventually, load_failures, plugin_dir, plugin_wasm, spec,
@@ -616,4 +618,61 @@ async fn a_spec_written_by_a_migrating_release_needs_no_conversion() {
         r#"{"who":"grace"}"#,
         "no conversion needed"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn baseline_code_serves_first_and_optimized_code_takes_over_under_load() {
+    let plugins = plugin_dir(&["greeting"]);
+    let cache = tempfile::tempdir().unwrap();
+    let store = Store::temporary().unwrap();
+    let host = Host::new(&store, HostOptions::new()).unwrap();
+    // Tiered from any size, so the small greeting plugin takes the path a
+    // Python or JavaScript one does.
+    let options = RuntimeOptions::new().cache_dir(cache.path()).tiered_from(0);
+    let runtime = Runtime::new(options).unwrap();
+    let held = runtime.hold_optimizing();
+    let directory = Directory::new(runtime.clone(), host.clone(), plugins.path());
+    for change in directory.sync().await.unwrap() {
+        assert!(matches!(change, Change::Loaded { .. }), "{change}");
+    }
+    assert_eq!(directory.served()[0].tier(), Tier::Baseline);
+    let running = host.start().await.unwrap();
+    let client = greet_ada(&host).await;
+
+    let load_done = Arc::new(AtomicBool::new(false));
+    let writes = Arc::new(AtomicUsize::new(0));
+    let writer = keep_writing(client.clone(), load_done.clone(), writes.clone());
+    eventually("the load is under way on baseline code", || {
+        writes.load(Ordering::SeqCst) >= 10
+    })
+    .await;
+    drop(held);
+    eventually("the optimized code takes over", || {
+        directory.served()[0].tier() == Tier::Optimized
+    })
+    .await;
+    let at_swap = writes.load(Ordering::SeqCst);
+    eventually("the load goes on on optimized code", || {
+        writes.load(Ordering::SeqCst) >= at_swap + 10
+    })
+    .await;
+    load_done.store(true, Ordering::SeqCst);
+    writer.await.unwrap();
+    eventually("every object is observed", || all_observed(&client)).await;
+    for object in client.list().unwrap() {
+        let failed = client
+            .get_latest_event(object.meta.id, "reconcile")
+            .unwrap();
+        assert!(failed.is_none(), "{}: {failed:?}", object.meta.name);
+    }
+    stop(running).await;
+
+    // The optimized code was cached: the next start serves it at once.
+    let again = Runtime::new(RuntimeOptions::new().cache_dir(cache.path()).tiered_from(0)).unwrap();
+    let plugin = again
+        .load(&plugins.path().join("greeting.wasm"), Policy::default())
+        .await
+        .unwrap();
+    assert_eq!(plugin.tier(), Tier::Optimized);
+    assert_eq!(again.compiled_count(), 0);
 }

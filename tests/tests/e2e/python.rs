@@ -142,8 +142,21 @@ fn the_host_serves_while_a_large_plugin_compiles() {
     };
     assert!(at("serving ") < at("compiling plugins/greeting.wasm (0."));
     assert!(at("serves Greeting.example.dev") < at("compiling plugins/conditions-py.wasm"));
-    assert!(at("compiled plugins/conditions-py.wasm in") < at("serves Service.py.example.dev"));
+    assert!(
+        at("compiled plugins/conditions-py.wasm (baseline code) in")
+            < at("serves Service.py.example.dev")
+    );
     assert!(at("serves Service.py.example.dev") < at("first plugin load done"));
+
+    // Served from baseline code first, it moves to optimized code that
+    // Cranelift compiled behind it, and says so in `plugins` until then.
+    wait_until("the optimized code takes over", || {
+        host.log()
+            .contains("plugins/conditions-py.wasm now runs its optimized code")
+    });
+    let optimized = workspace.ok(&["plugins"]);
+    assert!(!optimized.contains("BASELINE"), "{optimized}");
+    workspace.ok(&["wait", "Service.py.example.dev", "web", "--for", "settled"]);
 
     // The metrics port is taken now: a second host on another store is
     // refused at once, before it loads (or compiles) anything.

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use beehive::plugin::{Compiler, MAX_PLUGIN_BYTES, Plugin, Policy, Runtime, Shape, initial_memory};
+use beehive::plugin::{MAX_PLUGIN_BYTES, Plugin, Policy, Runtime, Shape, initial_memory};
 
 use crate::endpoint::Paths;
 use crate::failure::{Code, Failure};
@@ -36,9 +36,11 @@ pub async fn check(
     let plugin_dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
     let policy = Policy::read(&policy_file, &[plugin_dir])
         .map_err(|e| Failure::new(Code::Invalid, e.to_string()))?;
-    // Baseline code answers whether the file loads in a fraction of the
-    // optimising compile's time; the host makes its own optimised code.
-    let mut options = limits.runtime_options().compiler(Compiler::Baseline);
+    // Tiered, a host's default: a large plugin is compiled by the baseline
+    // compiler, in a fraction of the optimising compile's time, and its
+    // host takes that code from the cache and optimises it behind. (The
+    // compile this starts behind dies with the command.)
+    let mut options = limits.runtime_options();
     if paths.is_postgres() || paths.db.exists() {
         options = options
             .cache_dir(crate::run::default_plugin_cache(paths))

@@ -27,7 +27,8 @@
 //!   `conditions-py` (18 MB) or `conditions-js` (16 MB) from a warm
 //!   compiled-plugin cache, as a restart does; the median of five;
 //! - `plugin.js_component_mb` / `plugin.js_first_compile_ms`: the size of
-//!   `conditions-js`, and its first load with an empty cache (compiled);
+//!   `conditions-js`, and its first load with an empty cache, compiled by
+//!   Cranelift;
 //! - `plugin.http_get_us`: one GET of a small body from a local server through
 //!   `wasi:http`, timed by the plugin inside its passes (ten GETs a pass);
 //!   the median of 200;
@@ -40,7 +41,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use beehive::plugin::{Change, Directory, Limits, Policy, Runtime, RuntimeOptions};
+use beehive::plugin::{Change, Compiler, Directory, Limits, Policy, Runtime, RuntimeOptions};
 use beehive::validation::KindSchemas;
 use beehive::{
     Action, Client, Controller, ControllerClient, ControllerOptions, CreateOptions, GroupKind,
@@ -349,10 +350,14 @@ async fn cached_load(plugin: &str) -> f64 {
     median(samples)
 }
 
-/// Loading example `plugin` with an empty cache: compiled from its bytes.
+/// Loading example `plugin` with an empty cache: compiled from its bytes by
+/// Cranelift (tiering's baseline code is `author`'s first-serve figure).
 async fn first_compile(plugin: &str) -> f64 {
     let cache = tempfile::tempdir().expect("cache directory");
-    let runtime = Runtime::new(RuntimeOptions::new().cache_dir(cache.path())).expect("runtime");
+    let options = RuntimeOptions::new()
+        .cache_dir(cache.path())
+        .compiler(Compiler::Optimizing);
+    let runtime = Runtime::new(options).expect("runtime");
     let started = Instant::now();
     runtime
         .load(&plugin_wasm(plugin), Policy::default())

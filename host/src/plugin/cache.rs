@@ -35,10 +35,11 @@ const MAX_ARTIFACT_BYTES: u64 = 4 * MAX_PLUGIN_BYTES;
 /// The length of the sealing key and of the seal.
 const KEY_BYTES: usize = 32;
 
-/// Where compiled components live, keyed by content hash and engine.
+/// Where compiled components live, keyed by content hash and engine (so by
+/// compiler: the baseline and the optimised code of one file are two
+/// artifacts).
 pub(crate) struct Cache {
     dir: PathBuf,
-    engine_key: String,
     /// The secret the seals are made with; `None` when it could not be read
     /// or made, and then nothing is cached.
     key: Option<[u8; KEY_BYTES]>,
@@ -47,9 +48,7 @@ pub(crate) struct Cache {
 impl Cache {
     /// The cache in `dir`, sealed with the key in `key_file` (made if
     /// missing).
-    pub(crate) fn new(dir: PathBuf, key_file: &Path, engine: &Engine) -> Self {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut hasher);
+    pub(crate) fn new(dir: PathBuf, key_file: &Path) -> Self {
         let key = match sealing_key(key_file) {
             Ok(key) => Some(key),
             Err(error) => {
@@ -60,11 +59,7 @@ impl Cache {
                 None
             }
         };
-        Cache {
-            dir,
-            engine_key: format!("{:016x}", hasher.finish()),
-            key,
-        }
+        Cache { dir, key }
     }
 
     /// The key file beside `dir` that [`Cache::new`] uses when none is named.
@@ -74,15 +69,23 @@ impl Cache {
         PathBuf::from(name)
     }
 
-    fn path(&self, content_hash: &str) -> PathBuf {
+    fn path(&self, engine: &Engine, content_hash: &str) -> PathBuf {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
         self.dir
-            .join(format!("{content_hash}-{}.cwasm", self.engine_key))
+            .join(format!("{content_hash}-{:016x}.cwasm", hasher.finish()))
     }
 
-    /// Whether an artifact for `content_hash` is on disk: a hint (it may
-    /// still fail its seal), for ordering loads.
-    pub(crate) fn holds(&self, content_hash: &str) -> bool {
-        self.key.is_some() && self.path(content_hash).is_file()
+    /// Whether an artifact for `content_hash` compiled for `engine` is on
+    /// disk: a hint (it may still fail its seal), for ordering loads.
+    pub(crate) fn holds(&self, engine: &Engine, content_hash: &str) -> bool {
+        self.key.is_some() && self.path(engine, content_hash).is_file()
+    }
+
+    /// Removes the artifact for `content_hash` compiled for `engine`, if
+    /// there is one: baseline code once the optimised code is cached.
+    pub(crate) fn remove(&self, engine: &Engine, content_hash: &str) {
+        let _ = std::fs::remove_file(self.path(engine, content_hash));
     }
 
     /// The cached component for `content_hash`, if a sound artifact exists.
@@ -91,7 +94,8 @@ impl Cache {
         if !self.is_private() {
             return None;
         }
-        let bytes = operator_file::read(&self.path(content_hash), MAX_ARTIFACT_BYTES).ok()?;
+        let bytes =
+            operator_file::read(&self.path(engine, content_hash), MAX_ARTIFACT_BYTES).ok()?;
         let (artifact, seal) = bytes.split_at_checked(bytes.len().checked_sub(KEY_BYTES)?)?;
         if sealer(key, content_hash, artifact)
             .verify_slice(seal)
@@ -139,7 +143,7 @@ impl Cache {
                 self.dir.display()
             )));
         }
-        let path = self.path(content_hash);
+        let path = self.path(component.engine(), content_hash);
         let temporary = temporary_name(&path);
         let mut file = std::fs::OpenOptions::new()
             .write(true)

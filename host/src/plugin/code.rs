@@ -8,7 +8,8 @@
 //! Winch's code while Cranelift compiles behind it; when that is done, the
 //! version's [`CodeCell`] takes the optimised code. Instances already made
 //! finish the call they are in and are then dropped, so no pass fails and
-//! none runs twice. Each compiler has its own engine (their settings
+//! none runs twice. Both tiers are cached; the baseline artifact only until
+//! the optimised one is. Each compiler has its own engine (their settings
 //! differ, and an engine compiles with one) and its own linker.
 
 use std::sync::{Arc, Mutex};
@@ -43,9 +44,8 @@ pub enum Compiler {
     /// Cranelift alone: a large plugin serves later, at full speed from its
     /// first pass.
     Optimizing,
-    /// Winch for whatever the cache does not hold, and nothing it compiles
-    /// is cached: the quickest answer to whether a file loads (`beehive
-    /// plugins check`), with slower passes.
+    /// Winch alone for whatever the cache does not hold: plugins serve
+    /// soonest and are never optimised, so their passes stay slower.
     Baseline,
 }
 

@@ -188,7 +188,7 @@ impl Runtime {
                 .cache_key
                 .clone()
                 .unwrap_or_else(|| cache::Cache::default_key_file(&dir));
-            cache::Cache::new(dir, &key, &optimizing.engine)
+            cache::Cache::new(dir, &key)
         });
         Ok(Arc::new(Runtime {
             optimizing,
@@ -357,10 +357,29 @@ impl Runtime {
         &self.logs
     }
 
-    /// Whether the cache likely holds `content_hash` compiled, so that a
-    /// load of it takes milliseconds rather than a compile.
+    /// Whether the cache likely holds `content_hash` compiled (by either
+    /// compiler), so that a load of it takes milliseconds rather than a
+    /// compile.
     pub(super) fn has_compiled(&self, content_hash: &str) -> bool {
-        self.cache.as_ref().is_some_and(|c| c.holds(content_hash))
+        let Some(cache) = &self.cache else {
+            return false;
+        };
+        std::iter::once(&self.optimizing)
+            .chain(&self.baseline)
+            .any(|backend| cache.holds(&backend.engine, content_hash))
+    }
+
+    /// The cached code for `content_hash`: optimised code, or, when the
+    /// file would be compiled at the baseline tier first, baseline code
+    /// (`plugins check` made it, or a host stopped before optimising).
+    fn cached(&self, content_hash: &str, first: Tier) -> Option<(Component, Tier)> {
+        let cache = self.cache.as_ref()?;
+        if let Some(component) = cache.load(&self.optimizing.engine, content_hash) {
+            return Some((component, Tier::Optimized));
+        }
+        let baseline = self.baseline.as_ref().filter(|_| first == Tier::Baseline)?;
+        let component = cache.load(&baseline.engine, content_hash)?;
+        Some((component, Tier::Baseline))
     }
 
     /// The backend of `tier`.
@@ -392,22 +411,18 @@ impl Runtime {
         }
     }
 
-    /// The compiled component and its tier: optimised code from the cache,
-    /// or compiled (off the async workers: compiling is up to seconds of
-    /// CPU) at the tier [`Runtime::first_tier`] picks; optimised code is
-    /// then cached.
+    /// The compiled component and its tier: from the cache, or compiled
+    /// (off the async workers: compiling is up to seconds of CPU) at the
+    /// tier [`Runtime::first_tier`] picks, and then cached.
     async fn component(
         &self,
         path: &Path,
         bytes: Arc<Vec<u8>>,
         content_hash: &str,
     ) -> Result<(Component, Tier), Error> {
-        if let Some(component) = self
-            .cache
-            .as_ref()
-            .and_then(|c| c.load(&self.optimizing.engine, content_hash))
-        {
-            return Ok((component, Tier::Optimized));
+        let first = self.first_tier(bytes.len());
+        if let Some(cached) = self.cached(content_hash, first) {
+            return Ok(cached);
         }
         let not_a_component = |message: String| Error::NotAComponent {
             path: path.to_path_buf(),
@@ -425,7 +440,7 @@ impl Runtime {
         }
         // Never closed, so acquiring cannot fail.
         let _turn = self.compiling.acquire().await;
-        let mut tier = self.first_tier(bytes.len());
+        let mut tier = first;
         let mut compiled = self.compile_off_thread(path, bytes.clone(), tier).await;
         if let (Err(error), Tier::Baseline) = (&compiled, tier) {
             // Winch does not take every feature Cranelift does: the file
@@ -440,7 +455,7 @@ impl Runtime {
         let component = compiled.map_err(not_a_component)?;
         self.compiled
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        if let (Some(cache), Tier::Optimized) = (&self.cache, tier) {
+        if let Some(cache) = &self.cache {
             cache.store(&component, content_hash);
         }
         Ok((component, tier))
@@ -494,6 +509,8 @@ impl Runtime {
                     Ok((component, pre)) => {
                         if let Some(cache) = &runtime.cache {
                             cache.store(&component, &content_hash);
+                            let baseline = runtime.backend(Tier::Baseline);
+                            cache.remove(&baseline.engine, &content_hash);
                         }
                         if let Some(cell) = code.upgrade() {
                             cell.replace(Code {

@@ -676,3 +676,45 @@ async fn baseline_code_serves_first_and_optimized_code_takes_over_under_load() {
     assert_eq!(plugin.tier(), Tier::Optimized);
     assert_eq!(again.compiled_count(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_stopped_before_optimizing_takes_the_cached_baseline_code_next_time() {
+    let plugins = plugin_dir(&["greeting"]);
+    let file = plugins.path().join("greeting.wasm");
+    let cache = tempfile::tempdir().unwrap();
+    let options = || RuntimeOptions::new().cache_dir(cache.path()).tiered_from(0);
+    let artifacts = || {
+        std::fs::read_dir(cache.path())
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension() == Some("cwasm".as_ref()))
+            .count()
+    };
+    let first = Runtime::new(options()).unwrap();
+    let held = first.hold_optimizing();
+    let plugin = first.load(&file, Policy::default()).await.unwrap();
+    assert_eq!(plugin.tier(), Tier::Baseline);
+    // Gone before its optimised code was made: the compile behind is skipped.
+    drop(plugin);
+    drop(held);
+    assert_eq!(artifacts(), 1, "the baseline code is cached");
+
+    let second = Runtime::new(options()).unwrap();
+    let held = second.hold_optimizing();
+    let plugin = second.load(&file, Policy::default()).await.unwrap();
+    assert_eq!(second.compiled_count(), 0, "taken from the cache");
+    assert_eq!(plugin.tier(), Tier::Baseline);
+    drop(held);
+    eventually("the optimized code takes over", || {
+        plugin.tier() == Tier::Optimized
+    })
+    .await;
+    // Cached (and the baseline code removed) before it took over.
+    assert_eq!(
+        artifacts(),
+        1,
+        "the optimized code replaced the baseline code"
+    );
+    let third = Runtime::new(options()).unwrap();
+    let plugin = third.load(&file, Policy::default()).await.unwrap();
+    assert_eq!(plugin.tier(), Tier::Optimized);
+}

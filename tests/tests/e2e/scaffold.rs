@@ -25,7 +25,7 @@ fn run(program: &Path, args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Stri
 }
 
 #[test]
-fn new_rust_python_and_javascript_plugins_test_build_and_serve_from_outside_the_checkout() {
+fn new_rust_python_javascript_and_typescript_plugins_build_and_serve_from_outside_the_checkout() {
     let projects = tempfile::tempdir().unwrap();
     let beehive = beehive_e2e::beehive_bin();
     let made = run(&beehive, &["new", "widget"], projects.path(), &[]);
@@ -144,7 +144,44 @@ fn new_rust_python_and_javascript_plugins_test_build_and_serve_from_outside_the_
         ],
     );
 
-    // All three serve in a host.
+    // TypeScript: the JavaScript scaffold with its module renamed `app.ts`
+    // and typed, as its README says; the build strips the types. (Its tests
+    // would need Node.js 22.6+ to import a `.ts` file.)
+    run(
+        &beehive,
+        &[
+            "new",
+            "gadgetts",
+            "--lang",
+            "js",
+            "--kind",
+            "Doohickey.acme.io",
+        ],
+        projects.path(),
+        &[],
+    );
+    let gadgetts = projects.path().join("gadgetts");
+    let untyped = std::fs::read_to_string(gadgetts.join("app.js")).unwrap();
+    let typed = untyped.replace(
+        "reconcile(client, object) {",
+        "reconcile(client: any, object: { spec: { replicas: number } }): unknown {",
+    );
+    assert_ne!(
+        typed, untyped,
+        "the template's reconcile is where the test looks"
+    );
+    std::fs::write(gadgetts.join("app.ts"), typed).unwrap();
+    std::fs::remove_file(gadgetts.join("app.js")).unwrap();
+    let manifest = std::fs::read_to_string(gadgetts.join("package.json")).unwrap();
+    std::fs::write(
+        gadgetts.join("package.json"),
+        manifest.replace("build app.js", "build app.ts"),
+    )
+    .unwrap();
+    run(Path::new("npm"), &installing, &gadgetts, &[]);
+    run(npm, &["run", "build"], &gadgetts, &[]);
+
+    // All four serve in a host.
     let workspace = Workspace::new();
     let plugins = workspace.path().join("plugins");
     std::fs::create_dir_all(&plugins).unwrap();
@@ -155,15 +192,21 @@ fn new_rust_python_and_javascript_plugins_test_build_and_serve_from_outside_the_
     .unwrap();
     std::fs::copy(gadget.join("gadget.wasm"), plugins.join("gadget.wasm")).unwrap();
     std::fs::copy(gizmo.join("gizmo.wasm"), plugins.join("gizmo.wasm")).unwrap();
+    std::fs::copy(
+        gadgetts.join("gadgetts.wasm"),
+        plugins.join("gadgetts.wasm"),
+    )
+    .unwrap();
     let cache = beehive_e2e::shared_plugin_cache();
     let host = workspace.start_host(&["--plugin-cache", cache.to_str().unwrap()]);
     workspace.apply(
         "objects.yaml",
         "kind: Widget.example.dev\nname: web\nspec: {replicas: 3}\n---\n\
          kind: Gadget.acme.io\nname: web\nspec: {replicas: 2}\n---\n\
-         kind: Gizmo.acme.io\nname: web\nspec: {replicas: 4}\n",
+         kind: Gizmo.acme.io\nname: web\nspec: {replicas: 4}\n---\n\
+         kind: Doohickey.acme.io\nname: web\nspec: {replicas: 5}\n",
     );
-    for kind in ["Widget", "Gadget", "Gizmo"] {
+    for kind in ["Widget", "Gadget", "Gizmo", "Doohickey"] {
         workspace.ok(&["wait", kind, "web", "--for", "condition=Ready"]);
     }
     assert_mentions(
@@ -173,6 +216,10 @@ fn new_rust_python_and_javascript_plugins_test_build_and_serve_from_outside_the_
     assert_mentions(
         &workspace.ok(&["describe", "Gizmo", "web"]),
         &["AllReplicasReady", "4 of 4 ready"],
+    );
+    assert_mentions(
+        &workspace.ok(&["describe", "Doohickey", "web"]),
+        &["AllReplicasReady", "5 of 5 ready"],
     );
     // The JavaScript plugin's schema is the kind's: a spec without
     // replicas is refused at apply.

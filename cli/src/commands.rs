@@ -8,6 +8,7 @@ use clap::CommandFactory;
 use crate::endpoint::{Endpoint, Paths};
 use crate::failure::{Code, Failure};
 use crate::flags::{Addressed, Cli, Command, Named, PluginsAction, Printed, addressed};
+use crate::get_format::{self, GetOutput};
 use crate::handlers::{self, Context};
 use crate::output::{self, Format};
 use crate::protocol::{Outcome, PluginsView, Reply, Request, Until};
@@ -67,25 +68,26 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             if names.len() > 1 {
                 return Err(Failure::usage("get -w follows a kind or one object"));
             }
-            return watch_objects(&paths, kind, names.pop(), output).await;
+            let format = output
+                .plain()
+                .ok_or_else(|| Failure::usage("get -w prints table, wide, json, yaml or name"))?;
+            return watch_objects(&paths, kind, names.pop(), format).await;
         }
         Command::Get {
             kind,
             names,
             output,
+            sort_by,
             spec_version,
             no_headers,
             ..
         } => {
-            let listed = get(&paths, addressed(kind, names)?, output, spec_version).await?;
-            return Ok(
-                match no_headers && matches!(output, Format::Table | Format::Wide) {
-                    true => listed
-                        .split_once('\n')
-                        .map_or_else(String::new, |(_, rows)| rows.to_string()),
-                    false => listed,
-                },
-            );
+            let listing = Listing {
+                output,
+                sort_by,
+                headers: !no_headers,
+            };
+            return get(&paths, addressed(kind, names)?, &listing, spec_version).await;
         }
         Command::Describe { object, printed } => {
             let Named { kind, name } = object.named()?;
@@ -267,11 +269,18 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
     }
 }
 
+/// How `get` prints what it found.
+struct Listing {
+    output: GetOutput,
+    sort_by: Option<crate::jsonpath::Path>,
+    headers: bool,
+}
+
 /// `get`: a kind's objects, one object, or several, in one listing.
 async fn get(
     paths: &Paths,
     Addressed { kind, names }: Addressed,
-    output: Format,
+    listing: &Listing,
     spec_version: Option<i64>,
 ) -> Result<String, Failure> {
     let single = names.len() == 1;
@@ -291,12 +300,19 @@ async fn get(
             other => return Err(unexpected(&other)),
         }
     }
-    if objects.is_empty() && matches!(output, Format::Table | Format::Wide) {
+    let for_people = matches!(
+        listing.output,
+        GetOutput::Plain(Format::Table | Format::Wide) | GetOutput::Columns(_)
+    );
+    if objects.is_empty() && for_people {
         // On stderr, as kubectl's: a script reading stdout gets nothing.
         eprintln!("No objects found.");
         return Ok(String::new());
     }
-    Ok(output::objects(&objects, output, single))
+    if let Some(path) = &listing.sort_by {
+        objects = get_format::sort(objects, path);
+    }
+    Ok(listing.output.render(&objects, single, listing.headers))
 }
 
 /// `delete KIND NAME...` or `delete -f FILE`, each object as (kind, name).

@@ -7,7 +7,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::failure::Failure;
-use crate::output::{self, Format};
+use crate::get_format::{self, GetOutput};
+use crate::jsonpath::Path;
+use crate::output;
 use crate::protocol::Until;
 use crate::run;
 
@@ -104,9 +106,24 @@ pub(crate) enum Command {
         kind: String,
         /// Only these objects.
         names: Vec<String>,
-        /// Output format.
-        #[arg(short = 'o', long, value_enum, default_value = "table")]
-        output: Format,
+        /// Output format: table, wide, json, yaml, name,
+        /// `jsonpath=TEMPLATE` (kubectl's: `{.spec.port}`,
+        /// `{range .items[*]}{.name}{"\n"}{end}`) or
+        /// `custom-columns=HEADER:PATH,...` (`NAME:.name,PORT:.spec.port`).
+        /// Paths apply to the object as `-o json` prints it.
+        #[arg(
+            short = 'o',
+            long,
+            value_name = "FORMAT",
+            default_value = "table",
+            value_parser = GetOutput::parse
+        )]
+        output: GetOutput,
+        /// Sort the objects by what this path finds in each (`.spec.port`,
+        /// `{.name}`): numbers by value, text by its characters, objects
+        /// where it finds nothing last.
+        #[arg(long, value_name = "PATH", value_parser = get_format::sort_path, conflicts_with = "watch")]
+        sort_by: Option<Path>,
         /// After the current state, print each change as it happens (needs
         /// a running host; Ctrl-C ends it).
         #[arg(short = 'w', long)]

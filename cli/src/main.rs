@@ -15,7 +15,9 @@ mod flags;
 mod flow_depth;
 #[cfg(test)]
 mod fuzz;
+mod get_format;
 mod handlers;
+mod jsonpath;
 mod manifest;
 mod manifest_watch;
 mod metrics_http;

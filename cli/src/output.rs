@@ -59,6 +59,11 @@ pub fn yaml<T: serde::Serialize + ?Sized>(value: &T) -> String {
 /// epoch, in fields named `…At`) written as RFC 3339, as kubectl prints
 /// them. Documents (`spec`, `status`, an event's `detail`) are the user's
 /// and are left as they are.
+/// An object as `-o json` prints it, for jsonpath templates and columns.
+pub fn document(object: &ObjectView) -> serde_json::Value {
+    for_people(object)
+}
+
 fn for_people<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Value {
     let mut value = serde_json::to_value(value).unwrap_or_default();
     rfc3339_times(&mut value);

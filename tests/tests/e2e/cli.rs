@@ -310,6 +310,82 @@ fn delete_all_ignore_not_found_and_no_headers_as_kubectl_does() {
 }
 
 #[test]
+fn jsonpath_custom_columns_and_sort_by_print_what_kubectl_would() {
+    let workspace = Workspace::new();
+    workspace.write(
+        "ports.yaml",
+        "kind: Port\nname: web\nspec: {port: 8080, tags: [a, b]}\n---\n\
+         kind: Port\nname: db\nspec: {port: 5432}\n---\n\
+         kind: Port\nname: dns\nspec: {port: 53}\n",
+    );
+    workspace.ok(&["apply", "-f", "ports.yaml", "--new-kind"]);
+
+    let one = workspace.ok(&["get", "Port/web", "-o", "jsonpath={.spec.port}"]);
+    assert_eq!(one, "8080");
+    let names = workspace.ok(&[
+        "get",
+        "Port",
+        "--sort-by",
+        ".spec.port",
+        "-o",
+        "jsonpath={.items[*].name}",
+    ]);
+    assert_eq!(names, "dns db web", "sorted by port, numerically");
+    let ranged = workspace.ok(&[
+        "get",
+        "Port",
+        "--sort-by",
+        "{.name}",
+        "-o",
+        r#"jsonpath={range .items[?(@.spec.port > 100)]}{.name}:{.spec.port}{"\n"}{end}"#,
+    ]);
+    assert_eq!(ranged, "db:5432\nweb:8080\n");
+
+    let table = workspace.ok(&[
+        "get",
+        "Port",
+        "--sort-by",
+        ".name",
+        "-o",
+        "custom-columns=NAME:.name,PORT:.spec.port,TAGS:.spec.tags[*]",
+    ]);
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            vec!["NAME", "PORT", "TAGS"],
+            vec!["db", "5432", "<none>"],
+            vec!["dns", "53", "<none>"],
+            vec!["web", "8080", "a,b"],
+        ],
+        "{table}"
+    );
+    let bare = workspace.ok(&[
+        "get",
+        "Port",
+        "--no-headers",
+        "-o",
+        "custom-columns=N:.name",
+    ]);
+    assert_eq!(bare.lines().count(), 3, "{bare}");
+
+    let wrong = workspace.run(&["get", "Port", "-o", "xml"]);
+    assert_eq!(wrong.status.code(), Some(2), "{wrong:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&wrong.stderr),
+        &["jsonpath=TEMPLATE", "custom-columns=HEADER:PATH"],
+    );
+    let unclosed = workspace.run(&["get", "Port", "-o", "jsonpath={.items"]);
+    assert_mentions(
+        &String::from_utf8_lossy(&unclosed.stderr),
+        &["never closed"],
+    );
+}
+
+#[test]
 fn bad_input_is_one_line_a_failing_exit_and_no_partial_write() {
     let workspace = Workspace::new();
     assert_mentions(&workspace.fails(&["get", "Greeting"]), &["no database at"]);

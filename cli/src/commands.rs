@@ -52,7 +52,7 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             object,
             until,
             timeout,
-        } => return wait(&paths, object.named()?, until, timeout).await,
+        } => return wait_on(&paths, object.addressed()?, until, timeout).await,
         Command::Apply { file, new_kind } => Request::Apply {
             objects: manifest::load(&file)?,
             new_kinds: new_kind,
@@ -773,16 +773,60 @@ fn open_directly(paths: &Paths, create: bool) -> Result<Context, Failure> {
     })
 }
 
+/// `wait` on the object addressed, or on every object of the kind when no
+/// name is (`--all`): each in turn, within one timeout.
+async fn wait_on(
+    paths: &Paths,
+    Addressed { kind, names }: Addressed,
+    until: Until,
+    timeout: Duration,
+) -> Result<String, Failure> {
+    let names = match names.is_empty() {
+        false => names,
+        true => {
+            let request = Request::Get {
+                kind: kind.clone(),
+                name: None,
+                spec_version: None,
+            };
+            match dispatch(paths, request).await? {
+                Reply::Objects { objects } => {
+                    objects.into_iter().map(|o| o.document.meta.name).collect()
+                }
+                other => return Err(unexpected(&other)),
+            }
+        }
+    };
+    if names.is_empty() && until != Until::Deleted {
+        return Err(Failure::new(
+            Code::NotFound,
+            format!("no {kind} objects to wait on"),
+        ));
+    }
+    let deadline = Instant::now() + timeout;
+    let mut said = String::new();
+    for name in names {
+        let named = Named {
+            kind: kind.clone(),
+            name,
+        };
+        said.push_str(&wait(paths, named, until.clone(), deadline, timeout).await?);
+    }
+    Ok(said)
+}
+
 /// `wait`: a host answers once the condition holds; with no host, the
 /// command looks again every 100 ms, taking the lock only to look, so a
 /// host can start meanwhile.
+/// It gives up at `deadline`; `timeout` is what the operator asked for,
+/// for the message.
 async fn wait(
     paths: &Paths,
     Named { kind, name }: Named,
     until: Until,
+    deadline: Instant,
     timeout: Duration,
 ) -> Result<String, Failure> {
-    let deadline = Instant::now() + timeout;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let endpoint = {

@@ -194,9 +194,11 @@ pub(crate) enum Command {
     /// Wait until an object is settled, has a condition, or is deleted.
     Wait {
         #[command(flatten)]
-        object: ObjectArgs,
+        object: WaitObjects,
         /// `settled` (its generation observed), `condition=TYPE[=STATUS]`
-        /// (STATUS defaults to True), or `delete`.
+        /// (STATUS defaults to True), `jsonpath='{PATH}'[=VALUE]` (the
+        /// path finds a value, or prints VALUE, in the object as `get -o
+        /// json` shows it), or `delete`.
         #[arg(long = "for", value_name = "CONDITION", value_parser = parse_until)]
         until: Until,
         /// Give up after this long.
@@ -310,6 +312,35 @@ pub(crate) struct ObjectArgs {
     name: Option<String>,
 }
 
+/// What `wait` waits on: one object, or with `--all` every object of the
+/// kind (those there when it starts).
+#[derive(Args, Debug)]
+pub(crate) struct WaitObjects {
+    /// The kind (`Kind` or `Kind.group`; any case, singular or plural), or
+    /// `KIND/NAME`.
+    kind: String,
+    /// The object's name (left out after `KIND/NAME`, and with --all).
+    name: Option<String>,
+    /// Every object of the kind, one after the other, within --timeout.
+    #[arg(long, conflicts_with = "name")]
+    pub(crate) all: bool,
+}
+
+impl WaitObjects {
+    /// The one object named, or the kind alone with --all.
+    pub(crate) fn addressed(self) -> Result<Addressed, Failure> {
+        let addressed = addressed(self.kind, self.name.into_iter().collect())?;
+        match (self.all, addressed.names.len()) {
+            (true, 0) | (false, 1) => Ok(addressed),
+            (true, _) => Err(Failure::usage("--all waits on a kind: name no object")),
+            (false, 0) => Err(Failure::usage(
+                "name the object (KIND NAME or KIND/NAME), or pass --all",
+            )),
+            (false, _) => Err(Failure::usage("one object only: KIND NAME or KIND/NAME")),
+        }
+    }
+}
+
 /// One object's kind and name, as the user wrote them.
 pub(crate) struct Named {
     pub(crate) kind: String,
@@ -394,9 +425,13 @@ fn parse_until(text: &str) -> Result<Until, String> {
     match text {
         "settled" => Ok(Until::Settled),
         "delete" | "deleted" => Ok(Until::Deleted),
+        _ if text.starts_with("jsonpath=") => parse_jsonpath_until(&text["jsonpath=".len()..]),
         _ => {
             let condition = text.strip_prefix("condition=").ok_or_else(|| {
-                format!("{text:?}: write settled, condition=TYPE[=STATUS] or delete")
+                format!(
+                    "{text:?}: write settled, condition=TYPE[=STATUS], \
+                     jsonpath='{{PATH}}'[=VALUE] or delete"
+                )
             })?;
             let (type_, status) = condition.split_once('=').unwrap_or((condition, "True"));
             if type_.is_empty()
@@ -412,6 +447,34 @@ fn parse_until(text: &str) -> Result<Until, String> {
             })
         }
     }
+}
+
+/// `jsonpath=`'s rest: `{PATH}` or `{PATH}=VALUE`, braces optional when the
+/// path holds no `=` of its own.
+fn parse_jsonpath_until(text: &str) -> Result<Until, String> {
+    let (path, value) = match text.strip_prefix('{') {
+        Some(inner) => {
+            let end = inner
+                .find('}')
+                .ok_or_else(|| format!("jsonpath={text}: a '{{' is never closed"))?;
+            let value = &inner[end + 1..];
+            let value = match value.strip_prefix('=') {
+                Some(value) => Some(value),
+                None if value.is_empty() => None,
+                None => return Err(format!("jsonpath={text}: write '{{PATH}}=VALUE'")),
+            };
+            (&inner[..end], value)
+        }
+        None => match text.split_once('=') {
+            Some((path, value)) => (path, Some(value)),
+            None => (text, None),
+        },
+    };
+    Path::parse(path).map_err(|why| format!("jsonpath: {why}"))?;
+    Ok(Until::JsonPath {
+        path: path.to_string(),
+        value: value.map(str::to_string),
+    })
 }
 
 /// What `beehive plugins` can do beside listing: check a file offline;

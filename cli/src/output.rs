@@ -64,7 +64,7 @@ pub fn document(object: &ObjectView) -> serde_json::Value {
     for_people(object)
 }
 
-fn for_people<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Value {
+pub fn for_people<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Value {
     let mut value = serde_json::to_value(value).unwrap_or_default();
     rfc3339_times(&mut value);
     value

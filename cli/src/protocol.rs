@@ -106,6 +106,9 @@ pub enum Until {
     Condition { type_: String, status: String },
     /// The object is gone.
     Deleted,
+    /// A JSONPath (`{.status.ready}`) finds a value, or prints `value`, in
+    /// the object as `get -o json` shows it.
+    JsonPath { path: String, value: Option<String> },
 }
 
 /// A request's outcome: a reply, or one line saying why not.

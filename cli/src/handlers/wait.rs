@@ -31,6 +31,25 @@ pub(super) fn holds_for(object: Option<&beehive::RawObject>, until: &Until) -> b
             .meta
             .condition(type_)
             .is_some_and(|c| c.status.as_str().eq_ignore_ascii_case(status)),
+        Until::JsonPath { path, value } => jsonpath_holds(object, path, value.as_deref()),
+    }
+}
+
+/// Whether `path` finds something in `object` (that prints as `value`,
+/// when given). A path that does not parse never holds: the command line
+/// checked it before asking.
+fn jsonpath_holds(object: &beehive::RawObject, path: &str, value: Option<&str>) -> bool {
+    let Ok(path) = crate::jsonpath::Path::parse(path) else {
+        return false;
+    };
+    let document = crate::output::for_people(&beehive::object::ObjectDocument::from(object));
+    let found = path.find(&document);
+    match value {
+        None => found.iter().any(|v| !v.is_null()),
+        Some(wanted) => {
+            let shown: Vec<String> = found.into_iter().map(crate::jsonpath::show).collect();
+            !shown.is_empty() && shown.join(" ") == wanted
+        }
     }
 }
 
@@ -97,5 +116,10 @@ pub fn describe_until(until: &Until) -> String {
         Until::Settled => "settled".into(),
         Until::Deleted => "deleted".into(),
         Until::Condition { type_, status } => format!("{type_}={status}"),
+        Until::JsonPath { path, value: None } => format!("with {{{path}}} set"),
+        Until::JsonPath {
+            path,
+            value: Some(value),
+        } => format!("{{{path}}}={value}"),
     }
 }

@@ -24,6 +24,27 @@ fn a_host_converges_applied_manifests_hot_swaps_and_cascades_deletes() {
 
     workspace.ok(&["wait", "GreetingSet", "team", "--for", "condition=Ready"]);
     workspace.ok(&["wait", "Greeting", "team-ada", "--for", "settled"]);
+    let every = workspace.ok(&[
+        "wait",
+        "Greeting",
+        "--all",
+        "--for",
+        "jsonpath={.status.message}",
+    ]);
+    assert_eq!(
+        every,
+        "Greeting/team-ada: with {.status.message} set\n\
+         Greeting/team-grace: with {.status.message} set\n"
+    );
+    workspace.ok(&[
+        "wait",
+        "Greeting/team-ada",
+        "--for",
+        "jsonpath={.status.message}=Hello, ada!",
+    ]);
+    let unnamed = workspace.run(&["wait", "Greeting", "--for", "settled"]);
+    assert_eq!(unnamed.status.code(), Some(2), "{unnamed:?}");
+    assert_mentions(&String::from_utf8_lossy(&unnamed.stderr), &["--all"]);
     let ada = json(&workspace.ok(&["get", "Greeting", "team-ada", "-o", "json"]));
     assert_eq!(ada["status"]["message"], "Hello, ada!");
     let team = json(&workspace.ok(&["get", "GreetingSet", "team", "-o", "json"]));
@@ -44,6 +65,15 @@ fn a_host_converges_applied_manifests_hot_swaps_and_cascades_deletes() {
     // A new version of a plugin, renamed into place, rewrites every greeting.
     let plugins = workspace.ok(&["plugins", "-o", "json"]);
     workspace.install_plugin("greeting_v2", "greeting.wasm");
+    workspace.ok(&[
+        "wait",
+        "Greeting",
+        "team-ada",
+        "--for",
+        "jsonpath={.status.release}=2",
+        "--timeout",
+        "10m",
+    ]);
     wait_until("the new version's status is on every greeting", || {
         let all = json(&workspace.ok(&["get", "Greeting", "-o", "json"]));
         all.as_array()

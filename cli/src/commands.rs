@@ -241,6 +241,19 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
                 .collect();
             return delete_each(&paths, objects, ignore_not_found).await;
         }
+        Command::Patch {
+            object,
+            patch,
+            patch_type,
+        } => {
+            let Named { kind, name } = object.named()?;
+            Request::Patch {
+                kind,
+                name,
+                patch_type,
+                patch,
+            }
+        }
         Command::Requeue { object } => {
             let Named { kind, name } = object.named()?;
             Request::Requeue { kind, name }

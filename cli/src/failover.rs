@@ -44,6 +44,9 @@ pub fn safe_to_repeat(request: &Request) -> bool {
         | Request::Explain { .. }
         | Request::Metrics
         | Request::Requeue { .. } => true,
+        // A merge patch applied twice is applied once; a JSON patch may
+        // add to a list again, or fail its own `test`.
+        Request::Patch { patch_type, .. } => *patch_type == crate::patch::PatchType::Merge,
         Request::Delete { .. }
         | Request::RemoveFinalizer { .. }
         | Request::Wait { .. }

@@ -254,6 +254,21 @@ pub(crate) enum Command {
         #[arg(long, value_name = "FINALIZER")]
         remove: String,
     },
+    /// Change an object's spec with a patch, validated like any write:
+    /// `-p '{"spec":{"port":8080}}'` (JSON merge patch, the default) or
+    /// `--type json -p '[{"op":"replace","path":"/spec/port","value":8080}]'`
+    /// (JSON patch). The object is read, patched and written in one
+    /// transaction, so a write in between is never lost.
+    Patch {
+        #[command(flatten)]
+        object: ObjectArgs,
+        /// The patch, as JSON.
+        #[arg(short = 'p', long, value_name = "PATCH")]
+        patch: String,
+        /// `merge` (RFC 7386) or `json` (RFC 6902).
+        #[arg(long = "type", value_enum, default_value = "merge")]
+        patch_type: crate::patch::PatchType,
+    },
     /// Queue an object for a pass now, clearing its backoff (needs a host).
     Requeue {
         #[command(flatten)]

@@ -23,6 +23,7 @@ mod manifest_watch;
 mod metrics_http;
 mod object_view;
 mod output;
+mod patch;
 mod plugin_check;
 mod plugin_limits;
 mod plugin_mirror;

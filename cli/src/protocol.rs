@@ -40,6 +40,14 @@ pub enum Request {
         kind: String,
         name: String,
     },
+    /// Patches an object's spec (`patch` is the patch's JSON text).
+    Patch {
+        kind: String,
+        name: String,
+        #[serde(rename = "type")]
+        patch_type: crate::patch::PatchType,
+        patch: String,
+    },
     Events {
         kind: String,
         name: String,

@@ -1,10 +1,72 @@
-//! Writes by hand: `delete`, `finalize` and `requeue`.
+//! Writes by hand: `delete`, `patch`, `finalize` and `requeue`.
 
-use beehive::{EventSpec, engine::AdminClient};
+use beehive::{EventSpec, Json, engine::AdminClient};
+use serde_json::Value;
 
+use super::apply::APPLY_HOLD_LIMIT;
+use super::kinds::resolve_kind;
 use super::{Context, error, find};
-use crate::failure::Failure;
+use crate::failure::{Code, Failure};
+use crate::patch::{self, PatchType};
 use crate::protocol::{Outcome, Reply};
+
+/// Patches an object's spec: read, patched and written in one transaction,
+/// so a write in between is never overwritten. The spec is validated as
+/// any write's; a patch that leaves the spec as it was writes nothing.
+pub(super) async fn patch_spec(
+    ctx: &Context,
+    kind: &str,
+    name: &str,
+    patch_type: PatchType,
+    text: &str,
+) -> Outcome {
+    let patch: Value = serde_json::from_str(text)
+        .map_err(|e| Failure::usage(format!("the patch is not JSON: {e}")))?;
+    let group_kind = resolve_kind(&ctx.store, kind)?;
+    let tx = ctx
+        .store
+        .transaction(APPLY_HOLD_LIMIT)
+        .await
+        .map_err(error)?;
+    let client = tx.client(group_kind);
+    let object = client.get_by_name(name).map_err(error)?;
+    let label = object.meta.label();
+    let invalid = |why: String| Failure::new(Code::Invalid, format!("{label}: {why}"));
+    let before = serde_json::json!({ "spec": object.spec.to_value() });
+    let patched = patch::apply(&before, patch_type, &patch).map_err(invalid)?;
+    let spec = only_the_spec(patched).map_err(invalid)?;
+    if spec == before["spec"] {
+        return Ok(Reply::Done {
+            message: format!("{label} unchanged"),
+        });
+    }
+    client
+        .update(object.meta.id, Json::from_value(&spec))
+        .await
+        .map_err(|e| Failure::about(&label, e))?;
+    tx.commit().map_err(error)?;
+    Ok(Reply::Done {
+        message: format!("{label} patched"),
+    })
+}
+
+/// The spec of a patched `{"spec": …}`, refusing a patch that reached
+/// anything else.
+fn only_the_spec(patched: Value) -> Result<Value, String> {
+    let Value::Object(mut fields) = patched else {
+        return Err("a patch changes the spec only: write {\"spec\": {...}}".into());
+    };
+    let spec = fields.remove("spec");
+    let others: Vec<String> = fields.keys().cloned().collect();
+    match (spec, others.is_empty()) {
+        (Some(spec), true) => Ok(spec),
+        (None, _) => Err("the patch removes the spec".into()),
+        (Some(_), false) => Err(format!(
+            "a patch changes the spec only, not {} (write {{\"spec\": {{...}}}})",
+            others.join(", ")
+        )),
+    }
+}
 
 pub(super) async fn delete(ctx: &Context, kind: &str, name: &str) -> Outcome {
     let (client, object) = find(&ctx.store, kind, name)?;

@@ -1158,3 +1158,61 @@ fn output_into_a_closed_pipe_ends_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
 }
+
+#[test]
+fn patch_merges_or_applies_json_patches_validated_like_any_write() {
+    let workspace = Workspace::with_plugins(&["conditions"]);
+    let host = workspace.start_host(&[
+        "--plugin-cache",
+        beehive_e2e::shared_plugin_cache().to_str().unwrap(),
+    ]);
+    workspace.apply(
+        "web.yaml",
+        "kind: Service\nname: web\nspec: {port: 8080, enabled: false}\n",
+    );
+    let port = |w: &Workspace| w.ok(&["get", "Service/web", "-o", "jsonpath={.spec.port}"]);
+
+    let merged = workspace.ok(&["patch", "Service/web", "-p", r#"{"spec":{"port":9090}}"#]);
+    assert_eq!(merged, "Service.example.dev/web patched\n");
+    assert_eq!(port(&workspace), "9090");
+    let kept = workspace.ok(&["get", "Service/web", "-o", "jsonpath={.spec.enabled}"]);
+    assert_eq!(kept, "false", "a merge patch leaves other fields");
+    let again = workspace.ok(&["patch", "Service", "web", "-p", r#"{"spec":{"port":9090}}"#]);
+    assert_eq!(again, "Service.example.dev/web unchanged\n");
+
+    let json_patch = r#"[{"op":"test","path":"/spec/port","value":9090},{"op":"replace","path":"/spec/port","value":7070}]"#;
+    workspace.ok(&["patch", "Service/web", "--type", "json", "-p", json_patch]);
+    assert_eq!(port(&workspace), "7070");
+
+    // Refused, each with why; the spec stays as it was.
+    let out_of_range = workspace.run(&["patch", "Service/web", "-p", r#"{"spec":{"port":70000}}"#]);
+    assert_eq!(out_of_range.status.code(), Some(7), "{out_of_range:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&out_of_range.stderr),
+        &["spec.port: 70000 is outside 1-65535"],
+    );
+    let failed_test = workspace.run(&[
+        "patch",
+        "Service/web",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"test","path":"/spec/port","value":1}]"#,
+    ]);
+    assert_eq!(failed_test.status.code(), Some(7), "{failed_test:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&failed_test.stderr),
+        &["operation 1: test /spec/port"],
+    );
+    let beyond = workspace.run(&["patch", "Service/web", "-p", r#"{"name":"other"}"#]);
+    assert_mentions(
+        &String::from_utf8_lossy(&beyond.stderr),
+        &["a patch changes the spec only, not name"],
+    );
+    let not_json = workspace.run(&["patch", "Service/web", "-p", "{port: 1}"]);
+    assert_eq!(not_json.status.code(), Some(2), "{not_json:?}");
+    let missing = workspace.run(&["patch", "Service/nope", "-p", "{}"]);
+    assert_eq!(missing.status.code(), Some(3), "{missing:?}");
+    assert_eq!(port(&workspace), "7070");
+    host.terminate();
+}

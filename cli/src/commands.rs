@@ -241,6 +241,7 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
                 .collect();
             return delete_each(&paths, objects, ignore_not_found).await;
         }
+        Command::Edit { object } => return crate::edit::edit(&paths, object.named()?).await,
         Command::Patch {
             object,
             patch,
@@ -410,7 +411,7 @@ impl top::Source for MetricsSource<'_> {
     }
 }
 
-fn unexpected(reply: &Reply) -> Failure {
+pub(crate) fn unexpected(reply: &Reply) -> Failure {
     Failure::from(format!("unexpected reply from the host: {reply:?}"))
 }
 
@@ -593,7 +594,7 @@ fn or_the_directory(files: &[&str]) -> String {
     }
 }
 
-async fn dispatch(paths: &Paths, request: Request) -> Outcome {
+pub(crate) async fn dispatch(paths: &Paths, request: Request) -> Outcome {
     let creates = matches!(request, Request::Apply { .. });
     if !creates && no_database(paths) {
         // Refused before the lock is taken, so a failed read leaves no

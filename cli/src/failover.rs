@@ -46,6 +46,8 @@ pub fn safe_to_repeat(request: &Request) -> bool {
         | Request::Requeue { .. } => true,
         // A merge patch applied twice is applied once; a JSON patch may
         // add to a list again, or fail its own `test`.
+        // Sent again after it committed, it finds the generation moved on.
+        Request::ReplaceSpec { .. } => false,
         Request::Patch { patch_type, .. } => *patch_type == crate::patch::PatchType::Merge,
         Request::Delete { .. }
         | Request::RemoveFinalizer { .. }

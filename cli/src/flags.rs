@@ -254,6 +254,14 @@ pub(crate) enum Command {
         #[arg(long, value_name = "FINALIZER")]
         remove: String,
     },
+    /// Edit an object's spec in $VISUAL or $EDITOR (else vi), as YAML;
+    /// saving writes it back, validated like any write. A refusal reopens
+    /// the file with the error on top; a spec changed meanwhile by another
+    /// write is never overwritten (exit 4, the edit kept in a file).
+    Edit {
+        #[command(flatten)]
+        object: ObjectArgs,
+    },
     /// Change an object's spec with a patch, validated like any write:
     /// `-p '{"spec":{"port":8080}}'` (JSON merge patch, the default) or
     /// `--type json -p '[{"op":"replace","path":"/spec/port","value":8080}]'`

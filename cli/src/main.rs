@@ -7,6 +7,7 @@
 //! host's lifecycle.
 
 mod commands;
+mod edit;
 mod endpoint;
 mod explain;
 mod failover;

@@ -40,6 +40,14 @@ pub enum Request {
         kind: String,
         name: String,
     },
+    /// Replaces an object's spec (JSON text), unless its spec changed since
+    /// it was read at `generation`: what `edit` writes.
+    ReplaceSpec {
+        kind: String,
+        name: String,
+        generation: i64,
+        spec: String,
+    },
     /// Patches an object's spec (`patch` is the patch's JSON text).
     Patch {
         kind: String,

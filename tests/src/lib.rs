@@ -280,6 +280,16 @@ impl Workspace {
         self.command().args(args).output().expect("beehive runs")
     }
 
+    /// Runs `beehive ARGS` in the directory with `env` set, and waits for it.
+    pub fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut command = self.command();
+        command.args(args);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        command.output().expect("beehive runs")
+    }
+
     /// Starts `beehive ARGS` (a watch: `get -w`, `events -w`) in the
     /// background, its output read line by line; stopped when dropped.
     pub fn follow(&self, args: &[&str]) -> Following {

@@ -29,7 +29,7 @@ use self::plugins::{metrics, plugins, version};
 use self::read::{describe, events, explain, get, kinds};
 use self::streams::logs;
 use self::wait::wait;
-use self::writes::{delete, patch_spec, remove_finalizer, requeue};
+use self::writes::{delete, patch_spec, remove_finalizer, replace_spec, requeue};
 use crate::failure::Failure;
 use crate::protocol::{Outcome, Request};
 
@@ -56,6 +56,12 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
         } => get(ctx, &kind, name.as_deref(), spec_version),
         Request::Describe { kind, name } => describe(ctx, &kind, &name),
         Request::Delete { kind, name } => delete(ctx, &kind, &name).await,
+        Request::ReplaceSpec {
+            kind,
+            name,
+            generation,
+            spec,
+        } => replace_spec(ctx, &kind, &name, generation, &spec).await,
         Request::Patch {
             kind,
             name,

@@ -50,6 +50,48 @@ pub(super) async fn patch_spec(
     })
 }
 
+/// Replaces an object's spec, as `edit` saved it, unless another write
+/// changed the spec since it was read at `generation`: then nothing is
+/// written, and the refusal says so.
+pub(super) async fn replace_spec(
+    ctx: &Context,
+    kind: &str,
+    name: &str,
+    generation: i64,
+    spec: &str,
+) -> Outcome {
+    let spec = Json::parse(spec).map_err(|e| Failure::new(Code::Invalid, e.to_string()))?;
+    let group_kind = resolve_kind(&ctx.store, kind)?;
+    let tx = ctx
+        .store
+        .transaction(APPLY_HOLD_LIMIT)
+        .await
+        .map_err(error)?;
+    let client = tx.client(group_kind);
+    let object = client.get_by_name(name).map_err(error)?;
+    let label = object.meta.label();
+    if object.meta.generation != generation {
+        return Err(Failure::conflict(format!(
+            "{label}: its spec changed while it was being edited (generation {generation}, \
+             now {}): nothing was written; edit it again",
+            object.meta.generation
+        )));
+    }
+    if spec.to_value() == object.spec.to_value() {
+        return Ok(Reply::Done {
+            message: format!("{label} unchanged"),
+        });
+    }
+    client
+        .update(object.meta.id, spec)
+        .await
+        .map_err(|e| Failure::about(&label, e))?;
+    tx.commit().map_err(error)?;
+    Ok(Reply::Done {
+        message: format!("{label} edited"),
+    })
+}
+
 /// The spec of a patched `{"spec": …}`, refusing a patch that reached
 /// anything else.
 fn only_the_spec(patched: Value) -> Result<Value, String> {

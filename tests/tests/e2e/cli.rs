@@ -1216,3 +1216,103 @@ fn patch_merges_or_applies_json_patches_validated_like_any_write() {
     assert_eq!(port(&workspace), "7070");
     host.terminate();
 }
+
+#[test]
+fn edit_writes_the_saved_spec_reopens_on_a_refusal_and_never_overwrites_a_change() {
+    let workspace = Workspace::with_plugins(&["conditions"]);
+    let cache = beehive_e2e::shared_plugin_cache();
+    let host = workspace.start_host(&["--plugin-cache", cache.to_str().unwrap()]);
+    workspace.apply("web.yaml", "kind: Service\nname: web\nspec: {port: 8080}\n");
+    let port = || workspace.ok(&["get", "Service/web", "-o", "jsonpath={.spec.port}"]);
+    let edit = |editor: &str| {
+        let env = [("EDITOR", editor), ("VISUAL", editor)];
+        let out = workspace.run_with(&["edit", "Service/web"], &env);
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), said)
+    };
+
+    // A refused edit is kept in a file the message names: removed here.
+    let kept = |said: &str| {
+        let path = said
+            .split("your edit is kept in ")
+            .nth(1)
+            .expect("the message names the kept edit")
+            .trim();
+        std::fs::remove_file(path).expect("the kept edit is there");
+    };
+
+    let (code, said) = edit("sed -i s/8080/9090/");
+    assert_eq!(
+        (code, said.as_str()),
+        (Some(0), "Service.example.dev/web edited\n")
+    );
+    assert_eq!(port(), "9090");
+    let (code, said) = edit("true");
+    assert_eq!(
+        (code, said.as_str()),
+        (Some(0), "Edit cancelled, no changes made.\n")
+    );
+
+    // A refused spec reopens with the error on top; the fix is written.
+    workspace.write(
+        "fix.sh",
+        "if grep -q '^# error: ' \"$1\"; then cp \"$1\" seen.yaml; sed -i s/70000/9191/ \"$1\"; \
+         else sed -i s/9090/70000/ \"$1\"; fi\n",
+    );
+    let (code, said) = edit("sh fix.sh");
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(port(), "9191");
+    let seen = std::fs::read_to_string(workspace.path().join("seen.yaml")).unwrap();
+    assert_mentions(
+        &seen,
+        &[
+            "# error: ",
+            "70000 is outside 1-65535",
+            "kind: Service.example.dev",
+        ],
+    );
+
+    // Saved unchanged after the refusal: it gives up, and keeps the edit.
+    let (code, said) = edit("sed -i 's/port: [0-9]*/port: 70000/'");
+    assert_eq!(code, Some(7), "{said}");
+    assert_mentions(&said, &["70000 is outside", "your edit is kept in"]);
+    kept(&said);
+    assert_eq!(port(), "9191");
+
+    // Another write to the spec while the file is open is not overwritten.
+    let beehive = beehive_e2e::beehive_bin();
+    workspace.write(
+        "race.sh",
+        &format!(
+            "{} patch Service/web -p '{{\"spec\":{{\"port\":1234}}}}' >/dev/null\n\
+             sed -i s/9191/4321/ \"$1\"\n",
+            beehive.display()
+        ),
+    );
+    let (code, said) = edit("sh race.sh");
+    assert_eq!(code, Some(4), "{said}");
+    assert_mentions(
+        &said,
+        &["changed while it was being edited", "nothing was written"],
+    );
+    kept(&said);
+    assert_eq!(port(), "1234");
+
+    // An editor that keeps saving something refused is given up on.
+    workspace.write(
+        "stubborn.sh",
+        "echo '# again' >> \"$1\"; sed -i 's/port: [0-9]*/port: 70000/' \"$1\"\n",
+    );
+    let (code, said) = edit("sh stubborn.sh");
+    assert_eq!(code, Some(7), "{said}");
+    assert_mentions(&said, &["refused 11 times: giving up"]);
+    kept(&said);
+
+    // Fixed fields stay fixed.
+    let (code, said) = edit("sed -i 's/^name: web/name: other/'");
+    assert_eq!(code, Some(7), "{said}");
+    assert_mentions(&said, &["kind and name are fixed"]);
+    kept(&said);
+    host.terminate();
+}

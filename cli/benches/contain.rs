@@ -91,7 +91,7 @@ impl Running {
             })
             .collect();
         let reply = self.ask(&format!(
-            r#"{{"op":"apply","objects":[{}]}}"#,
+            r#"{{"op":"apply","args":{{"objects":[{}]}}}}"#,
             objects.join(",")
         ));
         assert!(reply.contains("Ok"), "apply failed: {reply}");
@@ -127,7 +127,7 @@ fn get_p99_under_spin() -> f64 {
     let mut latencies: Vec<Duration> = (0..300)
         .map(|_| {
             let asked = Instant::now();
-            let reply = host.ask(r#"{"op":"get","kind":"Hostile","name":null}"#);
+            let reply = host.ask(r#"{"op":"get","args":{"kind":"Hostile","name":null}}"#);
             let took = asked.elapsed();
             assert!(reply.contains("spin-a"), "{reply}");
             took

@@ -7,7 +7,7 @@
 //!   `author.edit_to_served_js_s`: a plugin made by `beehive new`, served by
 //!   a running host; its status message edited, built with its language's
 //!   tools and renamed into the plugin directory, until the object shows
-//!   the new message; the median of three edits, each started once the
+//!   the new message; the median (mean) of two edits, each started once the
 //!   host has optimised the version before. Beside each, the two
 //!   steps: `author.build_LANG_s` (the build) and `author.drop_to_status_LANG_s`
 //!   (the rename until the status);
@@ -15,7 +15,7 @@
 //!   `conditions-py` (16 MB `conditions-js`) renamed into a running host's
 //!   plugin directory with an empty compiled cache, until an object of its
 //!   kind has had its first pass, under the default tiered compiler (served
-//!   from baseline code); the median of two;
+//!   from baseline code); one run;
 //! - `plugin.python_tier_up_ms`, `plugin.js_tier_up_ms`: from the same
 //!   rename until `beehive plugins` shows it on optimised code;
 //! - `plugin.python_first_serve_optimized_ms`,
@@ -30,12 +30,12 @@ use beehive_e2e::bench::{figure, median, wanted};
 use beehive_e2e::{Workspace, plugin_wasm, wait_until};
 
 /// Edits of each language's plugin; the figure is their median.
-const EDITS: usize = 3;
+const EDITS: usize = 2;
 
 /// First serves of each large plugin under the tiered compiler (each also
 /// times its tier-up), and under the optimising one. Few: each is a host's
 /// start and a 5–10 s compile, and the whole bench run has a budget.
-const TIERED_SERVES: usize = 2;
+const TIERED_SERVES: usize = 1;
 const OPTIMIZING_SERVES: usize = 1;
 
 /// What a host logs when a plugin moves to its optimised code.

@@ -323,7 +323,13 @@ async fn conditions(plugin: &str, group: &str) -> f64 {
     let dir = plugin_dir(&[plugin]);
     let store = Store::temporary().expect("store");
     let host = Host::new(&store, HostOptions::new()).expect("host");
-    let options = RuntimeOptions::new().cache_dir(shared_plugin_cache());
+    // Optimised code only: the shared cache may hold a plugin's baseline
+    // code (a test host stopped before optimising it), which a tiered
+    // runtime would serve while the optimising compile ran beside the
+    // measurement.
+    let options = RuntimeOptions::new()
+        .cache_dir(shared_plugin_cache())
+        .compiler(Compiler::Optimizing);
     let _plugins = load(options, &host, dir.path()).await;
     converge_kind(store, host, GroupKind::new(group, "Service"), |i| {
         format!(r#"{{"port":{}}}"#, 1 + i % 65535)
@@ -336,7 +342,11 @@ async fn conditions(plugin: &str, group: &str) -> f64 {
 /// median of five fresh runtimes.
 async fn cached_load(plugin: &str) -> f64 {
     let path = plugin_wasm(plugin);
-    let options = || RuntimeOptions::new().cache_dir(shared_plugin_cache());
+    let options = || {
+        RuntimeOptions::new()
+            .cache_dir(shared_plugin_cache())
+            .compiler(Compiler::Optimizing)
+    };
     let warm = Runtime::new(options()).expect("runtime");
     warm.load(&path, Policy::default()).await.expect("load");
     let mut samples = Vec::new();

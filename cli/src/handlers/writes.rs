@@ -1,6 +1,7 @@
 //! Writes by hand: `delete`, `patch`, `finalize` and `requeue`.
 
-use beehive::{EventSpec, Json, engine::AdminClient};
+use beehive::client::Transaction;
+use beehive::{EventSpec, Json, RawClient, RawObject, engine::AdminClient};
 use serde_json::Value;
 
 use super::apply::APPLY_HOLD_LIMIT;
@@ -22,6 +23,22 @@ pub(super) async fn patch_spec(
 ) -> Outcome {
     let patch: Value = serde_json::from_str(text)
         .map_err(|e| Failure::usage(format!("the patch is not JSON: {e}")))?;
+    let (tx, client, object) = read_for_write(ctx, kind, name).await?;
+    let label = object.meta.label();
+    let invalid = |why: String| Failure::new(Code::Invalid, format!("{label}: {why}"));
+    let before = serde_json::json!({ "spec": object.spec.to_value() });
+    let patched = patch::apply(&before, patch_type, &patch).map_err(invalid)?;
+    let spec = only_the_spec(patched).map_err(invalid)?;
+    write_spec(tx, &client, &object, spec, "patched").await
+}
+
+/// The object `name` of `kind`, read in a transaction that its new spec
+/// will be written in.
+async fn read_for_write(
+    ctx: &Context,
+    kind: &str,
+    name: &str,
+) -> Result<(Transaction, RawClient, RawObject), Failure> {
     let group_kind = resolve_kind(&ctx.store, kind)?;
     let tx = ctx
         .store
@@ -30,12 +47,20 @@ pub(super) async fn patch_spec(
         .map_err(error)?;
     let client = tx.client(group_kind);
     let object = client.get_by_name(name).map_err(error)?;
+    Ok((tx, client, object))
+}
+
+/// Writes `spec` over `object`'s and commits, saying `KIND/NAME {done}`;
+/// a spec equal to the stored one writes nothing and says `unchanged`.
+async fn write_spec(
+    tx: Transaction,
+    client: &RawClient,
+    object: &RawObject,
+    spec: Value,
+    done: &str,
+) -> Outcome {
     let label = object.meta.label();
-    let invalid = |why: String| Failure::new(Code::Invalid, format!("{label}: {why}"));
-    let before = serde_json::json!({ "spec": object.spec.to_value() });
-    let patched = patch::apply(&before, patch_type, &patch).map_err(invalid)?;
-    let spec = only_the_spec(patched).map_err(invalid)?;
-    if spec == before["spec"] {
+    if spec == object.spec.to_value() {
         return Ok(Reply::Done {
             message: format!("{label} unchanged"),
         });
@@ -46,7 +71,7 @@ pub(super) async fn patch_spec(
         .map_err(|e| Failure::about(&label, e))?;
     tx.commit().map_err(error)?;
     Ok(Reply::Done {
-        message: format!("{label} patched"),
+        message: format!("{label} {done}"),
     })
 }
 
@@ -61,14 +86,7 @@ pub(super) async fn replace_spec(
     spec: &str,
 ) -> Outcome {
     let spec = Json::parse(spec).map_err(|e| Failure::new(Code::Invalid, e.to_string()))?;
-    let group_kind = resolve_kind(&ctx.store, kind)?;
-    let tx = ctx
-        .store
-        .transaction(APPLY_HOLD_LIMIT)
-        .await
-        .map_err(error)?;
-    let client = tx.client(group_kind);
-    let object = client.get_by_name(name).map_err(error)?;
+    let (tx, client, object) = read_for_write(ctx, kind, name).await?;
     let label = object.meta.label();
     if object.meta.generation != generation {
         return Err(Failure::conflict(format!(
@@ -77,19 +95,7 @@ pub(super) async fn replace_spec(
             object.meta.generation
         )));
     }
-    if spec.to_value() == object.spec.to_value() {
-        return Ok(Reply::Done {
-            message: format!("{label} unchanged"),
-        });
-    }
-    client
-        .update(object.meta.id, spec)
-        .await
-        .map_err(|e| Failure::about(&label, e))?;
-    tx.commit().map_err(error)?;
-    Ok(Reply::Done {
-        message: format!("{label} edited"),
-    })
+    write_spec(tx, &client, &object, spec.to_value(), "edited").await
 }
 
 /// The spec of a patched `{"spec": …}`, refusing a patch that reached

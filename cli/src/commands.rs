@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use clap::CommandFactory;
-
 use crate::endpoint::{Endpoint, Paths};
 use crate::failure::{Code, Failure};
-use crate::flags::{Addressed, Cli, Command, Named, PluginsAction, Printed, addressed};
+use crate::flags::{
+    Addressed, Cli, Command, Named, PluginsAction, Printed, RolloutAction, addressed,
+};
 use crate::get_format::{self, GetOutput};
 use crate::handlers::{self, Context};
 use crate::output::{self, Format};
@@ -43,19 +43,35 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
                 other => Err(unexpected(&other)),
             };
         }
-        Command::Completions { shell } => {
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "beehive", &mut script);
-            return Ok(String::from_utf8_lossy(&script).into_owned());
+        Command::Rollout { action } => {
+            return match action {
+                RolloutAction::Status {
+                    kind,
+                    watch,
+                    timeout,
+                } => crate::rollout::status(&paths, kind, watch, timeout).await,
+                RolloutAction::History { kind, printed } => {
+                    crate::rollout::history(&paths, kind, printed).await
+                }
+            };
+        }
+        Command::Completions { shell } => return Ok(crate::completion::script(shell)),
+        Command::Complete { words } => {
+            return Ok(crate::completion::candidates(&paths, words).await);
         }
         Command::Wait {
             object,
             until,
             timeout,
         } => return wait_on(&paths, object.addressed()?, until, timeout).await,
-        Command::Apply { file, new_kind } => Request::Apply {
+        Command::Apply {
+            file,
+            new_kind,
+            force_conflicts,
+        } => Request::Apply {
             objects: manifest::load(&file)?,
             new_kinds: new_kind,
+            force_conflicts,
         },
         Command::Get {
             kind,
@@ -767,7 +783,7 @@ async fn pushed_plugins_action(paths: &Paths, action: PluginsAction) -> Result<S
 /// create it.
 /// Whether `--db` names a SQLite file that does not exist (and no host is
 /// serving one there).
-fn no_database(paths: &Paths) -> bool {
+pub(crate) fn no_database(paths: &Paths) -> bool {
     !paths.is_postgres() && !paths.db.exists() && !paths.socket.exists()
 }
 

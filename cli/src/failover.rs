@@ -41,6 +41,8 @@ pub fn safe_to_repeat(request: &Request) -> bool {
         | Request::Plugins
         | Request::Version
         | Request::Kinds
+        | Request::Rollout { .. }
+        | Request::Names { .. }
         | Request::Explain { .. }
         | Request::Metrics
         | Request::Requeue { .. } => true,
@@ -193,7 +195,8 @@ mod tests {
         assert!(!safe_to_repeat(&delete));
         assert!(safe_to_repeat(&Request::Apply {
             objects: vec![],
-            new_kinds: false
+            new_kinds: false,
+            force_conflicts: false,
         }));
     }
 
@@ -203,6 +206,7 @@ mod tests {
         let request = Request::Apply {
             objects: vec![],
             new_kinds: false,
+            force_conflicts: false,
         };
         let mut attempts = Attempts::new(&paths, &request);
         assert!(!attempts.again(&Failure::conflict("taken")));

@@ -98,6 +98,10 @@ pub(crate) enum Command {
         /// such a kind is taken for a typo and nothing is applied.
         #[arg(long)]
         new_kind: bool,
+        /// Apply manifests that carry a `generation` even when the object's
+        /// spec has changed since they were read, overwriting that change.
+        #[arg(long)]
+        force_conflicts: bool,
     },
     /// List the objects of a kind, or show one.
     Get {
@@ -317,10 +321,60 @@ pub(crate) enum Command {
         #[command(flatten)]
         printed: Printed,
     },
-    /// Print a shell completion script.
+    /// Follow a kind's rollouts: when its plugin is replaced, every object
+    /// gets a pass on the new version (`status`); `history` lists the
+    /// versions it was served by.
+    Rollout {
+        #[command(subcommand)]
+        action: RolloutAction,
+    },
+    /// Print a shell completion script. In bash, zsh and fish it completes
+    /// kinds and object names too, asking the running host or the store:
+    /// `source <(beehive completions bash)`.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
+    },
+    /// The completion script's question: the candidates for the last of
+    /// WORDS (the command line after `beehive`), one per line.
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        words: Vec<String>,
+    },
+}
+
+/// What `beehive rollout` does.
+#[derive(Subcommand, Debug)]
+pub(crate) enum RolloutAction {
+    /// How far the kind's newest version has reached its objects: by
+    /// default followed until every object has had a pass on it, as
+    /// kubectl does (`--watch=false` prints it once). Exits 1 if some
+    /// objects' first pass on it failed.
+    Status {
+        /// The kind (`Kind` or `Kind.group`; any case, singular or plural).
+        kind: String,
+        /// Follow the rollout until it completes.
+        #[arg(
+            short = 'w',
+            long,
+            default_value_t = true,
+            num_args = 0..=1,
+            default_missing_value = "true",
+            action = clap::ArgAction::Set
+        )]
+        watch: bool,
+        /// Give up following after this long (exit 5).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        timeout: Option<Duration>,
+    },
+    /// The versions the kind was served by, oldest first: the last 50
+    /// revisions, each with its rollout.
+    History {
+        /// The kind.
+        kind: String,
+        #[command(flatten)]
+        printed: Printed,
     },
 }
 

@@ -7,6 +7,7 @@
 //! host's lifecycle.
 
 mod commands;
+mod completion;
 mod edit;
 mod endpoint;
 mod explain;
@@ -30,6 +31,7 @@ mod plugin_limits;
 mod plugin_mirror;
 mod protocol;
 mod readiness;
+mod rollout;
 mod run;
 mod scaffold;
 mod server;

@@ -12,11 +12,14 @@
 //! specVersion: 0          # optional: the spec schema version it is written in
 //! owner: GreetingSet/team # optional, Kind/name
 //! finalizers: []          # optional, set on create
+//! generation: 3           # optional: apply only if the spec is still at it
 //! ```
 //!
-//! The fields `get -o json|yaml` prints beside these (`status`,
-//! `generation`, `conditions`, ...) are read-only: accepted and ignored, so a
-//! printed object applies back as it is.
+//! The other fields `get -o json|yaml` prints beside these (`status`,
+//! `resourceVersion`, `conditions`, ...) are read-only: accepted and
+//! ignored, so a printed object applies back as it is. Its `generation` is
+//! kept: it makes the apply conditional on nobody having changed the spec
+//! since it was printed.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -45,6 +48,12 @@ pub struct Manifest {
     pub owner: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finalizers: Vec<String>,
+    /// The object's generation when this manifest was read from it, as
+    /// `get -o yaml` prints it: `apply` writes the spec only while the
+    /// stored one is still at that generation (or already equal to this
+    /// one), unless `--force-conflicts`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
 }
 
 /// A manifest's spec, canonical from the moment it is read: a parsed JSON
@@ -118,6 +127,11 @@ impl Manifest {
         }
         if !self.spec.is_object() {
             return Some("spec must be a JSON object".into());
+        }
+        if let Some(generation) = self.generation.filter(|g| *g < 1) {
+            return Some(format!(
+                "generation {generation} is not one an object has: generations count up from 1"
+            ));
         }
         if let Some(version) = self.spec_version.filter(|v| *v < 0) {
             return Some(format!(
@@ -213,9 +227,8 @@ fn io_reason(error: &std::io::Error) -> String {
 
 /// Parses one file's text: JSON if `json`, else YAML (which reads JSON too).
 /// What `get -o json|yaml` prints that a manifest cannot set.
-const READ_ONLY_FIELDS: [&str; 12] = [
+const READ_ONLY_FIELDS: [&str; 11] = [
     "id",
-    "generation",
     "observedGeneration",
     "observedAt",
     "resourceVersion",

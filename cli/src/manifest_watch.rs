@@ -59,6 +59,9 @@ async fn apply_file(ctx: &Context, file: &Path) -> Result<(), String> {
         Request::Apply {
             objects,
             new_kinds: false,
+            // The directory is the desired state: a `generation` copied
+            // into one of its files would be stale after its first apply.
+            force_conflicts: true,
         },
     )
     .await

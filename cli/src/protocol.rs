@@ -24,6 +24,10 @@ pub enum Request {
         /// otherwise such a kind is taken for a typo and refused.
         #[serde(default)]
         new_kinds: bool,
+        /// Whether a manifest's `generation` is ignored, so a spec changed
+        /// since the manifest was read is overwritten (`--force-conflicts`).
+        #[serde(default)]
+        force_conflicts: bool,
     },
     Get {
         kind: String,
@@ -72,6 +76,20 @@ pub enum Request {
     Version,
     /// Every kind the store knows: who serves it, its versions, its objects.
     Kinds,
+    /// Up to `limit` names of `kind`'s objects that start with `prefix`,
+    /// in order (`Reply::Names`): what shell completion offers.
+    Names {
+        kind: String,
+        prefix: String,
+        limit: usize,
+    },
+    /// A kind's newest revision and how far its rollout has gone
+    /// (`Reply::Rollouts` of one), or, with `history`, every revision kept.
+    Rollout {
+        kind: String,
+        #[serde(default)]
+        history: bool,
+    },
     /// A kind's schemas, as its registration recorded them.
     Explain {
         kind: String,
@@ -154,6 +172,16 @@ pub enum Reply {
         kinds: Vec<KindRow>,
     },
     Schemas(KindSchemas),
+    Names {
+        names: Vec<String>,
+    },
+    Rollouts {
+        /// Oldest first.
+        revisions: Vec<RolloutView>,
+        /// Whether a running host answered: without one, a rollout still
+        /// rolling is stalled.
+        live: bool,
+    },
     Metrics {
         text: String,
     },
@@ -380,6 +408,41 @@ pub struct VersionView {
     pub host_pid: Option<u32>,
     /// The store: its location as shown, its backend and schema version.
     pub store: StoreView,
+}
+
+/// One version a kind was served by, and its rollout to the kind's objects.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RolloutView {
+    pub kind: String,
+    pub revision: i64,
+    pub source: String,
+    pub content_hash: Option<String>,
+    /// `rolling`, `complete` or `superseded`.
+    pub state: String,
+    pub started_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+    /// The kind's objects when the revision began.
+    pub objects: i64,
+    /// Objects whose first pass on it succeeded, and failed.
+    pub passed: i64,
+    pub failed: i64,
+}
+
+impl From<beehive::store::Rollout> for RolloutView {
+    fn from(rollout: beehive::store::Rollout) -> Self {
+        RolloutView {
+            kind: rollout.group_kind.to_string(),
+            revision: rollout.revision,
+            source: rollout.source,
+            content_hash: rollout.content_hash,
+            state: rollout.state.as_str().to_string(),
+            started_at: rollout.started_at,
+            finished_at: rollout.finished_at,
+            objects: rollout.objects,
+            passed: rollout.passed,
+            failed: rollout.failed,
+        }
+    }
 }
 
 /// A kind as `api-resources` lists it.

@@ -18,7 +18,12 @@ pub(super) const APPLY_HOLD_LIMIT: Duration = Duration::from_secs(10);
 
 /// Creates or updates every manifest in one transaction: all or none. A
 /// kind nothing knows is refused unless `new_kinds` allows it.
-pub(super) async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bool) -> Outcome {
+pub(super) async fn apply(
+    ctx: &Context,
+    manifests: Vec<Manifest>,
+    new_kinds: bool,
+    force_conflicts: bool,
+) -> Outcome {
     let (known, kinds) = match kinds_of(ctx, &manifests, new_kinds) {
         // A kind the host's plugins may yet serve: apply once they have
         // loaded, rather than refuse a file that would apply a second later.
@@ -70,6 +75,9 @@ pub(super) async fn apply(ctx: &Context, manifests: Vec<Manifest>, new_kinds: bo
             beehive::Error::TransactionTimedOut => Failure::from(too_long(manifests.len())),
             e => Failure::about(&label, e),
         })?;
+        if !force_conflicts {
+            unchanged_since_read(&label, manifest, before.as_ref(), &spec)?;
+        }
         let (after, created) = client
             .create_or_update(&manifest.name, spec, options)
             .await
@@ -145,6 +153,41 @@ pub(super) fn set_at_creation_only(
         )));
     }
     Ok(())
+}
+
+/// Refuses a manifest read from an object (it carries the `generation` it
+/// was read at) when someone changed the object's spec since, or deleted
+/// it: applying would silently undo their change. A spec already equal to
+/// the manifest's is no conflict, so a retried apply that had in fact
+/// committed still succeeds. The resource version is not the test: it
+/// moves with every status a controller writes, which would refuse nearly
+/// every read-edit-apply of a busy object.
+pub(super) fn unchanged_since_read(
+    label: &str,
+    manifest: &Manifest,
+    stored: Option<&RawObject>,
+    spec: &Json,
+) -> Result<(), Failure> {
+    let Some(read_at) = manifest.generation else {
+        return Ok(());
+    };
+    let fix = "read it again (`beehive get KIND NAME -o yaml`) and reapply, or apply with \
+               --force-conflicts to overwrite";
+    match stored {
+        None => Err(Failure::conflict(format!(
+            "{label}: the manifest was read at generation {read_at}, but the object no longer \
+             exists (deleted since?): remove `generation` to create it anew, or apply with \
+             --force-conflicts"
+        ))),
+        Some(stored) if stored.meta.generation != read_at && stored.spec != *spec => {
+            Err(Failure::conflict(format!(
+                "{label}: its spec changed since the manifest was read (generation {read_at}, \
+                 now {}): {fix}",
+                stored.meta.generation
+            )))
+        }
+        Some(_) => Ok(()),
+    }
 }
 
 /// Warnings of one apply, each said once.

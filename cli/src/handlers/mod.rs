@@ -26,7 +26,7 @@ use beehive::{GroupKind, Host, RawClient, RawObject, Store};
 
 use self::apply::apply;
 use self::plugins::{metrics, plugins, version};
-use self::read::{describe, events, explain, get, kinds};
+use self::read::{describe, events, explain, get, kinds, names, rollouts};
 use self::streams::logs;
 use self::wait::wait;
 use self::writes::{delete, patch_spec, remove_finalizer, replace_spec, requeue};
@@ -48,7 +48,11 @@ pub struct Context {
 /// Runs one request.
 pub async fn execute(ctx: &Context, request: Request) -> Outcome {
     match request {
-        Request::Apply { objects, new_kinds } => apply(ctx, objects, new_kinds).await,
+        Request::Apply {
+            objects,
+            new_kinds,
+            force_conflicts,
+        } => apply(ctx, objects, new_kinds, force_conflicts).await,
         Request::Get {
             kind,
             name,
@@ -82,6 +86,12 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
         Request::Plugins => plugins(ctx),
         Request::Version => Ok(version(ctx)),
         Request::Kinds => kinds(ctx),
+        Request::Rollout { kind, history } => rollouts(ctx, &kind, history),
+        Request::Names {
+            kind,
+            prefix,
+            limit,
+        } => names(ctx, &kind, &prefix, limit),
         Request::Explain { kind } => explain(ctx, &kind),
         Request::Metrics => metrics(ctx),
         Request::Requeue { kind, name } => requeue(ctx, &kind, &name),

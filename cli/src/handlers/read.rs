@@ -1,4 +1,4 @@
-//! Reads: `get`, `describe`, `events` and `explain`.
+//! Reads: `get`, `describe`, `events`, `explain` and `rollout`.
 
 use beehive::{
     Json, RawClient, RawObject, Store,
@@ -11,7 +11,7 @@ use super::{Context, error, find};
 use crate::failure::{Code, Failure};
 use crate::object_view::OwnerNames;
 use crate::protocol::{
-    Description, EventView, KindRow, KindSchemas, NextPass, Outcome, Related, Reply,
+    Description, EventView, KindRow, KindSchemas, NextPass, Outcome, Related, Reply, RolloutView,
 };
 
 pub(super) fn get(
@@ -184,4 +184,43 @@ pub(super) fn kinds(ctx: &Context) -> Outcome {
         })
         .collect();
     Ok(Reply::Kinds { kinds: rows })
+}
+
+/// `kind`'s newest revision, live from the running host if it serves the
+/// kind, or with `history` every revision the store keeps.
+pub(super) fn rollouts(ctx: &Context, kind: &str, history: bool) -> Outcome {
+    let group_kind = resolve_kind(&ctx.store, kind)?;
+    let mut revisions = ctx.store.rollouts(&group_kind).map_err(error)?;
+    let live = ctx.host.is_some();
+    if !history {
+        let newest = match &ctx.host {
+            Some(host) => host.rollout(&group_kind).map_err(error)?,
+            None => revisions.pop(),
+        };
+        revisions = newest.into_iter().collect();
+        if revisions.is_empty() {
+            return Err(Failure::not_found(format!(
+                "{group_kind} has never been served by a controller, so it has no rollout: \
+                 `beehive api-resources` lists the kinds and who serves them"
+            )));
+        }
+    }
+    Ok(Reply::Rollouts {
+        revisions: revisions.into_iter().map(RolloutView::from).collect(),
+        live,
+    })
+}
+
+/// Up to `limit` (at most [`MAX_CANDIDATES`]) names of `kind`'s objects
+/// that start with `prefix`.
+///
+/// [`MAX_CANDIDATES`]: crate::completion::MAX_CANDIDATES
+pub(super) fn names(ctx: &Context, kind: &str, prefix: &str, limit: usize) -> Outcome {
+    let group_kind = resolve_kind(&ctx.store, kind)?;
+    let limit = limit.min(crate::completion::MAX_CANDIDATES);
+    let names = ctx
+        .store
+        .object_names(&group_kind, prefix, limit)
+        .map_err(error)?;
+    Ok(Reply::Names { names })
 }

@@ -21,9 +21,9 @@ use crate::engine::schedule::{self, Schedule, ScheduleStream};
 use crate::engine::{sweeper, waker};
 use crate::error::{Error, Result};
 use crate::object::{GroupKind, ObjectId, Timestamp};
-use crate::store::RegisteredKind;
 use crate::store::ops;
 use crate::store::{CommitListener, Committed, Store};
+use crate::store::{RegisteredKind, Rollout, RolloutState};
 use crate::sync::{lock, read, write};
 use crate::validation::{KindRules, SpecSchema};
 
@@ -161,10 +161,8 @@ impl Host {
         let versions = options.migrator.as_ref().map_or((0, 0), |m| {
             (i64::from(m.spec_version()), i64::from(m.status_version()))
         });
-        // A version other than the one recorded (a plugin replaced while
-        // the host was stopped) has not seen the objects yet.
-        let recorded_hash = self.shared.store.read(|r| r.recorded_hash(&group_kind))?;
-        let new_version = recorded_hash.is_some() && recorded_hash != content_hash;
+        let existing = read(&self.shared.kinds).get(&group_kind).cloned();
+        let rollout = self.plan_rollout(&group_kind, &source, &content_hash, existing.is_some())?;
         let registration = RegisteredKind {
             group_kind: group_kind.clone(),
             finalizers: options.finalizers.clone(),
@@ -177,9 +175,19 @@ impl Host {
             status_schema: options.schemas.status.clone(),
             validates: options.validator.is_some(),
         };
+        let started = match &rollout {
+            RolloutPlan::Start(record) => Some(record.clone()),
+            _ => None,
+        };
         self.shared
             .store
-            .write(move |tx| ops::record_registration(tx, &registration))
+            .write(move |tx| {
+                ops::record_registration(tx, &registration)?;
+                match &started {
+                    Some(record) => ops::start_rollout(tx, record),
+                    None => Ok(()),
+                }
+            })
             .await?;
         self.shared
             .store
@@ -191,18 +199,16 @@ impl Host {
             .iter()
             .filter_map(|slot| slot.take())
             .collect();
-        let existing = read(&self.shared.kinds).get(&group_kind).cloned();
-        match existing {
+        let tracker = self.running_tracker();
+        let kind = match existing {
             Some(kind) => {
                 kind.replace(controller, settings);
                 kind.add_feeds(feeds);
-                if let Some(tracker) = self.running_tracker() {
-                    kind.spawn_workers(&self.shared.store, &tracker);
-                    kind.spawn_feeds(&self.shared.store, &tracker);
+                if let Some(tracker) = &tracker {
+                    kind.spawn_workers(&self.shared.store, tracker);
+                    kind.spawn_feeds(&self.shared.store, tracker);
                 }
-                // The new version should see every object once.
-                let ids = self.shared.store.read(|r| r.all_ids(&group_kind))?;
-                kind.queue.wake_all(ids, Wake::Ordinary);
+                kind
             }
             None => {
                 let metrics = self.shared.store.metrics().kind(&group_kind.to_string());
@@ -215,18 +221,85 @@ impl Host {
                     metrics,
                 ));
                 kind.add_feeds(feeds);
-                if new_version {
-                    let ids = self.shared.store.read(|r| r.all_ids(&group_kind))?;
-                    kind.queue.wake_all(ids, Wake::Ordinary);
-                }
                 write(&self.shared.kinds).insert(group_kind.clone(), kind.clone());
-                if let Some(tracker) = self.running_tracker() {
-                    kind.spawn(&self.shared.store, &tracker);
+                if let Some(tracker) = &tracker {
+                    kind.spawn(&self.shared.store, tracker);
                     kind.wake_stale_dependents(&self.shared.store);
                 }
+                kind
             }
+        };
+        match rollout {
+            RolloutPlan::Start(record) | RolloutPlan::Resume(record)
+                if record.state == RolloutState::Rolling =>
+            {
+                kind.begin_rollout(record, &self.shared.store, tracker.as_ref());
+            }
+            _ => {}
         }
         Ok(())
+    }
+
+    /// What registering a controller from `source` (`content_hash`) does to
+    /// `group_kind`'s revisions: a new one when it replaces a controller
+    /// this host serves, or one another version served before (a plugin
+    /// replaced while the host was stopped), rolled out to every object; a
+    /// first, complete one for a kind that never had any; the newest one
+    /// resumed if this same version's rollout was cut short.
+    fn plan_rollout(
+        &self,
+        group_kind: &GroupKind,
+        source: &str,
+        content_hash: &Option<String>,
+        replacing: bool,
+    ) -> Result<RolloutPlan> {
+        let (latest, recorded_hash, objects) = self.shared.store.read(|r| {
+            Ok((
+                r.latest_rollout(group_kind)?,
+                r.recorded_hash(group_kind)?,
+                r.count_of_kind(group_kind)?,
+            ))
+        })?;
+        let new_version = match &latest {
+            _ if replacing => true,
+            Some(latest) => latest.content_hash != *content_hash,
+            None => recorded_hash.is_some() && recorded_hash != *content_hash,
+        };
+        if !new_version {
+            return Ok(match latest {
+                Some(latest) if latest.state == RolloutState::Rolling => {
+                    RolloutPlan::Resume(latest)
+                }
+                Some(_) => RolloutPlan::Unchanged,
+                None => {
+                    let first = revision(group_kind, 1, source, content_hash, objects, false);
+                    RolloutPlan::Start(first)
+                }
+            });
+        }
+        let number = latest.map_or(1, |latest| latest.revision + 1);
+        Ok(RolloutPlan::Start(revision(
+            group_kind,
+            number,
+            source,
+            content_hash,
+            objects,
+            true,
+        )))
+    }
+
+    /// The live rollout of `group_kind`'s current version while one runs in
+    /// this host, else its newest recorded revision; `None` for a kind never
+    /// served.
+    ///
+    /// # Errors
+    /// A store error if the record cannot be read.
+    pub fn rollout(&self, group_kind: &GroupKind) -> Result<Option<Rollout>> {
+        let kind = read(&self.shared.kinds).get(group_kind).cloned();
+        if let Some(live) = kind.and_then(|kind| kind.rollout()) {
+            return Ok(Some(live));
+        }
+        self.shared.store.read(|r| r.latest_rollout(group_kind))
     }
 
     /// Removes the controller of `group_kind`: its queued work is dropped,
@@ -416,6 +489,47 @@ impl Host {
             Lifecycle::Running(running) => Some(running.tracker.clone()),
             _ => None,
         }
+    }
+}
+
+/// What a registration does to its kind's revisions.
+enum RolloutPlan {
+    /// The same version as recorded, its rollout long over.
+    Unchanged,
+    /// A new revision, to record: rolling out unless it has no objects to
+    /// pass, or replaced nothing.
+    Start(Rollout),
+    /// The recorded revision, still rolling when its host stopped.
+    Resume(Rollout),
+}
+
+/// Revision `number` of `group_kind`, starting now with `objects` objects:
+/// rolling out to them if it `rolls` and there are any, else complete.
+fn revision(
+    group_kind: &GroupKind,
+    number: i64,
+    source: &str,
+    content_hash: &Option<String>,
+    objects: i64,
+    rolls: bool,
+) -> Rollout {
+    let now = Timestamp::now();
+    let complete = !rolls || objects == 0;
+    Rollout {
+        group_kind: group_kind.clone(),
+        revision: number,
+        source: source.to_string(),
+        content_hash: content_hash.clone(),
+        state: match complete {
+            true => RolloutState::Complete,
+            false => RolloutState::Rolling,
+        },
+        started_at: now,
+        finished_at: complete.then_some(now),
+        objects,
+        passed: 0,
+        failed: 0,
+        through_id: 0,
     }
 }
 

@@ -2,7 +2,7 @@
 //! and per-kind drivers (the owed pass, the full pass, the startup passes).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -18,8 +18,9 @@ use crate::engine::grid;
 use crate::engine::options::KindSettings;
 use crate::engine::pace::{self, Pace};
 use crate::engine::pass::{self, Finish, Handshake};
-use crate::engine::queue::{QueueConfig, Wake, WorkQueue};
+use crate::engine::queue::{Outcome, QueueConfig, Wake, WorkQueue};
 use crate::engine::quiet::QuietGate;
+use crate::engine::rollout::{self, Rollout, RolloutKind};
 use crate::engine::status_grace::GraceWriter;
 use crate::engine::trigger;
 use crate::metrics::KindMetrics;
@@ -69,6 +70,12 @@ pub(crate) fn wake(kinds: &Kinds, objects: Vec<(ObjectId, GroupKind)>, wake: Wak
 pub(crate) struct Kind {
     pub(crate) group_kind: GroupKind,
     controller: RwLock<Arc<dyn StoredController>>,
+    /// Counts the controllers this kind has had: a pass reads it before it
+    /// starts, so a rollout can tell the passes that ran on its version.
+    serial: AtomicU64,
+    /// The rollout of the current controller to every object, while one
+    /// runs.
+    rollout: Mutex<Option<Arc<Rollout>>>,
     settings: RwLock<KindSettings>,
     pub(crate) queue: WorkQueue,
     /// Ends this kind's workers and drivers (unregister, stop).
@@ -107,6 +114,8 @@ impl Kind {
         Kind {
             group_kind,
             controller: RwLock::new(controller),
+            serial: AtomicU64::new(0),
+            rollout: Mutex::new(None),
             queue: WorkQueue::with_metrics(
                 QueueConfig {
                     floor,
@@ -149,11 +158,61 @@ impl Kind {
 
     /// Swaps in a new controller and settings, keeping the queue and backoff.
     pub(crate) fn replace(&self, controller: Arc<dyn StoredController>, settings: KindSettings) {
-        *write(&self.controller) = controller;
+        let mut current = write(&self.controller);
+        *current = controller;
+        self.serial.fetch_add(1, Ordering::SeqCst);
+        drop(current);
         *write(&self.settings) = settings;
         self.queue
             .set_max_backoff(settings.cadence.max_retry_interval);
         self.settings_changed.notify_waiters();
+    }
+
+    /// Follows `record`, a revision still rolling, to every object on the
+    /// current controller; its driver starts with the kind's tasks, or now
+    /// if they run (`host`).
+    pub(crate) fn begin_rollout(
+        self: &Arc<Self>,
+        record: crate::store::Rollout,
+        store: &Store,
+        host: Option<&TaskTracker>,
+    ) {
+        let serial = self.serial.load(Ordering::SeqCst);
+        *lock(&self.rollout) = Some(Arc::new(Rollout::new(record, serial)));
+        if let Some(host) = host {
+            self.spawn_rollout(store, host);
+        }
+    }
+
+    /// The rollout in progress, as it stands now.
+    pub(crate) fn rollout(&self) -> Option<crate::store::Rollout> {
+        lock(&self.rollout).as_ref().map(|rollout| rollout.live())
+    }
+
+    /// Starts the driver of the rollout in progress, if it has none.
+    fn spawn_rollout(self: &Arc<Self>, store: &Store, host: &TaskTracker) {
+        let Some(rollout) = lock(&self.rollout).clone() else {
+            return;
+        };
+        if !rollout.claim_driver() {
+            return;
+        }
+        let (kind, store) = (self.clone(), store.clone());
+        host.spawn(self.tracker.track_future(async move {
+            rollout::drive(&rollout, kind.as_ref(), &store, kind.cancel.cancelled()).await;
+            let mut current = lock(&kind.rollout);
+            if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &rollout)) {
+                *current = None;
+            }
+        }));
+    }
+
+    /// A pass of `id` that began on controller `serial` ended with `outcome`.
+    fn pass_ended(&self, id: ObjectId, serial: u64, outcome: Outcome) {
+        self.queue.done(id, outcome);
+        if let Some(rollout) = lock(&self.rollout).as_ref() {
+            rollout.note(id, serial, outcome);
+        }
     }
 
     /// Adds trigger feeds; they receive once the kind's tasks run.
@@ -187,6 +246,7 @@ impl Kind {
         self.startup(store);
         self.spawn_workers(store, host);
         self.spawn_feeds(store, host);
+        self.spawn_rollout(store, host);
         let kind = self.clone();
         let store_for_driver = store.clone();
         host.spawn(self.tracker.track_future(async move {
@@ -258,15 +318,16 @@ impl Kind {
                 break;
             }
             let started = Instant::now();
+            let serial = self.serial.load(Ordering::SeqCst);
             let finish = pass::run(store, &view, id, loaded).await;
             self.pace.record(started.elapsed());
             match finish {
-                Finish::Done(outcome) => self.queue.done(id, outcome),
+                Finish::Done(outcome) => self.pass_ended(id, serial, outcome),
                 Finish::Handshake(handshake) => {
                     if unwritten.is_empty() {
                         oldest = started;
                     }
-                    unwritten.push((id, handshake));
+                    unwritten.push((id, serial, handshake));
                 }
             }
             if !unwritten.is_empty() && oldest.elapsed() >= pace::SLICE {
@@ -287,7 +348,7 @@ impl Kind {
         self: &Arc<Self>,
         store: &Store,
         host: &TaskTracker,
-        ends: Vec<(ObjectId, Handshake)>,
+        ends: Vec<(ObjectId, u64, Handshake)>,
     ) {
         if ends.is_empty() {
             return;
@@ -300,10 +361,10 @@ impl Kind {
         let mut leads = false;
         let written: Vec<_> = ends
             .into_iter()
-            .map(|(id, handshake)| {
+            .map(|(id, serial, handshake)| {
                 let (lead, written) = handshake.submit(store);
                 leads |= lead;
-                (id, written)
+                (id, serial, written)
             })
             .collect();
         if leads {
@@ -317,9 +378,9 @@ impl Kind {
         }));
     }
 
-    async fn await_ends(&self, written: Vec<(ObjectId, pass::Written)>) {
-        for (id, written) in written {
-            self.queue.done(id, written.await);
+    async fn await_ends(&self, written: Vec<(ObjectId, u64, pass::Written)>) {
+        for (id, serial, written) in written {
+            self.pass_ended(id, serial, written.await);
         }
     }
 
@@ -505,5 +566,23 @@ impl Kind {
         self.cancel.cancel();
         self.queue.close();
         self.tracker.close();
+    }
+}
+
+impl RolloutKind for Kind {
+    fn queue_room(&self) -> usize {
+        self.queue.room()
+    }
+
+    fn queue(&self, ids: Vec<ObjectId>, wake: Wake) {
+        self.queue.wake_owed(ids, wake);
+    }
+
+    fn queue_unless_pending(&self, ids: &[ObjectId]) {
+        self.queue.wake_unless_pending(ids);
+    }
+
+    fn group_kind(&self) -> &GroupKind {
+        &self.group_kind
     }
 }

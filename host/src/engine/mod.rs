@@ -13,6 +13,7 @@ mod pace;
 mod pass;
 mod queue;
 mod quiet;
+mod rollout;
 mod schedule;
 mod status_grace;
 mod sweeper;

@@ -373,6 +373,19 @@ impl WorkQueue {
         }
     }
 
+    /// Asks for a pass of each of `ids` that has none pending: neither ready,
+    /// running, nor waiting for an alarm or a backoff step.
+    pub(crate) fn wake_unless_pending(&self, ids: &[ObjectId]) {
+        let unpending: Vec<ObjectId> = {
+            let state = self.edit();
+            ids.iter()
+                .copied()
+                .filter(|id| state.entries.get(id).is_none_or(Entry::is_settled))
+                .collect()
+        };
+        self.wake_owed(unpending, Wake::Ordinary);
+    }
+
     /// How many more objects the queue can track before it drops owed wakes.
     /// None left marks owed work as dropped: the caller cannot scan it in.
     pub(crate) fn room(&self) -> usize {

@@ -50,6 +50,7 @@ pub use rows::lease::LeaseHolder;
 pub(crate) use rows::objects::Direction;
 pub use rows::plugin_sets::PushedPlugin;
 pub use rows::registrations::RegisteredKind;
+pub use rows::rollouts::{REVISIONS_KEPT, Rollout, RolloutState};
 pub(crate) use writer::{CommitListener, Committed, Session, WriteTx};
 use writer::{Writer, WriterConn};
 
@@ -393,6 +394,31 @@ impl Store {
     /// [`crate::Error::Database`] when the read fails.
     pub fn registrations(&self) -> Result<Vec<RegisteredKind>> {
         self.read(|r| r.registrations())
+    }
+
+    /// Up to `limit` names of `group_kind`'s objects that start with
+    /// `prefix`, in byte order: what a shell completes a name from.
+    ///
+    /// # Errors
+    /// [`crate::Error::Database`] when the read fails.
+    pub fn object_names(
+        &self,
+        group_kind: &GroupKind,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        self.read(|r| r.names_from(group_kind, prefix, limit))
+    }
+
+    /// The versions `group_kind` has been served by, oldest first, each with
+    /// its rollout as last recorded: a running host records progress about
+    /// once a second (ask [`Host::rollout`](crate::Host::rollout) for it
+    /// live).
+    ///
+    /// # Errors
+    /// [`crate::Error::Database`] when the read fails.
+    pub fn rollouts(&self, group_kind: &GroupKind) -> Result<Vec<Rollout>> {
+        self.read(|r| r.rollouts(group_kind))
     }
 
     /// The kinds that exist: those with objects or a recorded registration.

@@ -86,6 +86,40 @@ fn a_host_converges_applied_manifests_hot_swaps_and_cascades_deletes() {
         plugins,
         "the version changed"
     );
+    // The swap is revision 2 of the kind, rolled out to both greetings.
+    let rolled = workspace.ok(&["rollout", "status", "greetings", "--timeout", "10m"]);
+    assert_mentions(
+        &rolled,
+        &[
+            "rollout of Greeting.example.dev to revision 2",
+            "complete",
+            "2 objects passed",
+        ],
+    );
+    let history = json(&workspace.ok(&["rollout", "history", "Greeting", "-o", "json"]));
+    let states: Vec<_> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["revision"].as_i64(),
+                r["state"].as_str(),
+                r["objects"].as_i64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (Some(1), Some("complete"), Some(0)),
+            (Some(2), Some("complete"), Some(2))
+        ],
+        "{history}"
+    );
+    assert_ne!(history[0]["content_hash"], history[1]["content_hash"]);
+    let table = workspace.ok(&["rollout", "history", "Greeting"]);
+    assert!(table.starts_with("REVISION"), "{table}");
 
     let describe = workspace.ok(&["describe", "GreetingSet", "team"]);
     for expected in [
@@ -557,6 +591,130 @@ fn help_and_completions_explain_the_flags() {
         global.contains("--db") && !global.contains("--lang"),
         "{new}"
     );
+}
+
+#[test]
+fn completion_offers_the_kinds_and_names_the_store_holds() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&[]);
+    workspace.apply("team.yaml", TEAM);
+    workspace.ok(&["wait", "Greeting", "team-grace", "--for", "settled"]);
+    let complete = |words: &[&str]| {
+        let mut args = vec!["__complete", "--"];
+        args.extend(words);
+        workspace.ok(&args)
+    };
+    let kinds = complete(&["get", "greet"]);
+    assert_eq!(kinds, "Greeting\nGreetingSet\n");
+    assert_eq!(
+        complete(&["describe", "Greeting", ""]),
+        "team-ada\nteam-grace\n"
+    );
+    assert_eq!(complete(&["delete", "greetings", "team-g"]), "team-grace\n");
+    assert_eq!(
+        complete(&["get", "-o", "yaml", "greeting/team-a"]),
+        "greeting/team-ada\n"
+    );
+    assert_eq!(complete(&["get", "-o", ""]), "", "flag values are clap's");
+    assert_eq!(
+        complete(&["get", "Nothing", ""]),
+        "",
+        "an unknown kind offers nothing"
+    );
+    let elsewhere = complete(&["--db", "missing.db", "get", ""]);
+    assert_eq!(elsewhere, "", "a store that does not exist is not created");
+    assert!(!workspace.path().join("missing.db").exists());
+
+    // The bash script asks the same question from the shell's words.
+    let script = workspace.ok(&["completions", "bash"]);
+    workspace.write("complete.bash", &script);
+    let bin_dir = beehive_e2e::beehive_bin().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let shell = std::process::Command::new("bash")
+        .current_dir(workspace.path())
+        .env("PATH", path)
+        .arg("-c")
+        .arg(
+            "source ./complete.bash; COMP_WORDS=(beehive get Greeting team-); COMP_CWORD=3; \
+             _beehive_dynamic; printf '%s\\n' \"${COMPREPLY[@]}\"",
+        )
+        .output()
+        .expect("bash runs");
+    assert_eq!(
+        String::from_utf8_lossy(&shell.stdout),
+        "team-ada\nteam-grace\n",
+        "{}",
+        String::from_utf8_lossy(&shell.stderr)
+    );
+    for shell in ["zsh", "fish"] {
+        let script = workspace.ok(&["completions", shell]);
+        assert!(
+            script.contains("beehive __complete --"),
+            "{shell}: {script}"
+        );
+    }
+
+    // The host answered all of that.
+    assert_eq!(complete(&["get", "greeting", "team-a"]), "team-ada\n");
+    host.terminate();
+    // With none, it reads the store.
+    assert_eq!(complete(&["edit", "GreetingSet", ""]), "team\n");
+}
+
+#[test]
+fn apply_of_a_printed_object_refuses_to_undo_a_change_made_since() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&[]);
+    workspace.apply(
+        "ada.yaml",
+        "kind: Greeting.example.dev\nname: ada\nspec: {name: Ada}\n",
+    );
+    let printed = workspace.ok(&["get", "Greeting", "ada", "-o", "yaml"]);
+    assert_mentions(&printed, &["generation: 1"]);
+    // Someone else changes the spec after it was printed.
+    workspace.ok(&[
+        "patch",
+        "Greeting/ada",
+        "-p",
+        r#"{"spec":{"name":"Grace"}}"#,
+    ]);
+    let stale = printed.replace("name: Ada", "name: Ida");
+    workspace.write("stale.yaml", &stale);
+    let output = workspace.run(&["apply", "-f", "stale.yaml"]);
+    assert_eq!(output.status.code(), Some(4), "{output:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&output.stderr),
+        &[
+            "changed since the manifest was read",
+            "generation 1, now 2",
+            "--force-conflicts",
+        ],
+    );
+    let kept = json(&workspace.ok(&["get", "Greeting", "ada", "-o", "json"]));
+    assert_eq!(kept["spec"]["name"], "Grace", "nothing was overwritten");
+    // The same file forced, or one read again, applies.
+    workspace.ok(&["apply", "-f", "stale.yaml", "--force-conflicts"]);
+    let reread = workspace.ok(&["get", "Greeting", "ada", "-o", "yaml"]);
+    workspace.write("fresh.yaml", &reread.replace("name: Ida", "name: Ola"));
+    assert_mentions(
+        &workspace.ok(&["apply", "-f", "fresh.yaml"]),
+        &["configured"],
+    );
+    // Applied again as it is (a retry after a lost reply), it is unchanged.
+    assert_mentions(
+        &workspace.ok(&["apply", "-f", "fresh.yaml"]),
+        &["unchanged"],
+    );
+    // One read from an object since deleted is refused too.
+    workspace.ok(&["delete", "Greeting", "ada"]);
+    workspace.ok(&["wait", "Greeting", "ada", "--for", "delete"]);
+    let gone = workspace.fails(&["apply", "-f", "fresh.yaml"]);
+    assert_mentions(&gone, &["no longer exists", "remove `generation`"]);
+    host.terminate();
 }
 
 #[test]

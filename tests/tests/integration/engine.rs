@@ -995,3 +995,90 @@ async fn a_schedule_watch_follows_backoff_and_requeues_as_a_gauge() {
         .unwrap();
     assert!(end.is_none(), "the gauge ends with the host");
 }
+
+/// Serves widgets with `controller`, registered as plugin version `hash`.
+async fn version_host(
+    path: &std::path::Path,
+    hash: &str,
+    controller: impl Controller<Spec = Json, Status = Json>,
+) -> (Store, Host, StopHandle) {
+    let store = Store::open(path).unwrap();
+    let host = Host::new(&store, fast_options()).unwrap();
+    let options = ControllerOptions::new()
+        .concurrency(2)
+        .source(format!("widget-{hash}.wasm"), Some(hash.to_string()));
+    host.register(widget(), controller, options).await.unwrap();
+    let running = host.start().await.unwrap();
+    (store, host, running)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_version_reaches_every_object_and_a_stopped_rollout_resumes_where_it_was() {
+    use beehive::store::RolloutState;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rollout.db");
+    // More objects than a rollout queues at once.
+    const OBJECTS: i64 = 2_500;
+
+    let (_, host, running) =
+        version_host(&path, "aa", controller(|_, _| async { Action::settled() })).await;
+    let client = host.client(widget());
+    for i in 0..OBJECTS {
+        create(&client, &format!("w{i}"), "{}").await;
+    }
+    eventually("version aa observed every widget", || {
+        client.list().unwrap().iter().all(|o| o.meta.is_observed())
+    })
+    .await;
+    let first = host.rollout(&widget()).unwrap().unwrap();
+    assert_eq!((first.revision, first.state), (1, RolloutState::Complete));
+    stop(running).await;
+
+    // Version bb is slow enough to be stopped halfway through its rollout.
+    let slow = controller(|_, _| async {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        Action::settled()
+    });
+    let (store, host, running) = version_host(&path, "bb", slow).await;
+    eventually("some of the rollout is recorded", || {
+        let recorded = store.rollouts(&widget()).unwrap().pop().unwrap();
+        recorded.revision == 2 && recorded.through_id > 0
+    })
+    .await;
+    stop(running).await;
+    drop(host);
+    let halfway = store.rollouts(&widget()).unwrap().pop().unwrap();
+    drop(store);
+    assert_eq!(halfway.state, RolloutState::Rolling, "{halfway:?}");
+    assert!(halfway.passed < OBJECTS, "{halfway:?}");
+    assert_eq!(halfway.objects, OBJECTS);
+
+    // The same version, started again, passes only what the first run
+    // had not reached.
+    let passed: Arc<Mutex<Vec<i64>>> = Arc::default();
+    let recording = sharing(passed.clone(), |passed, _, object| async move {
+        passed.lock().unwrap().push(object.meta.id);
+        Action::settled()
+    });
+    let (store, host, running) = version_host(&path, "bb", recording).await;
+    eventually("the rollout completes", || {
+        host.rollout(&widget())
+            .unwrap()
+            .is_some_and(|r| r.state == RolloutState::Complete)
+    })
+    .await;
+    let done = host.rollout(&widget()).unwrap().unwrap();
+    assert_eq!((done.revision, done.passed, done.failed), (2, OBJECTS, 0));
+    let repassed = passed.lock().unwrap().clone();
+    assert!(
+        repassed.iter().all(|id| *id > halfway.through_id),
+        "nothing at or below the checkpoint ran again"
+    );
+    stop(running).await;
+    let history = store.rollouts(&widget()).unwrap();
+    let states: Vec<_> = history.iter().map(|r| (r.revision, r.state)).collect();
+    assert_eq!(
+        states,
+        [(1, RolloutState::Complete), (2, RolloutState::Complete)]
+    );
+}

@@ -23,4 +23,7 @@ pub(crate) use observed::{
     add_finalizer, delete_condition, delete_finalizer, set_conditions, set_requeue_at,
     settle_with_status, stamp_observed, subtract_owed, write_status,
 };
-pub(crate) use registrations::{record as record_registration, remove as remove_registration};
+pub(crate) use registrations::{
+    record as record_registration, record_rollout_progress, remove as remove_registration,
+    start_rollout,
+};

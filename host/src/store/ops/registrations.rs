@@ -3,6 +3,7 @@
 use crate::error::Result;
 use crate::object::GroupKind;
 use crate::store::rows::registrations::{self, RegisteredKind};
+use crate::store::rows::rollouts::{self, Rollout};
 use crate::store::writer::WriteTx;
 
 /// Records `registration`, replacing an earlier one of the same kind.
@@ -13,4 +14,15 @@ pub(crate) fn record(tx: &mut WriteTx<'_>, registration: &RegisteredKind) -> Res
 /// Forgets the registration of `gk`.
 pub(crate) fn remove(tx: &mut WriteTx<'_>, gk: &GroupKind) -> Result<()> {
     registrations::delete(tx.conn(), gk)
+}
+
+/// Records `rollout` as its kind's newest revision, superseding one still
+/// rolling.
+pub(crate) fn start_rollout(tx: &mut WriteTx<'_>, rollout: &Rollout) -> Result<()> {
+    rollouts::insert(tx.conn(), rollout)
+}
+
+/// Records how far `rollout` has gone.
+pub(crate) fn record_rollout_progress(tx: &mut WriteTx<'_>, rollout: &Rollout) -> Result<()> {
+    rollouts::update_progress(tx.conn(), rollout)
 }

@@ -15,6 +15,7 @@ pub(crate) mod plugin_sets;
 pub(crate) mod reader;
 pub(crate) mod registrations;
 pub(crate) mod retention;
+pub(crate) mod rollouts;
 pub(crate) mod scan;
 pub(crate) mod write_log;
 

@@ -12,6 +12,7 @@ use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
 use crate::store::backend::Conn;
 use crate::store::rows::objects::{self as rows, Direction};
 use crate::store::rows::registrations::{self, RegisteredKind};
+use crate::store::rows::rollouts::{self, Rollout};
 use crate::store::rows::{edges, events, scan, write_log};
 
 /// A read view of the store.
@@ -183,6 +184,52 @@ impl<'c> Reader<'c> {
     /// Every object id of `group_kind`.
     pub(crate) fn all_ids(&self, group_kind: &GroupKind) -> Result<Vec<ObjectId>> {
         scan::all_of_kind(self.conn, group_kind)
+    }
+
+    /// Up to `limit` ids of `group_kind` past `after`, in id order.
+    pub(crate) fn ids_after(
+        &self,
+        group_kind: &GroupKind,
+        after: ObjectId,
+        limit: usize,
+    ) -> Result<Vec<ObjectId>> {
+        scan::ids_after(self.conn, group_kind, after, limit)
+    }
+
+    /// The ids of `group_kind` from `first` to `last`, both included.
+    pub(crate) fn ids_between(
+        &self,
+        group_kind: &GroupKind,
+        first: ObjectId,
+        last: ObjectId,
+    ) -> Result<Vec<ObjectId>> {
+        scan::ids_between(self.conn, group_kind, first, last)
+    }
+
+    /// Up to `limit` names of `group_kind`'s objects that start with
+    /// `prefix`, in order.
+    pub(crate) fn names_from(
+        &self,
+        group_kind: &GroupKind,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        scan::names_from(self.conn, group_kind, prefix, limit)
+    }
+
+    /// How many objects `group_kind` has.
+    pub(crate) fn count_of_kind(&self, group_kind: &GroupKind) -> Result<i64> {
+        scan::count_of_kind(self.conn, group_kind)
+    }
+
+    /// The revisions `group_kind` has been served by, oldest first.
+    pub(crate) fn rollouts(&self, group_kind: &GroupKind) -> Result<Vec<Rollout>> {
+        rollouts::list(self.conn, group_kind)
+    }
+
+    /// The newest revision `group_kind` has been served by.
+    pub(crate) fn latest_rollout(&self, group_kind: &GroupKind) -> Result<Option<Rollout>> {
+        rollouts::latest(self.conn, group_kind)
     }
 
     /// The recorded next-pass times of `group_kind`'s objects.

@@ -41,6 +41,67 @@ pub(crate) fn all_of_kind(conn: Conn<'_>, gk: &GroupKind) -> Result<Vec<ObjectId
     )
 }
 
+/// Up to `limit` ids of `gk` past `after`, in id order.
+pub(crate) fn ids_after(
+    conn: Conn<'_>,
+    gk: &GroupKind,
+    after: ObjectId,
+    limit: usize,
+) -> Result<Vec<ObjectId>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    conn.query_all(
+        "SELECT id FROM objects WHERE grp = ?1 AND kind = ?2 AND id > ?3 ORDER BY id LIMIT ?4",
+        params![&gk.group, &gk.kind, after, limit],
+        |row| row.get(0),
+    )
+}
+
+/// The ids of `gk` from `first` to `last`, both included.
+pub(crate) fn ids_between(
+    conn: Conn<'_>,
+    gk: &GroupKind,
+    first: ObjectId,
+    last: ObjectId,
+) -> Result<Vec<ObjectId>> {
+    conn.query_all(
+        "SELECT id FROM objects WHERE grp = ?1 AND kind = ?2 AND id >= ?3 AND id <= ?4 \
+         ORDER BY id",
+        params![&gk.group, &gk.kind, first, last],
+        |row| row.get(0),
+    )
+}
+
+/// Up to `limit` names of `gk`'s objects that start with `prefix`, in
+/// order. Names compare byte by byte on both backends, so the names with
+/// the prefix are the run that starts at it.
+pub(crate) fn names_from(
+    conn: Conn<'_>,
+    gk: &GroupKind,
+    prefix: &str,
+    limit: usize,
+) -> Result<Vec<String>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let names: Vec<String> = conn.query_all(
+        "SELECT name FROM objects WHERE grp = ?1 AND kind = ?2 AND name >= ?3 \
+         ORDER BY name LIMIT ?4",
+        params![&gk.group, &gk.kind, prefix, limit],
+        |row| row.get(0),
+    )?;
+    Ok(names
+        .into_iter()
+        .take_while(|name| name.starts_with(prefix))
+        .collect())
+}
+
+/// How many objects `gk` has.
+pub(crate) fn count_of_kind(conn: Conn<'_>, gk: &GroupKind) -> Result<i64> {
+    conn.query_one(
+        "SELECT COUNT(*) FROM objects WHERE grp = ?1 AND kind = ?2",
+        params![&gk.group, &gk.kind],
+        |row| row.get(0),
+    )
+}
+
 /// Objects of `gk` whose last pass asked to run again, and when (milliseconds
 /// since the epoch).
 pub(crate) fn requeues(conn: Conn<'_>, gk: &GroupKind) -> Result<Vec<(ObjectId, i64)>> {

@@ -19,7 +19,29 @@ const MIGRATIONS: &[&str] = &[
     MIGRATION_5,
     MIGRATION_6,
     MIGRATION_7,
+    MIGRATION_8,
 ];
+
+/// The versions each kind has been served by, and its newest rollout's
+/// progress (see SQLite's migration 9).
+const MIGRATION_8: &str = r#"
+CREATE TABLE rollouts (
+    grp          TEXT COLLATE "C" NOT NULL,
+    kind         TEXT COLLATE "C" NOT NULL,
+    revision     BIGINT NOT NULL CHECK (revision >= 1),
+    source       TEXT   NOT NULL,
+    content_hash TEXT,
+    state        TEXT   NOT NULL
+                 CHECK (state = 'rolling' OR state = 'complete' OR state = 'superseded'),
+    started_at   BIGINT NOT NULL,
+    finished_at  BIGINT,
+    objects      BIGINT NOT NULL,
+    passed       BIGINT NOT NULL DEFAULT 0,
+    failed       BIGINT NOT NULL DEFAULT 0,
+    through_id   BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (grp, kind, revision)
+);
+"#;
 
 /// Whether a kind's controller checks specs with code of its own (see
 /// SQLite's migration 8).

@@ -18,7 +18,32 @@ const MIGRATIONS: &[&str] = &[
     MIGRATION_6,
     MIGRATION_7,
     MIGRATION_8,
+    MIGRATION_9,
 ];
+
+/// The versions each kind has been served by, one revision per controller
+/// registered or replaced, and how far the newest one's rollout (a pass of
+/// every object on it) has gone, so a host that stops mid-rollout resumes
+/// it where it was.
+const MIGRATION_9: &str = r#"
+CREATE TABLE rollouts (
+    grp          TEXT    NOT NULL,
+    kind         TEXT    NOT NULL,
+    revision     INTEGER NOT NULL CHECK (revision >= 1),
+    source       TEXT    NOT NULL,
+    content_hash TEXT,
+    state        TEXT    NOT NULL
+                 CHECK (state = 'rolling' OR state = 'complete' OR state = 'superseded'),
+    started_at   INTEGER NOT NULL,
+    finished_at  INTEGER,
+    objects      INTEGER NOT NULL,
+    passed       INTEGER NOT NULL DEFAULT 0,
+    failed       INTEGER NOT NULL DEFAULT 0,
+    -- Every object of the kind with an id at or below it has had its pass.
+    through_id   INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (grp, kind, revision)
+) STRICT;
+"#;
 
 /// Whether a kind's controller checks specs with code of its own (a
 /// plugin's `validate` export, a native `SpecValidator`): a process with no

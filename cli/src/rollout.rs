@@ -1,0 +1,170 @@
+//! `beehive rollout status|history KIND`: how far a kind's newest version
+//! has reached its objects, and the versions it was served by.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use crate::endpoint::Paths;
+use crate::failure::{Code, Failure};
+use crate::flags::Printed;
+use crate::output::{columns, rfc3339};
+use crate::protocol::{Reply, Request, RolloutView};
+
+/// How often `rollout status --watch` asks again.
+const POLL_EVERY: Duration = Duration::from_millis(500);
+
+/// The newest revision of `kind`: printed once, or with `watch` followed
+/// until its rollout completes (a line each time it moves) or `timeout`
+/// runs out. A rollout that completed with failed passes is an error.
+pub(crate) async fn status(
+    paths: &Paths,
+    kind: String,
+    watch: bool,
+    timeout: Option<Duration>,
+) -> Result<String, Failure> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let mut printed = None;
+    loop {
+        let (mut revisions, live) = fetch(paths, &kind, false).await?;
+        let newest = revisions
+            .pop()
+            .ok_or_else(|| Failure::from("the host answered with no revision"))?;
+        if newest.state != "rolling" {
+            return finished(&newest);
+        }
+        let line = progress(&newest, live);
+        if !watch {
+            return Ok(line + "\n");
+        }
+        if printed.as_ref() != Some(&line) {
+            let mut stdout = std::io::stdout().lock();
+            _ = writeln!(stdout, "{line}");
+            _ = stdout.flush();
+            printed = Some(line);
+        }
+        if let Some(deadline) = deadline
+            && Instant::now() >= deadline
+        {
+            return Err(Failure::new(
+                Code::Timeout,
+                format!(
+                    "timed out waiting for the rollout of {} to revision {}: {} of {} objects \
+                     have had their pass",
+                    newest.kind,
+                    newest.revision,
+                    newest.passed + newest.failed,
+                    newest.objects
+                ),
+            ));
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}
+
+/// Every revision the store keeps of `kind`, oldest first.
+pub(crate) async fn history(
+    paths: &Paths,
+    kind: String,
+    printed: Printed,
+) -> Result<String, Failure> {
+    let (revisions, _) = fetch(paths, &kind, true).await?;
+    Ok(printed.show(&revisions, |revisions| table(revisions)))
+}
+
+async fn fetch(
+    paths: &Paths,
+    kind: &str,
+    history: bool,
+) -> Result<(Vec<RolloutView>, bool), Failure> {
+    let request = Request::Rollout {
+        kind: kind.to_string(),
+        history,
+    };
+    match crate::commands::dispatch(paths, request).await? {
+        Reply::Rollouts { revisions, live } => Ok((revisions, live)),
+        other => Err(crate::commands::unexpected(&other)),
+    }
+}
+
+/// kubectl's waiting line, with what a stalled rollout needs.
+fn progress(view: &RolloutView, live: bool) -> String {
+    let mut line = format!(
+        "Waiting for rollout of {} to revision {} to finish: {} of {} objects passed",
+        view.kind, view.revision, view.passed, view.objects
+    );
+    if view.failed > 0 {
+        line += &format!(", {} failed", view.failed);
+    }
+    if !live {
+        line += " (no host is running: the rollout resumes when `beehive run` starts)";
+    }
+    line
+}
+
+fn finished(view: &RolloutView) -> Result<String, Failure> {
+    let took = view.finished_at.map_or(String::new(), |at| {
+        let ms = (at.as_millis() - view.started_at.as_millis()).max(0);
+        format!(" in {:.1} s", ms as f64 / 1000.0)
+    });
+    let what = format!(
+        "rollout of {} to revision {} ({})",
+        view.kind,
+        view.revision,
+        version(view)
+    );
+    match (view.state.as_str(), view.failed) {
+        ("superseded", _) => Err(Failure::conflict(format!(
+            "{what} was superseded before it finished: `beehive rollout history {}` lists the \
+             revisions",
+            view.kind
+        ))),
+        (_, 0) => Ok(format!(
+            "{what} complete{took}: {} objects passed\n",
+            view.passed
+        )),
+        (_, failed) => Err(Failure::from(format!(
+            "{what} complete{took}, but {failed} of {} objects failed their first pass on it: \
+             `beehive get {} -o wide` shows which are failing now",
+            view.passed + failed,
+            view.kind
+        ))),
+    }
+}
+
+/// A version as people compare them: the plugin hash's first 12 digits.
+fn version(view: &RolloutView) -> String {
+    let hash = view.content_hash.as_deref().map(|h| &h[..h.len().min(12)]);
+    match hash {
+        Some(hash) => format!("{} {hash}", view.source),
+        None => view.source.clone(),
+    }
+}
+
+fn table(revisions: &[RolloutView]) -> String {
+    let rows = revisions.iter().map(|r| {
+        let took = r.finished_at.map_or("-".to_string(), |at| {
+            let ms = (at.as_millis() - r.started_at.as_millis()).max(0);
+            format!("{:.1}s", ms as f64 / 1000.0)
+        });
+        vec![
+            r.revision.to_string(),
+            r.state.clone(),
+            rfc3339(r.started_at),
+            took,
+            r.objects.to_string(),
+            r.passed.to_string(),
+            r.failed.to_string(),
+            r.content_hash
+                .as_deref()
+                .map_or("-".to_string(), |h| h[..h.len().min(12)].to_string()),
+            r.source.clone(),
+        ]
+    });
+    columns(
+        &[
+            "REVISION", "STATE", "STARTED", "TOOK", "OBJECTS", "PASSED", "FAILED", "VERSION",
+            "SOURCE",
+        ],
+        rows,
+    )
+}

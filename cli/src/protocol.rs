@@ -181,6 +181,10 @@ pub enum Reply {
         /// Whether a running host answered: without one, a rollout still
         /// rolling is stalled.
         live: bool,
+        /// The file of the newest revision, when the host is loading a new
+        /// version of it (changed, and not yet serving): a revision to come.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        loading: Option<String>,
     },
     Metrics {
         text: String,

@@ -25,14 +25,18 @@ pub(crate) async fn status(
     let deadline = timeout.map(|t| Instant::now() + t);
     let mut printed = None;
     loop {
-        let (mut revisions, live) = fetch(paths, &kind, false).await?;
+        let (mut revisions, live, loading) = fetch(paths, &kind, false).await?;
         let newest = revisions
             .pop()
             .ok_or_else(|| Failure::from("the host answered with no revision"))?;
-        if newest.state != "rolling" {
-            return finished(&newest);
-        }
-        let line = progress(&newest, live);
+        let line = match loading {
+            Some(file) => format!(
+                "Waiting for the new version of {} to load ({file})",
+                newest.kind
+            ),
+            None if newest.state != "rolling" => return finished(&newest),
+            None => progress(&newest, live),
+        };
         if !watch {
             return Ok(line + "\n");
         }
@@ -67,7 +71,7 @@ pub(crate) async fn history(
     kind: String,
     printed: Printed,
 ) -> Result<String, Failure> {
-    let (revisions, _) = fetch(paths, &kind, true).await?;
+    let (revisions, _, _) = fetch(paths, &kind, true).await?;
     Ok(printed.show(&revisions, |revisions| table(revisions)))
 }
 
@@ -75,13 +79,17 @@ async fn fetch(
     paths: &Paths,
     kind: &str,
     history: bool,
-) -> Result<(Vec<RolloutView>, bool), Failure> {
+) -> Result<(Vec<RolloutView>, bool, Option<String>), Failure> {
     let request = Request::Rollout {
         kind: kind.to_string(),
         history,
     };
     match crate::commands::dispatch(paths, request).await? {
-        Reply::Rollouts { revisions, live } => Ok((revisions, live)),
+        Reply::Rollouts {
+            revisions,
+            live,
+            loading,
+        } => Ok((revisions, live, loading)),
         other => Err(crate::commands::unexpected(&other)),
     }
 }

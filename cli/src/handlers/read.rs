@@ -205,9 +205,17 @@ pub(super) fn rollouts(ctx: &Context, kind: &str, history: bool) -> Outcome {
             )));
         }
     }
+    let loading = match (&ctx.plugins, revisions.last()) {
+        (Some(directory), Some(newest)) => super::plugins::loading_rows(directory)
+            .into_iter()
+            .map(|row| row.file)
+            .find(|file| *file == newest.source),
+        _ => None,
+    };
     Ok(Reply::Rollouts {
         revisions: revisions.into_iter().map(RolloutView::from).collect(),
         live,
+        loading,
     })
 }
 

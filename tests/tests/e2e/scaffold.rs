@@ -1,10 +1,11 @@
 //! `beehive new`: a plugin project of one's own, made in a directory outside
 //! the checkout, tests, builds and serves as it stands, in each language.
+//! One test per language, so the slowest toolchain does not hold the others.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use beehive_e2e::{Workspace, assert_mentions};
+use beehive_e2e::{HostProcess, Workspace, assert_mentions};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -24,40 +25,52 @@ fn run(program: &Path, args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Stri
     printed
 }
 
+/// `beehive new NAME ARGS` in `projects`; what it printed.
+fn new(projects: &Path, name: &str, args: &[&str]) -> String {
+    let mut all = vec!["new", name];
+    all.extend(args);
+    run(&beehive_e2e::beehive_bin(), &all, projects, &[])
+}
+
+/// Serves `plugins` (each a built `.wasm`, under its file name) in a host,
+/// applies `objects`, and waits for each `(kind, replicas)` in them to be
+/// Ready with all its replicas; the host is handed back running.
+fn serve(plugins: &[PathBuf], objects: &str, ready: &[(&str, u32)]) -> (Workspace, HostProcess) {
+    let workspace = Workspace::new();
+    let dir = workspace.path().join("plugins");
+    std::fs::create_dir_all(&dir).unwrap();
+    for wasm in plugins {
+        std::fs::copy(wasm, dir.join(wasm.file_name().unwrap())).unwrap();
+    }
+    let cache = beehive_e2e::shared_plugin_cache();
+    let host = workspace.start_host(&["--plugin-cache", cache.to_str().unwrap()]);
+    workspace.apply("objects.yaml", objects);
+    for (kind, replicas) in ready {
+        workspace.ok(&["wait", kind, "web", "--for", "condition=Ready"]);
+        assert_mentions(
+            &workspace.ok(&["describe", kind, "web"]),
+            &[
+                "AllReplicasReady",
+                &format!("{replicas} of {replicas} ready"),
+            ],
+        );
+    }
+    (workspace, host)
+}
+
 #[test]
-fn new_rust_python_javascript_and_typescript_plugins_build_and_serve_from_outside_the_checkout() {
+fn a_new_rust_plugin_tests_builds_and_serves_from_outside_the_checkout() {
     let projects = tempfile::tempdir().unwrap();
-    let beehive = beehive_e2e::beehive_bin();
-    let made = run(&beehive, &["new", "widget"], projects.path(), &[]);
+    let made = new(projects.path(), "widget", &[]);
     assert_mentions(&made, &["Rust plugin for Widget.example.dev"]);
-    run(
-        &beehive,
-        &[
-            "new",
-            "gadget",
-            "--lang",
-            "python",
-            "--kind",
-            "Gadget.acme.io",
-        ],
-        projects.path(),
-        &[],
-    );
-    let made = run(
-        &beehive,
-        &["new", "gizmo", "--lang", "js", "--kind", "Gizmo.acme.io"],
-        projects.path(),
-        &[],
-    );
-    assert_mentions(&made, &["JavaScript plugin for Gizmo.acme.io"]);
-    let taken = Command::new(&beehive)
+    let taken = Command::new(beehive_e2e::beehive_bin())
         .args(["new", "widget"])
         .current_dir(projects.path())
         .output()
         .unwrap();
     assert_eq!(taken.status.code(), Some(4), "the directory exists");
 
-    // Rust: its tests, then the component. The checkout's lock pins the
+    // Its tests, then the component. The checkout's lock pins the
     // dependencies the rest of the suite built, and a target directory of
     // its own keeps the outer build's lock free.
     let widget = projects.path().join("widget");
@@ -72,44 +85,66 @@ fn new_rust_python_javascript_and_typescript_plugins_build_and_serve_from_outsid
         &widget,
         &[("CARGO_TARGET_DIR", &target)],
     );
+    let wasm = target.join("wasm32-wasip2/release/widget.wasm");
+    let objects = "kind: Widget.example.dev\nname: web\nspec: {replicas: 3}\n";
+    let (_workspace, host) = serve(&[wasm], objects, &[("Widget", 3)]);
+    host.terminate();
+}
 
-    // Python: its tests on the fake client, then the component, with the
-    // toolchain the build scripts made and the SDK of this checkout.
+#[test]
+fn a_new_python_plugin_tests_builds_and_serves_from_outside_the_checkout() {
+    let projects = tempfile::tempdir().unwrap();
+    new(
+        projects.path(),
+        "gadget",
+        &["--lang", "python", "--kind", "Gadget.acme.io"],
+    );
+    // Its tests on the fake client, then the component, with the toolchain
+    // the build scripts made and the SDK of this checkout.
     let gadget = projects.path().join("gadget");
     let python = repo().join("target/python-venv/bin/python");
     let sdk = repo().join("guest-sdk/python");
+    let env = [
+        ("PYTHONPATH", sdk.as_path()),
+        ("PYTHONDONTWRITEBYTECODE", Path::new("1")),
+    ];
     let tested = run(
         &python,
         &["-m", "pytest", "-q", "-p", "no:cacheprovider"],
         &gadget,
-        &[
-            ("PYTHONPATH", &sdk),
-            ("PYTHONDONTWRITEBYTECODE", Path::new("1")),
-        ],
+        &env,
     );
     assert_mentions(&tested, &["2 passed"]);
-    run(
-        &python,
-        &[
-            "-m",
-            "beehive_guest.build",
-            "build",
-            "app.py",
-            "-o",
-            "gadget.wasm",
-        ],
-        &gadget,
-        &[
-            ("PYTHONPATH", &sdk),
-            ("PYTHONDONTWRITEBYTECODE", Path::new("1")),
-        ],
-    );
+    let build = [
+        "-m",
+        "beehive_guest.build",
+        "build",
+        "app.py",
+        "-o",
+        "gadget.wasm",
+    ];
+    run(&python, &build, &gadget, &env);
+    let objects = "kind: Gadget.acme.io\nname: web\nspec: {replicas: 2}\n";
+    let (_workspace, host) = serve(&[gadget.join("gadget.wasm")], objects, &[("Gadget", 2)]);
+    host.terminate();
+}
 
-    // JavaScript: `npm install`, `npm test` and `npm run build`, as its
-    // README says, with nothing of the checkout's prepared: the SDK is
-    // packed into the project as it would be published, and npm installs
-    // its dependencies (from its cache, or the registry). Before, the SDK
-    // was linked from the checkout without them, and the build failed.
+#[test]
+fn a_new_javascript_plugin_and_its_typescript_rename_test_build_and_serve_from_outside_the_checkout()
+ {
+    let projects = tempfile::tempdir().unwrap();
+    let made = new(
+        projects.path(),
+        "gizmo",
+        &["--lang", "js", "--kind", "Gizmo.acme.io"],
+    );
+    assert_mentions(&made, &["JavaScript plugin for Gizmo.acme.io"]);
+
+    // `npm install`, `npm test` and `npm run build`, as its README says,
+    // with nothing of the checkout's prepared: the SDK is packed into the
+    // project as it would be published, and npm installs its dependencies
+    // (from its cache, or the registry). Before, the SDK was linked from
+    // the checkout without them, and the build failed.
     let gizmo = projects.path().join("gizmo");
     let manifest = std::fs::read_to_string(gizmo.join("package.json")).unwrap();
     assert_mentions(
@@ -122,7 +157,8 @@ fn new_rust_python_javascript_and_typescript_plugins_build_and_serve_from_outsid
         "the staging is removed"
     );
     let installing = ["install", "--no-audit", "--no-fund", "--prefer-offline"];
-    run(Path::new("npm"), &installing, &gizmo, &[]);
+    let npm = Path::new("npm");
+    run(npm, &installing, &gizmo, &[]);
     assert!(
         !gizmo
             .join("node_modules/beehive-guest")
@@ -131,7 +167,6 @@ fn new_rust_python_javascript_and_typescript_plugins_build_and_serve_from_outsid
             .is_symlink(),
         "installed, not linked"
     );
-    let npm = Path::new("npm");
     let tested = run(npm, &["test"], &gizmo, &[]);
     assert_mentions(&tested, &["pass 2", "fail 0"]);
     let built = run(npm, &["run", "build"], &gizmo, &[]);
@@ -144,24 +179,18 @@ fn new_rust_python_javascript_and_typescript_plugins_build_and_serve_from_outsid
         ],
     );
 
-    // TypeScript: the JavaScript scaffold with its module renamed `app.ts`
-    // and typed, as its README says; the build strips the types. (Its tests
-    // would need Node.js 22.6+ to import a `.ts` file.)
-    run(
-        &beehive,
-        &[
-            "new",
-            "gadgetts",
-            "--lang",
-            "js",
-            "--kind",
-            "Doohickey.acme.io",
-        ],
-        projects.path(),
-        &[],
-    );
-    let gadgetts = projects.path().join("gadgetts");
-    let untyped = std::fs::read_to_string(gadgetts.join("app.js")).unwrap();
+    // It serves.
+    let js = projects.path().join("js");
+    std::fs::create_dir(&js).unwrap();
+    std::fs::copy(gizmo.join("gizmo.wasm"), js.join("gizmo.wasm")).unwrap();
+    let objects = "kind: Gizmo.acme.io\nname: web\nspec: {replicas: 4}\n";
+    let (workspace, host) = serve(&[js.join("gizmo.wasm")], objects, &[("Gizmo", 4)]);
+
+    // TypeScript: the same project with its module renamed `app.ts` and
+    // typed, as its README says; the build strips the types. (Its tests
+    // would need Node.js 22.6+ to import a `.ts` file.) Swapped in for the
+    // JavaScript build, it serves every object.
+    let untyped = std::fs::read_to_string(gizmo.join("app.js")).unwrap();
     let typed = untyped.replace(
         "reconcile(client, object) {",
         "reconcile(client: any, object: { spec: { replicas: number } }): unknown {",
@@ -170,57 +199,25 @@ fn new_rust_python_javascript_and_typescript_plugins_build_and_serve_from_outsid
         typed, untyped,
         "the template's reconcile is where the test looks"
     );
-    std::fs::write(gadgetts.join("app.ts"), typed).unwrap();
-    std::fs::remove_file(gadgetts.join("app.js")).unwrap();
-    let manifest = std::fs::read_to_string(gadgetts.join("package.json")).unwrap();
+    std::fs::write(gizmo.join("app.ts"), typed).unwrap();
+    std::fs::remove_file(gizmo.join("app.js")).unwrap();
+    let manifest = std::fs::read_to_string(gizmo.join("package.json")).unwrap();
     std::fs::write(
-        gadgetts.join("package.json"),
+        gizmo.join("package.json"),
         manifest.replace("build app.js", "build app.ts"),
     )
     .unwrap();
-    run(Path::new("npm"), &installing, &gadgetts, &[]);
-    run(npm, &["run", "build"], &gadgetts, &[]);
-
-    // All four serve in a host.
-    let workspace = Workspace::new();
-    let plugins = workspace.path().join("plugins");
-    std::fs::create_dir_all(&plugins).unwrap();
-    std::fs::copy(
-        target.join("wasm32-wasip2/release/widget.wasm"),
-        plugins.join("widget.wasm"),
-    )
-    .unwrap();
-    std::fs::copy(gadget.join("gadget.wasm"), plugins.join("gadget.wasm")).unwrap();
-    std::fs::copy(gizmo.join("gizmo.wasm"), plugins.join("gizmo.wasm")).unwrap();
-    std::fs::copy(
-        gadgetts.join("gadgetts.wasm"),
-        plugins.join("gadgetts.wasm"),
-    )
-    .unwrap();
-    let cache = beehive_e2e::shared_plugin_cache();
-    let host = workspace.start_host(&["--plugin-cache", cache.to_str().unwrap()]);
-    workspace.apply(
-        "objects.yaml",
-        "kind: Widget.example.dev\nname: web\nspec: {replicas: 3}\n---\n\
-         kind: Gadget.acme.io\nname: web\nspec: {replicas: 2}\n---\n\
-         kind: Gizmo.acme.io\nname: web\nspec: {replicas: 4}\n---\n\
-         kind: Doohickey.acme.io\nname: web\nspec: {replicas: 5}\n",
-    );
-    for kind in ["Widget", "Gadget", "Gizmo", "Doohickey"] {
-        workspace.ok(&["wait", kind, "web", "--for", "condition=Ready"]);
-    }
-    assert_mentions(
-        &workspace.ok(&["describe", "Gadget", "web"]),
-        &["AllReplicasReady", "2 of 2 ready"],
-    );
+    run(npm, &["run", "build"], &gizmo, &[]);
+    let staging = workspace.path().join("plugins/.gizmo.wasm.tmp");
+    std::fs::copy(gizmo.join("gizmo.wasm"), &staging).unwrap();
+    std::fs::rename(&staging, workspace.path().join("plugins/gizmo.wasm")).unwrap();
+    let rolled = workspace.ok(&["rollout", "status", "Gizmo", "--timeout", "10m"]);
+    assert_mentions(&rolled, &["to revision 2", "complete", "1 objects passed"]);
     assert_mentions(
         &workspace.ok(&["describe", "Gizmo", "web"]),
         &["AllReplicasReady", "4 of 4 ready"],
     );
-    assert_mentions(
-        &workspace.ok(&["describe", "Doohickey", "web"]),
-        &["AllReplicasReady", "5 of 5 ready"],
-    );
+
     // The JavaScript plugin's schema is the kind's: a spec without
     // replicas is refused at apply.
     let refused = workspace.apply_fails(

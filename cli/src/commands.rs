@@ -43,6 +43,8 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
                 other => Err(unexpected(&other)),
             };
         }
+        Command::Backup { file } => return crate::backup::backup(&paths, &file).await,
+        Command::Restore { file } => return crate::backup::restore(&paths, &file),
         Command::Rollout { action } => {
             return match action {
                 RolloutAction::Status {

@@ -51,6 +51,8 @@ pub fn safe_to_repeat(request: &Request) -> bool {
         // Sent again after it committed, it finds the generation moved on.
         Request::ReplaceSpec { .. } => false,
         Request::Patch { patch_type, .. } => *patch_type == crate::patch::PatchType::Merge,
+        // Sent again after it wrote the file, it finds the file there.
+        Request::Backup { .. } => false,
         Request::Delete { .. }
         | Request::RemoveFinalizer { .. }
         | Request::Wait { .. }

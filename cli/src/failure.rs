@@ -89,9 +89,10 @@ impl From<beehive::Error> for Failure {
             | E::StoreInUse(_) => Code::Conflict,
             // Nothing took the call, and it may succeed elsewhere or later.
             E::Unavailable { .. } | E::LeaseLost(_) => Code::Unreachable,
-            E::Invalid { .. } | E::ValidatorFailed { .. } | E::SpecVersionTooNew { .. } => {
-                Code::Invalid
-            }
+            E::Invalid { .. }
+            | E::ValidatorFailed { .. }
+            | E::SpecVersionTooNew { .. }
+            | E::InvalidBackup(_) => Code::Invalid,
             _ => Code::Failure,
         };
         Failure::new(code, error.to_string())

@@ -321,6 +321,22 @@ pub(crate) enum Command {
         #[command(flatten)]
         printed: Printed,
     },
+    /// Write a consistent copy of the store to FILE while it serves (with a
+    /// host running or not), and its SHA-256 to FILE.sha256; prints the
+    /// write-log position it holds. A SQLite store only.
+    Backup {
+        /// The backup file to make; it must not exist.
+        file: PathBuf,
+    },
+    /// Make a new store at --db from a backup: checked whole (its
+    /// checksum, SQLite's integrity check, a schema this build knows),
+    /// never written over an existing database. Every object owes one
+    /// pass, and watches resumed from before the restore are refused as
+    /// too old.
+    Restore {
+        /// The backup file (with its FILE.sha256 beside it).
+        file: PathBuf,
+    },
     /// Follow a kind's rollouts: when its plugin is replaced, every object
     /// gets a pass on the new version (`status`); `history` lists the
     /// versions it was served by.

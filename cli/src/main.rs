@@ -6,6 +6,7 @@
 //! (`handlers`, which the host's `server` also answers with); `run` is the
 //! host's lifecycle.
 
+mod backup;
 mod commands;
 mod completion;
 mod edit;

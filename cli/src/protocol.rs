@@ -76,6 +76,11 @@ pub enum Request {
     Version,
     /// Every kind the store knows: who serves it, its versions, its objects.
     Kinds,
+    /// A consistent copy of the store into `file` (absolute, new), while the
+    /// host serves (`Reply::BackedUp`).
+    Backup {
+        file: std::path::PathBuf,
+    },
     /// Up to `limit` names of `kind`'s objects that start with `prefix`,
     /// in order (`Reply::Names`): what shell completion offers.
     Names {
@@ -175,6 +180,7 @@ pub enum Reply {
     Names {
         names: Vec<String>,
     },
+    BackedUp(BackupView),
     Rollouts {
         /// Oldest first.
         revisions: Vec<RolloutView>,
@@ -412,6 +418,18 @@ pub struct VersionView {
     pub host_pid: Option<u32>,
     /// The store: its location as shown, its backend and schema version.
     pub store: StoreView,
+}
+
+/// What a backup holds.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct BackupView {
+    pub file: std::path::PathBuf,
+    /// Every write at or below this write-log position is in it, none above.
+    pub position: i64,
+    pub objects: i64,
+    pub bytes: u64,
+    pub sha256: String,
+    pub took_ms: u64,
 }
 
 /// One version a kind was served by, and its rollout to the kind's objects.

@@ -146,6 +146,23 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "4s", value_parser = humantime::parse_duration)]
     lease: Duration,
 
+    /// Take a backup of the store into this directory every
+    /// --backup-every, as `beehive backup` does (`beehive-TIME.db` and its
+    /// `.sha256`), keeping the newest --backup-keep. A failure (a full
+    /// disk, a directory gone) is logged and counted
+    /// (`beehive_backup_failures`), and the next is tried on time. SQLite
+    /// stores only.
+    #[arg(long, value_name = "DIR")]
+    backup_dir: Option<PathBuf>,
+
+    /// How often a scheduled backup is taken.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = humantime::parse_duration, requires = "backup_dir")]
+    backup_every: Duration,
+
+    /// How many scheduled backups are kept (older ones are removed).
+    #[arg(long, value_name = "N", default_value_t = 24, value_parser = clap::value_parser!(u32).range(1..), requires = "backup_dir")]
+    backup_keep: u32,
+
     /// How long a graceful stop waits for passes in flight.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     stop_timeout: Duration,
@@ -239,6 +256,15 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), Failure> {
     let (plugin_dir, mirrored) = args.plugin_dir(&paths)?;
     if let Some(dir) = &args.manifests {
         require_directory("manifest directory", dir)?;
+    }
+    if let Some(dir) = &args.backup_dir {
+        if paths.is_postgres() {
+            return Err(Failure::usage(
+                "--backup-dir backs up a SQLite store: back a PostgreSQL store up with the \
+                 server's own tools (see the README's Backups section)",
+            ));
+        }
+        crate::backup::require_backup_dir(dir)?;
     }
     let metrics_listener = match args.metrics_addr {
         Some(addr) => Some(crate::metrics_http::bind(addr).await?),
@@ -404,6 +430,11 @@ impl Serving<'_> {
         let plugin_watch = plugins
             .watch(args.rescan_interval)
             .map_err(|e| e.to_string())?;
+        let backups = args.backup_dir.clone().map(|dir| {
+            let every = args.backup_every;
+            let keep = args.backup_keep as usize;
+            tokio::spawn(crate::backup::scheduled(store.clone(), dir, every, keep))
+        });
         let lost = async {
             match &tenure {
                 Some(tenure) => tenure.hold().await,
@@ -416,6 +447,9 @@ impl Serving<'_> {
             None => tracing::info!("stopping: finishing passes in flight (a second signal forces)"),
         }
         socket.remove();
+        if let Some(backups) = backups {
+            backups.abort();
+        }
         if let Some(mirror) = mirror {
             mirror.abort();
         }

@@ -177,6 +177,11 @@ pub enum Error {
         kind: String,
     },
 
+    /// A file given as a backup is not a whole one: its checksum file is
+    /// missing or does not match, or SQLite finds it damaged.
+    #[error("invalid backup: {0}")]
+    InvalidBackup(String),
+
     /// The database was written by a newer build than this one.
     #[error(
         "schema too new: the database is at version {found}, this build knows up to {supported}"

@@ -10,7 +10,13 @@
 //! - `store.validate_worst_ms`: the longest one spec's check may take: the
 //!   hostile plugin's schema, whose work doubles with each level of the
 //!   spec, against a spec as deep as a document may be, until the check's
-//!   budget cuts it off (the median of five).
+//!   budget cuts it off (the median of five);
+//! - `backup.writer_stall_p99_ms`: the 99th percentile of a create's
+//!   latency, one after another, while a backup of a 100,000-object store
+//!   is taken (`backup.writer_p99_idle_ms`: the same with no backup);
+//! - `backup.mib_per_s`: that backup's size over its time;
+//! - `restore.to_serving_ms`: restoring it, opening the restored store and
+//!   reading an object from it.
 
 use std::time::Instant;
 
@@ -141,6 +147,89 @@ fn validate_worst_ms() -> f64 {
     median(samples)
 }
 
+/// Creates `count` objects in the store at `path`, eight callers at a time.
+async fn fill(store: &Store, count: u32) {
+    let callers = 8;
+    let tasks: Vec<_> = (0..callers)
+        .map(|caller| {
+            let client = clusters(store);
+            tokio::spawn(async move {
+                for i in (caller..count).step_by(callers as usize) {
+                    client
+                        .create(&format!("f-{i}"), &spec(i), CreateOptions::new())
+                        .await
+                        .expect("create");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("task");
+    }
+}
+
+/// The 99th percentile, in milliseconds, of creates made one after another
+/// until `done` holds (and at least `at_least` of them).
+async fn create_latency_p99(
+    client: &Clusters,
+    prefix: &str,
+    at_least: usize,
+    done: impl Fn() -> bool,
+) -> f64 {
+    let mut latencies = Vec::new();
+    while latencies.len() < at_least || !done() {
+        let i = latencies.len() as u32;
+        let start = Instant::now();
+        client
+            .create(&format!("{prefix}-{i}"), &spec(i), CreateOptions::new())
+            .await
+            .expect("create");
+        latencies.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    latencies.sort_by(f64::total_cmp);
+    latencies[latencies.len() * 99 / 100]
+}
+
+/// The backup and restore figures, on a store of `objects` objects.
+async fn backup_and_restore(objects: u32) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = Store::open(dir.path().join("live.db")).expect("store");
+    fill(&store, objects).await;
+    let client = clusters(&store);
+    let idle = create_latency_p99(&client, "idle", 2_000, || true).await;
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let backup = {
+        let (store, finished) = (store.clone(), finished.clone());
+        let file = dir.path().join("backup.db");
+        std::thread::spawn(move || {
+            let taken = store.backup_to(&file).expect("backup");
+            finished.store(true, std::sync::atomic::Ordering::SeqCst);
+            taken
+        })
+    };
+    let during = create_latency_p99(&client, "during", 100, || {
+        finished.load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+    let taken = backup.join().expect("the backup thread");
+    figure("backup.writer_p99_idle_ms", idle, "ms");
+    figure("backup.writer_stall_p99_ms", during, "ms");
+    let mib = taken.bytes as f64 / f64::from(1 << 20);
+    figure("backup.mib_per_s", mib / taken.took.as_secs_f64(), "MiB/s");
+    let start = Instant::now();
+    let restored = dir.path().join("restored.db");
+    beehive::store::backup::restore(&taken.path, &restored).expect("restore");
+    let serving = Store::open(&restored).expect("the restored store opens");
+    clusters(&serving)
+        .get_by_name("f-7")
+        .expect("a restored object");
+    figure(
+        "restore.to_serving_ms",
+        start.elapsed().as_secs_f64() * 1e3,
+        "ms",
+    );
+}
+
 fn main() {
     block_on(async {
         if wanted("store.creates_seq_per_s") {
@@ -165,6 +254,9 @@ fn main() {
         }
         if wanted("store.validate_worst_ms") {
             figure("store.validate_worst_ms", validate_worst_ms(), "ms");
+        }
+        if wanted("backup.writer_stall_p99_ms") || wanted("restore.to_serving_ms") {
+            backup_and_restore(100_000).await;
         }
     });
 }

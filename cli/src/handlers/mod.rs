@@ -31,7 +31,7 @@ use self::streams::logs;
 use self::wait::wait;
 use self::writes::{delete, patch_spec, remove_finalizer, replace_spec, requeue};
 use crate::failure::Failure;
-use crate::protocol::{Outcome, Request};
+use crate::protocol::{Outcome, Reply, Request};
 
 /// What a request runs against.
 #[derive(Clone)]
@@ -87,6 +87,9 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
         Request::Version => Ok(version(ctx)),
         Request::Kinds => kinds(ctx),
         Request::Rollout { kind, history } => rollouts(ctx, &kind, history),
+        Request::Backup { file } => crate::backup::take(&ctx.store, file)
+            .await
+            .map(Reply::BackedUp),
         Request::Names {
             kind,
             prefix,

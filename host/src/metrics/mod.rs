@@ -78,6 +78,9 @@ pub struct Metrics {
     objects: Family<Labels, Gauge>,
     objects_unsettled: Family<Labels, Gauge>,
     objects_failing: Family<Labels, Gauge>,
+    backup_last_success: Gauge,
+    backup_age: Gauge,
+    backup_failures: Counter,
     /// Brings the object gauges up to date just before an export: they are
     /// counted on demand, so an idle host spends nothing on them.
     refresher: std::sync::Mutex<Option<Refresher>>,
@@ -382,6 +385,24 @@ impl Metrics {
                 "Objects of each kind whose last pass failed (on the backoff ladder)",
                 Family::default(),
             ),
+            backup_last_success: registered(
+                r,
+                "beehive_backup_last_success_timestamp_seconds",
+                "When the last scheduled backup succeeded (Unix time; 0: none yet)",
+                Gauge::default(),
+            ),
+            backup_age: registered(
+                r,
+                "beehive_backup_age_seconds",
+                "How old the last successful scheduled backup is, at each export (-1: none yet)",
+                Gauge::default(),
+            ),
+            backup_failures: registered(
+                r,
+                "beehive_backup_failures",
+                "Scheduled backups that failed",
+                Counter::default(),
+            ),
             refresher: std::sync::Mutex::new(None),
             // Last: every field above registered through `r` first.
             registry,
@@ -401,11 +422,24 @@ impl Metrics {
         self.objects_failing.get_or_create(&set).set(failing);
     }
 
+    /// Records a scheduled backup that succeeded at `at`.
+    pub fn backup_succeeded(&self, at: crate::object::Timestamp) {
+        self.backup_last_success.set(at.as_millis() / 1000);
+    }
+
+    /// Records a scheduled backup that failed.
+    pub fn backup_failed(&self) {
+        self.backup_failures.inc();
+    }
+
     /// Every metric, in the Prometheus text format (version 0.0.4).
     pub fn encode(&self) -> String {
         if let Some(refresh) = lock(&self.refresher).as_ref() {
             refresh(self);
         }
+        let last = self.backup_last_success.get();
+        let now = crate::object::Timestamp::now().as_millis() / 1000;
+        self.backup_age.set(if last > 0 { now - last } else { -1 });
         let mut text = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry);

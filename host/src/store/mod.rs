@@ -21,6 +21,7 @@
 //! `CommitListener`). SQL and the database libraries stay inside.
 
 mod backend;
+pub mod backup;
 mod lease;
 pub(crate) mod ops;
 mod plugin_sets;

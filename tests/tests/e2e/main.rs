@@ -11,6 +11,7 @@ spec: {names: [ada, grace]}
 finalizers: [example.dev/greetings]
 "#;
 
+mod backup;
 mod chaos;
 mod check;
 mod cli;

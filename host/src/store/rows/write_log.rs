@@ -94,10 +94,25 @@ pub(crate) fn kind_head(conn: Conn<'_>, group_kind: &GroupKind) -> Result<i64> {
 /// The position below which retention removed `group_kind`'s log entries
 /// (0 when it removed none).
 pub(crate) fn kind_horizon(conn: Conn<'_>, group_kind: &GroupKind) -> Result<i64> {
-    Ok(conn
+    let trimmed = conn
         .query_opt(
             "SELECT resource_version FROM write_log_horizons WHERE grp = ?1 AND kind = ?2",
             params![&group_kind.group, &group_kind.kind],
+            |row| row.get(0),
+        )?
+        .unwrap_or(0);
+    Ok(trimmed.max(restore_horizon(conn)?))
+}
+
+/// The position every watch resumed from at or below is too old, in a store
+/// restored from a backup (0 in one never restored): the positions between
+/// the backup's and it may have been handed out by the store before the
+/// restore, for writes the backup does not hold.
+fn restore_horizon(conn: Conn<'_>) -> Result<i64> {
+    Ok(conn
+        .query_opt(
+            "SELECT value FROM kv WHERE key = 'restore_horizon'",
+            params![],
             |row| row.get(0),
         )?
         .unwrap_or(0))
@@ -117,7 +132,7 @@ pub(crate) fn event_horizon(conn: Conn<'_>, id: ObjectId, category: Option<&str>
         params![id, category],
         |row| row.get(0),
     )?;
-    Ok(horizon.unwrap_or(0))
+    Ok(horizon.unwrap_or(0).max(restore_horizon(conn)?))
 }
 
 /// Up to `limit` of `group_kind`'s log entries above `cursor` (only

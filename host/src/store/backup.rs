@@ -1,0 +1,414 @@
+//! Backups of a SQLite store taken while it serves, and restores from them.
+//!
+//! A backup is `VACUUM INTO` on a read-only connection of its own: one read
+//! transaction, so the copy is the store as of one commit, and a reader in
+//! WAL mode never blocks the writer (the store's checkpoints are passive,
+//! so they never wait on it either; the log grows while the copy is made).
+//! The copy is written under a temporary name, its write-log position read
+//! from the copy itself, flushed to disk, then renamed to its name, and its
+//! SHA-256 written beside it as `FILE.sha256` (the format `sha256sum -c`
+//! reads). A backup cut short leaves only a temporary file, which no
+//! restore takes for a backup: it has no checksum file.
+//!
+//! A restore checks the checksum, SQLite's `integrity_check` and the schema
+//! version before anything else, then prepares the copy to serve as a new
+//! store: its write positions jump past anything the old store could have
+//! reached since the backup, and every watch resumed from before the jump is
+//! told it is too old (so a watcher relists instead of silently missing the
+//! writes the backup does not hold); every object owes one pass (what hosts
+//! held in memory did not survive). Only then is it renamed into place.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusqlite::OpenFlags;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::object::Timestamp;
+use crate::store::Store;
+use crate::store::schema;
+
+/// How far a restore moves the write positions past the backup's: more
+/// writes than a store makes between a backup and its restore, so no
+/// position handed out after the restore was handed out before it.
+pub const RESTORE_GAP: i64 = 1 << 40;
+
+/// What a backup holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Backup {
+    /// The backup file.
+    pub path: PathBuf,
+    /// The write-log position it holds: every write at or below it is in
+    /// the backup, none above.
+    pub position: i64,
+    /// The objects in it.
+    pub objects: i64,
+    /// Its size.
+    pub bytes: u64,
+    /// Its SHA-256, in hex, as written to `FILE.sha256`.
+    pub sha256: String,
+    /// How long it took.
+    pub took: Duration,
+}
+
+/// What a restore made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Restored {
+    /// The new store.
+    pub path: PathBuf,
+    /// The write-log position the backup held.
+    pub position: i64,
+    /// The objects restored, each owing one pass.
+    pub objects: i64,
+    /// The first write position the new store hands out.
+    pub next_position: i64,
+}
+
+/// Why a backup file cannot be restored.
+fn invalid(file: &Path, why: impl std::fmt::Display) -> Error {
+    Error::InvalidBackup(format!("{}: {why}", file.display()))
+}
+
+impl Store {
+    /// Writes a consistent copy of this store to `file`, which must not
+    /// exist, while the store keeps serving, and its SHA-256 to
+    /// `FILE.sha256`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] on a PostgreSQL store (its server's tools
+    /// back it up) or when `file` exists; [`Error::Io`] or
+    /// [`Error::Database`] when the copy cannot be written (a full disk, a
+    /// missing directory): nothing is left under `file` then.
+    pub fn backup_to(&self, file: &Path) -> Result<Backup> {
+        if self.is_postgres() {
+            return Err(Error::InvalidOption(
+                "a PostgreSQL store is backed up with the server's own tools (pg_dump, or \
+                 continuous archiving): see the README's Backups section"
+                    .into(),
+            ));
+        }
+        if file.symlink_metadata().is_ok() {
+            return Err(Error::InvalidOption(format!(
+                "{} already exists: back up to a new name (a backup never replaces a file)",
+                file.display()
+            )));
+        }
+        let started = Instant::now();
+        let partial = partial_name(file);
+        let copied = copy_into(self.path(), &partial);
+        let backup = copied.and_then(|(position, objects)| {
+            let (bytes, sha256) = flush_and_hash(&partial)?;
+            std::fs::rename(&partial, file)?;
+            sync_directory(file)?;
+            write_checksum(file, &sha256)?;
+            Ok(Backup {
+                path: file.to_path_buf(),
+                position,
+                objects,
+                bytes,
+                sha256,
+                took: started.elapsed(),
+            })
+        });
+        if backup.is_err() {
+            _ = std::fs::remove_file(&partial);
+        }
+        backup
+    }
+}
+
+/// The temporary name a backup is written under, beside its final one.
+fn partial_name(file: &Path) -> PathBuf {
+    let name = file
+        .file_name()
+        .map_or("backup".into(), |n| n.to_string_lossy().into_owned());
+    file.with_file_name(format!(".{name}.partial-{}", std::process::id()))
+}
+
+/// `VACUUM INTO` from a read-only connection; the copy's write-log position
+/// and object count.
+fn copy_into(store: &Path, partial: &Path) -> Result<(i64, i64)> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let source = rusqlite::Connection::open_with_flags(store, flags)?;
+    source.busy_timeout(Duration::from_secs(5))?;
+    let target = partial
+        .to_str()
+        .ok_or_else(|| Error::InvalidOption(format!("{} is not UTF-8", partial.display())))?;
+    // Made empty and owner-only first (VACUUM INTO fills an empty file): a
+    // backup holds what the store holds, secrets in specs included.
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(partial)?;
+    }
+    source.execute("VACUUM INTO ?1", [target])?;
+    drop(source);
+    let copy = rusqlite::Connection::open_with_flags(partial, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let position = head(&copy)?;
+    let objects = copy.query_row("SELECT COUNT(*) FROM objects", [], |row| row.get(0))?;
+    Ok((position, objects))
+}
+
+/// The newest write position a SQLite store holds.
+fn head(conn: &rusqlite::Connection) -> Result<i64> {
+    Ok(conn.query_row(
+        "SELECT MAX(COALESCE((SELECT MAX(resource_version) FROM object_writes), 0), \
+                    COALESCE((SELECT value FROM kv WHERE key = 'resource_version'), 0), \
+                    COALESCE((SELECT MAX(resource_version) FROM events), 0))",
+        [],
+        |row| row.get(0),
+    )?)
+}
+
+/// Flushes `file` to disk; its size and SHA-256.
+fn flush_and_hash(file: &Path) -> Result<(u64, String)> {
+    let mut opened = File::open(file)?;
+    opened.sync_all()?;
+    let (bytes, sha256) = hash(&mut opened)?;
+    Ok((bytes, sha256))
+}
+
+fn hash(reader: &mut impl Read) -> Result<(u64, String)> {
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut bytes = 0u64;
+    loop {
+        let read = reader.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+        bytes += read as u64;
+    }
+    let digest = hasher.finalize();
+    Ok((bytes, digest.iter().map(|b| format!("{b:02x}")).collect()))
+}
+
+/// Where a backup's checksum is kept.
+pub fn checksum_file(backup: &Path) -> PathBuf {
+    let mut name = backup.as_os_str().to_owned();
+    name.push(".sha256");
+    PathBuf::from(name)
+}
+
+fn write_checksum(backup: &Path, sha256: &str) -> Result<()> {
+    let name = backup
+        .file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    let checksum = checksum_file(backup);
+    let partial = partial_name(&checksum);
+    let mut file = File::create(&partial)?;
+    file.write_all(format!("{sha256}  {name}\n").as_bytes())?;
+    file.sync_all()?;
+    std::fs::rename(&partial, &checksum)?;
+    sync_directory(&checksum)
+}
+
+fn sync_directory(file: &Path) -> Result<()> {
+    let dir = match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+/// Restores the backup `file` as a new store at `db`, which must not exist
+/// (nor its write-ahead log).
+///
+/// # Errors
+/// [`Error::InvalidBackup`] when the file is not a whole backup (no
+/// checksum file, a checksum that does not match, a failed
+/// `integrity_check`, not a Beehive store); [`Error::SchemaTooNew`] for a
+/// backup of a newer build; [`Error::InvalidOption`] when `db` exists.
+/// Nothing is left at `db` on an error.
+pub fn restore(file: &Path, db: &Path) -> Result<Restored> {
+    for existing in [db.to_path_buf(), with_suffix(db, "-wal")] {
+        if existing.symlink_metadata().is_ok() {
+            return Err(Error::InvalidOption(format!(
+                "{} exists: a restore makes a new store, and never writes over one \
+                 (restore to a new path, then move it into place with the host stopped)",
+                existing.display()
+            )));
+        }
+    }
+    verify_checksum(file)?;
+    let partial = partial_name(db);
+    let restored = std::fs::copy(file, &partial)
+        .map_err(Error::from)
+        .and_then(|_| prepare(file, &partial))
+        .and_then(|restored| {
+            File::open(&partial)?.sync_all()?;
+            std::fs::rename(&partial, db)?;
+            sync_directory(db)?;
+            Ok(Restored {
+                path: db.to_path_buf(),
+                ..restored
+            })
+        });
+    if restored.is_err() {
+        _ = std::fs::remove_file(&partial);
+    }
+    restored
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Checks `file` against its `FILE.sha256`.
+fn verify_checksum(file: &Path) -> Result<()> {
+    let checksum = checksum_file(file);
+    let recorded = std::fs::read_to_string(&checksum).map_err(|e| {
+        invalid(
+            file,
+            format!(
+                "its checksum file {} cannot be read ({e}): a backup is whole only with it, \
+                 and one cut short has none",
+                checksum.display()
+            ),
+        )
+    })?;
+    let expected = recorded.split_whitespace().next().unwrap_or_default();
+    let (_, actual) = hash(&mut File::open(file)?)?;
+    if expected != actual {
+        return Err(invalid(
+            file,
+            format!(
+                "its SHA-256 is {actual}, but {} records {expected}: the file was changed \
+                 or cut short since the backup",
+                checksum.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the copy at `partial` and makes it ready to serve.
+fn prepare(file: &Path, partial: &Path) -> Result<Restored> {
+    let mut conn = rusqlite::Connection::open(partial)?;
+    let verdict: String = conn
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .map_err(|e| invalid(file, format!("it is not a SQLite database ({e})")))?;
+    if verdict != "ok" {
+        return Err(invalid(file, format!("integrity_check failed: {verdict}")));
+    }
+    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    let supported = schema::sqlite::latest_version();
+    if version > supported {
+        return Err(Error::SchemaTooNew {
+            found: version,
+            supported,
+        });
+    }
+    if version == 0 {
+        return Err(invalid(file, "it holds no Beehive store"));
+    }
+    let position = head(&conn)?;
+    let next_position = position + RESTORE_GAP;
+    let now = Timestamp::now().as_millis();
+    let tx = conn.transaction()?;
+    tx.execute(
+        "UPDATE kv SET value = ?1 WHERE key = 'resource_version'",
+        [next_position],
+    )?;
+    tx.execute(
+        "INSERT INTO kv (key, value) VALUES ('restore_horizon', ?1), ('restored_at', ?2), \
+                ('restored_position', ?3) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [next_position, now, position],
+    )?;
+    let objects = tx.execute("UPDATE objects SET reconcile_owed = reconcile_owed + 1", [])? as i64;
+    tx.commit()?;
+    conn.pragma_update(None, "journal_mode", "DELETE")?;
+    Ok(Restored {
+        path: PathBuf::new(),
+        position,
+        objects,
+        next_position: next_position + 1,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::CreateOptions;
+    use crate::client::RawClient;
+    use crate::json::Json;
+    use crate::object::GroupKind;
+
+    async fn store_with(dir: &Path, names: &[&str]) -> Store {
+        let store = Store::open(dir.join("live.db")).unwrap();
+        let client = RawClient::new(&store, GroupKind::new("test.dev", "Widget"));
+        for name in names {
+            let spec = Json::parse(r#"{"size": 1}"#).unwrap();
+            client
+                .create(name, spec, CreateOptions::new())
+                .await
+                .unwrap();
+        }
+        store
+    }
+
+    #[tokio::test]
+    async fn a_restored_store_holds_the_backup_owes_every_pass_and_moves_positions_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with(dir.path(), &["a", "b"]).await;
+        let backup = store.backup_to(&dir.path().join("b.db")).unwrap();
+        assert_eq!(backup.objects, 2);
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&backup.path).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600, "owner-only, as the store is");
+        let refused = store.backup_to(&backup.path).unwrap_err();
+        assert!(matches!(refused, Error::InvalidOption(_)), "{refused}");
+
+        let restored = restore(&backup.path, &dir.path().join("new.db")).unwrap();
+        assert_eq!(restored.position, backup.position);
+        assert_eq!(restored.next_position, backup.position + RESTORE_GAP + 1);
+        let conn = rusqlite::Connection::open(&restored.path).unwrap();
+        let owed: i64 = conn
+            .query_row("SELECT SUM(reconcile_owed) FROM objects", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(owed, 2);
+        drop(conn);
+        let reopened = Store::open(&restored.path).unwrap();
+        let client = RawClient::new(&reopened, GroupKind::new("test.dev", "Widget"));
+        let spec = Json::parse("{}").unwrap();
+        let created = client
+            .create("c", spec, CreateOptions::new())
+            .await
+            .unwrap();
+        assert!(created.meta.resource_version > backup.position + RESTORE_GAP);
+
+        let again = restore(&backup.path, &restored.path).unwrap_err();
+        assert!(matches!(again, Error::InvalidOption(_)), "{again}");
+    }
+
+    #[tokio::test]
+    async fn a_backup_of_a_newer_build_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with(dir.path(), &["a"]).await;
+        let backup = store.backup_to(&dir.path().join("b.db")).unwrap();
+        let conn = rusqlite::Connection::open(&backup.path).unwrap();
+        conn.pragma_update(None, "user_version", 999).unwrap();
+        drop(conn);
+        let (_, sha256) = hash(&mut File::open(&backup.path).unwrap()).unwrap();
+        std::fs::remove_file(checksum_file(&backup.path)).unwrap();
+        write_checksum(&backup.path, &sha256).unwrap();
+        let refused = restore(&backup.path, &dir.path().join("new.db")).unwrap_err();
+        assert!(
+            matches!(refused, Error::SchemaTooNew { found: 999, .. }),
+            "{refused}"
+        );
+        assert!(!dir.path().join("new.db").exists());
+    }
+}

@@ -43,6 +43,17 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
                 other => Err(unexpected(&other)),
             };
         }
+        Command::Label {
+            kind,
+            rest,
+            overwrite,
+        } => {
+            let request = label_request(kind, rest, overwrite)?;
+            return match dispatch(&paths, request).await? {
+                Reply::Done { message } => Ok(message + "\n"),
+                other => Err(unexpected(&other)),
+            };
+        }
         Command::Backup { file } => return crate::backup::backup(&paths, &file).await,
         Command::Restore { file } => return crate::backup::restore(&paths, &file),
         Command::Rollout { action } => {
@@ -98,12 +109,16 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             sort_by,
             spec_version,
             no_headers,
+            selector,
+            show_labels,
             ..
         } => {
             let listing = Listing {
                 output,
                 sort_by,
                 headers: !no_headers,
+                selector,
+                show_labels,
             };
             return get(&paths, addressed(kind, names)?, &listing, spec_version).await;
         }
@@ -205,6 +220,31 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
         }
         Command::Delete {
             kind: Some(kind),
+            selector: Some(selector),
+            ignore_not_found,
+            ..
+        } => {
+            crate::handlers::parse_selector(&selector)?;
+            let request = Request::Get {
+                kind: kind.clone(),
+                name: None,
+                spec_version: None,
+                selector: Some(selector),
+            };
+            let names: Vec<String> = match dispatch(&paths, request).await? {
+                Reply::Objects { objects } => {
+                    objects.into_iter().map(|o| o.document.meta.name).collect()
+                }
+                other => return Err(unexpected(&other)),
+            };
+            if names.is_empty() {
+                eprintln!("No objects found.");
+            }
+            let objects = names.into_iter().map(|name| (kind.clone(), name));
+            return delete_each(&paths, objects.collect(), ignore_not_found).await;
+        }
+        Command::Delete {
+            kind: Some(kind),
             all: true,
             ignore_not_found,
             ..
@@ -215,6 +255,7 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
                     kind: kind.clone(),
                     name: None,
                     spec_version: None,
+                    selector: None,
                 },
             )
             .await
@@ -306,6 +347,8 @@ struct Listing {
     output: GetOutput,
     sort_by: Option<crate::jsonpath::Path>,
     headers: bool,
+    selector: Option<String>,
+    show_labels: bool,
 }
 
 /// `get`: a kind's objects, one object, or several, in one listing.
@@ -315,6 +358,14 @@ async fn get(
     listing: &Listing,
     spec_version: Option<i64>,
 ) -> Result<String, Failure> {
+    if listing.selector.is_some() && !names.is_empty() {
+        return Err(Failure::usage(
+            "a selector (-l) picks objects of a kind: give the kind alone, without names",
+        ));
+    }
+    if let Some(selector) = &listing.selector {
+        crate::handlers::parse_selector(selector)?;
+    }
     let single = names.len() == 1;
     let asked: Vec<Option<String>> = match names.is_empty() {
         true => vec![None],
@@ -326,6 +377,7 @@ async fn get(
             kind: kind.clone(),
             name,
             spec_version,
+            selector: listing.selector.clone(),
         };
         match dispatch(paths, request).await? {
             Reply::Objects { objects: found } => objects.extend(found),
@@ -343,6 +395,17 @@ async fn get(
     }
     if let Some(path) = &listing.sort_by {
         objects = get_format::sort(objects, path);
+    }
+    if let (GetOutput::Plain(format @ (Format::Table | Format::Wide)), true) =
+        (&listing.output, listing.show_labels)
+    {
+        let table = output::labelled_table(&objects, *format == Format::Wide);
+        return Ok(match listing.headers {
+            true => table,
+            false => table
+                .split_once('\n')
+                .map_or_else(String::new, |(_, rows)| rows.to_string()),
+        });
     }
     Ok(listing.output.render(&objects, single, listing.headers))
 }
@@ -820,6 +883,7 @@ async fn wait_on(
                 kind: kind.clone(),
                 name: None,
                 spec_version: None,
+                selector: None,
             };
             match dispatch(paths, request).await? {
                 Reply::Objects { objects } => {
@@ -920,4 +984,41 @@ async fn wait(
         }
         tokio::time::sleep(Duration::from_millis(100).min(left)).await;
     }
+}
+
+/// `label KIND NAME CHANGES...` (or `label KIND/NAME CHANGES...`) as its
+/// request: `k=v` sets, `k-` removes.
+fn label_request(kind: String, mut rest: Vec<String>, overwrite: bool) -> Result<Request, Failure> {
+    let (kind, name) = match kind.split_once('/') {
+        Some((kind, name)) => (kind.to_string(), name.to_string()),
+        None if !rest.is_empty() => (kind, rest.remove(0)),
+        None => return Err(Failure::usage("name the object: KIND NAME or KIND/NAME")),
+    };
+    if rest.is_empty() {
+        return Err(Failure::usage(
+            "say what to change: key=value sets a label, key- removes one",
+        ));
+    }
+    let (mut set, mut remove) = (std::collections::BTreeMap::new(), Vec::new());
+    for change in rest {
+        if let Some((key, value)) = change.split_once('=') {
+            if let Some(problem) = beehive::object::label_problem(key, value) {
+                return Err(Failure::usage(problem));
+            }
+            set.insert(key.to_string(), value.to_string());
+        } else if let Some(key) = change.strip_suffix('-') {
+            remove.push(key.to_string());
+        } else {
+            return Err(Failure::usage(format!(
+                "{change:?} is not a change: key=value sets a label, key- removes one"
+            )));
+        }
+    }
+    Ok(Request::Label {
+        kind,
+        name,
+        set,
+        remove,
+        overwrite,
+    })
 }

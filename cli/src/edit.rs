@@ -54,6 +54,7 @@ pub async fn edit(paths: &Paths, Named { kind, name }: Named) -> Result<String, 
         kind: kind.clone(),
         name: Some(name.clone()),
         spec_version: None,
+        selector: None,
     };
     let object = match crate::commands::dispatch(paths, request).await? {
         Reply::Objects { objects } => objects

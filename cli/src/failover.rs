@@ -43,6 +43,7 @@ pub fn safe_to_repeat(request: &Request) -> bool {
         | Request::Kinds
         | Request::Rollout { .. }
         | Request::Names { .. }
+        | Request::Label { .. }
         | Request::Explain { .. }
         | Request::Metrics
         | Request::Requeue { .. } => true,

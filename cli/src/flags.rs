@@ -140,6 +140,14 @@ pub(crate) enum Command {
         /// Print the table's rows without its header line.
         #[arg(long, conflicts_with = "watch")]
         no_headers: bool,
+        /// Only the objects whose labels match this selector: `k=v`,
+        /// `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, joined by
+        /// commas (all must hold).
+        #[arg(short = 'l', long, value_name = "SELECTOR", conflicts_with = "watch")]
+        selector: Option<String>,
+        /// Add a LABELS column to the table.
+        #[arg(long)]
+        show_labels: bool,
     },
     /// Show an object: spec, status, conditions, relations, next pass, events.
     Describe {
@@ -164,6 +172,9 @@ pub(crate) enum Command {
         /// Delete every object of the kind.
         #[arg(long, requires = "kind", conflicts_with_all = ["names", "file"])]
         all: bool,
+        /// Delete the objects of the kind whose labels match this selector.
+        #[arg(short = 'l', long, value_name = "SELECTOR", requires = "kind", conflicts_with_all = ["names", "file", "all"])]
+        selector: Option<String>,
         /// An object (or kind) that does not exist is not an error: nothing
         /// is printed for it, and the exit code is 0 if nothing else failed.
         #[arg(long)]
@@ -320,6 +331,19 @@ pub(crate) enum Command {
     Version {
         #[command(flatten)]
         printed: Printed,
+    },
+    /// Add, change or remove an object's labels: `k=v` sets (a new value for
+    /// a label it has only with --overwrite), `k-` removes. A write of its
+    /// own: watches see it, the generation stays.
+    Label {
+        /// The kind, or `KIND/NAME`.
+        kind: String,
+        /// The object's name (left out after `KIND/NAME`), then the changes.
+        #[arg(required = true, num_args = 1..)]
+        rest: Vec<String>,
+        /// Replace the value of a label the object already has.
+        #[arg(long)]
+        overwrite: bool,
     },
     /// Write a consistent copy of the store to FILE while it serves (with a
     /// host running or not), and its SHA-256 to FILE.sha256; prints the

@@ -12,6 +12,7 @@
 //! specVersion: 0          # optional: the spec schema version it is written in
 //! owner: GreetingSet/team # optional, Kind/name
 //! finalizers: []          # optional, set on create
+//! labels: {tier: web}     # optional: replaces the object's labels
 //! generation: 3           # optional: apply only if the spec is still at it
 //! ```
 //!
@@ -48,6 +49,10 @@ pub struct Manifest {
     pub owner: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finalizers: Vec<String>,
+    /// The object's labels: given, they replace the stored ones; left out,
+    /// the stored ones stay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<beehive::object::Labels>,
     /// The object's generation when this manifest was read from it, as
     /// `get -o yaml` prints it: `apply` writes the spec only while the
     /// stored one is still at that generation (or already equal to this
@@ -146,6 +151,13 @@ impl Manifest {
         }
         if self.finalizers.iter().any(String::is_empty) {
             return Some("a finalizer is empty".into());
+        }
+        if let Some(problem) = self
+            .labels
+            .as_ref()
+            .and_then(beehive::object::labels_problem)
+        {
+            return Some(problem);
         }
         let finalizer_problem = |f: &String| beehive::naming::label_problem("a finalizer", f);
         if let Some(problem) = self.finalizers.iter().find_map(finalizer_problem) {

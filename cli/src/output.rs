@@ -104,19 +104,48 @@ fn kind_of(object: &ObjectDocument) -> String {
 }
 
 fn table(objects: &[ObjectView], wide: bool) -> String {
+    table_with(objects, wide, false)
+}
+
+/// The table, with a LABELS column (`--show-labels`): `k=v,k=v`, or
+/// `<none>`.
+pub fn labelled_table(objects: &[ObjectView], wide: bool) -> String {
+    table_with(objects, wide, true)
+}
+
+fn table_with(objects: &[ObjectView], wide: bool, labels: bool) -> String {
     if objects.is_empty() {
         return "No objects found.\n".into();
     }
+    let mut header = table_header(wide);
+    if labels {
+        header.push("LABELS");
+    }
     columns(
-        &table_header(wide),
+        &header,
         objects.iter().map(|o| {
             let mut row = table_row(&o.document, wide);
             if let Some(at) = o.last_pass_failed_at {
                 row[3] = format!("{} (last pass failed {} ago)", row[3], age(at));
             }
+            if labels {
+                row.push(labels_text(&o.document.meta.labels));
+            }
             row
         }),
     )
+}
+
+/// Labels as kubectl lists them: `k=v,k=v`, or `<none>`.
+pub fn labels_text(labels: &beehive::object::Labels) -> String {
+    match labels.is_empty() {
+        true => "<none>".into(),
+        false => labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+    }
 }
 
 fn table_header(wide: bool) -> Vec<&'static str> {
@@ -422,6 +451,7 @@ pub fn description(d: &Description) -> String {
     field("Name", o.meta.name.clone());
     field("Kind", kind_of(o));
     field("Id", o.meta.id.to_string());
+    field("Labels", labels_text(&o.meta.labels));
     let observed = o
         .meta
         .observed_generation

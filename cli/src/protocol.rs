@@ -35,6 +35,18 @@ pub enum Request {
         /// The spec version to show the specs in (`--spec-version`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         spec_version: Option<i64>,
+        /// Only the objects whose labels match (`-l`), with no name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        selector: Option<String>,
+    },
+    /// Changes an object's labels: `set` added or replaced (a value other
+    /// than the current one only with `overwrite`), `remove` taken away.
+    Label {
+        kind: String,
+        name: String,
+        set: std::collections::BTreeMap<String, String>,
+        remove: Vec<String>,
+        overwrite: bool,
     },
     Describe {
         kind: String,

@@ -345,6 +345,8 @@ fn raw_object(object: wit::Object) -> RawObject {
             deletion_requested_at: object.deletion_requested_at_ms.map(Timestamp::from_millis),
             finalizers: object.finalizers,
             conditions: object.conditions.into_iter().map(condition).collect(),
+            // Contract 0.1 carries no labels.
+            labels: Default::default(),
             created_at: Timestamp::from_millis(object.created_at_ms),
             updated_at: Timestamp::from_millis(object.updated_at_ms),
         },

@@ -6,7 +6,8 @@ use crate::error::{Error, Result};
 use crate::json::Json;
 
 pub use beehive_types::{
-    Condition, ConditionStatus, GroupKind, Meta, ObjectId, ObjectRef, Timestamp,
+    Condition, ConditionStatus, GroupKind, Labels, Meta, ObjectId, ObjectRef, Requirement,
+    Selector, SelectorError, Timestamp, label_problem, labels_problem,
 };
 
 /// Which secondary lookups a read loads alongside each object.
@@ -278,6 +279,7 @@ mod tests {
             deletion_requested_at: None,
             finalizers: vec!["acme.com/backup".into()],
             conditions: vec![Condition::new("Ready", ConditionStatus::True).reason("Up")],
+            labels: [("tier".to_string(), "db".to_string())].into(),
             created_at: Timestamp::from_millis(1),
             updated_at: Timestamp::from_millis(4),
         };

@@ -16,6 +16,7 @@ mod cadence;
 mod condition;
 mod contract_error;
 mod event;
+mod labels;
 mod object;
 mod store_grants;
 mod time;
@@ -25,6 +26,9 @@ pub use cadence::Cadence;
 pub use condition::{Condition, ConditionStatus};
 pub use contract_error::ContractError;
 pub use event::{EventSpec, EventType};
+pub use labels::{
+    Labels, MAX_LABELS, Requirement, Selector, SelectorError, label_problem, labels_problem,
+};
 pub use object::{GroupKind, Meta, ObjectId, ObjectRef};
 pub use store_grants::{
     KindPattern, NOT_GRANTED_PREFIX, StoreGrants, StoreVerb, not_granted_message, parse_not_granted,

@@ -86,6 +86,10 @@ pub struct Meta {
     pub finalizers: Vec<String>,
     /// Per-type observations reported by controllers.
     pub conditions: Vec<Condition>,
+    /// Its labels: `key: value` pairs with Kubernetes' syntax, by which
+    /// selectors find it. Setting them does not move the generation.
+    #[serde(default, skip_serializing_if = "crate::Labels::is_empty")]
+    pub labels: crate::Labels,
     /// When the object was created.
     pub created_at: Timestamp,
     /// When the object was last written.

@@ -51,6 +51,9 @@ pub(super) async fn apply(
             .get_by_name_with(&manifest.name, Loads::none().owner())
             .ok();
         let mut options = CreateOptions::new().finalizers(manifest.finalizers.clone());
+        if let Some(labels) = &manifest.labels {
+            options = options.labels(labels.clone());
+        }
         let mut owner_id = None;
         if let Some((owner_kind, owner_name)) = manifest.owner_parts() {
             let owner_kind = known.as_written(owner_kind);
@@ -96,7 +99,12 @@ pub(super) async fn apply(
             })?;
         let action = match (created, before) {
             (true, _) => "created",
-            (false, Some(b)) if b.meta.generation == after.meta.generation => "unchanged",
+            (false, Some(b))
+                if b.meta.generation == after.meta.generation
+                    && b.meta.labels == after.meta.labels =>
+            {
+                "unchanged"
+            }
             (false, _) => "configured",
         };
         results.push(Applied {

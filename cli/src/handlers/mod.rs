@@ -15,6 +15,7 @@ mod writes;
 
 pub use self::kinds::resolve_kind;
 pub use self::plugins::grants_of;
+pub(crate) use self::read::parse_selector;
 pub use self::streams::{Following, follow};
 pub use self::wait::{describe_until, holds};
 
@@ -29,7 +30,7 @@ use self::plugins::{metrics, plugins, version};
 use self::read::{describe, events, explain, get, kinds, names, rollouts};
 use self::streams::logs;
 use self::wait::wait;
-use self::writes::{delete, patch_spec, remove_finalizer, replace_spec, requeue};
+use self::writes::{delete, label, patch_spec, remove_finalizer, replace_spec, requeue};
 use crate::failure::Failure;
 use crate::protocol::{Outcome, Reply, Request};
 
@@ -57,7 +58,21 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
             kind,
             name,
             spec_version,
-        } => get(ctx, &kind, name.as_deref(), spec_version),
+            selector,
+        } => get(
+            ctx,
+            &kind,
+            name.as_deref(),
+            spec_version,
+            selector.as_deref(),
+        ),
+        Request::Label {
+            kind,
+            name,
+            set,
+            remove,
+            overwrite,
+        } => label(ctx, &kind, &name, set, remove, overwrite).await,
         Request::Describe { kind, name } => describe(ctx, &kind, &name),
         Request::Delete { kind, name } => delete(ctx, &kind, &name).await,
         Request::ReplaceSpec {

@@ -19,8 +19,10 @@ pub(super) fn get(
     kind: &str,
     name: Option<&str>,
     spec_version: Option<i64>,
+    selector: Option<&str>,
 ) -> Outcome {
     let group_kind = resolve_kind(&ctx.store, kind)?;
+    let selector = selector.map(parse_selector).transpose()?;
     if let Some(wanted) = spec_version {
         let current = RawClient::new(&ctx.store, group_kind.clone())
             .current_spec_version()
@@ -37,9 +39,12 @@ pub(super) fn get(
     }
     let with_owner = Loads::none().owner();
     let client = RawClient::new(&ctx.store, group_kind);
-    let objects = match name {
-        Some(name) => vec![client.get_by_name_with(name, with_owner).map_err(error)?],
-        None => client.list_with(with_owner).map_err(error)?,
+    let objects = match (name, &selector) {
+        (Some(name), _) => vec![client.get_by_name_with(name, with_owner).map_err(error)?],
+        (None, Some(selector)) => client
+            .list_selected_with(selector, with_owner)
+            .map_err(error)?,
+        (None, None) => client.list_with(with_owner).map_err(error)?,
     };
     let mut owners = OwnerNames::new(&ctx.store);
     let failed_at = |o: &RawObject| {
@@ -231,4 +236,10 @@ pub(super) fn names(ctx: &Context, kind: &str, prefix: &str, limit: usize) -> Ou
         .object_names(&group_kind, prefix, limit)
         .map_err(error)?;
     Ok(Reply::Names { names })
+}
+
+/// `text` as a label selector, or a usage error naming where it breaks.
+pub(crate) fn parse_selector(text: &str) -> Result<beehive::object::Selector, Failure> {
+    beehive::object::Selector::parse(text)
+        .map_err(|e| Failure::usage(format!("invalid selector {text:?}: {e}")))
 }

@@ -184,3 +184,42 @@ pub(super) fn requeue(ctx: &Context, kind: &str, name: &str) -> Outcome {
         message: format!("{} queued for a pass", object.meta.label()),
     })
 }
+
+/// Sets and removes labels of one object, in one write.
+pub(super) async fn label(
+    ctx: &Context,
+    kind: &str,
+    name: &str,
+    set: std::collections::BTreeMap<String, String>,
+    remove: Vec<String>,
+    overwrite: bool,
+) -> Outcome {
+    let (client, object) = find(&ctx.store, kind, name)?;
+    let label = format!("{}/{}", client.group_kind(), object.meta.name);
+    let relabeled = client
+        .relabel(object.meta.id, move |current| {
+            let mut labels = current.clone();
+            for (key, value) in set {
+                match labels.get(&key) {
+                    Some(old) if *old != value && !overwrite => {
+                        return Err(beehive::Error::InvalidOption(format!(
+                            "label {key} already has the value {old:?}: add --overwrite to \
+                             replace it with {value:?}"
+                        )));
+                    }
+                    _ => _ = labels.insert(key, value),
+                }
+            }
+            for key in remove {
+                labels.remove(&key);
+            }
+            Ok(labels)
+        })
+        .await
+        .map_err(|e| Failure::about(&label, e))?;
+    let message = match relabeled.meta.resource_version == object.meta.resource_version {
+        true => format!("{label} not labeled (no change)"),
+        false => format!("{label} labeled"),
+    };
+    Ok(Reply::Done { message })
+}

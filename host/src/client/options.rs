@@ -20,6 +20,7 @@ pub(crate) type OnCreate = Box<dyn FnOnce() + Send>;
 pub struct CreateOptions {
     pub(crate) owner: Option<ObjectId>,
     pub(crate) finalizers: Vec<String>,
+    pub(crate) labels: Option<crate::object::Labels>,
     pub(crate) on_create: Option<OnCreate>,
 }
 
@@ -28,6 +29,7 @@ impl std::fmt::Debug for CreateOptions {
         f.debug_struct("CreateOptions")
             .field("owner", &self.owner)
             .field("finalizers", &self.finalizers)
+            .field("labels", &self.labels)
             .field("on_create", &self.on_create.is_some())
             .finish()
     }
@@ -53,6 +55,14 @@ impl CreateOptions {
         self
     }
 
+    /// The object's labels. A create-or-update replaces the labels of an
+    /// object that exists with these; without this option it leaves them
+    /// as they are.
+    pub fn labels(mut self, labels: crate::object::Labels) -> Self {
+        self.labels = Some(labels);
+        self
+    }
+
     /// Runs `hook` once the row has really landed: after the outermost commit,
     /// never after a rollback, and only when this call inserted the row.
     pub fn on_create(mut self, hook: impl FnOnce() + Send + 'static) -> Self {
@@ -74,6 +84,9 @@ impl CreateOptions {
         }
         let mut seen = std::collections::HashSet::new();
         self.finalizers.retain(|f| seen.insert(f.clone()));
+        if let Some(problem) = self.labels.as_ref().and_then(beehive_types::labels_problem) {
+            return Err(Error::InvalidOption(problem));
+        }
         Ok(())
     }
 }

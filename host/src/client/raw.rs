@@ -352,6 +352,47 @@ impl RawClient {
         self.read_many(|r| r.objects(&self.group_kind, loads))
     }
 
+    /// The objects of this kind whose labels match `selector`, by id. A
+    /// selector that names a value or a key's presence is served by the
+    /// label index: it reads only the objects carrying that label.
+    ///
+    /// # Errors
+    /// A store error when the read fails.
+    pub fn list_selected(&self, selector: &crate::object::Selector) -> Result<Vec<RawObject>> {
+        self.list_selected_with(selector, Loads::none())
+    }
+
+    /// [`RawClient::list_selected`], with the relations `loads` asks for.
+    ///
+    /// # Errors
+    /// A store error when the read fails.
+    pub fn list_selected_with(
+        &self,
+        selector: &crate::object::Selector,
+        loads: Loads,
+    ) -> Result<Vec<RawObject>> {
+        self.read_many(|r| r.objects_selected(&self.group_kind, selector, loads))
+    }
+
+    /// Replaces the labels of object `id` with what `change` makes of its
+    /// current ones, in one write: a new resource version, seen by watches;
+    /// the generation stays, so no pass is owed.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::InvalidOption`] for labels that break
+    /// the rules, or the error `change` returns (nothing is written then).
+    pub async fn relabel(
+        &self,
+        id: ObjectId,
+        change: impl FnOnce(&crate::object::Labels) -> Result<crate::object::Labels> + Send + 'static,
+    ) -> Result<RawObject> {
+        let group_kind = self.group_kind.clone();
+        let relabeled = self
+            .write(move |tx| crate::store::ops::relabel(tx, &group_kind, id, change))
+            .await?;
+        self.upgraded(relabeled)
+    }
+
     /// Up to `limit` objects of this kind with ids above `after`, by id, and
     /// the id to continue after when there may be more.
     pub fn list_page(
@@ -518,6 +559,7 @@ impl RawClient {
             spec_version: self.spec_version()?,
             owner: options.owner,
             finalizers: options.finalizers,
+            labels: options.labels,
             on_create: options.on_create,
         })
     }

@@ -23,18 +23,13 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::OpenFlags;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::object::Timestamp;
 use crate::store::Store;
-use crate::store::schema;
+use crate::store::rows::snapshot::{self, invalid};
 
-/// How far a restore moves the write positions past the backup's: more
-/// writes than a store makes between a backup and its restore, so no
-/// position handed out after the restore was handed out before it.
-pub const RESTORE_GAP: i64 = 1 << 40;
+pub use crate::store::rows::snapshot::RESTORE_GAP;
 
 /// What a backup holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,11 +62,6 @@ pub struct Restored {
     pub next_position: i64,
 }
 
-/// Why a backup file cannot be restored.
-fn invalid(file: &Path, why: impl std::fmt::Display) -> Error {
-    Error::InvalidBackup(format!("{}: {why}", file.display()))
-}
-
 impl Store {
     /// Writes a consistent copy of this store to `file`, which must not
     /// exist, while the store keeps serving, and its SHA-256 to
@@ -98,7 +88,7 @@ impl Store {
         }
         let started = Instant::now();
         let partial = partial_name(file);
-        let copied = copy_into(self.path(), &partial);
+        let copied = snapshot::copy_into(self.path(), &partial);
         let backup = copied.and_then(|(position, objects)| {
             let (bytes, sha256) = flush_and_hash(&partial)?;
             std::fs::rename(&partial, file)?;
@@ -126,44 +116,6 @@ fn partial_name(file: &Path) -> PathBuf {
         .file_name()
         .map_or("backup".into(), |n| n.to_string_lossy().into_owned());
     file.with_file_name(format!(".{name}.partial-{}", std::process::id()))
-}
-
-/// `VACUUM INTO` from a read-only connection; the copy's write-log position
-/// and object count.
-fn copy_into(store: &Path, partial: &Path) -> Result<(i64, i64)> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let source = rusqlite::Connection::open_with_flags(store, flags)?;
-    source.busy_timeout(Duration::from_secs(5))?;
-    let target = partial
-        .to_str()
-        .ok_or_else(|| Error::InvalidOption(format!("{} is not UTF-8", partial.display())))?;
-    // Made empty and owner-only first (VACUUM INTO fills an empty file): a
-    // backup holds what the store holds, secrets in specs included.
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(partial)?;
-    }
-    source.execute("VACUUM INTO ?1", [target])?;
-    drop(source);
-    let copy = rusqlite::Connection::open_with_flags(partial, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    let position = head(&copy)?;
-    let objects = copy.query_row("SELECT COUNT(*) FROM objects", [], |row| row.get(0))?;
-    Ok((position, objects))
-}
-
-/// The newest write position a SQLite store holds.
-fn head(conn: &rusqlite::Connection) -> Result<i64> {
-    Ok(conn.query_row(
-        "SELECT MAX(COALESCE((SELECT MAX(resource_version) FROM object_writes), 0), \
-                    COALESCE((SELECT value FROM kv WHERE key = 'resource_version'), 0), \
-                    COALESCE((SELECT MAX(resource_version) FROM events), 0))",
-        [],
-        |row| row.get(0),
-    )?)
 }
 
 /// Flushes `file` to disk; its size and SHA-256.
@@ -242,14 +194,16 @@ pub fn restore(file: &Path, db: &Path) -> Result<Restored> {
     let partial = partial_name(db);
     let restored = std::fs::copy(file, &partial)
         .map_err(Error::from)
-        .and_then(|_| prepare(file, &partial))
-        .and_then(|restored| {
+        .and_then(|_| snapshot::prepare(file, &partial))
+        .and_then(|prepared| {
             File::open(&partial)?.sync_all()?;
             std::fs::rename(&partial, db)?;
             sync_directory(db)?;
             Ok(Restored {
                 path: db.to_path_buf(),
-                ..restored
+                position: prepared.position,
+                objects: prepared.objects,
+                next_position: prepared.next_position,
             })
         });
     if restored.is_err() {
@@ -290,51 +244,6 @@ fn verify_checksum(file: &Path) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Checks the copy at `partial` and makes it ready to serve.
-fn prepare(file: &Path, partial: &Path) -> Result<Restored> {
-    let mut conn = rusqlite::Connection::open(partial)?;
-    let verdict: String = conn
-        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
-        .map_err(|e| invalid(file, format!("it is not a SQLite database ({e})")))?;
-    if verdict != "ok" {
-        return Err(invalid(file, format!("integrity_check failed: {verdict}")));
-    }
-    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    let supported = schema::sqlite::latest_version();
-    if version > supported {
-        return Err(Error::SchemaTooNew {
-            found: version,
-            supported,
-        });
-    }
-    if version == 0 {
-        return Err(invalid(file, "it holds no Beehive store"));
-    }
-    let position = head(&conn)?;
-    let next_position = position + RESTORE_GAP;
-    let now = Timestamp::now().as_millis();
-    let tx = conn.transaction()?;
-    tx.execute(
-        "UPDATE kv SET value = ?1 WHERE key = 'resource_version'",
-        [next_position],
-    )?;
-    tx.execute(
-        "INSERT INTO kv (key, value) VALUES ('restore_horizon', ?1), ('restored_at', ?2), \
-                ('restored_position', ?3) \
-         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [next_position, now, position],
-    )?;
-    let objects = tx.execute("UPDATE objects SET reconcile_owed = reconcile_owed + 1", [])? as i64;
-    tx.commit()?;
-    conn.pragma_update(None, "journal_mode", "DELETE")?;
-    Ok(Restored {
-        path: PathBuf::new(),
-        position,
-        objects,
-        next_position: next_position + 1,
-    })
 }
 
 #[cfg(test)]

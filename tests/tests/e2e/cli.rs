@@ -1474,3 +1474,98 @@ fn edit_writes_the_saved_spec_reopens_on_a_refusal_and_never_overwrites_a_change
     kept(&said);
     host.terminate();
 }
+
+#[test]
+fn labels_round_trip_and_selectors_pick_the_objects_that_carry_them() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&[]);
+    workspace.apply(
+        "greetings.yaml",
+        "kind: Greeting.example.dev\nname: a\nlabels: {tier: web, env: prod}\nspec: {name: A}\n---\n\
+         kind: Greeting.example.dev\nname: b\nlabels: {tier: db}\nspec: {name: B}\n---\n\
+         kind: Greeting.example.dev\nname: c\nspec: {name: C}\n",
+    );
+    let picked = |selector: &str| {
+        workspace
+            .ok(&["get", "Greeting", "-l", selector, "-o", "name"])
+            .lines()
+            .map(|line| line.rsplit('/').next().unwrap().to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    assert_eq!(picked("tier=web"), "a");
+    assert_eq!(picked("tier==db"), "b");
+    assert_eq!(picked("tier!=web"), "b,c");
+    assert_eq!(picked("tier in (web, db)"), "a,b");
+    assert_eq!(picked("tier notin (db)"), "a,c");
+    assert_eq!(picked("env"), "a");
+    assert_eq!(picked("!tier"), "c");
+    assert_eq!(picked("tier,env=prod"), "a");
+    assert_eq!(picked("tier=cache"), "");
+
+    let table = workspace.ok(&["get", "Greeting", "--show-labels"]);
+    assert_mentions(&table, &["LABELS", "env=prod,tier=web", "<none>"]);
+    assert_mentions(
+        &workspace.ok(&["describe", "Greeting", "a"]),
+        &["Labels:", "env=prod,tier=web"],
+    );
+    // What get prints applies back unchanged, labels included.
+    let printed = workspace.ok(&["get", "Greeting", "a", "-o", "yaml"]);
+    assert_mentions(&printed, &["labels:", "tier: web"]);
+    workspace.write("a.yaml", &printed);
+    assert_mentions(&workspace.ok(&["apply", "-f", "a.yaml"]), &["unchanged"]);
+
+    // Labelling is a write of its own: a new resource version, the same
+    // generation; a value it has changes only with --overwrite.
+    let before = json(&workspace.ok(&["get", "Greeting", "c", "-o", "json"]));
+    assert_mentions(
+        &workspace.ok(&["label", "Greeting/c", "tier=cache", "team=x"]),
+        &["labeled"],
+    );
+    let after = json(&workspace.ok(&["get", "Greeting", "c", "-o", "json"]));
+    assert_eq!(after["generation"], before["generation"]);
+    assert!(after["resourceVersion"].as_i64() > before["resourceVersion"].as_i64());
+    assert_eq!(after["labels"]["tier"], "cache");
+    let refused = workspace.fails(&["label", "Greeting", "c", "tier=web"]);
+    assert_mentions(&refused, &["already has the value", "--overwrite"]);
+    workspace.ok(&["label", "Greeting", "c", "tier=web", "--overwrite", "team-"]);
+    assert_eq!(picked("tier=web"), "a,c");
+    assert_eq!(picked("team"), "");
+    // A manifest without labels leaves them; the plugin's passes keep them.
+    workspace.apply(
+        "c.yaml",
+        "kind: Greeting.example.dev\nname: c\nspec: {name: Cee}\n",
+    );
+    workspace.ok(&[
+        "wait",
+        "Greeting",
+        "c",
+        "--for",
+        "jsonpath={.status.message}=Hello, Cee!",
+    ]);
+    assert_eq!(picked("tier=web"), "a,c");
+
+    // Bad input: the position, usage's exit code, nothing written.
+    let output = workspace.run(&["get", "Greeting", "-l", "tier in web"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&output.stderr),
+        &["position 8", "'('"],
+    );
+    let bad = workspace.apply_fails(
+        "bad.yaml",
+        "kind: Greeting.example.dev\nname: d\nlabels: {-x: y}\nspec: {name: D}\n",
+    );
+    assert_mentions(&bad, &["label key", "-x"]);
+    let bad = workspace.fails(&["label", "Greeting", "a", "Bad/key=1"]);
+    assert_mentions(&bad, &["prefix"]);
+
+    // delete -l takes exactly the matching objects.
+    assert_mentions(
+        &workspace.ok(&["delete", "Greeting", "-l", "tier=db"]),
+        &["b"],
+    );
+    workspace.ok(&["wait", "Greeting", "b", "--for", "delete"]);
+    assert_eq!(picked("tier"), "a,c");
+    host.terminate();
+}

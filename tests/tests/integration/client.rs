@@ -695,3 +695,81 @@ async fn a_recorded_registration_allows_finalizers_from_another_process_until_un
         .unwrap_err();
     assert!(matches!(refused, Error::InvalidOption(_)), "{refused}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn labels_are_kept_indexed_and_selected_on_either_backend() {
+    use beehive::object::{Labels, Selector};
+    let store = beehive_e2e::store();
+    let client = clusters(&store);
+    let labels = |pairs: &[(&str, &str)]| -> Labels {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    for (name, set) in [
+        ("a", labels(&[("tier", "web")])),
+        ("b", labels(&[("tier", "db"), ("team", "x")])),
+        ("c", Labels::new()),
+    ] {
+        client
+            .create(name, spec("{}"), CreateOptions::new().labels(set))
+            .await
+            .unwrap();
+    }
+    // A create that finds the name taken writes no labels.
+    let taken = client
+        .create(
+            "a",
+            spec("{}"),
+            CreateOptions::new().labels(labels(&[("tier", "x")])),
+        )
+        .await;
+    assert!(matches!(taken, Err(Error::NameTaken { .. })));
+    let names = |text: &str| -> Vec<String> {
+        let selector = Selector::parse(text).unwrap();
+        client
+            .list_selected(&selector)
+            .unwrap()
+            .into_iter()
+            .map(|o| o.meta.name)
+            .collect()
+    };
+    assert_eq!(names("tier=web"), ["a"]);
+    assert_eq!(names("tier=x"), Vec::<String>::new());
+    assert_eq!(names("tier in (web,db)"), ["a", "b"]);
+    assert_eq!(names("!tier"), ["c"]);
+    assert_eq!(names("team,tier=db"), ["b"]);
+
+    let c = client.get_by_name("c").unwrap();
+    let relabeled = client
+        .relabel(c.meta.id, |_| {
+            Ok([("tier".to_string(), "web".to_string())].into())
+        })
+        .await
+        .unwrap();
+    assert_eq!(relabeled.meta.generation, c.meta.generation);
+    assert!(relabeled.meta.resource_version > c.meta.resource_version);
+    assert_eq!(names("tier=web"), ["a", "c"]);
+    // A spec update keeps them; a create-or-update with labels replaces them.
+    client.update(c.meta.id, spec(r#"{"v":2}"#)).await.unwrap();
+    assert_eq!(names("tier=web"), ["a", "c"]);
+    client
+        .create_or_update(
+            "c",
+            spec(r#"{"v":2}"#),
+            CreateOptions::new().labels(Labels::new()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(names("tier=web"), ["a"]);
+    let bad = client
+        .relabel(
+            c.meta.id,
+            |_| Ok([("-x".to_string(), String::new())].into()),
+        )
+        .await;
+    assert!(matches!(bad, Err(Error::InvalidOption(_))), "{bad:?}");
+    let index_rows = beehive_e2e::scalar(&store, "SELECT COUNT(*) FROM object_labels", &[]);
+    assert_eq!(index_rows, 3, "a: tier; b: tier, team; c: none");
+}

@@ -17,7 +17,8 @@ pub(crate) use dependencies::{
 };
 pub(crate) use events::add_event;
 pub(crate) use objects::{
-    create, create_or_update, delete, delete_by_name, get_or_create, update, update_by_name,
+    create, create_or_update, delete, delete_by_name, get_or_create, relabel, update,
+    update_by_name,
 };
 pub(crate) use observed::{
     add_finalizer, delete_condition, delete_finalizer, set_conditions, set_requeue_at,

@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::json::Json;
-use crate::object::{GroupKind, ObjectId, RawObject};
+use crate::object::{GroupKind, Labels, ObjectId, RawObject};
 use crate::store::backend::Dialect;
 use crate::store::ops::dependencies;
 use crate::store::rows::edges;
@@ -23,6 +23,9 @@ pub(crate) struct Create {
     /// its new child.
     pub(crate) owner: Option<ObjectId>,
     pub(crate) finalizers: Vec<String>,
+    /// Set on the new object; on an existing one, by a create-or-update,
+    /// they replace its labels (`None` leaves them).
+    pub(crate) labels: Option<Labels>,
     /// Runs only if the row was inserted and its transaction commits.
     pub(crate) on_create: Option<Hook>,
 }
@@ -43,12 +46,14 @@ impl Create {
         };
         let id = tx.next_object_id();
         let resource_version = tx.next_resource_version();
+        let no_labels = Labels::new();
         let new = NewObject {
             group_kind: &self.group_kind,
             name: &self.name,
             spec: &self.spec,
             spec_version: self.spec_version,
             finalizers: &self.finalizers,
+            labels: self.labels.as_ref().unwrap_or(&no_labels),
             id,
             resource_version,
             now: tx.now(),
@@ -112,11 +117,52 @@ pub(crate) fn get_or_create(tx: &mut WriteTx<'_>, create: Create) -> Result<(Raw
 pub(crate) fn create_or_update(tx: &mut WriteTx<'_>, create: Create) -> Result<(RawObject, bool)> {
     match rows::select_by_name(tx.conn(), &create.group_kind, &create.name)? {
         None => Ok((create.insert(tx)?, true)),
-        Some(found) => Ok((
-            apply_spec(tx, found, create.spec, create.spec_version)?,
-            false,
-        )),
+        Some(found) => {
+            let mut object = apply_spec(tx, found, create.spec, create.spec_version)?;
+            if let Some(labels) = create.labels {
+                replace_labels(tx, &mut object, labels)?;
+            }
+            Ok((object, false))
+        }
     }
+}
+
+/// Replaces the labels of object `id` of `group_kind` with what `change`
+/// makes of them.
+///
+/// # Errors
+/// [`Error::NotFound`], [`Error::WrongKind`]; [`Error::InvalidOption`] for
+/// labels that break the rules.
+pub(crate) fn relabel(
+    tx: &mut WriteTx<'_>,
+    group_kind: &GroupKind,
+    id: ObjectId,
+    change: impl FnOnce(&Labels) -> Result<Labels>,
+) -> Result<RawObject> {
+    let found = select_own_for_write(tx, group_kind, id)?;
+    let mut object = tx.reader().with_conditions(found)?;
+    let labels = change(&object.meta.labels)?;
+    replace_labels(tx, &mut object, labels)?;
+    Ok(object)
+}
+
+/// Writes `labels` onto `object` if they differ: a write of its own (a new
+/// resource version, a log entry watches see) that leaves the generation,
+/// and so owes no pass.
+fn replace_labels(tx: &mut WriteTx<'_>, object: &mut RawObject, labels: Labels) -> Result<()> {
+    if object.meta.labels == labels {
+        return Ok(());
+    }
+    if let Some(problem) = beehive_types::labels_problem(&labels) {
+        return Err(Error::InvalidOption(problem));
+    }
+    let resource_version = tx.next_resource_version();
+    rows::write_labels(tx.conn(), object.meta.id, &labels)?;
+    crate::store::rows::observed::touch(tx.conn(), object.meta.id, resource_version, tx.now())?;
+    object.meta.labels = labels;
+    object.meta.resource_version = resource_version;
+    object.meta.updated_at = tx.now();
+    rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Update))
 }
 
 /// Writes `spec` onto object `id` of `group_kind`.

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::object::{
-    Bookkeeping, Condition, ConditionStatus, GroupKind, Loads, Meta, ObjectId, ObjectRef,
+    Bookkeeping, Condition, ConditionStatus, GroupKind, Labels, Loads, Meta, ObjectId, ObjectRef,
     RawObject, Relations, Timestamp,
 };
 use crate::store::backend::{Conn, Dialect, Param, Row, RowCount, params};
@@ -22,7 +22,7 @@ macro_rules! object_columns {
     () => {
         "id, grp, kind, name, spec, status, spec_version, status_version, \
          generation, observed_generation, observed_at, resource_version, deletion_requested_at, \
-         finalizers, created_at, updated_at, reconcile_owed, requeue_at"
+         finalizers, created_at, updated_at, reconcile_owed, requeue_at, labels"
     };
 }
 
@@ -40,7 +40,7 @@ macro_rules! sqlite_id_list {
 }
 
 /// The objects whose ids are in parameter `?1`, each with the ids of what
-/// it depends on as a comma-separated list, or NULL (column 18); `$list` is
+/// it depends on as a comma-separated list, or NULL (column 19); `$list` is
 /// the dialect's aggregate of `to_id`, `$from` the dialect's way to the rows.
 macro_rules! select_with_dependencies {
     ($list:literal, $from:expr) => {
@@ -55,7 +55,7 @@ macro_rules! select_with_dependencies {
     };
 }
 
-/// The objects whose ids are in parameter `?1`, with NULL for column 18.
+/// The objects whose ids are in parameter `?1`, with NULL for column 19.
 macro_rules! select_without_dependencies {
     ($from:expr) => {
         concat!("SELECT ", object_columns!(), ", NULL FROM ", $from)
@@ -89,6 +89,7 @@ fn object_from_row(row: &Row<'_>) -> Result<RawObject> {
             deletion_requested_at: row.get::<Option<i64>>(12)?.map(Timestamp::from_millis),
             finalizers,
             conditions: Vec::new(),
+            labels: labels_from(&row.get::<String>(18)?)?,
             created_at: Timestamp::from_millis(row.get(14)?),
             updated_at: Timestamp::from_millis(row.get(15)?),
         },
@@ -102,6 +103,46 @@ fn object_from_row(row: &Row<'_>) -> Result<RawObject> {
             requeue_at: row.get::<Option<i64>>(17)?.map(Timestamp::from_millis),
         },
     })
+}
+
+/// Labels as stored: a JSON object of strings (`{}`, the most common, read
+/// without a parse).
+pub(crate) fn labels_from(text: &str) -> Result<Labels> {
+    if text == "{}" {
+        return Ok(Labels::new());
+    }
+    serde_json::from_str(text)
+        .map_err(|e| Error::Internal(format!("stored labels do not parse: {e}")))
+}
+
+/// Labels as stored.
+pub(crate) fn labels_text(labels: &Labels) -> Result<String> {
+    serde_json::to_string(labels)
+        .map_err(|e| Error::Internal(format!("labels do not serialise: {e}")))
+}
+
+/// Replaces object `id`'s labels: the row's map and the index's rows.
+pub(crate) fn write_labels(conn: Conn<'_>, id: ObjectId, labels: &Labels) -> Result<()> {
+    conn.execute_later(
+        "UPDATE objects SET labels = ?2 WHERE id = ?1",
+        params![id, labels_text(labels)?.as_str()],
+    )?;
+    conn.execute_later(
+        "DELETE FROM object_labels WHERE object_id = ?1",
+        params![id],
+    )?;
+    index_labels(conn, id, labels)
+}
+
+/// Adds object `id`'s labels to the index.
+fn index_labels(conn: Conn<'_>, id: ObjectId, labels: &Labels) -> Result<()> {
+    for (key, value) in labels {
+        conn.execute_later(
+            "INSERT INTO object_labels (object_id, key, value) VALUES (?1, ?2, ?3)",
+            params![id, key.as_str(), value.as_str()],
+        )?;
+    }
+    Ok(())
 }
 
 /// The kind held in columns `index` (group) and `index + 1` (kind).
@@ -169,6 +210,46 @@ pub(crate) fn select_owned(
          ORDER BY o.id"
     );
     conn.query_all(&sql, params![owner, &gk.group, &gk.kind], object_from_row)
+}
+
+/// The objects of `gk` that may match `selector`, by id: found through the
+/// label index by its first requirement that names values or presence,
+/// else every object of the kind. The caller filters by the whole selector.
+pub(crate) fn select_by_selector(
+    conn: Conn<'_>,
+    gk: &GroupKind,
+    selector: &crate::object::Selector,
+) -> Result<Vec<ObjectRow>> {
+    use crate::object::Requirement;
+    let indexed = selector.requirements().iter().find_map(|r| match r {
+        Requirement::In(key, values) => Some((key, values.as_slice())),
+        Requirement::Exists(key) => Some((key, &[][..])),
+        _ => None,
+    });
+    let Some((key, values)) = indexed else {
+        return select_kind(conn, gk);
+    };
+    let columns = COLUMNS
+        .split(", ")
+        .map(|c| format!("o.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut params: Vec<Param<'_>> = vec![
+        Param::from(&gk.group),
+        Param::from(&gk.kind),
+        Param::from(key.as_str()),
+    ];
+    let mut sql = format!(
+        "SELECT {columns} FROM object_labels l JOIN objects o ON o.id = l.object_id \
+         WHERE l.key = ?3 AND o.grp = ?1 AND o.kind = ?2"
+    );
+    if !values.is_empty() {
+        let placeholders: Vec<String> = (0..values.len()).map(|i| format!("?{}", i + 4)).collect();
+        sql += &format!(" AND l.value IN ({})", placeholders.join(", "));
+        params.extend(values.iter().map(|v| Param::from(v.as_str())));
+    }
+    sql += " ORDER BY o.id";
+    conn.query_all(&sql, &params, object_from_row)
 }
 
 /// Whether `id` is owned by `owner`.
@@ -292,7 +373,7 @@ pub(crate) fn select_with_conditions(
     let (found, conditions) = conn.query_two(
         (object_sql, params![ids]),
         (conditions_sql(conn), params![ids]),
-        |row| Ok((object_from_row(row)?, id_list(row.get(18)?)?)),
+        |row| Ok((object_from_row(row)?, id_list(row.get(19)?)?)),
         |row| condition_from_row(row, session),
     )?;
     let mut found = found;
@@ -441,6 +522,7 @@ pub(crate) struct NewObject<'a> {
     /// The schema version the spec is written at.
     pub(crate) spec_version: i64,
     pub(crate) finalizers: &'a [String],
+    pub(crate) labels: &'a Labels,
     pub(crate) id: ObjectId,
     pub(crate) resource_version: i64,
     pub(crate) now: Timestamp,
@@ -452,8 +534,8 @@ pub(crate) struct NewObject<'a> {
 macro_rules! insert_object_sql {
     () => {
         "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, \
-                              finalizers, created_at, updated_at, spec_version) \
-         VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7, ?9) \
+                              finalizers, created_at, updated_at, spec_version, labels) \
+         VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7, ?9, ?10) \
          ON CONFLICT DO NOTHING"
     };
 }
@@ -475,12 +557,18 @@ const INSERT_OBJECT_AND_LOG: &str = concat!(
 pub(crate) fn insert_object(conn: Conn<'_>, new: NewObject<'_>) -> Result<RawObject> {
     new.spec.check_limits()?;
     let finalizers = finalizers_text(new.finalizers)?;
-    if conn.execute(insert_object_sql!(), &insert_params(&new, &finalizers))? == 0 {
+    let labels = labels_text(new.labels)?;
+    if conn.execute(
+        insert_object_sql!(),
+        &insert_params(&new, &finalizers, &labels),
+    )? == 0
+    {
         return Err(Error::NameTaken {
             kind: new.group_kind.to_string(),
             name: new.name.to_string(),
         });
     }
+    index_labels(conn, new.id, new.labels)?;
     log_create(conn, &new)?;
     Ok(stored_new(new))
 }
@@ -494,7 +582,18 @@ pub(crate) fn insert_object_later(
 ) -> Result<(RawObject, RowCount)> {
     new.spec.check_limits()?;
     let finalizers = finalizers_text(new.finalizers)?;
-    let rows = conn.execute_counted(INSERT_OBJECT_AND_LOG, &insert_params(&new, &finalizers))?;
+    let labels = labels_text(new.labels)?;
+    let params = insert_params(&new, &finalizers, &labels);
+    let rows = conn.execute_counted(INSERT_OBJECT_AND_LOG, &params)?;
+    // Each insert does nothing for a taken name: the object's id is new,
+    // so its label rows are inserted only with the object's own row.
+    for (key, value) in new.labels {
+        conn.execute_later(
+            "INSERT INTO object_labels (object_id, key, value) \
+             SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM objects WHERE id = ?1)",
+            params![new.id, key.as_str(), value.as_str()],
+        )?;
+    }
     Ok((stored_new(new), rows))
 }
 
@@ -503,7 +602,11 @@ fn finalizers_text(finalizers: &[String]) -> Result<String> {
         .map_err(|e| Error::Internal(format!("finalizers do not serialise: {e}")))
 }
 
-fn insert_params<'p>(new: &'p NewObject<'_>, finalizers: &'p str) -> [Param<'p>; 9] {
+fn insert_params<'p>(
+    new: &'p NewObject<'_>,
+    finalizers: &'p str,
+    labels: &'p str,
+) -> [Param<'p>; 10] {
     [
         Param::from(&new.group_kind.group),
         Param::from(&new.group_kind.kind),
@@ -514,6 +617,7 @@ fn insert_params<'p>(new: &'p NewObject<'_>, finalizers: &'p str) -> [Param<'p>;
         Param::from(new.now.as_millis()),
         Param::from(new.id),
         Param::from(new.spec_version),
+        Param::from(labels),
     ]
 }
 
@@ -545,6 +649,7 @@ fn stored_new(new: NewObject<'_>) -> RawObject {
             deletion_requested_at: None,
             finalizers: new.finalizers.to_vec(),
             conditions: Vec::new(),
+            labels: new.labels.clone(),
             created_at: new.now,
             updated_at: new.now,
         },

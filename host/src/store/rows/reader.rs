@@ -90,6 +90,19 @@ impl<'c> Reader<'c> {
         self.complete(rows::select_kind(self.conn, group_kind)?, loads)
     }
 
+    /// The objects of `group_kind` whose labels match `selector`, by id,
+    /// with conditions and `loads`.
+    pub(crate) fn objects_selected(
+        &self,
+        group_kind: &GroupKind,
+        selector: &crate::object::Selector,
+        loads: Loads,
+    ) -> Result<Vec<RawObject>> {
+        let mut found = rows::select_by_selector(self.conn, group_kind, selector)?;
+        found.retain(|object| selector.matches(&object.meta.labels));
+        self.complete(found, loads)
+    }
+
     /// Up to `limit` objects of `group_kind` with ids above `after`, by id,
     /// with conditions.
     pub(crate) fn objects_page(

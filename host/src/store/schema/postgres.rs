@@ -20,7 +20,20 @@ const MIGRATIONS: &[&str] = &[
     MIGRATION_6,
     MIGRATION_7,
     MIGRATION_8,
+    MIGRATION_9,
 ];
+
+/// Labels (see SQLite's migration 10).
+const MIGRATION_9: &str = r#"
+ALTER TABLE objects ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE object_labels (
+    object_id BIGINT NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+    key       TEXT COLLATE "C" NOT NULL,
+    value     TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (object_id, key)
+);
+CREATE INDEX object_labels_by_value ON object_labels (key, value, object_id);
+"#;
 
 /// The versions each kind has been served by, and its newest rollout's
 /// progress (see SQLite's migration 9).

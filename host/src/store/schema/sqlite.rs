@@ -19,7 +19,22 @@ const MIGRATIONS: &[&str] = &[
     MIGRATION_7,
     MIGRATION_8,
     MIGRATION_9,
+    MIGRATION_10,
 ];
+
+/// Labels: each object's as a JSON map read with its row, and one row per
+/// label in `object_labels`, so a selector finds its objects by index
+/// instead of reading every object of the kind.
+const MIGRATION_10: &str = r#"
+ALTER TABLE objects ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE object_labels (
+    object_id INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+    key       TEXT    NOT NULL,
+    value     TEXT    NOT NULL,
+    PRIMARY KEY (object_id, key)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX object_labels_by_value ON object_labels (key, value, object_id);
+"#;
 
 /// The versions each kind has been served by, one revision per controller
 /// registered or replaced, and how far the newest one's rollout (a pass of

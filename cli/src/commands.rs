@@ -81,11 +81,14 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             file,
             new_kind,
             force_conflicts,
+            dry_run,
         } => Request::Apply {
             objects: manifest::load(&file)?,
             new_kinds: new_kind,
             force_conflicts,
+            dry_run: dry_run.is_some(),
         },
+        Command::Diff { file } => return crate::diff::diff(&paths, &file).await,
         Command::Get {
             kind,
             names,
@@ -335,7 +338,10 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             }
             Ok(results
                 .iter()
-                .map(|r| format!("{}/{} {}\n", r.kind, r.name, r.action))
+                .map(|r| match r.after.is_some() {
+                    true => format!("{}/{} {} (server dry run)\n", r.kind, r.name, r.action),
+                    false => format!("{}/{} {}\n", r.kind, r.name, r.action),
+                })
                 .collect())
         }
         other => Err(unexpected(&other)),

@@ -200,6 +200,7 @@ mod tests {
             objects: vec![],
             new_kinds: false,
             force_conflicts: false,
+            dry_run: false,
         }));
     }
 
@@ -210,6 +211,7 @@ mod tests {
             objects: vec![],
             new_kinds: false,
             force_conflicts: false,
+            dry_run: false,
         };
         let mut attempts = Attempts::new(&paths, &request);
         assert!(!attempts.again(&Failure::conflict("taken")));

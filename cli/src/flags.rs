@@ -102,6 +102,19 @@ pub(crate) enum Command {
         /// spec has changed since they were read, overwriting that change.
         #[arg(long)]
         force_conflicts: bool,
+        /// Check everything an apply checks (schemas, the plugins' own
+        /// rules, the store's), then write nothing; `--dry-run=server` as
+        /// kubectl spells it.
+        #[arg(long, num_args = 0..=1, default_missing_value = "server", value_parser = ["server"])]
+        dry_run: Option<String>,
+    },
+    /// What applying a file would change: a unified diff of each object's
+    /// labels and spec as stored against as the apply would leave them.
+    /// Exits 0 when nothing would change, 1 when something would.
+    Diff {
+        /// A file, a directory of `.json`/`.yaml`/`.yml` files, or `-` for stdin.
+        #[arg(short = 'f', long = "filename", value_name = "FILE|DIR|-")]
+        file: PathBuf,
     },
     /// List the objects of a kind, or show one.
     Get {

@@ -9,6 +9,7 @@
 mod backup;
 mod commands;
 mod completion;
+mod diff;
 mod edit;
 mod endpoint;
 mod explain;
@@ -104,6 +105,11 @@ fn write_output(text: &str) -> ExitCode {
 }
 
 fn fail(failure: &Failure) -> ExitCode {
+    // An empty message is an exit code alone: `diff` has printed what it
+    // found, and exits 1 as kubectl's does, with nothing to add.
+    if failure.message.is_empty() {
+        return ExitCode::from(failure.code.exit_code());
+    }
     // A message may quote a plugin or a stored object: whatever it holds,
     // nothing reaches the terminal as a control sequence. Line breaks the
     // message itself makes stay.

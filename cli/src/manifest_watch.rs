@@ -62,6 +62,7 @@ async fn apply_file(ctx: &Context, file: &Path) -> Result<(), String> {
             // The directory is the desired state: a `generation` copied
             // into one of its files would be stale after its first apply.
             force_conflicts: true,
+            dry_run: false,
         },
     )
     .await

@@ -28,6 +28,9 @@ pub enum Request {
         /// since the manifest was read is overwritten (`--force-conflicts`).
         #[serde(default)]
         force_conflicts: bool,
+        /// Check and write everything, then roll back (`--dry-run`).
+        #[serde(default)]
+        dry_run: bool,
     },
     Get {
         kind: String,
@@ -290,6 +293,20 @@ pub struct Applied {
     pub name: String,
     /// `created`, `configured` or `unchanged`.
     pub action: String,
+    /// On a dry run: the object as stored before (none when it would be
+    /// created) and as the apply would leave it, as `diff` compares them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Compared>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Compared>,
+}
+
+/// What `diff` shows of an object: what a manifest sets.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Compared {
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: std::collections::BTreeMap<String, String>,
+    pub spec: serde_json::Value,
 }
 
 /// Another object, named.

@@ -11,19 +11,30 @@ use super::kinds::{kinds_of, still_starting, until_started, while_starting};
 use super::{Context, error};
 use crate::failure::{Code, Failure};
 use crate::manifest::Manifest;
-use crate::protocol::{Applied, Outcome, Reply};
+use crate::protocol::{Applied, Compared, Outcome, Reply};
 
 /// How long `apply` may hold the writer for one batch of manifests.
 pub(super) const APPLY_HOLD_LIMIT: Duration = Duration::from_secs(10);
 
+/// How an apply goes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct How {
+    /// A kind nothing knows may be created.
+    pub(crate) new_kinds: bool,
+    /// A manifest's `generation` is ignored.
+    pub(crate) force_conflicts: bool,
+    /// Everything is checked and written, then rolled back.
+    pub(crate) dry_run: bool,
+}
+
 /// Creates or updates every manifest in one transaction: all or none. A
-/// kind nothing knows is refused unless `new_kinds` allows it.
-pub(super) async fn apply(
-    ctx: &Context,
-    manifests: Vec<Manifest>,
-    new_kinds: bool,
-    force_conflicts: bool,
-) -> Outcome {
+/// kind nothing knows is refused unless `how.new_kinds` allows it.
+pub(super) async fn apply(ctx: &Context, manifests: Vec<Manifest>, how: How) -> Outcome {
+    let How {
+        new_kinds,
+        force_conflicts,
+        dry_run,
+    } = how;
     let (known, kinds) = match kinds_of(ctx, &manifests, new_kinds) {
         // A kind the host's plugins may yet serve: apply once they have
         // loaded, rather than refuse a file that would apply a second later.
@@ -97,7 +108,7 @@ pub(super) async fn apply(
                 }
                 e => Failure::about(&label, e),
             })?;
-        let action = match (created, before) {
+        let action = match (created, &before) {
             (true, _) => "created",
             (false, Some(b))
                 if b.meta.generation == after.meta.generation
@@ -107,13 +118,23 @@ pub(super) async fn apply(
             }
             (false, _) => "configured",
         };
+        let compared = |o: &RawObject| Compared {
+            labels: o.meta.labels.clone(),
+            spec: o.spec.to_value(),
+        };
         results.push(Applied {
             kind: group_kind.to_string(),
             name: manifest.name.clone(),
             action: action.into(),
+            before: before.as_ref().filter(|_| dry_run).map(compared),
+            after: dry_run.then(|| compared(&after)),
         });
     }
-    tx.commit().map_err(|e| match e {
+    let ended = match dry_run {
+        true => tx.rollback(),
+        false => tx.commit(),
+    };
+    ended.map_err(|e| match e {
         beehive::Error::TransactionTimedOut => Failure::from(too_long(manifests.len())),
         e => error(e),
     })?;

@@ -5,7 +5,7 @@
 //! what the host serves (`plugins`), and the requests that stream
 //! (`streams`); `kinds` resolves the kind a command names.
 
-mod apply;
+pub(crate) mod apply;
 mod kinds;
 mod plugins;
 mod read;
@@ -53,7 +53,15 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
             objects,
             new_kinds,
             force_conflicts,
-        } => apply(ctx, objects, new_kinds, force_conflicts).await,
+            dry_run,
+        } => {
+            let how = apply::How {
+                new_kinds,
+                force_conflicts,
+                dry_run,
+            };
+            apply(ctx, objects, how).await
+        }
         Request::Get {
             kind,
             name,

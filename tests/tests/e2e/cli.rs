@@ -1569,3 +1569,58 @@ fn labels_round_trip_and_selectors_pick_the_objects_that_carry_them() {
     assert_eq!(picked("tier"), "a,c");
     host.terminate();
 }
+
+#[test]
+fn apply_dry_run_writes_nothing_and_diff_says_what_would_change() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&[]);
+    let first = "kind: Greeting.example.dev\nname: a\nlabels: {tier: web}\nspec: {name: A}\n";
+    workspace.write("a.yaml", first);
+    // A dry run checks and reports, and writes nothing.
+    assert_eq!(
+        workspace.ok(&["apply", "-f", "a.yaml", "--dry-run"]),
+        "Greeting.example.dev/a created (server dry run)\n"
+    );
+    let none = workspace.run(&["get", "Greeting", "a"]);
+    assert_eq!(none.status.code(), Some(3), "nothing was written: {none:?}");
+    // It fails as the apply would, with the same exit code.
+    workspace.write(
+        "bad.yaml",
+        "kind: Greeting.example.dev\nname: b\nspec: {name: 5}\n",
+    );
+    let bad = workspace.run(&["apply", "-f", "bad.yaml", "--dry-run=server"]);
+    assert_eq!(bad.status.code(), Some(7), "{bad:?}");
+
+    // diff: an object to create is all additions, exit 1.
+    let output = workspace.run(&["diff", "-f", "a.yaml"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert_mentions(
+        &shown,
+        &[
+            "--- live/Greeting.example.dev/a",
+            "+++ merged/Greeting.example.dev/a",
+            "+spec:",
+            "+  name: A",
+        ],
+    );
+    assert!(output.stderr.is_empty(), "no error line: {output:?}");
+    workspace.ok(&["apply", "-f", "a.yaml"]);
+    // Applied, nothing would change: exit 0, nothing printed.
+    assert_eq!(workspace.ok(&["diff", "-f", "a.yaml"]), "");
+    // A changed spec and label show as lines removed and added.
+    workspace.write(
+        "a2.yaml",
+        "kind: Greeting.example.dev\nname: a\nlabels: {tier: db}\nspec: {name: Ada}\n",
+    );
+    let output = workspace.run(&["diff", "-f", "a2.yaml"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert_mentions(
+        &shown,
+        &["-  tier: web", "+  tier: db", "-  name: A", "+  name: Ada"],
+    );
+    let kept = json(&workspace.ok(&["get", "Greeting", "a", "-o", "json"]));
+    assert_eq!(kept["spec"]["name"], "A", "diff wrote nothing");
+    host.terminate();
+}

@@ -76,7 +76,13 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             object,
             until,
             timeout,
-        } => return wait_on(&paths, object.addressed()?, until, timeout).await,
+        } => {
+            let selector = object.selector.clone();
+            if let Some(selector) = &selector {
+                crate::handlers::parse_selector(selector)?;
+            }
+            return wait_on(&paths, object.addressed()?, selector, until, timeout).await;
+        }
         Command::Apply {
             file,
             new_kind,
@@ -94,6 +100,7 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             names,
             output,
             watch: true,
+            selector,
             ..
         } => {
             let Addressed { kind, mut names } = addressed(kind, names)?;
@@ -103,7 +110,11 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             let format = output
                 .plain()
                 .ok_or_else(|| Failure::usage("get -w prints table, wide, json, yaml or name"))?;
-            return watch_objects(&paths, kind, names.pop(), format).await;
+            let selector = selector
+                .as_deref()
+                .map(crate::handlers::parse_selector)
+                .transpose()?;
+            return watch_objects(&paths, kind, names.pop(), format, selector).await;
         }
         Command::Get {
             kind,
@@ -508,13 +519,34 @@ async fn watch_objects(
     kind: String,
     name: Option<String>,
     format: Format,
+    selector: Option<beehive::object::Selector>,
 ) -> Result<String, Failure> {
     let mut printer = output::WatchPrinter::new(format);
+    let selector = selector.unwrap_or_default();
+    // The objects shown so far: a change to one is shown even when its
+    // labels no longer match, so a follower sees it leave the selection.
+    let mut shown = std::collections::HashSet::new();
     follow(paths, Request::Watch { kind, name }, move |reply| {
         match reply {
-            Reply::Objects { objects } => printer.snapshot(&objects),
+            Reply::Objects { mut objects } => {
+                objects.retain(|o| selector.matches(&o.document.meta.labels));
+                shown.extend(objects.iter().map(|o| o.document.meta.id));
+                printer.snapshot(&objects);
+            }
             Reply::Change(c) => {
-                printer.change(&c.change, c.id, c.object.as_ref(), c.resource_version)
+                let matches = c
+                    .object
+                    .as_ref()
+                    .is_some_and(|o| selector.matches(&o.document.meta.labels));
+                let was_shown = if matches {
+                    shown.insert(c.id);
+                    true
+                } else {
+                    shown.remove(&c.id)
+                };
+                if was_shown {
+                    printer.change(&c.change, c.id, c.object.as_ref(), c.resource_version);
+                }
             }
             other => return Err(unexpected(&other)),
         }
@@ -879,6 +911,7 @@ fn open_directly(paths: &Paths, create: bool) -> Result<Context, Failure> {
 async fn wait_on(
     paths: &Paths,
     Addressed { kind, names }: Addressed,
+    selector: Option<String>,
     until: Until,
     timeout: Duration,
 ) -> Result<String, Failure> {
@@ -889,7 +922,7 @@ async fn wait_on(
                 kind: kind.clone(),
                 name: None,
                 spec_version: None,
-                selector: None,
+                selector,
             };
             match dispatch(paths, request).await? {
                 Reply::Objects { objects } => {

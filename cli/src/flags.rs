@@ -156,7 +156,7 @@ pub(crate) enum Command {
         /// Only the objects whose labels match this selector: `k=v`,
         /// `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, joined by
         /// commas (all must hold).
-        #[arg(short = 'l', long, value_name = "SELECTOR", conflicts_with = "watch")]
+        #[arg(short = 'l', long, value_name = "SELECTOR")]
         selector: Option<String>,
         /// Add a LABELS column to the table.
         #[arg(long)]
@@ -454,17 +454,23 @@ pub(crate) struct WaitObjects {
     /// Every object of the kind, one after the other, within --timeout.
     #[arg(long, conflicts_with = "name")]
     pub(crate) all: bool,
+    /// Every object of the kind whose labels match this selector.
+    #[arg(short = 'l', long, value_name = "SELECTOR", conflicts_with_all = ["name", "all"])]
+    pub(crate) selector: Option<String>,
 }
 
 impl WaitObjects {
-    /// The one object named, or the kind alone with --all.
+    /// The one object named, or the kind alone with --all or -l.
     pub(crate) fn addressed(self) -> Result<Addressed, Failure> {
         let addressed = addressed(self.kind, self.name.into_iter().collect())?;
-        match (self.all, addressed.names.len()) {
+        let many = self.all || self.selector.is_some();
+        match (many, addressed.names.len()) {
             (true, 0) | (false, 1) => Ok(addressed),
-            (true, _) => Err(Failure::usage("--all waits on a kind: name no object")),
+            (true, _) => Err(Failure::usage(
+                "--all and -l wait on a kind's objects: name no object",
+            )),
             (false, 0) => Err(Failure::usage(
-                "name the object (KIND NAME or KIND/NAME), or pass --all",
+                "name the object (KIND NAME or KIND/NAME), or pass --all or -l SELECTOR",
             )),
             (false, _) => Err(Failure::usage("one object only: KIND NAME or KIND/NAME")),
         }

@@ -1560,6 +1560,30 @@ fn labels_round_trip_and_selectors_pick_the_objects_that_carry_them() {
     let bad = workspace.fails(&["label", "Greeting", "a", "Bad/key=1"]);
     assert_mentions(&bad, &["prefix"]);
 
+    // wait -l waits on each object the selector picks.
+    let waited = workspace.ok(&["wait", "Greeting", "-l", "tier=web", "--for", "settled"]);
+    assert_mentions(&waited, &["Greeting/a", "Greeting/c"]);
+    assert!(!waited.contains("Greeting/b"), "{waited}");
+    // get -w -l follows the objects that match, and one that stops matching.
+    let mut watch = workspace.follow(&["get", "Greeting", "-w", "-l", "tier=db", "-o", "json"]);
+    let first = json(&watch.next_line());
+    assert_eq!(first["object"]["name"], "b", "{first}");
+    workspace.ok(&["label", "Greeting", "a", "tier=db", "--overwrite"]);
+    let next = json(&watch.next_line());
+    assert_eq!(next["object"]["name"], "a", "a now matches: {next}");
+    workspace.ok(&["label", "Greeting", "c", "note=x"]);
+    workspace.ok(&["label", "Greeting", "a", "tier=web", "--overwrite"]);
+    let last = json(&watch.next_line());
+    assert_eq!(
+        (
+            last["object"]["name"].as_str(),
+            last["object"]["labels"]["tier"].as_str()
+        ),
+        (Some("a"), Some("web")),
+        "a leaving the selection is shown; c, which never matched, is not: {last}"
+    );
+    drop(watch);
+
     // delete -l takes exactly the matching objects.
     assert_mentions(
         &workspace.ok(&["delete", "Greeting", "-l", "tier=db"]),

@@ -69,7 +69,7 @@ pub(crate) fn restore(paths: &Paths, file: &Path) -> Result<String, Failure> {
     if paths.is_postgres() {
         return Err(Failure::usage(
             "a backup restores into a SQLite file: restore a PostgreSQL store with the \
-             server's own tools (pg_restore); see the README's Backups section",
+             server's own tools (pg_restore); see docs/backups.md",
         ));
     }
     let restored = backup::restore(file, &paths.db).map_err(Failure::from)?;

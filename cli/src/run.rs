@@ -261,7 +261,7 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), Failure> {
         if paths.is_postgres() {
             return Err(Failure::usage(
                 "--backup-dir backs up a SQLite store: back a PostgreSQL store up with the \
-                 server's own tools (see the README's Backups section)",
+                 server's own tools (see docs/backups.md)",
             ));
         }
         crate::backup::require_backup_dir(dir)?;

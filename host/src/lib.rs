@@ -146,3 +146,8 @@ pub use store::Store;
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+// The same for the plugin author's guide, which embeds a plugin directory.
+#[doc = include_str!("../../docs/plugins.md")]
+#[cfg(doctest)]
+pub struct PluginGuideDoctests;

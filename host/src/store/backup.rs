@@ -76,7 +76,7 @@ impl Store {
         if self.is_postgres() {
             return Err(Error::InvalidOption(
                 "a PostgreSQL store is backed up with the server's own tools (pg_dump, or \
-                 continuous archiving): see the README's Backups section"
+                 continuous archiving): see docs/backups.md"
                     .into(),
             ));
         }

@@ -125,6 +125,7 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             no_headers,
             selector,
             show_labels,
+            kubernetes,
             ..
         } => {
             let listing = Listing {
@@ -133,6 +134,7 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
                 headers: !no_headers,
                 selector,
                 show_labels,
+                kubernetes,
             };
             return get(&paths, addressed(kind, names)?, &listing, spec_version).await;
         }
@@ -366,6 +368,7 @@ struct Listing {
     headers: bool,
     selector: Option<String>,
     show_labels: bool,
+    kubernetes: bool,
 }
 
 /// `get`: a kind's objects, one object, or several, in one listing.
@@ -375,6 +378,9 @@ async fn get(
     listing: &Listing,
     spec_version: Option<i64>,
 ) -> Result<String, Failure> {
+    if kind.eq_ignore_ascii_case("all") && names.is_empty() {
+        return get_all(paths, listing).await;
+    }
     if listing.selector.is_some() && !names.is_empty() {
         return Err(Failure::usage(
             "a selector (-l) picks objects of a kind: give the kind alone, without names",
@@ -413,6 +419,9 @@ async fn get(
     if let Some(path) = &listing.sort_by {
         objects = get_format::sort(objects, path);
     }
+    if listing.kubernetes {
+        return kubernetes_shaped(&listing.output, &objects, single);
+    }
     if let (GetOutput::Plain(format @ (Format::Table | Format::Wide)), true) =
         (&listing.output, listing.show_labels)
     {
@@ -425,6 +434,80 @@ async fn get(
         });
     }
     Ok(listing.output.render(&objects, single, listing.headers))
+}
+
+/// `get --kubernetes`: the objects as `-o json|yaml` in Kubernetes' shape.
+fn kubernetes_shaped(
+    output: &GetOutput,
+    objects: &[crate::protocol::ObjectView],
+    single: bool,
+) -> Result<String, Failure> {
+    let shaped: Vec<serde_json::Value> = objects
+        .iter()
+        .map(|o| crate::kube_shape::to_kubernetes(&output::document(o)))
+        .collect();
+    let value = match (single, shaped.as_slice()) {
+        (true, [one]) => one.clone(),
+        _ => serde_json::Value::Array(shaped),
+    };
+    match output.plain() {
+        Some(Format::Json) => Ok(output::json(&value)),
+        Some(Format::Yaml) => Ok(output::yaml(&value)),
+        _ => Err(Failure::usage("--kubernetes prints -o json or -o yaml")),
+    }
+}
+
+/// `get all`: the objects of every kind that has some, as kubectl's: a
+/// table per kind with each name as `Kind.group/name`; in any other format
+/// one listing of them all.
+async fn get_all(paths: &Paths, listing: &Listing) -> Result<String, Failure> {
+    let kinds = match dispatch(paths, Request::Kinds).await? {
+        Reply::Kinds { kinds } => kinds,
+        other => return Err(unexpected(&other)),
+    };
+    let mut sections = Vec::new();
+    for row in kinds.into_iter().filter(|k| k.objects > 0) {
+        let kind = match row.group.is_empty() {
+            true => row.kind,
+            false => format!("{}.{}", row.kind, row.group),
+        };
+        let request = Request::Get {
+            kind: kind.clone(),
+            name: None,
+            spec_version: None,
+            selector: listing.selector.clone(),
+        };
+        match dispatch(paths, request).await? {
+            Reply::Objects { objects } if !objects.is_empty() => sections.push((kind, objects)),
+            Reply::Objects { .. } => {}
+            other => return Err(unexpected(&other)),
+        }
+    }
+    if sections.is_empty() {
+        eprintln!("No objects found.");
+        return Ok(String::new());
+    }
+    let table = matches!(
+        listing.output,
+        GetOutput::Plain(Format::Table | Format::Wide)
+    );
+    if !table {
+        let all: Vec<_> = sections
+            .into_iter()
+            .flat_map(|(_, objects)| objects)
+            .collect();
+        return Ok(listing.output.render(&all, false, listing.headers));
+    }
+    let tables: Vec<String> = sections
+        .into_iter()
+        .map(|(kind, mut objects)| {
+            for object in &mut objects {
+                object.document.meta.name = format!("{kind}/{}", object.document.meta.name);
+            }
+            listing.output.render(&objects, false, listing.headers)
+        })
+        .collect();
+    Ok(tables.join("\n"))
 }
 
 /// `delete KIND NAME...` or `delete -f FILE`, each object as (kind, name).

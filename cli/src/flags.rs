@@ -161,6 +161,11 @@ pub(crate) enum Command {
         /// Add a LABELS column to the table.
         #[arg(long)]
         show_labels: bool,
+        /// With -o json or yaml: print objects in Kubernetes' shape
+        /// (apiVersion GROUP/vN for spec version N-1, kind, metadata,
+        /// spec, status), which apply reads back.
+        #[arg(long)]
+        kubernetes: bool,
     },
     /// Show an object: spec, status, conditions, relations, next pass, events.
     Describe {

@@ -22,6 +22,7 @@ mod fuzz;
 mod get_format;
 mod handlers;
 mod jsonpath;
+mod kube_shape;
 mod manifest;
 mod manifest_watch;
 mod metrics_http;

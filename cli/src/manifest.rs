@@ -284,15 +284,13 @@ pub(crate) fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest
     let mut manifests = Vec::new();
     for (index, mut value) in values.enumerate() {
         let at = format!("{origin}: object {}", index + 1);
+        if crate::kube_shape::is_kubernetes_shaped(&value) {
+            value = crate::kube_shape::translate(value).map_err(|e| format!("{at}: {e}"))?;
+        }
         if let Some(fields) = value.as_object_mut() {
             fields.retain(|key, _| !READ_ONLY_FIELDS.contains(&key.as_str()));
         }
-        let kubernetes_shaped = kubernetes_shape(&value);
-        let manifest: Manifest =
-            serde_json::from_value(value).map_err(|e| match kubernetes_shaped {
-                true => format!("{at}: {e}; {KUBERNETES_HINT}"),
-                false => format!("{at}: {e}"),
-            })?;
+        let manifest: Manifest = serde_json::from_value(value).map_err(|e| format!("{at}: {e}"))?;
         let problem = manifest.problem().or_else(|| spec_too_deep(&manifest.spec));
         if let Some(problem) = problem {
             // Escaped: a name is the file author's text, and may hold the
@@ -305,18 +303,6 @@ pub(crate) fn parse(origin: &str, text: &str, json: bool) -> Result<Vec<Manifest
         manifests.push(manifest);
     }
     Ok(manifests)
-}
-
-/// What a refused Kubernetes-shaped manifest is told.
-const KUBERNETES_HINT: &str = "this reads as a Kubernetes manifest (apiVersion, metadata); \
-    a Beehive manifest has `kind` (Kind or Kind.group), `name` and `spec` at its top level, \
-    as `beehive get KIND NAME -o yaml` prints one";
-
-/// Whether a document has the fields of a Kubernetes object at its top.
-fn kubernetes_shape(value: &serde_json::Value) -> bool {
-    ["apiVersion", "metadata"]
-        .iter()
-        .any(|field| value.get(field).is_some())
 }
 
 /// Whether a file is read as JSON: by its extension, and a file with
@@ -459,16 +445,18 @@ mod tests {
     }
 
     #[test]
-    fn a_kubernetes_shaped_manifest_is_refused_with_the_shape_to_write() {
-        let text = "apiVersion: example.dev/v1\nkind: Greeting\nmetadata: {name: ada}\nspec: {}\n";
-        let error = parse("k.yaml", text, false).unwrap_err();
-        assert!(error.contains("unknown field `apiVersion`"), "{error}");
-        assert!(error.contains("reads as a Kubernetes manifest"), "{error}");
-        assert!(
-            error.contains("`kind` (Kind or Kind.group), `name` and `spec`"),
-            "{error}"
+    fn a_kubernetes_shaped_manifest_is_read_as_one_of_ours() {
+        let text = "apiVersion: example.dev/v2\nkind: Greeting\nmetadata: {name: ada}\nspec: {}\n";
+        let read = parse("k.yaml", text, false).unwrap();
+        assert_eq!(
+            (
+                read[0].kind_text(),
+                read[0].name.as_str(),
+                read[0].spec_version
+            ),
+            ("Greeting.example.dev".to_string(), "ada", Some(1))
         );
         let plain = parse("p.yaml", "kind: K\nname: n\nspek: {}\n", false).unwrap_err();
-        assert!(!plain.contains("Kubernetes"), "{plain}");
+        assert!(plain.contains("unknown field `spek`"), "{plain}");
     }
 }

@@ -62,6 +62,19 @@ fn a_host_converges_applied_manifests_hot_swaps_and_cascades_deletes() {
         "Greeting.example.dev/team-ada\nGreeting.example.dev/team-grace\n"
     );
 
+    // get all: a table per kind, each name with its kind.
+    let all = workspace.ok(&["get", "all"]);
+    assert_mentions(
+        &all,
+        &[
+            "Greeting.example.dev/team-ada",
+            "GreetingSet.example.dev/team",
+        ],
+    );
+    assert_eq!(all.matches("NAME").count(), 2, "a table per kind: {all}");
+    let all = workspace.ok(&["get", "all", "-o", "name"]);
+    assert_eq!(all.lines().count(), 3, "{all}");
+
     // A new version of a plugin, renamed into place, rewrites every greeting.
     let plugins = workspace.ok(&["plugins", "-o", "json"]);
     workspace.install_plugin("greeting_v2", "greeting.wasm");
@@ -1646,5 +1659,40 @@ fn apply_dry_run_writes_nothing_and_diff_says_what_would_change() {
     );
     let kept = json(&workspace.ok(&["get", "Greeting", "a", "-o", "json"]));
     assert_eq!(kept["spec"]["name"], "A", "diff wrote nothing");
+    host.terminate();
+}
+
+#[test]
+fn a_kubernetes_shaped_manifest_applies_and_prints_back_in_its_shape() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&[]);
+    let applied = workspace.apply(
+        "k8s.yaml",
+        "apiVersion: example.dev/v1\nkind: Greeting\nmetadata:\n  name: ada\n  labels: {tier: web}\nspec:\n  name: Ada\n",
+    );
+    assert_eq!(applied, "Greeting.example.dev/ada created\n");
+    workspace.ok(&["wait", "Greeting", "ada", "--for", "settled"]);
+    let printed = workspace.ok(&["get", "Greeting", "ada", "--kubernetes", "-o", "yaml"]);
+    assert_mentions(
+        &printed,
+        &[
+            "apiVersion: example.dev/v1",
+            "kind: Greeting",
+            "metadata:",
+            "uid:",
+            "tier: web",
+            "status:",
+        ],
+    );
+    workspace.write("printed.yaml", &printed);
+    assert_mentions(
+        &workspace.ok(&["apply", "-f", "printed.yaml"]),
+        &["unchanged"],
+    );
+    let refused = workspace.apply_fails(
+        "annotated.yaml",
+        "apiVersion: example.dev/v1\nkind: Greeting\nmetadata:\n  name: b\n  annotations: {a: b}\nspec:\n  name: B\n",
+    );
+    assert_mentions(&refused, &["metadata.annotations is not read"]);
     host.terminate();
 }

@@ -32,6 +32,8 @@
 //!   process start included, with no host; the median of five;
 //! - `scale.get_small_kind_ms@N`: `beehive get KIND` of a 20-object kind
 //!   beside the big one, the same way;
+//! - `scale.get_selector_ms@N`: `beehive get KIND -l pick=y -o name` of the
+//!   100 objects of the big kind that carry that label, the same way;
 //! - `scale.db_mib@N`: the database's size on disk, its write-ahead log
 //!   included.
 //!
@@ -85,11 +87,21 @@ fn beehive(db: &Path, args: &[&str], stdin: &[u8]) {
     );
 }
 
-/// JSON lines for objects `from..to` of `kind`.
+/// How many objects of the big kind carry the label `pick: y`: the first.
+const PICKED: usize = 100;
+
+/// JSON lines for objects `from..to` of `kind`; the first [`PICKED`] carry
+/// the label a selector picks them by.
 fn manifests(kind: &str, from: usize, to: usize) -> Vec<u8> {
     (from..to)
         .map(|i| {
-            format!("{{\"kind\":\"{kind}\",\"name\":\"o{i}\",\"spec\":{{\"name\":\"n{i}\"}}}}\n")
+            let labels = match i < PICKED {
+                true => ",\"labels\":{\"pick\":\"y\"}",
+                false => "",
+            };
+            format!(
+                "{{\"kind\":\"{kind}\",\"name\":\"o{i}\"{labels},\"spec\":{{\"name\":\"n{i}\"}}}}\n"
+            )
         })
         .collect::<String>()
         .into_bytes()
@@ -108,7 +120,7 @@ fn timed_ms(db: &Path, args: &[&str]) -> f64 {
 }
 
 /// The figures this benchmark prints, without their sizes.
-const FIGURES: [&str; 15] = [
+const FIGURES: [&str; 16] = [
     "scale.load_avg_1m",
     "scale.apply_per_s",
     "scale.converge_s",
@@ -123,6 +135,7 @@ const FIGURES: [&str; 15] = [
     "scale.restart_first_pass_ms",
     "scale.get_one_ms",
     "scale.get_small_kind_ms",
+    "scale.get_selector_ms",
     "scale.db_mib",
 ];
 
@@ -434,6 +447,11 @@ fn main() {
         figure(
             &format!("scale.get_small_kind_ms@{size}"),
             timed_ms(&db, &["get", SMALL]),
+            "ms",
+        );
+        figure(
+            &format!("scale.get_selector_ms@{size}"),
+            timed_ms(&db, &["get", BIG, "-l", "pick=y", "-o", "name"]),
             "ms",
         );
         let wal = dir.path().join("scale.db-wal");

@@ -296,6 +296,31 @@ where
         Ok(decode_all(self.raw.list_with(loads)?))
     }
 
+    /// See [`RawClient::list_selected`]; undecodable rows are skipped and
+    /// logged, as in [`Client::list`].
+    ///
+    /// # Errors
+    /// A store error when the read fails.
+    pub fn list_selected(
+        &self,
+        selector: &crate::object::Selector,
+    ) -> Result<Vec<Object<Spec, Status>>> {
+        Ok(decode_all(self.raw.list_selected(selector)?))
+    }
+
+    /// See [`RawClient::relabel`].
+    ///
+    /// # Errors
+    /// As [`RawClient::relabel`], and [`Error::Decode`] when the stored
+    /// documents do not decode into this client's types.
+    pub async fn relabel(
+        &self,
+        id: ObjectId,
+        change: impl FnOnce(&crate::object::Labels) -> Result<crate::object::Labels> + Send + 'static,
+    ) -> Result<Object<Spec, Status>> {
+        Object::from_raw(self.raw.relabel(id, change).await?)
+    }
+
     /// See [`RawClient::list_owned_objects`]; undecodable rows are skipped
     /// and logged, as in [`Client::list`].
     pub fn list_owned_objects(&self, owner: ObjectId) -> Result<Vec<Object<Spec, Status>>> {

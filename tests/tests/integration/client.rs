@@ -772,4 +772,12 @@ async fn labels_are_kept_indexed_and_selected_on_either_backend() {
     assert!(matches!(bad, Err(Error::InvalidOption(_))), "{bad:?}");
     let index_rows = beehive_e2e::scalar(&store, "SELECT COUNT(*) FROM object_labels", &[]);
     assert_eq!(index_rows, 3, "a: tier; b: tier, team; c: none");
+    // The typed client selects the same way.
+    let typed: Client<serde_json::Value, serde_json::Value> =
+        Client::new(&store, GroupKind::new("acme.com", "Cluster"));
+    let picked = typed
+        .list_selected(&Selector::parse("team=x").unwrap())
+        .unwrap();
+    assert_eq!(picked.len(), 1);
+    assert_eq!(picked[0].meta.name, "b");
 }

@@ -199,8 +199,8 @@ pub enum Reply {
     Rollouts {
         /// Oldest first.
         revisions: Vec<RolloutView>,
-        /// Whether a running host answered: without one, a rollout still
-        /// rolling is stalled.
+        /// Whether a running host that serves the kind answered: without
+        /// one, a rollout still rolling is stalled.
         live: bool,
         /// The file of the newest revision, when the host is loading a new
         /// version of it (changed, and not yet serving): a revision to come.

@@ -104,7 +104,8 @@ fn progress(view: &RolloutView, live: bool) -> String {
         line += &format!(", {} failed", view.failed);
     }
     if !live {
-        line += " (no host is running: the rollout resumes when `beehive run` starts)";
+        line += " (nothing serves the kind now: the rollout resumes when a host serves its \
+                  plugin again)";
     }
     line
 }
@@ -175,4 +176,53 @@ fn table(revisions: &[RolloutView]) -> String {
         ],
         rows,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use beehive::object::Timestamp;
+
+    fn view(state: &str, passed: i64, failed: i64) -> RolloutView {
+        RolloutView {
+            kind: "Greeting.example.dev".into(),
+            revision: 2,
+            source: "plugins/greeting.wasm".into(),
+            content_hash: Some("0123456789abcdef".into()),
+            state: state.into(),
+            started_at: Timestamp::from_millis(1_000),
+            finished_at: (state != "rolling").then(|| Timestamp::from_millis(3_500)),
+            objects: 10,
+            passed,
+            failed,
+        }
+    }
+
+    #[test]
+    fn a_rolling_revision_says_how_far_and_whether_anything_moves_it() {
+        assert_eq!(
+            progress(&view("rolling", 4, 1), true),
+            "Waiting for rollout of Greeting.example.dev to revision 2 to finish: \
+             4 of 10 objects passed, 1 failed"
+        );
+        assert!(progress(&view("rolling", 4, 0), false).contains("nothing serves the kind now"));
+    }
+
+    #[test]
+    fn a_finished_rollout_succeeds_only_without_failed_first_passes() {
+        let done = finished(&view("complete", 10, 0)).unwrap();
+        assert!(
+            done.contains("(plugins/greeting.wasm 0123456789ab) complete in 2.5 s"),
+            "{done}"
+        );
+        let failed = finished(&view("complete", 8, 2)).unwrap_err();
+        assert_eq!(failed.code, Code::Failure);
+        assert!(
+            failed.message.contains("2 of 10 objects failed"),
+            "{}",
+            failed.message
+        );
+        let superseded = finished(&view("superseded", 3, 0)).unwrap_err();
+        assert_eq!(superseded.code, Code::Conflict);
+    }
 }

@@ -196,7 +196,12 @@ pub(super) fn kinds(ctx: &Context) -> Outcome {
 pub(super) fn rollouts(ctx: &Context, kind: &str, history: bool) -> Outcome {
     let group_kind = resolve_kind(&ctx.store, kind)?;
     let mut revisions = ctx.store.rollouts(&group_kind).map_err(error)?;
-    let live = ctx.host.is_some();
+    // Live only where this host serves the kind: a kind whose plugin was
+    // removed keeps its last revision rolling, and nothing moves it.
+    let live = ctx
+        .host
+        .as_ref()
+        .is_some_and(|host| host.kinds().contains(&group_kind));
     if !history {
         let newest = match &ctx.host {
             Some(host) => host.rollout(&group_kind).map_err(error)?,

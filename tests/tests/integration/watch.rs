@@ -595,3 +595,73 @@ async fn watches_opened_through_a_host_end_when_it_stops() {
     let change = next(&mut on_store).await;
     assert_eq!(change.object.unwrap().meta.name, "later");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selected_watch_follows_objects_into_and_out_of_its_selection() {
+    use beehive::object::{Labels, Selector};
+    let store = beehive_e2e::store();
+    let clusters = RawClient::new(&store, kind());
+    let labelled = |tier: &str| -> Labels { [("tier".to_string(), tier.to_string())].into() };
+    let web = clusters
+        .create(
+            "web",
+            spec("{}"),
+            CreateOptions::new().labels(labelled("web")),
+        )
+        .await
+        .unwrap();
+    let db = clusters
+        .create(
+            "db",
+            spec("{}"),
+            CreateOptions::new().labels(labelled("db")),
+        )
+        .await
+        .unwrap();
+    let selector = Selector::parse("tier=web").unwrap();
+    let mut stream = clusters
+        .watch_list(WatchOptions::new().selector(selector))
+        .unwrap();
+    let names: Vec<_> = stream
+        .snapshot
+        .iter()
+        .map(|o| o.meta.name.clone())
+        .collect();
+    assert_eq!(names, ["web"]);
+
+    // db comes into the selection, web leaves it; a change to neither shows.
+    clusters
+        .relabel(db.meta.id, move |_| Ok(labelled("web")))
+        .await
+        .unwrap();
+    clusters
+        .relabel(web.meta.id, move |_| Ok(labelled("cache")))
+        .await
+        .unwrap();
+    clusters
+        .update(web.meta.id, spec(r#"{"v":2}"#))
+        .await
+        .unwrap();
+    clusters
+        .relabel(db.meta.id, move |_| Ok(labelled("web")))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let change = tokio::time::timeout(PATIENCE, stream.next())
+            .await
+            .expect("a change comes")
+            .expect("the stream goes on")
+            .unwrap();
+        seen.push((change.change, change.object.map(|o| o.meta.name)));
+    }
+    assert_eq!(
+        seen,
+        [
+            (ChangeType::Added, Some("db".to_string())),
+            (ChangeType::Deleted, Some("web".to_string())),
+        ]
+    );
+    let quiet = tokio::time::timeout(Duration::from_millis(300), stream.next()).await;
+    assert!(quiet.is_err(), "nothing more: {quiet:?}");
+}

@@ -96,11 +96,12 @@ pub struct ObjectChange {
 }
 
 /// How a watch starts and how often it looks without a wake.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct WatchOptions {
     resume_from: Option<i64>,
     loads: Loads,
     floor_interval: Duration,
+    selector: Option<crate::object::Selector>,
 }
 
 impl Default for WatchOptions {
@@ -109,6 +110,7 @@ impl Default for WatchOptions {
             resume_from: None,
             loads: Loads::none(),
             floor_interval: Duration::from_secs(30),
+            selector: None,
         }
     }
 }
@@ -126,6 +128,15 @@ impl WatchOptions {
     /// the call with [`Error::WatchTooNew`].
     pub fn resume_from(mut self, resource_version: i64) -> Self {
         self.resume_from = Some(resource_version);
+        self
+    }
+
+    /// Follows only the objects whose labels match `selector`. As in
+    /// Kubernetes, an object whose labels stop matching arrives as
+    /// [`ChangeType::Deleted`] with its current state (it still exists),
+    /// and as [`ChangeType::Added`] when they match again.
+    pub fn selector(mut self, selector: crate::object::Selector) -> Self {
+        self.selector = Some(selector);
         self
     }
 

@@ -84,7 +84,11 @@ impl RawClient {
                 (store.migrations().upgrade_all(objects), head)
             }
         };
+        let selector = options.selector.unwrap_or_default();
+        let mut objects = objects;
+        objects.retain(|o| selector.matches(&o.meta.labels));
         let tail = Tail {
+            selector,
             known: objects.iter().map(|o| o.meta.id).collect(),
             store,
             group_kind: group_kind.clone(),
@@ -199,7 +203,10 @@ struct Tail {
     scope: Scope,
     loads: Loads,
     cursor: i64,
+    /// The objects delivered as present (in the snapshot, or added since).
     known: HashSet<ObjectId>,
+    /// Only objects whose labels match are followed (everything, by default).
+    selector: crate::object::Selector,
     delivery: Delivery<ObjectChange>,
 }
 
@@ -269,6 +276,12 @@ impl Tail {
             {
                 return None;
             }
+            let matched = last_image
+                .as_ref()
+                .is_some_and(|o| self.selector.matches(&o.meta.labels));
+            if !known && !matched {
+                return None;
+            }
             // A final state this build cannot read is left out; the deletion
             // itself is still news.
             let object = last_image.and_then(|o| self.store.migrations().upgrade(o).ok());
@@ -286,6 +299,15 @@ impl Tail {
                 return None;
             }
         };
+        if !self.selector.matches(&object.meta.labels) {
+            // Out of the selection: news only to a reader that had it.
+            return self.known.remove(&id).then_some(ObjectChange {
+                change: ChangeType::Deleted,
+                id,
+                object: Some(object),
+                resource_version: position,
+            });
+        }
         let change = if self.known.insert(id) {
             ChangeType::Added
         } else {

@@ -234,25 +234,8 @@ fn schema_text<T: schemars::JsonSchema>() -> String {
 }
 
 /// One way a spec breaks a controller's rules, as
-/// [`crate::Controller::validate`] reports it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Violation {
-    /// Where, as a path into the object: `spec` for the whole spec,
-    /// `spec.port` for a field.
-    pub path: String,
-    /// The rule, in words (`must be between 1 and 65535`).
-    pub message: String,
-}
-
-impl Violation {
-    /// A violation at `path`.
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Violation {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-}
+/// [`crate::Controller::validate`] reports it: the host's own type.
+pub use beehive_types::Violation;
 
 #[cfg(test)]
 mod schema_tests {

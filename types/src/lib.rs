@@ -20,6 +20,7 @@ mod labels;
 mod object;
 mod store_grants;
 mod time;
+mod violation;
 
 pub use action::{Action, Verdict};
 pub use cadence::Cadence;
@@ -34,3 +35,4 @@ pub use store_grants::{
     KindPattern, NOT_GRANTED_PREFIX, StoreGrants, StoreVerb, not_granted_message, parse_not_granted,
 };
 pub use time::Timestamp;
+pub use violation::Violation;

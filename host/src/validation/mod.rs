@@ -21,10 +21,7 @@ mod loops;
 pub use budget::{MAX_SCHEMA_CHECK_TIME, MAX_SCHEMA_STEPS};
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::{Arc, RwLock};
-
-use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::json::Json;
@@ -52,21 +49,9 @@ pub struct KindSchemas {
     pub status: Option<String>,
 }
 
-/// One way a spec breaks a rule.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Violation {
-    /// Where, as a path into the object: `spec` for the whole spec,
-    /// `spec.ports[0]` for a part of it.
-    pub path: String,
-    /// The rule it breaks, in words.
-    pub message: String,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
+/// One way a spec breaks a rule: the type a plugin's `validate` reports
+/// too.
+pub use beehive_types::Violation;
 
 /// `violations` as one line, the first [`MAX_VIOLATIONS_SHOWN`] of them.
 pub(crate) fn violations_line(violations: &[Violation]) -> String {

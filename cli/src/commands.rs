@@ -241,18 +241,7 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             ..
         } => {
             crate::handlers::parse_selector(&selector)?;
-            let request = Request::Get {
-                kind: kind.clone(),
-                name: None,
-                spec_version: None,
-                selector: Some(selector),
-            };
-            let names: Vec<String> = match dispatch(&paths, request).await? {
-                Reply::Objects { objects } => {
-                    objects.into_iter().map(|o| o.document.meta.name).collect()
-                }
-                other => return Err(unexpected(&other)),
-            };
+            let names = names_of(&paths, &kind, Some(selector)).await?;
             if names.is_empty() {
                 eprintln!("No objects found.");
             }
@@ -265,21 +254,8 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             ignore_not_found,
             ..
         } => {
-            let names = match dispatch(
-                &paths,
-                Request::Get {
-                    kind: kind.clone(),
-                    name: None,
-                    spec_version: None,
-                    selector: None,
-                },
-            )
-            .await
-            {
-                Ok(Reply::Objects { objects }) => {
-                    objects.into_iter().map(|o| o.document.meta.name).collect()
-                }
-                Ok(other) => return Err(unexpected(&other)),
+            let names = match names_of(&paths, &kind, None).await {
+                Ok(names) => names,
                 Err(failure) if ignore_not_found && failure.code == Code::NotFound => Vec::new(),
                 Err(failure) => return Err(failure),
             };
@@ -434,6 +410,26 @@ async fn get(
         });
     }
     Ok(listing.output.render(&objects, single, listing.headers))
+}
+
+/// The names of `kind`'s objects: those `selector` picks, or all of them.
+async fn names_of(
+    paths: &Paths,
+    kind: &str,
+    selector: Option<String>,
+) -> Result<Vec<String>, Failure> {
+    let request = Request::Get {
+        kind: kind.to_string(),
+        name: None,
+        spec_version: None,
+        selector,
+    };
+    match dispatch(paths, request).await? {
+        Reply::Objects { objects } => {
+            Ok(objects.into_iter().map(|o| o.document.meta.name).collect())
+        }
+        other => Err(unexpected(&other)),
+    }
 }
 
 /// `get --kubernetes`: the objects as `-o json|yaml` in Kubernetes' shape.
@@ -1000,20 +996,7 @@ async fn wait_on(
 ) -> Result<String, Failure> {
     let names = match names.is_empty() {
         false => names,
-        true => {
-            let request = Request::Get {
-                kind: kind.clone(),
-                name: None,
-                spec_version: None,
-                selector,
-            };
-            match dispatch(paths, request).await? {
-                Reply::Objects { objects } => {
-                    objects.into_iter().map(|o| o.document.meta.name).collect()
-                }
-                other => return Err(unexpected(&other)),
-            }
-        }
+        true => names_of(paths, &kind, selector).await?,
     };
     if names.is_empty() && until != Until::Deleted {
         return Err(Failure::new(

@@ -111,10 +111,7 @@ fn progress(view: &RolloutView, live: bool) -> String {
 }
 
 fn finished(view: &RolloutView) -> Result<String, Failure> {
-    let took = view.finished_at.map_or(String::new(), |at| {
-        let ms = (at.as_millis() - view.started_at.as_millis()).max(0);
-        format!(" in {:.1} s", ms as f64 / 1000.0)
-    });
+    let took = seconds_taken(view).map_or(String::new(), |s| format!(" in {s:.1} s"));
     let what = format!(
         "rollout of {} to revision {} ({})",
         view.kind,
@@ -140,10 +137,20 @@ fn finished(view: &RolloutView) -> Result<String, Failure> {
     }
 }
 
+/// How long a finished rollout took, in seconds.
+fn seconds_taken(view: &RolloutView) -> Option<f64> {
+    let at = view.finished_at?;
+    Some((at.as_millis() - view.started_at.as_millis()).max(0) as f64 / 1000.0)
+}
+
 /// A version as people compare them: the plugin hash's first 12 digits.
+fn short_hash(view: &RolloutView) -> Option<&str> {
+    view.content_hash.as_deref().map(|h| &h[..h.len().min(12)])
+}
+
+/// The file and short hash of a version.
 fn version(view: &RolloutView) -> String {
-    let hash = view.content_hash.as_deref().map(|h| &h[..h.len().min(12)]);
-    match hash {
+    match short_hash(view) {
         Some(hash) => format!("{} {hash}", view.source),
         None => view.source.clone(),
     }
@@ -151,10 +158,7 @@ fn version(view: &RolloutView) -> String {
 
 fn table(revisions: &[RolloutView]) -> String {
     let rows = revisions.iter().map(|r| {
-        let took = r.finished_at.map_or("-".to_string(), |at| {
-            let ms = (at.as_millis() - r.started_at.as_millis()).max(0);
-            format!("{:.1}s", ms as f64 / 1000.0)
-        });
+        let took = seconds_taken(r).map_or("-".to_string(), |s| format!("{s:.1}s"));
         vec![
             r.revision.to_string(),
             r.state.clone(),
@@ -163,9 +167,7 @@ fn table(revisions: &[RolloutView]) -> String {
             r.objects.to_string(),
             r.passed.to_string(),
             r.failed.to_string(),
-            r.content_hash
-                .as_deref()
-                .map_or("-".to_string(), |h| h[..h.len().min(12)].to_string()),
+            short_hash(r).unwrap_or("-").to_string(),
             r.source.clone(),
         ]
     });

@@ -62,31 +62,29 @@ fn key_problem(key: &str) -> Option<String> {
     None
 }
 
-fn is_name(text: &str) -> bool {
+/// 1 to 63 bytes, each one `inner` admits, the first and last ones `edge`
+/// admits: the shape of a label name and of a DNS label.
+fn is_segment(text: &str, edge: impl Fn(&u8) -> bool, inner: impl Fn(&u8) -> bool) -> bool {
     let bytes = text.as_bytes();
-    let edge = |b: &u8| b.is_ascii_alphanumeric();
     !bytes.is_empty()
         && bytes.len() <= 63
-        && bytes.first().is_some_and(edge)
-        && bytes.last().is_some_and(edge)
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && bytes.first().is_some_and(&edge)
+        && bytes.last().is_some_and(&edge)
+        && bytes.iter().all(inner)
+}
+
+fn is_name(text: &str) -> bool {
+    is_segment(text, u8::is_ascii_alphanumeric, |b| {
+        b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')
+    })
 }
 
 fn is_subdomain(text: &str) -> bool {
+    let edge = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
     text.len() <= 253
-        && text.split('.').all(|part| {
-            let bytes = part.as_bytes();
-            let edge = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-            !bytes.is_empty()
-                && bytes.len() <= 63
-                && bytes.first().is_some_and(edge)
-                && bytes.last().is_some_and(edge)
-                && bytes
-                    .iter()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        })
+        && text
+            .split('.')
+            .all(|part| is_segment(part, edge, |b| edge(b) || *b == b'-'))
 }
 
 /// One requirement of a selector.

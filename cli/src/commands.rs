@@ -724,7 +724,10 @@ async fn version(paths: &Paths, printed: Printed) -> Result<String, Failure> {
     let report = output::VersionReport {
         client: output::ClientVersion {
             version: env!("CARGO_PKG_VERSION").to_string(),
-            contracts: vec![beehive::plugin::CONTRACT.to_string()],
+            contracts: beehive::plugin::Contract::SERVED
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
         },
         host: answered
             .as_ref()

@@ -634,6 +634,7 @@ pub fn plugins(view: &PluginsView) -> String {
                 p.content_hash
                     .as_deref()
                     .map_or_else(|| "-".into(), |h| h.chars().take(12).collect()),
+                p.contract.clone().unwrap_or_else(|| "-".into()),
                 limits(|l| l.concurrency.to_string()),
                 limits(|l| short_millis(l.pass_deadline_ms)),
                 limits(|l| short_millis(l.pass_wall_limit_ms)),
@@ -650,7 +651,8 @@ pub fn plugins(view: &PluginsView) -> String {
         });
         out.push_str(&columns(
             &[
-                "KIND", "VERSION", "WORKERS", "CPU", "WALL", "MEMORY", "SOURCE", "GRANTS",
+                "KIND", "VERSION", "CONTRACT", "WORKERS", "CPU", "WALL", "MEMORY", "SOURCE",
+                "GRANTS",
             ],
             rows,
         ));
@@ -782,6 +784,7 @@ mod tests {
             content_hash: None,
             limits: None,
             tier: Some(tier.into()),
+            contract: Some("0.2.0".into()),
         };
         let view = PluginsView {
             running: true,

@@ -408,6 +408,10 @@ pub struct PluginRow {
     /// `optimized` after; known only while a host runs.
     #[serde(default)]
     pub tier: Option<String>,
+    /// The contract version it was built against (`0.2.0`); known only
+    /// while a host runs.
+    #[serde(default)]
+    pub contract: Option<String>,
 }
 
 /// The limits that apply to one plugin.

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::types::{Condition, EventSpec, Object, ObjectId, ObjectRef, RawObject, Result};
+use crate::types::{Condition, EventSpec, Labels, Object, ObjectId, ObjectRef, RawObject, Result};
 
 /// Options applied when a create inserts the row.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -16,6 +16,9 @@ pub struct CreateOptions {
     pub owner: Option<ObjectId>,
     /// Finalizers (the kind must have a controller in the host).
     pub finalizers: Vec<String>,
+    /// Labels for the object. On an object that exists, a create-or-update
+    /// replaces its labels with these; `None` leaves them as they are.
+    pub labels: Option<Labels>,
 }
 
 impl CreateOptions {
@@ -23,8 +26,18 @@ impl CreateOptions {
     pub fn owner(owner: ObjectId) -> Self {
         CreateOptions {
             owner: Some(owner),
-            finalizers: Vec::new(),
+            ..CreateOptions::default()
         }
+    }
+
+    /// These options, with `labels` as the object's labels.
+    pub fn labels<K: Into<String>, V: Into<String>>(
+        mut self,
+        labels: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        let labels = labels.into_iter().map(|(k, v)| (k.into(), v.into()));
+        self.labels = Some(labels.collect());
+        self
     }
 }
 
@@ -102,11 +115,15 @@ pub trait KindClient {
     fn get(&self, id: ObjectId) -> Result<RawObject>;
     /// Reads by name.
     fn get_by_name(&self, name: &str) -> Result<RawObject>;
-    /// Up to `limit` objects after `after`, by id; the id to continue after.
+    /// Up to `limit` objects after `after`, by id, those whose labels
+    /// match `selector` (kubectl's grammar) when one is given; the id to
+    /// continue after. A selected page may be short, even empty, with an id
+    /// to continue after: the host bounds what one call reads.
     fn list(
         &self,
         after: Option<ObjectId>,
         limit: u32,
+        selector: Option<&str>,
     ) -> Result<(Vec<RawObject>, Option<ObjectId>)>;
     /// Replaces the spec of `id`.
     fn update(&self, id: ObjectId, spec: String) -> Result<RawObject>;
@@ -282,10 +299,24 @@ impl<Spec: Serialize + DeserializeOwned, Status: DeserializeOwned> Kind<Spec, St
     /// What the host reports, or [`crate::Error::Decode`] naming the first
     /// object that does not decode.
     pub fn list(&self) -> Result<Vec<Object<Spec, Status>>> {
+        self.pages(None)
+    }
+
+    /// The objects of the kind whose labels match `selector`, in kubectl's
+    /// grammar (`tier=web,env in (a,b),!legacy`), by id, read page by page.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidOption`] naming where a selector does not
+    /// parse; otherwise as [`Kind::list`].
+    pub fn list_selected(&self, selector: &str) -> Result<Vec<Object<Spec, Status>>> {
+        self.pages(Some(selector))
+    }
+
+    fn pages(&self, selector: Option<&str>) -> Result<Vec<Object<Spec, Status>>> {
         let mut objects = Vec::new();
         let mut after = None;
         loop {
-            let (page, next) = self.raw.list(after, LIST_PAGE)?;
+            let (page, next) = self.raw.list(after, LIST_PAGE, selector)?;
             for raw in page {
                 objects.push(Object::decode_owned(raw)?);
             }

@@ -18,8 +18,8 @@ use std::rc::Rc;
 use crate::client::{Client, ControllerClient, CreateOptions, IfHeld, KindClient};
 use crate::http::{HttpError, Request, Response};
 use crate::types::{
-    Action, Condition, Error, EventSpec, GroupKind, Meta, ObjectId, ObjectRef, RawObject, Result,
-    StoreGrants, StoreVerb, Timestamp,
+    Action, Condition, Error, EventSpec, GroupKind, Labels, Meta, ObjectId, ObjectRef, RawObject,
+    Result, Selector, StoreGrants, StoreVerb, Timestamp,
 };
 use crate::{Controller, ObjectOf};
 
@@ -321,6 +321,7 @@ impl FakeKindClient {
                 name: name.to_string(),
                 generation: 1,
                 finalizers: options.finalizers,
+                labels: options.labels.unwrap_or_default(),
                 ..Meta::default()
             },
             spec,
@@ -330,6 +331,18 @@ impl FakeKindClient {
             .by_id
             .insert(object.meta.id, (object.clone(), options.owner));
         object
+    }
+
+    /// Replaces the labels of `id`, checked by the host's rules.
+    fn relabel(&self, id: ObjectId, labels: Labels) -> Result<()> {
+        if let Some(problem) = beehive_types::labels_problem(&labels) {
+            return Err(Error::InvalidOption(problem));
+        }
+        let mut objects = self.objects.borrow_mut();
+        if let Some((object, _)) = objects.by_id.get_mut(&id) {
+            object.meta.labels = labels;
+        }
+        Ok(())
     }
 
     fn write_spec(&self, id: ObjectId, spec: String) -> Result<RawObject> {
@@ -363,6 +376,13 @@ impl KindClient for FakeKindClient {
         if self.find(name).is_some() {
             return Err(Error::NameTaken(name.to_string()));
         }
+        if let Some(problem) = options
+            .labels
+            .as_ref()
+            .and_then(beehive_types::labels_problem)
+        {
+            return Err(Error::InvalidOption(problem));
+        }
         Ok(self.insert(name, spec, options))
     }
 
@@ -377,7 +397,13 @@ impl KindClient for FakeKindClient {
         match (self.find(name), if_held) {
             (None, _) => Ok((self.create(name, spec, options)?, true)),
             (Some(found), IfHeld::Keep) => Ok((found, false)),
-            (Some(found), IfHeld::Update) => Ok((self.write_spec(found.meta.id, spec)?, false)),
+            (Some(found), IfHeld::Update) => {
+                let id = found.meta.id;
+                if let Some(labels) = options.labels {
+                    self.relabel(id, labels)?;
+                }
+                Ok((self.write_spec(id, spec)?, false))
+            }
         }
     }
 
@@ -402,14 +428,21 @@ impl KindClient for FakeKindClient {
         &self,
         after: Option<ObjectId>,
         limit: u32,
+        selector: Option<&str>,
     ) -> Result<(Vec<RawObject>, Option<ObjectId>)> {
         self.check(StoreVerb::Read)?;
+        let selector = match selector {
+            Some(text) => Selector::parse(text)
+                .map_err(|e| Error::InvalidOption(format!("the selector {text:?}: {e}")))?,
+            None => Selector::everything(),
+        };
         let objects = self.objects.borrow();
         let page: Vec<RawObject> = objects
             .by_id
             .range(after.map_or(0, |a| a + 1)..)
             .map(|(_, (object, _))| object)
             .filter(|o| o.meta.group_kind == self.group_kind)
+            .filter(|o| selector.matches(&o.meta.labels))
             .take(limit as usize)
             .cloned()
             .collect();

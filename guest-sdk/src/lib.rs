@@ -79,10 +79,9 @@ mod types;
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit",
-        // Every plugin exports the migrator and the schema interface; the
-        // host converts only for a plugin whose registration declares
-        // schema versions, and validates only for one that asks.
-        world: "plugin-with-schema",
+        // Every plugin exports validate and the converters; the host calls
+        // them only when the registration says `validates` or `migrates`.
+        world: "plugin",
         pub_export_macro: true,
         export_macro_name: "__export_plugin",
         default_bindings_module: "::beehive_guest::bindings",
@@ -99,8 +98,8 @@ pub use client::{Client, ControllerClient, CreateOptions, IfHeld, Kind, KindClie
 pub use schemars::JsonSchema;
 pub use types::{
     Action, Cadence, Condition, ConditionStatus, Error, EventSpec, EventType, GroupKind,
-    KindPattern, Meta, Object, ObjectId, ObjectRef, RawObject, Registration, Result, StoreGrants,
-    StoreVerb, Timestamp, Verdict, Violation,
+    KindPattern, Labels, Meta, Object, ObjectId, ObjectRef, RawObject, Registration, Result,
+    Selector, StoreGrants, StoreVerb, Timestamp, Verdict, Violation,
 };
 
 /// The object controller `C` reconciles: its kind's spec and status.

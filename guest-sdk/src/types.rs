@@ -16,7 +16,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 pub use beehive_types::{
     Action, Cadence, Condition, ConditionStatus, ContractError as Error, EventSpec, EventType,
-    GroupKind, KindPattern, Meta, ObjectId, ObjectRef, StoreGrants, StoreVerb, Timestamp, Verdict,
+    GroupKind, KindPattern, Labels, Meta, ObjectId, ObjectRef, Selector, StoreGrants, StoreVerb,
+    Timestamp, Verdict,
 };
 
 /// An object as the untyped interface carries it: spec and status as JSON.

@@ -1,22 +1,38 @@
 //! The component side: the adapter that exports a [`Controller`] through the
 //! generated bindings, and the host-backed clients.
 
+use std::cell::OnceCell;
 use std::marker::PhantomData;
 use std::time::Duration;
 
 use crate::bindings::beehive::controller::host;
 use crate::bindings::beehive::controller::types as wit;
 use crate::bindings::exports::beehive::controller::controller::Guest;
-use crate::bindings::exports::beehive::controller::migrator::Guest as MigratorGuest;
-use crate::bindings::exports::beehive::controller::schema::{
-    self as wit_schema, Guest as SchemaGuest,
-};
 use crate::client::{Client, ControllerClient, CreateOptions, IfHeld, KindClient};
 use crate::types::{
     Action, Condition, ConditionStatus, Error, EventSpec, EventType, GroupKind, Meta, Object,
     ObjectId, ObjectRef, RawObject, Result, Timestamp, Verdict,
 };
 use crate::{Controller, Level};
+
+std::thread_local! {
+    /// The kind this component reconciles: the objects a pass is handed
+    /// do not carry it (contract 0.2 implies it), and asking the
+    /// controller's registration on every pass would cost more than the
+    /// pass's own decoding.
+    static OWN_KIND: OnceCell<GroupKind> = const { OnceCell::new() };
+}
+
+/// The kind of controller `C`, read from its registration once.
+fn own_kind<C: Controller>() -> GroupKind {
+    OWN_KIND.with(|kind| {
+        kind.get_or_init(|| {
+            let registration = C::registration();
+            GroupKind::new(registration.group, registration.kind)
+        })
+        .clone()
+    })
+}
 
 /// Access to the plugin's one controller instance, which `export!` keeps in a
 /// thread-local of the plugin's crate.
@@ -44,14 +60,20 @@ impl<I: Instance> Guest for Adapter<I> {
             individual_pass_interval_ms: ms(r.cadence.individual_pass_interval),
             startup_full_pass: r.cadence.startup_full_pass,
             max_retry_interval_ms: ms(r.cadence.max_retry_interval),
+            // The SDK exports converters for every plugin; they convert
+            // only when the kind is versioned (the defaults refuse).
+            migrates: r.spec_schema_version != 0 || r.status_schema_version != 0,
             spec_schema_version: r.spec_schema_version,
             status_schema_version: r.status_schema_version,
             pass_deadline_ms: ms(r.pass_deadline),
+            spec_schema: r.spec_schema,
+            status_schema: r.status_schema,
+            validates: r.validates,
         }
     }
 
     fn reconcile(object: wit::Object, client: &host::ControllerClient) -> wit::ReconcileResult {
-        let raw = raw_object(object);
+        let raw = raw_object(object, own_kind::<I::Controller>());
         let host_client = HostClient(client);
         // The metadata moves into the typed object: a pass copies nothing
         // it does not have to.
@@ -79,9 +101,7 @@ impl<I: Instance> Guest for Adapter<I> {
             requeue_after_ms: result.requeue_after.map(|d| d.as_millis() as u64),
         }
     }
-}
 
-impl<I: Instance> MigratorGuest for Adapter<I> {
     fn convert_spec(from_version: u32, raw: String) -> std::result::Result<String, String> {
         convert(&raw, |value| {
             I::Controller::convert_spec(from_version, value)
@@ -93,26 +113,15 @@ impl<I: Instance> MigratorGuest for Adapter<I> {
             I::Controller::convert_status(from_version, value)
         })
     }
-}
 
-impl<I: Instance> SchemaGuest for Adapter<I> {
-    fn describe_schemas() -> wit_schema::Schemas {
-        let r = <I::Controller as Controller>::registration();
-        wit_schema::Schemas {
-            spec: r.spec_schema,
-            status: r.status_schema,
-            validates: r.validates,
-        }
-    }
-
-    fn validate(spec: String) -> Vec<wit_schema::Violation> {
+    fn validate(spec: String) -> Vec<wit::Violation> {
         let violations = match serde_json::from_str(&spec) {
             Ok(spec) => I::with(|controller| controller.validate(&spec)),
             Err(error) => vec![crate::Violation::new("spec", error.to_string())],
         };
         violations
             .into_iter()
-            .map(|v| wit_schema::Violation {
+            .map(|v| wit::Violation {
                 path: v.path,
                 message: v.message,
             })
@@ -252,25 +261,42 @@ impl ControllerClient for HostClient<'_> {
     }
 
     fn kind_client(&self, group: &str, kind: &str) -> Box<dyn KindClient> {
-        Box::new(HostKindClient(host::KindClient::new(group, kind)))
+        Box::new(HostKindClient {
+            client: host::KindClient::new(group, kind),
+            group_kind: GroupKind::new(group, kind),
+        })
     }
 }
 
-struct HostKindClient(host::KindClient);
+/// A kind client, and its kind: the objects it reads do not carry it.
+struct HostKindClient {
+    client: host::KindClient,
+    group_kind: GroupKind,
+}
+
+impl HostKindClient {
+    fn object(&self, object: wit::Object) -> RawObject {
+        raw_object(object, self.group_kind.clone())
+    }
+}
 
 fn options(options: CreateOptions) -> wit::CreateOptions {
     wit::CreateOptions {
         owner: options.owner,
         finalizers: options.finalizers,
+        labels: options.labels.map(|labels| {
+            labels
+                .into_iter()
+                .map(|(key, value)| wit::Label { key, value })
+                .collect()
+        }),
     }
 }
 
 impl KindClient for HostKindClient {
     fn create(&self, name: &str, spec: String, opts: CreateOptions) -> Result<RawObject> {
-        self.0
-            .create(name, &spec, &options(opts))
-            .map(raw_object)
-            .map_err(error)
+        let created = self.client.create(name, &spec, &options(opts));
+        created.map(|o| self.object(o)).map_err(error)
     }
 
     fn put(
@@ -282,71 +308,78 @@ impl KindClient for HostKindClient {
     ) -> Result<(RawObject, bool)> {
         let opts = options(opts);
         let put = match if_held {
-            IfHeld::Keep => self.0.get_or_create(name, &spec, &opts),
-            IfHeld::Update => self.0.create_or_update(name, &spec, &opts),
+            IfHeld::Keep => self.client.get_or_create(name, &spec, &opts),
+            IfHeld::Update => self.client.create_or_update(name, &spec, &opts),
         };
         let (object, created) = put.map_err(error)?;
-        Ok((raw_object(object), created))
+        Ok((self.object(object), created))
     }
 
     fn get(&self, id: ObjectId) -> Result<RawObject> {
-        self.0.get(id).map(raw_object).map_err(error)
+        self.client.get(id).map(|o| self.object(o)).map_err(error)
     }
 
     fn get_by_name(&self, name: &str) -> Result<RawObject> {
-        self.0.get_by_name(name).map(raw_object).map_err(error)
+        let found = self.client.get_by_name(name);
+        found.map(|o| self.object(o)).map_err(error)
     }
 
     fn list(
         &self,
         after: Option<ObjectId>,
         limit: u32,
+        selector: Option<&str>,
     ) -> Result<(Vec<RawObject>, Option<ObjectId>)> {
-        let page = self.0.list(after, limit).map_err(error)?;
-        Ok((
-            page.objects.into_iter().map(raw_object).collect(),
-            page.next,
-        ))
+        let page = self.client.list(after, limit, selector).map_err(error)?;
+        let objects = page.objects.into_iter().map(|o| self.object(o));
+        Ok((objects.collect(), page.next))
     }
 
     fn update(&self, id: ObjectId, spec: String) -> Result<RawObject> {
-        self.0.update(id, &spec).map(raw_object).map_err(error)
+        let updated = self.client.update(id, &spec);
+        updated.map(|o| self.object(o)).map_err(error)
     }
 
     fn delete(&self, id: ObjectId) -> Result<()> {
-        self.0.delete(id).map_err(error)
+        self.client.delete(id).map_err(error)
     }
 
     fn delete_by_name(&self, name: &str) -> Result<()> {
-        self.0.delete_by_name(name).map_err(error)
+        self.client.delete_by_name(name).map_err(error)
     }
 
     fn list_owned_objects(&self, owner: ObjectId) -> Result<Vec<RawObject>> {
-        Ok(self
-            .0
-            .list_owned_objects(owner)
-            .map_err(error)?
-            .into_iter()
-            .map(raw_object)
-            .collect())
+        let owned = self.client.list_owned_objects(owner).map_err(error)?;
+        Ok(owned.into_iter().map(|o| self.object(o)).collect())
     }
 }
 
-fn raw_object(object: wit::Object) -> RawObject {
+/// An object as the host handed it, of `group_kind` (which 0.2 does not
+/// carry); an absent list is an empty one.
+fn raw_object(object: wit::Object, group_kind: GroupKind) -> RawObject {
     RawObject {
         meta: Meta {
             id: object.id,
-            group_kind: GroupKind::new(object.group, object.kind),
+            group_kind,
             name: object.name,
             generation: object.generation,
             observed_generation: object.observed_generation,
             observed_at: object.observed_at_ms.map(Timestamp::from_millis),
             resource_version: object.resource_version,
             deletion_requested_at: object.deletion_requested_at_ms.map(Timestamp::from_millis),
-            finalizers: object.finalizers,
-            conditions: object.conditions.into_iter().map(condition).collect(),
-            // Contract 0.1 carries no labels.
-            labels: Default::default(),
+            finalizers: object.finalizers.unwrap_or_default(),
+            conditions: object
+                .conditions
+                .unwrap_or_default()
+                .into_iter()
+                .map(condition)
+                .collect(),
+            labels: object
+                .labels
+                .unwrap_or_default()
+                .into_iter()
+                .map(|label| (label.key, label.value))
+                .collect(),
             created_at: Timestamp::from_millis(object.created_at_ms),
             updated_at: Timestamp::from_millis(object.updated_at_ms),
         },
@@ -423,6 +456,7 @@ fn error(e: wit::Error) -> Error {
         W::WatchTooOld => Error::WatchTooOld,
         W::WatchTooNew => Error::WatchTooNew,
         W::Stopped => Error::Stopped,
-        W::Other(m) => Error::from_other(m),
+        // The message names the kind and verb; parsed back into them.
+        W::NotGranted(m) | W::Other(m) => Error::from_other(m),
     }
 }

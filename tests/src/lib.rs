@@ -210,6 +210,14 @@ pub fn plugin_wasm(name: &str) -> PathBuf {
     built(target_dir().join(wasm), "scripts/build-plugins")
 }
 
+/// The contract-0.1 build of example plugin `name`, checked into
+/// `tests/fixtures/contract-0.1/`: a plugin as built before contract 0.2.
+pub fn contract_0_1_wasm(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/contract-0.1")
+        .join(format!("{name}.wasm"))
+}
+
 /// `beehive`, run in `dir` on the store at `db`, as a [`Workspace`] made
 /// [`with_db`](Workspace::with_db) runs it; for threads that cannot borrow
 /// the workspace.
@@ -367,12 +375,26 @@ impl Workspace {
     /// Copies example plugin `plugin` into `plugins/FILE` by writing a
     /// hidden file and renaming it into place, as an operator should.
     pub fn install_plugin(&self, plugin: &str, file: &str) {
+        self.install_build(plugin, &plugin_wasm(plugin), file);
+    }
+
+    /// Installs example plugin `plugin`'s contract-0.1 build (checked in
+    /// under `tests/fixtures/contract-0.1/`) as `plugins/FILE`, as
+    /// [`Workspace::install_plugin`] does.
+    pub fn install_plugin_0_1(&self, plugin: &str, file: &str) {
+        self.install_build(plugin, &contract_0_1_wasm(plugin), file);
+    }
+
+    /// Installs `build`, a build of example plugin `plugin`, as
+    /// `plugins/FILE` with the example's policy beside it, written first
+    /// and renamed into place, as a deployment would.
+    fn install_build(&self, plugin: &str, build: &Path, file: &str) {
         let dir = self.path().join("plugins");
         std::fs::create_dir_all(&dir).expect("plugins directory");
         let stem = file.strip_suffix(".wasm").unwrap_or(file);
         install_example_policy(plugin, &dir.join(format!("{stem}.toml")));
         let staging = dir.join(format!(".{file}.tmp"));
-        std::fs::copy(plugin_wasm(plugin), &staging).expect("copy plugin");
+        std::fs::copy(build, &staging).expect("copy plugin");
         std::fs::rename(&staging, dir.join(file)).expect("rename plugin");
     }
 

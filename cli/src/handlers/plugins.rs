@@ -38,6 +38,7 @@ pub(super) fn plugins(ctx: &Context) -> Outcome {
                     source: s.path.display().to_string(),
                     content_hash: Some(s.content_hash.clone()),
                     tier: Some(s.tier().to_string()),
+                    contract: Some(s.contract().version().to_string()),
                     limits: Some(LimitsView {
                         concurrency: s.limits.concurrency,
                         pass_deadline_ms: millis(s.limits.pass_deadline),
@@ -79,6 +80,7 @@ pub(super) fn plugins(ctx: &Context) -> Outcome {
                     content_hash: r.content_hash,
                     limits: None,
                     tier: None,
+                    contract: None,
                 })
                 .collect(),
             failures: Vec::new(),
@@ -147,7 +149,10 @@ pub fn grants_of(policy: &beehive::plugin::Policy) -> Vec<String> {
 pub(super) fn version(ctx: &Context) -> Reply {
     Reply::Version(VersionView {
         version: env!("CARGO_PKG_VERSION").to_string(),
-        contracts: vec![beehive::plugin::CONTRACT.to_string()],
+        contracts: beehive::plugin::Contract::SERVED
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
         host_pid: ctx.host.as_ref().map(|_| std::process::id()),
         store: StoreView {
             location: ctx.store.path().display().to_string(),

@@ -408,6 +408,24 @@ impl RawClient {
         Ok((objects, next))
     }
 
+    /// [`RawClient::list_page`], of the objects whose labels match
+    /// `selector`. A page may be short, even empty, with an id to continue
+    /// after: one call reads a bounded number of candidates.
+    ///
+    /// # Errors
+    /// A store error when the read fails.
+    pub fn list_selected_page(
+        &self,
+        selector: &crate::object::Selector,
+        after: Option<ObjectId>,
+        limit: usize,
+    ) -> Result<(Vec<RawObject>, Option<ObjectId>)> {
+        let (objects, next) = self.read(|r| {
+            r.objects_selected_page(&self.group_kind, selector, after.unwrap_or(0), limit)
+        })?;
+        Ok((self.store.migrations().upgrade_all(objects), next))
+    }
+
     /// The objects of this kind owned by `owner`, by id, deletion-pending ones
     /// included. A missing owner reads as no children.
     pub fn list_owned_objects(&self, owner: ObjectId) -> Result<Vec<RawObject>> {

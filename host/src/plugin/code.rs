@@ -14,10 +14,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
 
-use crate::plugin::bindings;
+use crate::plugin::contract::{self, Contract};
 use crate::plugin::state::PluginState;
 use crate::sync::lock;
 
@@ -107,21 +107,23 @@ impl Backend {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         super::runtime::refuse_links(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
-        bindings::Plugin::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)?;
+        contract::add_to_linker(&mut linker)?;
         Ok(Backend { engine, linker })
     }
 }
 
 /// A plugin version's code, linked and ready to instantiate.
 pub(crate) struct Code {
-    pub(crate) pre: bindings::PluginPre<PluginState>,
+    pub(crate) pre: InstancePre<PluginState>,
+    /// The contract version it was built for.
+    pub(crate) contract: Contract,
     pub(crate) tier: Tier,
 }
 
 impl Code {
     /// The engine the code was compiled for, which its stores must use.
     pub(crate) fn engine(&self) -> &Engine {
-        self.pre.instance_pre().engine()
+        self.pre.engine()
     }
 }
 

@@ -47,6 +47,11 @@ impl Served {
     pub fn tier(&self) -> super::Tier {
         self.code.current().tier
     }
+
+    /// The contract version it was built against.
+    pub fn contract(&self) -> super::Contract {
+        self.code.current().contract
+    }
 }
 
 /// A file whose current content does not serve.

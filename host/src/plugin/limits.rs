@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::engine::Cadence;
 use crate::naming;
-use crate::plugin::bindings::beehive::controller::types as wit;
+use crate::plugin::contract::v0_2 as wit;
 use crate::plugin::http::HttpLimits;
 
 /// The limits plugins run under. As [`RuntimeOptions::limits`] they are the
@@ -200,6 +200,10 @@ mod tests {
             spec_schema_version: 0,
             status_schema_version: 0,
             pass_deadline_ms: Some(deadline_ms),
+            spec_schema: None,
+            status_schema: None,
+            validates: false,
+            migrates: false,
         }
     }
 

@@ -12,11 +12,10 @@
 //! the instance it ran on is dropped. What a plugin asks for in its
 //! registration is clamped under the operator's [`Limits`].
 
-mod bindings;
 mod cache;
 mod clock;
 mod code;
-mod convert;
+mod contract;
 mod directory;
 mod error;
 mod granted_dir;
@@ -31,10 +30,12 @@ mod shape;
 mod side_calls;
 mod state;
 mod store_gate;
+mod verbs;
 
 pub use crate::operator_file::{MAX_PLUGIN_BYTES, MAX_POLICY_BYTES};
 pub use beehive_types::{ContractError, KindPattern, StoreGrants, StoreVerb};
 pub use code::{Compiler, Tier};
+pub use contract::Contract;
 pub use directory::{Change, Directory, LoadFailure, Loading, Served};
 pub use error::Error;
 pub use http::{HostPattern, HttpLimits};
@@ -43,7 +44,7 @@ pub use logs::{LogLine, PluginLogs};
 pub use policy::{ConfigValue, FileGrant, HttpGrant, Policy};
 pub(crate) use runtime::hex;
 pub use runtime::{Runtime, RuntimeOptions};
-pub use shape::{CONTRACT, Language, Shape, initial_memory};
+pub use shape::{Language, Shape, initial_memory};
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -53,7 +54,7 @@ use crate::engine::{Action, Controller, ControllerClient, ControllerOptions};
 use crate::event::EventSpec;
 use crate::object::{GroupKind, RawObject};
 use crate::sync::lock;
-use bindings::beehive::controller::types as wit;
+use contract::{PassResult, Verdict};
 use sandbox::{STDERR_CAPACITY, Sandbox, Warm};
 use side_calls::Extras;
 use state::ControllerClientHandle;
@@ -94,7 +95,7 @@ pub struct Registration {
 pub struct Plugin {
     pub(super) sandbox: Arc<Sandbox>,
     pub(super) content_hash: String,
-    pub(super) registration: wit::Registration,
+    pub(super) registration: contract::v0_2::Registration,
     /// Instances between passes, reused so a pass pays no instantiation and
     /// a plugin's globals (a kind client it keeps) live on. There are never
     /// more than the kind's workers; a trapped instance is never put back.
@@ -277,14 +278,13 @@ impl Plugin {
             }
         };
         let borrowed = wasmtime::component::Resource::new_borrow(handle.rep());
-        let lists = convert::ObjectLists::of(object);
         let called = self
             .sandbox
-            .bounded(std::pin::pin!(
-                warm.bindings
-                    .beehive_controller_controller()
-                    .call_reconcile(&mut warm.store, lists.param(object), borrowed),
-            ))
+            .bounded(std::pin::pin!(warm.bindings.reconcile(
+                &mut warm.store,
+                object,
+                borrowed
+            )))
             .await;
         warm.store.data_mut().pass = None;
         let state = warm.store.data_mut();
@@ -372,11 +372,11 @@ async fn record_denials(
 /// The longest requeue delay a plugin may ask for; more is a malformed result.
 const MAX_REQUEUE: Duration = Duration::from_secs(366 * 24 * 60 * 60);
 
-fn reconcile_result(name: &str, result: wit::ReconcileResult) -> Action {
+fn reconcile_result(name: &str, result: PassResult) -> Action {
     let base = match result.verdict {
-        wit::Verdict::Settled => Action::settled(),
-        wit::Verdict::Unsettled => Action::unsettled(),
-        wit::Verdict::Failed(message) => return Action::backoff(message),
+        Verdict::Settled => Action::settled(),
+        Verdict::Unsettled => Action::unsettled(),
+        Verdict::Failed(message) => return Action::backoff(message),
     };
     match result.requeue_after_ms.map(Duration::from_millis) {
         Some(delay) if delay > MAX_REQUEUE => Action::backoff(format!(

@@ -9,19 +9,19 @@ use std::sync::{Arc, Mutex, Weak};
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::{Component, InstancePre, Linker};
 
 use crate::metrics::PluginMetrics;
 use crate::operator_file::{self, MAX_PLUGIN_BYTES};
-use crate::plugin::bindings::beehive::controller::types as wit;
 use crate::plugin::clock::Ticker;
 use crate::plugin::code::{Backend, Code, CodeCell, Compiler, TIERED_FROM_BYTES, Tier};
+use crate::plugin::contract::{Contract, served, v0_2::Registration};
 use crate::plugin::memory::Budget;
 use crate::plugin::sandbox::Sandbox;
 use crate::plugin::side_calls::Extras;
 use crate::plugin::state::PluginState;
 use crate::plugin::store_gate::GrantsByFile;
-use crate::plugin::{Error, LimitOverrides, Limits, Plugin, Policy, bindings, cache, http, limits};
+use crate::plugin::{Error, LimitOverrides, Limits, Plugin, Policy, cache, http, limits};
 use crate::sync::lock;
 
 /// How a [`Runtime`] is set up.
@@ -296,10 +296,20 @@ impl Runtime {
             path: path.to_path_buf(),
             message: one_line(&message),
         };
+        let version = Contract::of_component(&component).ok_or_else(|| {
+            contract(format!(
+                "exports the controller interface of no contract version this host serves ({})",
+                served()
+            ))
+        })?;
         let pre = self
             .link(&component, tier)
             .map_err(|e| contract(format!("{e:#}")))?;
-        let code = CodeCell::new(Code { pre, tier });
+        let code = CodeCell::new(Code {
+            pre,
+            contract: version,
+            tier,
+        });
         let metrics = self
             .options
             .metrics
@@ -331,7 +341,7 @@ impl Runtime {
             limits: applied,
             ..describing
         });
-        let extras = Extras::for_plugin(&sandbox, &component, &registration)
+        let extras = Extras::for_plugin(&sandbox, &component, &registration, version)
             .await
             .map_err(contract)?;
         if let Some(spec) = &extras.schemas.spec {
@@ -395,9 +405,9 @@ impl Runtime {
         &self,
         component: &Component,
         tier: Tier,
-    ) -> wasmtime::Result<bindings::PluginPre<PluginState>> {
+    ) -> wasmtime::Result<InstancePre<PluginState>> {
         let linker: &Linker<PluginState> = &self.backend(tier).linker;
-        bindings::PluginPre::new(linker.instantiate_pre(component)?)
+        linker.instantiate_pre(component)
     }
 
     /// The tier a file of `size` bytes that the cache does not hold is
@@ -513,8 +523,11 @@ impl Runtime {
                             cache.remove(&baseline.engine, &content_hash);
                         }
                         if let Some(cell) = code.upgrade() {
+                            // The same bytes: the same contract version.
+                            let contract = cell.current().contract;
                             cell.replace(Code {
                                 pre,
+                                contract,
                                 tier: Tier::Optimized,
                             });
                             tracing::info!("{} now runs its optimized code", path.display());
@@ -596,14 +609,10 @@ const WASI_FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 
 /// Asks a fresh instance what the plugin reconciles, under the same bounds
 /// as a pass.
-async fn describe(sandbox: &Sandbox) -> Result<wit::Registration, Error> {
+async fn describe(sandbox: &Sandbox) -> Result<Registration, Error> {
     let mut warm = sandbox.instantiate().await?;
     let called = sandbox
-        .bounded(std::pin::pin!(
-            warm.bindings
-                .beehive_controller_controller()
-                .call_describe(&mut warm.store),
-        ))
+        .bounded(std::pin::pin!(warm.bindings.describe(&mut warm.store)))
         .await;
     called.map_err(|error| Error::Contract {
         path: sandbox.path.clone(),

@@ -13,9 +13,9 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::metrics::{Held, PluginMetrics};
-use crate::plugin::bindings;
 use crate::plugin::clock::{self, PassClock};
 use crate::plugin::code::{Code, CodeCell};
+use crate::plugin::contract::Bindings;
 use crate::plugin::http::{HttpAccess, HttpGate};
 use crate::plugin::memory::MemoryLimiter;
 use crate::plugin::state::PluginState;
@@ -51,7 +51,7 @@ pub(crate) struct Sandbox {
 /// A live instance and its store, holding one of its plugin's slots.
 pub(crate) struct Warm {
     pub(crate) store: Store<PluginState>,
-    pub(crate) bindings: bindings::Plugin,
+    pub(crate) bindings: Bindings,
     pub(crate) instance: Instance,
     /// The code it was made from: once replaced, the instance is not reused.
     pub(crate) code: Arc<Code>,
@@ -208,12 +208,8 @@ impl Sandbox {
         let mut store = self.store(&code)?;
         let instantiated = self
             .bounded(std::pin::pin!(async {
-                let instance = code
-                    .pre
-                    .instance_pre()
-                    .instantiate_async(&mut store)
-                    .await?;
-                let bindings = bindings::Plugin::new(&mut store, &instance)?;
+                let instance = code.pre.instantiate_async(&mut store).await?;
+                let bindings = Bindings::new(code.contract, &mut store, &instance)?;
                 Ok((instance, bindings))
             }))
             .await;

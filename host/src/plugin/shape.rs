@@ -3,13 +3,11 @@
 //! and which world it was built for. The loader refuses a wrong file with
 //! the reason in one line, naming the world it expects; `beehive plugins
 //! check` prints the same facts. A component is judged by what it imports
-//! and exports, never by the toolchain that made it: any world of the
-//! contract is served.
+//! and exports, never by the toolchain that made it: any world of a
+//! contract version this host serves is served.
 
-/// The contract this host speaks: the WIT package plugins are built against.
-pub const CONTRACT: &str = "beehive:controller@0.1.0";
+use super::contract::{Contract, PACKAGE, served};
 
-const PACKAGE: &str = "beehive:controller";
 const HTTP: &str = "wasi:http/outgoing-handler";
 
 /// A component's top-level imports and exports, by name.
@@ -97,6 +95,13 @@ impl Shape {
         Ok(shape)
     }
 
+    /// The served contract version it was built against, if it is one.
+    pub fn served_contract(&self) -> Option<Contract> {
+        let version = self.contract()?;
+        let version = version.strip_prefix(PACKAGE)?.strip_prefix('@')?;
+        Contract::of_version(version)
+    }
+
     /// The contract version it was built against (`beehive:controller@0.1.0`),
     /// if it names one.
     pub fn contract(&self) -> Option<String> {
@@ -107,7 +112,13 @@ impl Shape {
         })
     }
 
+    /// Whether it exports `interface`: a full name
+    /// (`beehive:controller/controller@0.2.0`), or a name without its
+    /// version (`migrator`) for any version.
     fn exports_interface(&self, interface: &str) -> bool {
+        if interface.contains('@') {
+            return self.exports.iter().any(|e| e == interface);
+        }
         let wanted = format!("{PACKAGE}/{interface}@");
         self.exports.iter().any(|e| e.starts_with(&wanted))
     }
@@ -117,10 +128,13 @@ impl Shape {
         self.imports.iter().any(|i| i.starts_with(HTTP))
     }
 
-    /// The world of [`CONTRACT`] it was built for, by what it imports and
-    /// exports.
+    /// The world of its contract version it was built for, by what it
+    /// imports and exports.
     pub fn world(&self) -> &'static str {
         let http = self.imports_http();
+        if self.served_contract() != Some(Contract::V0_1) {
+            return if http { "plugin-with-http" } else { "plugin" };
+        }
         let migrator = self.exports_interface("migrator");
         let schema = self.exports_interface("schema");
         match (http, migrator, schema) {
@@ -134,39 +148,34 @@ impl Shape {
         }
     }
 
-    /// Why the host cannot serve it, if it cannot: another contract
-    /// version, or a component of another world. Names what to build
-    /// instead.
+    /// Why the host cannot serve it, if it cannot: a contract version it
+    /// does not serve, or a component of another world. Names what to
+    /// build instead.
     pub fn problem(&self) -> Option<String> {
         let expected = match self.language {
-            Some(Language::Python) => {
-                "plugin-with-http (or plugin-with-http-and-schema, ...; componentize-py -w WORLD)"
-            }
-            Some(Language::JavaScript) => {
-                "plugin-with-http (or plugin-with-http-and-schema, ...; beehive-js build chooses)"
-            }
-            None => "plugin (the Rust SDK builds plugin-with-schema)",
+            Some(Language::Python) => "plugin-with-http (componentize-py -w plugin-with-http)",
+            Some(Language::JavaScript) => "plugin-with-http (beehive-js build chooses it)",
+            None => "plugin (what the Rust SDK builds)",
         };
-        match self.contract() {
-            None => {
-                return Some(format!(
-                    "a component of another world (it exports {}): a plugin exports \
-                     {PACKAGE}/controller; build it for world {expected} of {CONTRACT}",
-                    listed(&self.exports)
-                ));
-            }
-            Some(contract) if contract != CONTRACT => {
-                return Some(format!(
-                    "built against {contract}, and this host speaks {CONTRACT}: rebuild it with \
-                     an SDK of this release"
-                ));
-            }
-            Some(_) => {}
-        }
-        if !self.exports_interface("controller") {
+        let newest = Contract::NEWEST;
+        let Some(contract) = self.contract() else {
+            return Some(format!(
+                "a component of another world (it exports {}): a plugin exports \
+                 {PACKAGE}/controller; build it for world {expected} of {newest}",
+                listed(&self.exports)
+            ));
+        };
+        let Some(version) = self.served_contract() else {
+            return Some(format!(
+                "built against {contract}, and this host serves {}: rebuild it with an SDK \
+                 of this release",
+                served()
+            ));
+        };
+        if !self.exports_interface(&version.interface("controller")) {
             return Some(format!(
                 "exports no {PACKAGE}/controller (it exports {}): build it for world \
-                 {expected} of {CONTRACT}",
+                 {expected} of {newest}",
                 listed(&self.exports)
             ));
         }
@@ -208,9 +217,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_contract_is_the_wit_packages() {
-        let wit = include_str!("../../../wit/beehive.wit");
-        assert!(wit.contains(&format!("package {CONTRACT};")), "{CONTRACT}");
+    fn the_served_versions_are_the_wit_packages() {
+        let newest = include_str!("../../../wit/beehive.wit");
+        assert!(newest.contains(&format!("package {};", Contract::NEWEST)));
+        let first = include_str!("../../../guest-sdk/wit-0.1/beehive.wit");
+        assert!(first.contains(&format!("package {};", Contract::V0_1)));
     }
 
     #[test]
@@ -225,6 +236,7 @@ mod tests {
             "{problem}"
         );
         assert!(problem.contains("world plugin"), "{problem}");
+        assert!(problem.contains("beehive:controller@0.2.0"), "{problem}");
     }
 
     #[test]
@@ -263,5 +275,27 @@ mod tests {
             problem.contains("built against beehive:controller@0.9.0"),
             "{problem}"
         );
+        assert!(
+            problem.contains("beehive:controller@0.1.0, beehive:controller@0.2.0"),
+            "{problem}"
+        );
+        let v2 = |imports: &[&str]| {
+            shape(
+                imports,
+                &["beehive:controller/controller@0.2.0"],
+                Some(Language::Python),
+            )
+        };
+        let http = v2(&["beehive:controller/host@0.2.0", http]);
+        assert_eq!(http.world(), "plugin-with-http");
+        assert_eq!(http.problem(), None);
+        assert_eq!(v2(&["beehive:controller/host@0.2.0"]).world(), "plugin");
+        // A 0.2 component exporting only a 0.1 interface is not a plugin.
+        let mixed = shape(
+            &["beehive:controller/host@0.2.0"],
+            &["beehive:controller/controller@0.1.0"],
+            None,
+        );
+        assert!(mixed.problem().is_some());
     }
 }

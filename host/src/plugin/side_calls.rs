@@ -20,18 +20,13 @@ use wasmtime::component::{Component, ComponentExportIndex, ComponentType, Lift};
 
 use crate::json::Json;
 use crate::migration::Migrator;
-use crate::plugin::bindings::beehive::controller::types as wit;
+use crate::plugin::contract::{Contract, v0_2::Registration};
 use crate::plugin::sandbox::{Sandbox, Warm};
 use crate::plugin::worth_keeping;
 use crate::validation::{KindSchemas, SpecValidator, Violation};
 
-/// The migrator interface's name in the contract.
-const MIGRATOR: &str = "beehive:controller/migrator@0.1.0";
-
-/// The schema interface's name in the contract.
-const SCHEMA: &str = "beehive:controller/schema@0.1.0";
-
-/// The `schema.violation` record.
+/// The `violation` record (`schema.violation` in 0.1, `types.violation`
+/// since): the same shape in every version.
 #[derive(ComponentType, Lift, Clone, Debug)]
 #[component(record)]
 struct WitViolation {
@@ -39,7 +34,7 @@ struct WitViolation {
     message: String,
 }
 
-/// The `schema.schemas` record.
+/// Contract 0.1's `schema.schemas` record.
 #[derive(ComponentType, Lift, Clone, Debug)]
 #[component(record)]
 struct WitSchemas {
@@ -70,12 +65,32 @@ struct Job {
 }
 
 /// Which functions the thread may call: those the plugin exports and the
-/// host needs. They are looked up by name on each instance, as an index
+/// host needs, and the interfaces that hold them in the plugin's contract
+/// version. They are looked up by name on each instance, as an index
 /// belongs to one compile and tiering replaces the code under the thread.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Exports {
     convert: bool,
     validate: bool,
+    /// The interface of `convert-spec` and `convert-status`.
+    migrator: String,
+    /// The interface of `validate`.
+    validator: String,
+}
+
+impl Exports {
+    fn of(contract: Contract) -> Exports {
+        let (migrator, validator) = match contract {
+            Contract::V0_1 => ("migrator", "schema"),
+            Contract::V0_2 => ("controller", "controller"),
+        };
+        Exports {
+            convert: false,
+            validate: false,
+            migrator: contract.interface(migrator),
+            validator: contract.interface(validator),
+        }
+    }
 }
 
 /// A plugin version's call thread.
@@ -103,35 +118,59 @@ impl Extras {
     pub(crate) async fn for_plugin(
         sandbox: &Arc<Sandbox>,
         component: &Component,
-        registration: &wit::Registration,
+        registration: &Registration,
+        contract: Contract,
     ) -> Result<Extras, String> {
         let (spec_version, status_version) = (
             registration.spec_schema_version,
             registration.status_schema_version,
         );
-        let mut exports = Exports::default();
-        if spec_version != 0 || status_version != 0 {
-            exports.convert = export(component, MIGRATOR, "convert-spec").is_some()
-                && export(component, MIGRATOR, "convert-status").is_some();
-            if !exports.convert {
-                return Err(format!(
-                    "declares schema versions (spec {spec_version}, status {status_version}) \
-                     but exports no migrator: build it for the plugin-with-migrator world"
-                ));
-            }
-        }
+        let versioned = spec_version != 0 || status_version != 0;
+        let mut exports = Exports::of(contract);
         let mut schemas = KindSchemas::default();
-        if let Some(describe) = export(component, SCHEMA, "describe-schemas") {
-            let declared = describe_schemas(sandbox, &describe).await?;
-            schemas = KindSchemas {
-                spec: declared.spec,
-                status: declared.status,
-            };
-            if declared.validates {
-                exports.validate = export(component, SCHEMA, "validate").is_some();
-                if !exports.validate {
-                    return Err("says it validates but exports no validate".into());
+        match contract {
+            Contract::V0_1 => {
+                if versioned {
+                    exports.convert = export(component, &exports.migrator, "convert-spec")
+                        .is_some()
+                        && export(component, &exports.migrator, "convert-status").is_some();
+                    if !exports.convert {
+                        return Err(format!(
+                            "declares schema versions (spec {spec_version}, status \
+                             {status_version}) but exports no migrator: build it for the \
+                             plugin-with-migrator world"
+                        ));
+                    }
                 }
+                if let Some(describe) = export(component, &exports.validator, "describe-schemas") {
+                    let declared = describe_schemas(sandbox, &describe).await?;
+                    schemas = KindSchemas {
+                        spec: declared.spec,
+                        status: declared.status,
+                    };
+                    if declared.validates {
+                        exports.validate =
+                            export(component, &exports.validator, "validate").is_some();
+                        if !exports.validate {
+                            return Err("says it validates but exports no validate".into());
+                        }
+                    }
+                }
+            }
+            Contract::V0_2 => {
+                if versioned && !registration.migrates {
+                    return Err(format!(
+                        "declares schema versions (spec {spec_version}, status \
+                         {status_version}) but does not migrate: its registration must say \
+                         `migrates` and its convert-spec and convert-status convert"
+                    ));
+                }
+                exports.convert = versioned;
+                exports.validate = registration.validates;
+                schemas = KindSchemas {
+                    spec: registration.spec_schema.clone(),
+                    status: registration.status_schema.clone(),
+                };
             }
         }
         let validates = exports.validate;
@@ -372,7 +411,7 @@ async fn run(
         Call::Validate { spec } => {
             let index = exports
                 .validate
-                .then(|| instance_export(warm, SCHEMA, "validate"))
+                .then(|| instance_export(warm, &exports.validator, "validate"))
                 .flatten()
                 .ok_or_else(missing)?;
             let validate = warm
@@ -398,7 +437,7 @@ async fn run(
     };
     let index = exports
         .convert
-        .then(|| instance_export(warm, MIGRATOR, converter))
+        .then(|| instance_export(warm, &exports.migrator, converter))
         .flatten()
         .ok_or_else(missing)?;
     let convert = warm

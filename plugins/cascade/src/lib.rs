@@ -2,7 +2,9 @@
 //! `Greeting.example.dev` per name in its spec. It creates and prunes its
 //! children through a kind client, depends on each child so a child's new
 //! status wakes it, reports how many are greeted, and holds a finalizer so a
-//! deleted set takes its children down before it goes.
+//! deleted set takes its children down before it goes. Each child carries
+//! the label `example.dev/set: SET`, so `beehive get Greeting -l
+//! example.dev/set=team` lists a set's children.
 //!
 //! The children are reconciled by another plugin (`greeting`): the two never
 //! call each other, they meet in the store.
@@ -71,6 +73,9 @@ impl Controller for Cascade {
     }
 }
 
+/// The label naming the set a child belongs to.
+pub const SET_LABEL: &str = "example.dev/set";
+
 /// The child's name: the set's name and the greeted name.
 pub fn child_name(set: &str, name: &str) -> String {
     format!("{set}-{name}")
@@ -97,7 +102,7 @@ fn converge(
     let mut ready = 0;
     for name in &set.spec.names {
         let spec = GreetingSpec { name: name.clone() };
-        let owned = CreateOptions::owner(set.meta.id);
+        let owned = CreateOptions::owner(set.meta.id).labels([(SET_LABEL, set.meta.name.as_str())]);
         let (child, _) =
             greetings.create_or_update(&child_name(&set.meta.name, name), &spec, owned)?;
         client.add_dependency(child.meta.id)?;
@@ -189,6 +194,11 @@ mod tests {
         let result = fake.reconcile(&Cascade, &set(&["ada", "grace"])).unwrap();
         assert_eq!(result, Action::unsettled());
         assert_eq!(children(&fake), ["team-ada", "team-grace"]);
+        let labeled = fake
+            .objects()
+            .into_iter()
+            .filter(|o| o.meta.labels[SET_LABEL] == "team");
+        assert_eq!(labeled.count(), 2, "each child names its set");
         let record = fake.record();
         assert_eq!(record.dependencies.len(), 2, "the set watches its children");
         assert_eq!(fake.status().unwrap()["ready"], 0);

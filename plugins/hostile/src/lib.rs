@@ -295,13 +295,13 @@ fn store_call(
         "create" => format!("put {}", put(CreateOptions::default())?.0.meta.label()),
         "finalize" => {
             let options = CreateOptions {
-                owner: None,
                 finalizers: vec!["test.dev/hold".into()],
+                ..CreateOptions::default()
             };
             format!("put {} with a finalizer", put(options)?.0.meta.label())
         }
         "get" => format!("got {}", other.get_by_name(name)?.spec),
-        "list" => format!("listed {} objects", other.list(None, 100)?.0.len()),
+        "list" => format!("listed {} objects", other.list(None, 100, None)?.0.len()),
         "update" => format!("updated {}", other.update(id, spec)?.meta.label()),
         "delete" => {
             other.delete_by_name(name)?;

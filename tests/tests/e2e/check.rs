@@ -29,7 +29,7 @@ fn a_rust_a_python_and_a_javascript_plugin_are_described_with_what_they_would_ge
     assert_mentions(
         &rust,
         &[
-            "Contract:   beehive:controller@0.1.0, world plugin-with-schema",
+            "Contract:   beehive:controller@0.2.0, world plugin",
             "Kind:       Greeting.example.dev",
             "Spec:       version 0, JSON Schema",
             "Workers:    3",
@@ -40,6 +40,19 @@ fn a_rust_a_python_and_a_javascript_plugin_are_described_with_what_they_would_ge
     assert!(
         !workspace.path().join("beehive.db").exists(),
         "a check makes no store"
+    );
+
+    // A plugin built before contract 0.2 is still a plugin.
+    workspace.install_plugin_0_1("greeting", "greeting-0.1.wasm");
+    let (code, first) = check(&workspace, "plugins/greeting-0.1.wasm", &[]);
+    assert_eq!(code, Some(0), "{first}");
+    assert_mentions(
+        &first,
+        &[
+            "Contract:   beehive:controller@0.1.0, world plugin-with-schema",
+            "Kind:       Greeting.example.dev",
+            "Spec:       version 0, JSON Schema",
+        ],
     );
 
     workspace.install_plugin("conditions-py", "conditions-py.wasm");
@@ -80,15 +93,8 @@ fn each_wrong_file_is_refused_in_one_line_saying_what_it_is() {
     // The greeting plugin, its contract's names rewritten to another
     // version (same length, so the binary still reads).
     let mut bytes = std::fs::read(plugin_wasm("greeting")).unwrap();
-    for interface in [
-        "host",
-        "config",
-        "types",
-        "controller",
-        "migrator",
-        "schema",
-    ] {
-        let from = format!("beehive:controller/{interface}@0.1.0");
+    for interface in ["host", "config", "types", "controller"] {
+        let from = format!("beehive:controller/{interface}@0.2.0");
         let to = format!("beehive:controller/{interface}@0.9.0");
         replace_all(&mut bytes, from.as_bytes(), to.as_bytes());
     }
@@ -109,7 +115,8 @@ fn each_wrong_file_is_refused_in_one_line_saying_what_it_is() {
         ),
         (
             "newer.wasm",
-            "built against beehive:controller@0.9.0, and this host speaks beehive:controller@0.1.0",
+            "built against beehive:controller@0.9.0, and this host serves \
+             beehive:controller@0.1.0, beehive:controller@0.2.0",
         ),
         ("missing.wasm", "cannot read"),
     ] {

@@ -17,6 +17,7 @@ mod check;
 mod cli;
 mod conditions_example;
 mod contain;
+mod contracts;
 mod grants;
 mod holds;
 mod hostile;

@@ -350,7 +350,8 @@ class Controller:
             owed_pass_interval_ms=None, full_pass_interval_ms=None,
             individual_pass_interval_ms=None, startup_full_pass=None,
             max_retry_interval_ms=None, spec_schema_version=0,
-            status_schema_version=0, pass_deadline_ms=None)
+            status_schema_version=0, pass_deadline_ms=None,
+            spec_schema=None, status_schema=None, validates=False, migrates=False)
 
     def reconcile(self, obj, client):
         if obj.name == "broken":
@@ -358,4 +359,15 @@ class Controller:
             return types.ReconcileResult(verdict=types.Verdict_Failed(failure), requeue_after_ms=None)
         client.update_status(json.dumps({"seen": obj.name}))
         return types.ReconcileResult(verdict=types.Verdict_Settled(), requeue_after_ms=None)
+
+    # Contract 0.2 has every plugin export these; the registration above
+    # says they mean nothing, so the host never calls them.
+    def validate(self, spec):
+        return []
+
+    def convert_spec(self, from_version, raw):
+        return raw
+
+    def convert_status(self, from_version, raw):
+        return raw
 "#;

@@ -212,13 +212,16 @@ pub(crate) fn select_owned(
     conn.query_all(&sql, params![owner, &gk.group, &gk.kind], object_from_row)
 }
 
-/// The objects of `gk` that may match `selector`, by id: found through the
-/// label index by its first requirement that names values or presence,
-/// else every object of the kind. The caller filters by the whole selector.
+/// The objects of kind `gk` that may match `selector`, by id: those
+/// carrying the label its first `in`/`=` or exists requirement names, read
+/// through the label index, or every object of the kind when it has none.
+/// The caller checks the whole selector. With `page` (`after`, `limit`),
+/// only up to `limit` rows with ids above `after`.
 pub(crate) fn select_by_selector(
     conn: Conn<'_>,
     gk: &GroupKind,
     selector: &crate::object::Selector,
+    page: Option<(ObjectId, usize)>,
 ) -> Result<Vec<ObjectRow>> {
     use crate::object::Requirement;
     let indexed = selector.requirements().iter().find_map(|r| match r {
@@ -227,28 +230,34 @@ pub(crate) fn select_by_selector(
         _ => None,
     });
     let Some((key, values)) = indexed else {
-        return select_kind(conn, gk);
+        return match page {
+            Some((after, limit)) => select_kind_page(conn, gk, after, limit),
+            None => select_kind(conn, gk),
+        };
     };
     let columns = COLUMNS
         .split(", ")
         .map(|c| format!("o.{c}"))
         .collect::<Vec<_>>()
         .join(", ");
+    let (after, limit) = page.unwrap_or((0, i64::MAX as usize));
     let mut params: Vec<Param<'_>> = vec![
         Param::from(&gk.group),
         Param::from(&gk.kind),
         Param::from(key.as_str()),
+        Param::from(after),
+        Param::from(limit as i64),
     ];
     let mut sql = format!(
         "SELECT {columns} FROM object_labels l JOIN objects o ON o.id = l.object_id \
-         WHERE l.key = ?3 AND o.grp = ?1 AND o.kind = ?2"
+         WHERE l.key = ?3 AND o.grp = ?1 AND o.kind = ?2 AND o.id > ?4"
     );
     if !values.is_empty() {
-        let placeholders: Vec<String> = (0..values.len()).map(|i| format!("?{}", i + 4)).collect();
+        let placeholders: Vec<String> = (0..values.len()).map(|i| format!("?{}", i + 6)).collect();
         sql += &format!(" AND l.value IN ({})", placeholders.join(", "));
         params.extend(values.iter().map(|v| Param::from(v.as_str())));
     }
-    sql += " ORDER BY o.id";
+    sql += " ORDER BY o.id LIMIT ?5";
     conn.query_all(&sql, &params, object_from_row)
 }
 

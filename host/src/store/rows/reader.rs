@@ -15,6 +15,9 @@ use crate::store::rows::registrations::{self, RegisteredKind};
 use crate::store::rows::rollouts::{self, Rollout};
 use crate::store::rows::{edges, events, scan, write_log};
 
+/// The most batches of candidates one selected page reads.
+pub(crate) const SELECTED_PAGE_READS: usize = 8;
+
 /// A read view of the store.
 pub(crate) struct Reader<'c> {
     conn: Conn<'c>,
@@ -98,9 +101,43 @@ impl<'c> Reader<'c> {
         selector: &crate::object::Selector,
         loads: Loads,
     ) -> Result<Vec<RawObject>> {
-        let mut found = rows::select_by_selector(self.conn, group_kind, selector)?;
+        let mut found = rows::select_by_selector(self.conn, group_kind, selector, None)?;
         found.retain(|object| selector.matches(&object.meta.labels));
         self.complete(found, loads)
+    }
+
+    /// Up to `limit` objects of `group_kind` with ids above `after` whose
+    /// labels match `selector`, by id, with conditions; and the id to
+    /// continue after when there may be more. Reads at most
+    /// [`SELECTED_PAGE_READS`] batches of candidates, so a selector few
+    /// objects match answers a short page (even an empty one) with an id to
+    /// continue after, rather than reading the whole kind in one call.
+    pub(crate) fn objects_selected_page(
+        &self,
+        group_kind: &GroupKind,
+        selector: &crate::object::Selector,
+        mut after: ObjectId,
+        limit: usize,
+    ) -> Result<(Vec<RawObject>, Option<ObjectId>)> {
+        let mut found = Vec::new();
+        for _ in 0..SELECTED_PAGE_READS {
+            let batch =
+                rows::select_by_selector(self.conn, group_kind, selector, Some((after, limit)))?;
+            let exhausted = batch.len() < limit;
+            for object in batch {
+                after = object.meta.id;
+                if selector.matches(&object.meta.labels) {
+                    found.push(object);
+                    if found.len() == limit {
+                        return Ok((self.complete(found, Loads::none())?, Some(after)));
+                    }
+                }
+            }
+            if exhausted {
+                return Ok((self.complete(found, Loads::none())?, None));
+            }
+        }
+        Ok((self.complete(found, Loads::none())?, Some(after)))
     }
 
     /// Up to `limit` objects of `group_kind` with ids above `after`, by id,

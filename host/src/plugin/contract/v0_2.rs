@@ -1,0 +1,311 @@
+//! Contract 0.2 (`wit/`), the newest: labels on objects and in creates,
+//! selectors on `list`, the typed `not-granted` error, and a pass that
+//! lowers less (no group and kind, which the pass implies, and no list
+//! when it is empty: lowering even an empty list calls into the guest to
+//! allocate).
+
+use wasmtime::component::Resource;
+
+use crate::object::{ObjectId, RawObject, Timestamp};
+use crate::plugin::state::{ControllerClientHandle, KindClientHandle, PluginState};
+use crate::plugin::verbs::{self, Edges, Frame, NewObject, Outcome, Put, Target};
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "plugin",
+    // Host calls reach the store, which is async; trappable so a host-side
+    // failure (a missing resource) can end the call.
+    imports: { default: async | trappable },
+    exports: { default: async },
+    ownership: Borrowing { duplicate_if_necessary: true },
+    with: {
+        "beehive:controller/host.kind-client": crate::plugin::state::KindClientHandle,
+        "beehive:controller/host.controller-client": crate::plugin::state::ControllerClientHandle,
+    },
+});
+
+use beehive::controller::config;
+use beehive::controller::host;
+use beehive::controller::types as wit;
+
+shared_contract!(not_granted: wit::Error::NotGranted);
+
+pub(crate) use wit::Registration;
+
+impl ToWit for RawObject {
+    type Wit = wit::ObjectResult;
+
+    fn to_wit(&self) -> wit::ObjectResult {
+        let meta = &self.meta;
+        wit::ObjectResult {
+            id: meta.id,
+            name: meta.name.clone(),
+            spec: self.spec.as_str().to_string(),
+            status: self.status.as_ref().map(|s| s.as_str().to_string()),
+            generation: meta.generation,
+            observed_generation: meta.observed_generation,
+            observed_at_ms: meta.observed_at.map(Timestamp::as_millis),
+            resource_version: meta.resource_version,
+            deletion_requested_at_ms: meta.deletion_requested_at.map(Timestamp::as_millis),
+            finalizers: some_unless_empty(&meta.finalizers, String::clone),
+            conditions: some_unless_empty(&meta.conditions, condition_result),
+            labels: (!meta.labels.is_empty()).then(|| {
+                meta.labels
+                    .iter()
+                    .map(|(key, value)| wit::LabelResult {
+                        key: key.clone(),
+                        value: value.clone(),
+                    })
+                    .collect()
+            }),
+            created_at_ms: meta.created_at.as_millis(),
+            updated_at_ms: meta.updated_at.as_millis(),
+        }
+    }
+}
+
+/// The lists of an object a pass lends the guest, borrowed from it, for
+/// [`ObjectLists::param`]: nothing is copied but into the guest's memory.
+pub(crate) struct ObjectLists<'a> {
+    finalizers: Vec<&'a str>,
+    conditions: Vec<wit::ConditionParam<'a>>,
+    labels: Vec<wit::LabelParam<'a>>,
+}
+
+impl<'a> ObjectLists<'a> {
+    pub(crate) fn of(raw: &'a RawObject) -> Self {
+        ObjectLists {
+            finalizers: raw.meta.finalizers.iter().map(String::as_str).collect(),
+            conditions: raw.meta.conditions.iter().map(condition_param).collect(),
+            labels: raw
+                .meta
+                .labels
+                .iter()
+                .map(|(key, value)| wit::LabelParam { key, value })
+                .collect(),
+        }
+    }
+
+    /// `raw` (the object these lists came from) as the guest's parameter.
+    pub(crate) fn param(&'a self, raw: &'a RawObject) -> wit::ObjectParam<'a> {
+        let meta = &raw.meta;
+        wit::ObjectParam {
+            id: meta.id,
+            name: &meta.name,
+            spec: raw.spec.as_str(),
+            status: raw.status.as_ref().map(|s| s.as_str()),
+            generation: meta.generation,
+            observed_generation: meta.observed_generation,
+            observed_at_ms: meta.observed_at.map(Timestamp::as_millis),
+            resource_version: meta.resource_version,
+            deletion_requested_at_ms: meta.deletion_requested_at.map(Timestamp::as_millis),
+            finalizers: lent(&self.finalizers),
+            conditions: lent(&self.conditions),
+            labels: lent(&self.labels),
+            created_at_ms: meta.created_at.as_millis(),
+            updated_at_ms: meta.updated_at.as_millis(),
+        }
+    }
+}
+
+/// `list`, or `None` when it is empty.
+fn some_unless_empty<T, W>(list: &[T], convert: impl Fn(&T) -> W) -> Option<Vec<W>> {
+    (!list.is_empty()).then(|| list.iter().map(convert).collect())
+}
+
+/// A lent list, or `None` when it is empty.
+fn lent<T>(list: &[T]) -> Option<&[T]> {
+    (!list.is_empty()).then_some(list)
+}
+
+/// What a create writes; labels given twice are refused.
+fn new_object(
+    name: String,
+    spec: String,
+    options: wit::CreateOptions,
+) -> Result<NewObject, wit::Error> {
+    let labels = match options.labels {
+        Some(labels) => Some(
+            verbs::labels(labels.into_iter().map(|label| (label.key, label.value)))
+                .map_err(error)?,
+        ),
+        None => None,
+    };
+    Ok(NewObject {
+        name,
+        spec,
+        owner: options.owner,
+        finalizers: options.finalizers,
+        labels,
+    })
+}
+
+/// Answers a create whose options were refused before it ran.
+macro_rules! new_object {
+    ($name:expr, $spec:expr, $options:expr) => {
+        match new_object($name, $spec, $options) {
+            Ok(new) => new,
+            Err(refused) => return Ok(Err(refused)),
+        }
+    };
+}
+
+impl host::HostKindClient for PluginState {
+    async fn new(
+        &mut self,
+        group: String,
+        kind: String,
+    ) -> wasmtime::Result<Resource<KindClientHandle>> {
+        verbs::new_kind_client(self, group, kind)
+    }
+
+    async fn create(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        name: String,
+        spec: String,
+        options: wit::CreateOptions,
+    ) -> HostResult<wit::ObjectResult> {
+        let new = new_object!(name, spec, options);
+        let created = verbs::put(self, &handle, Put::Create, new).await;
+        reply(created.map(|answer| answer.map(|(object, _)| object)))
+    }
+
+    async fn get_or_create(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        name: String,
+        spec: String,
+        options: wit::CreateOptions,
+    ) -> HostResult<(wit::ObjectResult, bool)> {
+        let new = new_object!(name, spec, options);
+        reply(verbs::put(self, &handle, Put::GetOrCreate, new).await)
+    }
+
+    async fn create_or_update(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        name: String,
+        spec: String,
+        options: wit::CreateOptions,
+    ) -> HostResult<(wit::ObjectResult, bool)> {
+        let new = new_object!(name, spec, options);
+        reply(verbs::put(self, &handle, Put::CreateOrUpdate, new).await)
+    }
+
+    async fn get(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+    ) -> HostResult<wit::ObjectResult> {
+        reply(verbs::get(self, &handle, Target::Id(id)))
+    }
+
+    async fn get_by_name(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        name: String,
+    ) -> HostResult<wit::ObjectResult> {
+        reply(verbs::get(self, &handle, Target::Name(name)))
+    }
+
+    async fn list(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        after: Option<ObjectId>,
+        limit: u32,
+        selector: Option<String>,
+    ) -> HostResult<wit::Page> {
+        let page = verbs::list(self, &handle, after, limit, selector.as_deref())?;
+        Ok(page
+            .map(|(objects, next)| wit::Page {
+                objects: objects.to_wit(),
+                next,
+            })
+            .map_err(error))
+    }
+
+    async fn update(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+        spec: String,
+    ) -> HostResult<wit::ObjectResult> {
+        reply(verbs::update(self, &handle, Target::Id(id), spec).await)
+    }
+
+    async fn update_by_name(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        name: String,
+        spec: String,
+    ) -> HostResult<wit::ObjectResult> {
+        reply(verbs::update(self, &handle, Target::Name(name), spec).await)
+    }
+
+    async fn delete(&mut self, handle: Resource<KindClientHandle>, id: ObjectId) -> HostResult<()> {
+        reply(verbs::delete(self, &handle, Target::Id(id)).await)
+    }
+
+    async fn delete_by_name(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        name: String,
+    ) -> HostResult<()> {
+        reply(verbs::delete(self, &handle, Target::Name(name)).await)
+    }
+
+    async fn get_owner(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+    ) -> HostResult<Option<wit::ObjectRef>> {
+        reply(verbs::owner_of(self, &handle, id))
+    }
+
+    async fn list_dependencies(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+    ) -> HostResult<Vec<wit::ObjectRef>> {
+        reply(verbs::edges_of(self, &handle, id, Edges::Dependencies))
+    }
+
+    async fn list_dependents(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+    ) -> HostResult<Vec<wit::ObjectRef>> {
+        reply(verbs::edges_of(self, &handle, id, Edges::Dependents))
+    }
+
+    async fn list_owned(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+    ) -> HostResult<Vec<wit::ObjectRef>> {
+        reply(verbs::edges_of(self, &handle, id, Edges::Owned))
+    }
+
+    async fn list_owned_objects(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        owner: ObjectId,
+    ) -> HostResult<Vec<wit::ObjectResult>> {
+        reply(verbs::owned_objects(self, &handle, owner))
+    }
+
+    async fn list_events(
+        &mut self,
+        handle: Resource<KindClientHandle>,
+        id: ObjectId,
+        category: Option<String>,
+        limit: Option<u32>,
+    ) -> HostResult<Vec<wit::Event>> {
+        reply(verbs::events(self, &handle, id, category, limit))
+    }
+
+    async fn drop(&mut self, handle: Resource<KindClientHandle>) -> wasmtime::Result<()> {
+        verbs::drop_kind_client(self, handle)
+    }
+}

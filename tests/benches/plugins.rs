@@ -11,6 +11,10 @@
 //!   each the median of five runs taken in turns with the other (the plugin
 //!   compiled once, from the shared cache), and `plugin.wasm_to_native` the
 //!   median of the five ratios of a wasm run to the native run after it;
+//! - `plugin.converge_10k_wasm_0_1_per_s` and `plugin.wasm_0_1_to_native`:
+//!   the same, with the `greeting` plugin's contract-0.1 build (checked in
+//!   under `tests/fixtures/contract-0.1/`), served beside 0.2 in the same
+//!   host build: what the leaner 0.2 pass saves;
 //! - `plugin.cold_start_ms`: with every example plugin already in the
 //!   compiled-artifact cache, loading the plugin directory, starting the
 //!   host, and one greeting observed;
@@ -125,8 +129,20 @@ async fn load(
     (runtime, plugins)
 }
 
-async fn wasm() -> f64 {
+/// The `greeting` plugin's build for `contract`: today's, or the
+/// contract-0.1 build checked into the tests.
+#[derive(Clone, Copy)]
+enum Build {
+    Contract0_2,
+    Contract0_1,
+}
+
+async fn wasm(build: Build) -> f64 {
     let dir = plugin_dir(&["greeting"]);
+    if let Build::Contract0_1 = build {
+        let first = beehive_e2e::contract_0_1_wasm("greeting");
+        std::fs::copy(first, dir.path().join("greeting.wasm")).expect("copy the 0.1 build");
+    }
     let store = Store::temporary().expect("store");
     let host = Host::new(&store, HostOptions::new()).expect("host");
     let options = RuntimeOptions::new().cache_dir(shared_plugin_cache());
@@ -170,12 +186,12 @@ const CONVERGE_RUNS: usize = 5;
 /// The machine's speed drifts by a third within a minute, so a ratio of two
 /// runs apart in time measured the drift (one read 0.75); runs side by side
 /// share most of it.
-async fn wasm_and_native() -> (f64, f64, f64) {
+async fn wasm_and_native(build: Build) -> (f64, f64, f64) {
     let (mut wasm_runs, mut native_runs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     let schemas = greeting_schemas().await;
     for _ in 0..CONVERGE_RUNS {
         let wasm = if std::env::var_os("ONLY_NATIVE").is_none() {
-            wasm().await
+            wasm(build).await
         } else {
             1.0
         };
@@ -497,10 +513,15 @@ fn main() {
     }
     block_on(async {
         if wanted("plugin.converge_10k_wasm_per_s") || wanted("plugin.wasm_to_native") {
-            let (wasm, native, ratio) = wasm_and_native().await;
+            let (wasm, native, ratio) = wasm_and_native(Build::Contract0_2).await;
             figure("plugin.converge_10k_wasm_per_s", wasm, "obj/s");
             figure("plugin.converge_10k_native_per_s", native, "obj/s");
             figure("plugin.wasm_to_native", ratio, "ratio");
+        }
+        if wanted("plugin.converge_10k_wasm_0_1_per_s") || wanted("plugin.wasm_0_1_to_native") {
+            let (wasm, _, ratio) = wasm_and_native(Build::Contract0_1).await;
+            figure("plugin.converge_10k_wasm_0_1_per_s", wasm, "obj/s");
+            figure("plugin.wasm_0_1_to_native", ratio, "ratio");
         }
         if wanted("plugin.cold_start_ms") {
             figure("plugin.cold_start_ms", cold_start().await, "ms");

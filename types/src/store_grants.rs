@@ -160,15 +160,17 @@ impl StoreGrants {
     }
 }
 
-/// How a denial crosses the contract: the `other` case of its `error`
-/// variant, whose message starts with this (the variant is frozen; see the
-/// store-grants ADR).
+/// How a denial's message starts. Contract 0.1 carries it in the `other`
+/// case of its `error` variant (frozen; see the store-grants ADR), 0.2 in
+/// `not-granted`; the SDKs parse the kind and verb back from it.
 pub const NOT_GRANTED_PREFIX: &str = "not granted: ";
 
 /// The message of a denial of `verb` on `kind`.
 pub fn not_granted_message(kind: &GroupKind, verb: StoreVerb) -> String {
     format!(
-        "{NOT_GRANTED_PREFIX}{verb} on {kind} (the plugin's policy has no [store] grant for it)"
+        "{NOT_GRANTED_PREFIX}{verb} on {kind} (the plugin's policy has no [store] grant for it: \
+         add `{verb} = ['{kind}']` under [store] in the policy file beside the plugin, \
+         NAME.toml for NAME.wasm)"
     )
 }
 

@@ -781,3 +781,63 @@ async fn labels_are_kept_indexed_and_selected_on_either_backend() {
     assert_eq!(picked.len(), 1);
     assert_eq!(picked[0].meta.name, "b");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selected_pages_are_bounded_and_page_on_to_every_match() {
+    use beehive::object::Selector;
+    let store = beehive_e2e::store();
+    let client = clusters(&store);
+    for i in 0..30 {
+        let tier = if i % 3 == 0 { "web" } else { "db" };
+        let labels = [("tier".to_string(), tier.to_string())].into();
+        client
+            .create(
+                &format!("c{i:02}"),
+                spec("{}"),
+                CreateOptions::new().labels(labels),
+            )
+            .await
+            .unwrap();
+    }
+    // Every page of `selector` at `limit`, as a plugin pages: the names of
+    // each, and whether a page came back empty with more to read.
+    let pages = |selector: &str, limit: usize| {
+        let selector = Selector::parse(selector).unwrap();
+        let (mut names, mut empty_with_more, mut after) = (Vec::new(), false, None);
+        loop {
+            let (page, next) = client.list_selected_page(&selector, after, limit).unwrap();
+            assert!(page.len() <= limit);
+            empty_with_more |= page.is_empty() && next.is_some();
+            names.push(page.into_iter().map(|o| o.meta.name).collect::<Vec<_>>());
+            match next {
+                Some(id) => after = Some(id),
+                None => return (names, empty_with_more),
+            }
+        }
+    };
+    let web: Vec<String> = (0..30).step_by(3).map(|i| format!("c{i:02}")).collect();
+    // Through the label index, and by scanning the kind (`!=` has no index).
+    for selector in ["tier=web", "tier!=db"] {
+        let (names, _) = pages(selector, 4);
+        assert_eq!(names.concat(), web, "{selector}");
+        assert_eq!(
+            names[0].len(),
+            4,
+            "{selector}: full pages while there are more"
+        );
+    }
+    // A selector nothing matches reads a bounded number of candidates per
+    // call: short (empty) pages that still say where to go on.
+    let (names, empty_with_more) = pages("tier=none,!tier", 1);
+    assert!(names.concat().is_empty());
+    let (names, empty_with_more_scan) = pages("tier notin (web,db)", 1);
+    assert!(names.concat().is_empty());
+    assert!(
+        !empty_with_more,
+        "an index that holds nothing answers at once"
+    );
+    assert!(
+        empty_with_more_scan,
+        "a scan of 30 stops after 8 batches of 1"
+    );
+}

@@ -180,3 +180,46 @@ impl Bindings {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use beehive_types::{ContractError, GroupKind, StoreVerb};
+
+    use super::*;
+
+    #[test]
+    fn a_denial_is_its_own_case_in_0_2_and_a_sentence_in_0_1() {
+        let denied = ContractError::NotGranted {
+            kind: GroupKind::new("example.dev", "Secret"),
+            verb: StoreVerb::Read,
+        };
+        let fix = "add `read = ['Secret.example.dev']` under [store]";
+        match v0_2::error(denied.clone()) {
+            v0_2::beehive::controller::types::Error::NotGranted(message) => {
+                assert!(message.contains(fix), "{message}");
+            }
+            other => panic!("0.2: {other:?}"),
+        }
+        match v0_1::error(denied.clone()) {
+            v0_1::beehive::controller::types::Error::Other(message) => {
+                assert_eq!(ContractError::from_other(message), denied);
+            }
+            other => panic!("0.1: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn versions_are_named_as_their_packages() {
+        assert_eq!(Contract::NEWEST.to_string(), "beehive:controller@0.2.0");
+        assert_eq!(Contract::of_version("0.1.0"), Some(Contract::V0_1));
+        assert_eq!(Contract::of_version("0.3.0"), None);
+        assert_eq!(
+            Contract::V0_2.interface("controller"),
+            "beehive:controller/controller@0.2.0"
+        );
+        assert_eq!(
+            served(),
+            "beehive:controller@0.1.0, beehive:controller@0.2.0"
+        );
+    }
+}

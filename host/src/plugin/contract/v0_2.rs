@@ -24,9 +24,9 @@ wasmtime::component::bindgen!({
     },
 });
 
-use beehive::controller::config;
-use beehive::controller::host;
-use beehive::controller::types as wit;
+use self::beehive::controller::config;
+use self::beehive::controller::host;
+use self::beehive::controller::types as wit;
 
 shared_contract!(not_granted: wit::Error::NotGranted);
 

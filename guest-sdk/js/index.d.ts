@@ -116,6 +116,8 @@ export declare class Meta {
   deletionRequestedAtMs: number | null;
   finalizers: string[];
   conditions: Condition[];
+  /** Its labels (`{ tier: 'web' }`). */
+  labels: Record<string, string>;
   createdAtMs: number;
   updatedAtMs: number;
   /** Whether its deletion was requested. */
@@ -131,10 +133,15 @@ export interface BeehiveObject<Spec = Json, Status = Json> {
   status: Status | null;
 }
 
-/** An owner (deleting it cascades) and finalizers for a new object. */
+/**
+ * An owner (deleting it cascades), finalizers and labels for a new object.
+ * On an object that exists, a create-or-update replaces its labels with
+ * `labels`; without them it leaves them as they are.
+ */
 export interface CreateOptions {
   owner?: number;
   finalizers?: string[];
+  labels?: Record<string, string>;
 }
 
 /** Objects of one kind, read and written inside the current pass. */
@@ -144,7 +151,8 @@ export declare class KindClient<Spec = Json, Status = Json> {
   createOrUpdate(name: string, spec: Spec, options?: CreateOptions): { object: BeehiveObject<Spec, Status>; created: boolean };
   get(id: number): BeehiveObject<Spec, Status>;
   getByName(name: string): BeehiveObject<Spec, Status>;
-  list(): BeehiveObject<Spec, Status>[];
+  /** Every object, or those whose labels `selector` matches (kubectl's grammar). */
+  list(selector?: string): BeehiveObject<Spec, Status>[];
   update(id: number, spec: Spec): BeehiveObject<Spec, Status>;
   updateByName(name: string, spec: Spec): BeehiveObject<Spec, Status>;
   delete(id: number): void;
@@ -194,12 +202,12 @@ export interface Controller<Spec = Json, Status = Json> {
 
 /** The component's `controller` export. */
 export declare function exportController<S, T>(controller: Controller<S, T>): object;
-/** The component's `schema` export. */
+/** No longer needed (contract 0.2): `exportController` exports it all. */
 export declare function exportSchema<S, T>(controller: Controller<S, T>): object;
-/** The component's `migrator` export. */
+/** No longer needed (contract 0.2): `exportController` exports it all. */
 export declare function exportMigrator<S, T>(controller: Controller<S, T>): object;
 
-/** Every code a BeehiveError may carry: the WIT `error` cases, `client-closed` and `not-granted`. */
+/** Every code a BeehiveError may carry: the WIT `error` cases and `client-closed`. */
 export declare const CODES: readonly string[];
 
 /** An error a host call reported. */

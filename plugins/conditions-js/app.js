@@ -8,7 +8,7 @@
 //   reads it as Unknown, unconfirmed, until this plugin confirms it; the
 //   plugin asks for a pass of every object at each start to do so.
 
-import { Action, condition, exportController, exportSchema, violation } from 'beehive-guest';
+import { Action, condition, exportController, violation } from 'beehive-guest';
 
 const validPort = (port) => Number.isInteger(port) && port >= 1 && port <= 65535;
 
@@ -69,4 +69,3 @@ export const services = {
 };
 
 export const controller = exportController(services);
-export const schema = exportSchema(services);

@@ -4,7 +4,7 @@
 // version 0 are upgraded when the host reads them (`enabled` defaults to
 // true), so its passes only ever see the new shape.
 
-import { exportController, exportMigrator, exportSchema } from 'beehive-guest';
+import { exportController } from 'beehive-guest';
 
 import { services } from './app.js';
 
@@ -21,5 +21,3 @@ export const servicesV2 = {
 };
 
 export const controller = exportController(servicesV2);
-export const migrator = exportMigrator(servicesV2);
-export const schema = exportSchema(servicesV2);

@@ -77,4 +77,3 @@ class Services(bh.Controller):
 
 
 Controller = bh.export(Services)
-Schema = bh.export_schema(Services)

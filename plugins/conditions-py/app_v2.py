@@ -33,5 +33,3 @@ class ServicesV2(Services):
 
 
 Controller = bh.export(ServicesV2)
-Migrator = bh.export_migrator(ServicesV2)
-Schema = bh.export_schema(ServicesV2)

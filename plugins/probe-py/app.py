@@ -77,4 +77,3 @@ class Probes(bh.Controller):
 
 
 Controller = bh.export(Probes)
-Schema = bh.export_schema(Probes)

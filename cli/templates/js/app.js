@@ -2,7 +2,7 @@
 // asks for some replicas; each pass reports how many are ready in the
 // status and a `Ready` condition.
 
-import { Action, condition, exportController, exportSchema } from 'beehive-guest';
+import { Action, condition, exportController } from 'beehive-guest';
 
 export const {{controller}} = {
   registration: { group: '{{group}}', kind: '{{kind}}' },
@@ -30,4 +30,3 @@ export const {{controller}} = {
 };
 
 export const controller = exportController({{controller}});
-export const schema = exportSchema({{controller}});

@@ -45,4 +45,3 @@ class {{kind}}Controller(bh.Controller):
 
 
 Controller = bh.export({{kind}}Controller)
-Schema = bh.export_schema({{kind}}Controller)

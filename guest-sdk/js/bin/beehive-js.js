@@ -5,10 +5,9 @@
 // rolldown bundles the module with this SDK (the module's imports of
 // `beehive-guest` resolve to this very copy, so the component binding and
 // the module share one SDK) and strips TypeScript; componentize-js then
-// builds the component against the WIT this package carries, for the world
-// the module's exports need: `plugin-with-http`, with `-and-migrator` for a
-// `migrator` export, `-and-schema` for `schema`, and
-// `plugin-with-http-migrator-and-schema` for both.
+// builds the component against the WIT this package carries (contract
+// `beehive:controller@0.2.0`), for its world `plugin-with-http`: one
+// `controller` export, and the wasi:http import `fetch` uses.
 
 import { realpathSync } from 'node:fs';
 import { mkdtemp, rename, rm, stat, writeFile } from 'node:fs/promises';
@@ -22,22 +21,20 @@ const WIT = join(SDK, 'wit');
 
 const USAGE = `usage: beehive-js build MODULE [-o NAME.wasm] [-w WORLD]
 
-Builds MODULE (app.js or app.ts, exporting \`controller\`, and optionally
-\`schema\` and \`migrator\`) into a Beehive plugin component.`;
+Builds MODULE (app.js or app.ts, exporting \`controller\`) into a Beehive
+plugin component.`;
 
-/** The world a module needs, from the names it exports. */
+/** The world every module is built for. */
+const WORLD = 'plugin-with-http';
+
+/** The world a module is built for, once it exports a `controller`. */
 export function worldFor(exports) {
   if (!exports.includes('controller')) {
     throw new Error(
       'the module exports no `controller`: end it with `export const controller = exportController(...)`',
     );
   }
-  const migrator = exports.includes('migrator');
-  const schema = exports.includes('schema');
-  if (migrator && schema) return 'plugin-with-http-migrator-and-schema';
-  if (migrator) return 'plugin-with-http-and-migrator';
-  if (schema) return 'plugin-with-http-and-schema';
-  return 'plugin-with-http';
+  return WORLD;
 }
 
 /** The module and the SDK, as one ES module: its text and export names. */
@@ -49,7 +46,9 @@ async function bundle(module, staging) {
   await writeFile(
     entry,
     `import ${JSON.stringify(join(SDK, 'src/component.js'))};\n` +
-      `export * from ${JSON.stringify(module)};\n`,
+      // Only the world's export: a module written for the first contract
+      // may still export `schema` or `migrator`, which 0.2 has no place for.
+      `export { controller } from ${JSON.stringify(module)};\n`,
   );
   const build = await rolldown({
     input: entry,
@@ -58,7 +57,13 @@ async function bundle(module, staging) {
     resolve: { alias: { 'beehive-guest': join(SDK, 'src/index.js') } },
     logLevel: 'warn',
   });
-  const { output } = await build.generate({ format: 'esm' });
+  let output;
+  try {
+    ({ output } = await build.generate({ format: 'esm' }));
+  } catch (error) {
+    if (/controller/.test(error.message)) worldFor([]);
+    throw error;
+  }
   await build.close();
   const [chunk] = output;
   const file = join(staging, 'bundle.js');

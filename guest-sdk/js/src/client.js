@@ -167,7 +167,12 @@ export class KindClient {
     return this.#backend;
   }
 
-  /** Creates `name` (`name-taken` if something holds it); options `{owner, finalizers}`. */
+  /**
+   * Creates `name` (`name-taken` if something holds it); options
+   * `{owner, finalizers, labels}`. On an object that exists, a
+   * create-or-update replaces its labels with `labels`; without them it
+   * leaves them as they are.
+   */
   create(name, spec, options = {}) {
     return decodeObject(this.#raw().create(name, encode(spec, 'spec'), options));
   }
@@ -194,12 +199,17 @@ export class KindClient {
     return decodeObject(this.#raw().getByName(name));
   }
 
-  /** Every object of the kind, by id, read page by page. */
-  list() {
+  /**
+   * Every object of the kind, by id, read page by page; with a `selector`
+   * (kubectl's grammar: `'tier in (web,db),!canary'`), those whose labels
+   * it matches. A selector that does not parse throws `invalid-option`
+   * naming the position.
+   */
+  list(selector) {
     const objects = [];
     let after;
     do {
-      const page = this.#raw().list(after, LIST_PAGE);
+      const page = this.#raw().list(after, LIST_PAGE, selector);
       objects.push(...page.objects.map(decodeObject));
       after = page.next;
     } while (after !== undefined);

@@ -8,8 +8,8 @@
 // undefined, a variant is `{tag, val}`, and a host call that returns an
 // `error` throws with the error as its `payload`.
 
-import { log as hostLog, KindClient as HostKindClient } from 'beehive:controller/host@0.1.0';
-import { get as configGet, keys as configKeys } from 'beehive:controller/config@0.1.0';
+import { log as hostLog, KindClient as HostKindClient } from 'beehive:controller/host@0.2.0';
+import { get as configGet, keys as configKeys } from 'beehive:controller/config@0.2.0';
 
 import { bindComponent } from './binding.js';
 import { message, runPass } from './controller.js';
@@ -21,21 +21,26 @@ const LEVELS = new Set(['trace', 'debug', 'info', 'warn', 'error']);
 const toNumber = (value) => (value === undefined ? null : Number(value));
 const toBigInt = (value) => (value === undefined || value === null ? undefined : BigInt(value));
 
-/** The SDK's raw object (spec and status still JSON text) from the WIT record. */
-function rawObject(object) {
+/**
+ * The SDK's raw object (spec and status still JSON text) from the WIT
+ * record, of `group` and `kind`: contract 0.2 does not carry them (they are
+ * the pass's kind, or the kind client's). An absent list is an empty one.
+ */
+function rawObject(object, group, kind) {
   return {
     meta: new Meta({
       id: Number(object.id),
-      group: object.group,
-      kind: object.kind,
+      group,
+      kind,
       name: object.name,
       generation: Number(object.generation),
       observedGeneration: toNumber(object.observedGeneration),
       observedAtMs: toNumber(object.observedAtMs),
       resourceVersion: Number(object.resourceVersion),
       deletionRequestedAtMs: toNumber(object.deletionRequestedAtMs),
-      finalizers: object.finalizers,
-      conditions: object.conditions.map(fromWitCondition),
+      finalizers: object.finalizers ?? [],
+      conditions: (object.conditions ?? []).map(fromWitCondition),
+      labels: Object.fromEntries((object.labels ?? []).map((l) => [l.key, l.value])),
       createdAtMs: Number(object.createdAtMs),
       updatedAtMs: Number(object.updatedAtMs),
     }),
@@ -85,7 +90,15 @@ function toWitEvent(e) {
 
 const fromWitRef = (r) => ({ id: Number(r.id), group: r.group, kind: r.kind });
 const fromWitRefs = (refs) => refs.map(fromWitRef);
-const toWitOptions = (o = {}) => ({ owner: toBigInt(o.owner), finalizers: [...(o.finalizers ?? [])] });
+const toWitOptions = (o = {}) => ({
+  owner: toBigInt(o.owner),
+  finalizers: [...(o.finalizers ?? [])],
+  // Absent keeps an object's labels on a create-or-update; given, they replace them.
+  labels:
+    o.labels === undefined || o.labels === null
+      ? undefined
+      : Object.entries(o.labels).map(([key, value]) => ({ key, value: String(value) })),
+});
 
 /** The backend of one pass, over the borrowed `controller-client`. */
 function passBackend(client) {
@@ -109,33 +122,39 @@ function passBackend(client) {
     begin: () => hostCall(() => client.begin()),
     commit: () => hostCall(() => client.commit()),
     rollback: () => hostCall(() => client.rollback()),
-    kindClient: (group, kind) => kindBackend(new HostKindClient(group, kind)),
+    kindClient: (group, kind) => kindBackend(new HostKindClient(group, kind), group, kind),
   };
 }
 
-/** The backend of a `KindClient`, over the host's `kind-client`. */
-function kindBackend(kinds) {
-  const pair = ([object, created]) => [rawObject(object), created];
+/** The backend of a `KindClient` of (`group`, `kind`), over the host's `kind-client`. */
+function kindBackend(kinds, group, kind) {
+  const raw = (object) => rawObject(object, group, kind);
+  const pair = ([object, created]) => [raw(object), created];
   return {
-    create: (name, spec, o) => rawObject(hostCall(() => kinds.create(name, spec, toWitOptions(o)))),
+    create: (name, spec, o) => raw(hostCall(() => kinds.create(name, spec, toWitOptions(o)))),
     getOrCreate: (name, spec, o) => pair(hostCall(() => kinds.getOrCreate(name, spec, toWitOptions(o)))),
     createOrUpdate: (name, spec, o) =>
       pair(hostCall(() => kinds.createOrUpdate(name, spec, toWitOptions(o)))),
-    get: (id) => rawObject(hostCall(() => kinds.get(BigInt(id)))),
-    getByName: (name) => rawObject(hostCall(() => kinds.getByName(name))),
-    list: (after, limit) => {
-      const page = hostCall(() => kinds.list(toBigInt(after), limit));
-      return { objects: page.objects.map(rawObject), next: toNumber(page.next) ?? undefined };
+    get: (id) => raw(hostCall(() => kinds.get(BigInt(id)))),
+    getByName: (name) => raw(hostCall(() => kinds.getByName(name))),
+    list: (after, limit, selector) => {
+      const page = hostCall(() => kinds.list(toBigInt(after), limit, selector ?? undefined));
+      return { objects: page.objects.map(raw), next: toNumber(page.next) ?? undefined };
     },
-    update: (id, spec) => rawObject(hostCall(() => kinds.update(BigInt(id), spec))),
-    updateByName: (name, spec) => rawObject(hostCall(() => kinds.updateByName(name, spec))),
+    update: (id, spec) => raw(hostCall(() => kinds.update(BigInt(id), spec))),
+    updateByName: (name, spec) => raw(hostCall(() => kinds.updateByName(name, spec))),
     delete: (id) => hostCall(() => kinds.delete(BigInt(id))),
     deleteByName: (name) => hostCall(() => kinds.deleteByName(name)),
-    listOwnedObjects: (owner) => hostCall(() => kinds.listOwnedObjects(BigInt(owner))).map(rawObject),
+    listOwnedObjects: (owner) => hostCall(() => kinds.listOwnedObjects(BigInt(owner))).map(raw),
   };
 }
 
-/** What `describe` returns, from the controller's registration. */
+/**
+ * What `describe` returns: the controller's registration, its JSON Schemas
+ * (`specSchema`, `statusSchema`), and which optional exports mean
+ * something (`validate` when it has one, the converters when the kind is
+ * versioned).
+ */
 function registration(controller) {
   const r = controller.registration;
   const ms = (field) =>
@@ -153,8 +172,14 @@ function registration(controller) {
     specSchemaVersion: r.specVersion ?? 0,
     statusSchemaVersion: r.statusVersion ?? 0,
     passDeadlineMs: ms('passDeadlineMs'),
+    specSchema: schemaText(controller.specSchema),
+    statusSchema: schemaText(controller.statusSchema),
+    validates: typeof controller.validate === 'function',
+    migrates: (r.specVersion ?? 0) !== 0 || (r.statusVersion ?? 0) !== 0,
   };
 }
+
+const schemaText = (schema) => (schema === undefined ? undefined : JSON.stringify(schema));
 
 /** The WIT `reconcile-result` of an Action. */
 function toWitResult(action) {
@@ -167,17 +192,9 @@ function toWitResult(action) {
 }
 
 function reconcile(controller, object, client) {
-  const action = runPass(controller, passBackend(client), rawObject(object));
+  const { group, kind } = controller.registration;
+  const action = runPass(controller, passBackend(client), rawObject(object, group, kind));
   return action instanceof Promise ? action.then(toWitResult) : toWitResult(action);
-}
-
-function schemas(controller) {
-  const text = (schema) => (schema === undefined ? undefined : JSON.stringify(schema));
-  return {
-    spec: text(controller.specSchema),
-    status: text(controller.statusSchema),
-    validates: typeof controller.validate === 'function',
-  };
 }
 
 function validate(controller, specText) {
@@ -217,7 +234,6 @@ bindComponent({
   fetch: (input, init) => globalThis.fetch(input, init),
   registration,
   reconcile,
-  schemas,
   validate,
   convert,
 });

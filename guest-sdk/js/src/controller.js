@@ -124,34 +124,30 @@ export function exportController(controller) {
   return {
     describe: () => wire().registration(controller),
     reconcile: (object, client) => wire().reconcile(controller, object, client),
-  };
-}
-
-/**
- * The component's `schema` export, for a controller with `specSchema`,
- * `statusSchema` or `validate`: `export const schema = exportSchema(myController);`.
- * The host records the schemas with the kind and checks every spec write
- * against them, then against `validate`.
- */
-export function exportSchema(controller) {
-  requireRegistration(controller);
-  return {
-    describeSchemas: () => wire().schemas(controller),
     validate: (specText) => wire().validate(controller, specText),
-  };
-}
-
-/**
- * The component's `migrator` export, for a controller whose registration
- * raises `specVersion` or `statusVersion`: `convertSpec(fromVersion, spec)`
- * and `convertStatus` reshape older stored documents.
- */
-export function exportMigrator(controller) {
-  requireRegistration(controller);
-  return {
     convertSpec: (fromVersion, raw) => wire().convert(controller, 'spec', fromVersion, raw),
     convertStatus: (fromVersion, raw) => wire().convert(controller, 'status', fromVersion, raw),
   };
+}
+
+/**
+ * No longer needed: `exportController` declares the schemas and exports
+ * `validate` (contract 0.2 has one `controller` interface). Kept so a
+ * module written for the SDK's first contract still builds; `beehive-js
+ * build` exports only `controller`.
+ */
+export function exportSchema(controller) {
+  requireRegistration(controller);
+  return {};
+}
+
+/**
+ * No longer needed: `exportController` exports the converters. Kept as
+ * `exportSchema` is.
+ */
+export function exportMigrator(controller) {
+  requireRegistration(controller);
+  return {};
 }
 
 function requireRegistration(controller) {

@@ -60,6 +60,8 @@ export function fromHost({ tag, val }) {
       return new BeehiveError('client-closed', 'the pass has returned; its client cannot be used');
     case 'dependency-cycle':
       return new BeehiveError(tag, `dependency cycle: ${val.join(' → ')}`, { cycle: [...val] });
+    case 'not-granted':
+      return denial(val) ?? new BeehiveError(tag, val);
     case 'other':
       return denial(val) ?? new BeehiveError(tag, val);
     default:

@@ -16,6 +16,7 @@ import { testHost } from './binding.js';
 import { runPass } from './controller.js';
 import { BeehiveError } from './errors.js';
 import { Meta } from './model.js';
+import { parseSelector, selectorMatches } from './selector.js';
 
 /** Gives `key` the value `value` for `config.get`. */
 export function setConfig(key, value) {
@@ -254,6 +255,7 @@ class FakeKind {
       kind: this.kind,
       name,
       finalizers: [...(options.finalizers ?? [])],
+      labels: { ...(options.labels ?? {}) },
     });
     const raw = { meta, spec, status: null };
     this.fake.store.set(id, { raw, owner: options.owner });
@@ -269,7 +271,10 @@ class FakeKind {
   createOrUpdate(name, spec, options) {
     this.may('write');
     const found = this.find(name);
-    return found ? [this.update(found.meta.id, spec), false] : [this.create(name, spec, options), true];
+    if (!found) return [this.create(name, spec, options), true];
+    // Given labels replace an object's; none leaves them, as the host does.
+    if (options?.labels) found.meta.labels = { ...options.labels };
+    return [this.update(found.meta.id, spec), false];
   }
 
   get(id) {
@@ -288,9 +293,11 @@ class FakeKind {
     return found;
   }
 
-  list(after, limit) {
+  list(after, limit, selector) {
     this.may('read');
+    const wanted = parseSelector(selector ?? '');
     const ids = this.mine()
+      .filter((e) => selectorMatches(wanted, e.raw.meta.labels))
       .map((e) => e.raw.meta.id)
       .filter((id) => after === undefined || id > after)
       .sort((a, b) => a - b);

@@ -89,6 +89,7 @@ export class Meta {
     /** @type {number | null} */ this.deletionRequestedAtMs = fields.deletionRequestedAtMs ?? null;
     /** @type {string[]} */ this.finalizers = fields.finalizers ?? [];
     /** @type {object[]} */ this.conditions = fields.conditions ?? [];
+    /** @type {Record<string, string>} */ this.labels = fields.labels ?? {};
     /** @type {number} */ this.createdAtMs = fields.createdAtMs ?? 0;
     /** @type {number} */ this.updatedAtMs = fields.updatedAtMs ?? 0;
   }

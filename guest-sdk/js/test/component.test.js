@@ -9,8 +9,7 @@ import { beforeEach, test } from 'node:test';
 register('./hooks.js', import.meta.url);
 const stub = await import('./wit-stub.js');
 await import('../src/component.js');
-const { Action, condition, event, exportController, exportMigrator, exportSchema, violation, config, log } =
-  await import('../src/index.js');
+const { Action, condition, event, exportController, violation, config, log } = await import('../src/index.js');
 
 beforeEach(() => {
   stub.calls.length = 0;
@@ -58,6 +57,10 @@ test('describe gives the registration with its durations as BigInt', () => {
     specSchemaVersion: 2,
     statusSchemaVersion: 0,
     passDeadlineMs: undefined,
+    specSchema: '{"type":"object"}',
+    statusSchema: undefined,
+    validates: true,
+    migrates: true,
   });
 });
 
@@ -78,6 +81,11 @@ test('a pass reads the WIT object and writes WIT values', () => {
   assert.equal(seen.meta.deleting, false);
   assert.deepEqual(seen.spec, { port: 8080 });
   assert.equal(seen.status, null);
+  // The kind is the controller's own; absent lists are empty.
+  assert.equal(seen.meta.kind, 'Thing');
+  assert.equal(seen.meta.group, 'test.dev');
+  assert.deepEqual(seen.meta.finalizers, []);
+  assert.deepEqual(seen.meta.labels, { tier: 'web' });
   assert.equal(seen.meta.condition('Ready').status, false);
   assert.equal(seen.meta.condition('Ready').unconfirmed, true);
 
@@ -171,7 +179,7 @@ test('lists page on until the host says there is no more', () => {
   exportController({
     ...things,
     reconcile(client) {
-      listed = client.kind('test.dev', 'Thing').list();
+      listed = client.kind('test.dev', 'Thing').list('tier=web');
     },
   }).reconcile(stub.witObject(), stub.controllerClient());
   assert.deepEqual(
@@ -181,18 +189,17 @@ test('lists page on until the host says there is no more', () => {
   assert.deepEqual(
     stub.calls.filter(([name]) => name === 'list'),
     [
-      ['list', undefined, 500],
-      ['list', 2n, 500],
+      ['list', undefined, 500, 'tier=web'],
+      ['list', 2n, 500, 'tier=web'],
     ],
   );
 });
 
-test('schemas, validate and the migrator cross as JSON text', () => {
-  const schema = exportSchema(things);
-  assert.deepEqual(schema.describeSchemas(), { spec: '{"type":"object"}', status: undefined, validates: true });
+test('validate and the converters cross as JSON text', () => {
+  const schema = exportController(things);
   assert.deepEqual(schema.validate('{"port":0}'), [{ path: 'spec.port', message: 'must be positive' }]);
   assert.deepEqual(schema.validate('{"port":1}'), []);
-  const migrator = exportMigrator(things);
+  const migrator = exportController(things);
   assert.equal(migrator.convertSpec(1, '{"a":1}'), '{"a":1,"upgraded":true}');
   // An Error would trap; a `payload` is the result's error.
   assert.throws(() => migrator.convertSpec(0, '{}'), (thrown) => {

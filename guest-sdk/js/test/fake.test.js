@@ -145,3 +145,30 @@ test("Meta has every field of the contract's object record", async () => {
   const meta = new Meta({});
   assert.deepEqual(fields.filter((name) => !(name in meta)), []);
 });
+
+test('labels are kept, replaced and selected as the host does', () => {
+  const fake = new FakeClient();
+  const action = fake.run({
+    registration,
+    reconcile(client) {
+      const ports = client.kind('example.dev', 'Port');
+      for (const [name, tier] of [['p1', 'web'], ['p2', 'db'], ['p3', undefined]]) {
+        ports.create(name, {}, { labels: tier ? { tier } : {} });
+      }
+      const names = (selector) => ports.list(selector).map((o) => o.meta.name);
+      assert.deepEqual(names('tier=web'), ['p1']);
+      assert.deepEqual(names('tier in (web,db)'), ['p1', 'p2']);
+      assert.deepEqual(names('tier notin (web)'), ['p2', 'p3']);
+      assert.deepEqual(names('!tier'), ['p3']);
+      assert.deepEqual(names('tier,tier!=web'), ['p2']);
+      assert.deepEqual(names(), ['p1', 'p2', 'p3']);
+      // No labels keep an object's; given ones replace them.
+      ports.createOrUpdate('p1', { n: 1 }, {});
+      assert.deepEqual(ports.getByName('p1').meta.labels, { tier: 'web' });
+      ports.createOrUpdate('p1', { n: 1 }, { labels: {} });
+      assert.deepEqual(names('tier=web'), []);
+      assert.throws(() => ports.list('tier in web'), { code: 'invalid-option', message: /position/ });
+    },
+  });
+  assert.deepEqual(action, Action.settled());
+});

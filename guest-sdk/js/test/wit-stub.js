@@ -30,11 +30,11 @@ export class KindClient {
       next.error = undefined;
       throw Object.assign(new Error('host error'), { payload });
     }
-    return witObject({ id, group: this.group, kind: this.kind, name: `n${id}` });
+    return witObject({ id, name: `n${id}` });
   }
 
-  list(after, limit) {
-    calls.push(['list', after, limit]);
+  list(after, limit, selector) {
+    calls.push(['list', after, limit, selector]);
     const objects = after === undefined ? [witObject({ id: 1n }), witObject({ id: 2n })] : [witObject({ id: 3n })];
     return { objects, next: after === undefined ? 2n : undefined };
   }
@@ -65,12 +65,11 @@ export function controllerClient() {
   };
 }
 
-/** An object as the host hands it. */
+/** An object as the host hands it (contract 0.2: no group or kind, and
+ * `undefined` for an empty list). */
 export function witObject(fields = {}) {
   return {
     id: 1n,
-    group: 'test.dev',
-    kind: 'Thing',
     name: 'web',
     spec: '{"port":8080}',
     status: undefined,
@@ -79,7 +78,8 @@ export function witObject(fields = {}) {
     observedAtMs: undefined,
     resourceVersion: 7n,
     deletionRequestedAtMs: undefined,
-    finalizers: [],
+    finalizers: undefined,
+    labels: [{ key: 'tier', value: 'web' }],
     conditions: [
       {
         type: 'Ready',

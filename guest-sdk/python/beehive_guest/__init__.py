@@ -1,9 +1,8 @@
 """The SDK a Beehive controller plugin is written against, in Python.
 
 A plugin is a WebAssembly component built by componentize-py from the WIT
-world `plugin-with-http` (in `wit/`; `plugin-with-http-and-migrator` for a
-module that also exports `Migrator = export_migrator(...)`). Subclass
-`Controller`, then export it at the end of the app module:
+world `plugin-with-http` of contract `beehive:controller@0.2.0` (in `wit/`).
+Subclass `Controller`, then export it at the end of the app module:
 
     from dataclasses import dataclass
     import beehive_guest as bh

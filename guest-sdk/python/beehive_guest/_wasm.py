@@ -188,7 +188,11 @@ def _http_error(code: Any) -> Exception:
     return http.Failed(type(code).__name__.removeprefix("ErrorCode_"))
 
 
-def registration(r: Registration) -> Any:
+def registration(
+    r: Registration, spec_schema: Optional[str], status_schema: Optional[str]
+) -> Any:
+    """What `describe` answers: the registration, the schemas derived from
+    the controller's types, and which optional exports mean something."""
     return types.Registration(
         group=r.group,
         kind=r.kind,
@@ -202,13 +206,21 @@ def registration(r: Registration) -> Any:
         spec_schema_version=r.spec_version,
         status_schema_version=r.status_version,
         pass_deadline_ms=millis(r.pass_deadline),
+        spec_schema=spec_schema,
+        status_schema=status_schema,
+        validates=r.validates,
+        migrates=r.spec_version != 0 or r.status_version != 0,
     )
 
 
 def reconcile(controller: Any, obj: Any, client: Any) -> Any:
     from .controller import run_pass
 
-    action = run_pass(controller, ControllerBackend(client), raw_object(obj))
+    # Contract 0.2 does not carry the kind of a pass's object: it is the
+    # controller's own.
+    own = controller.registration
+    raw = raw_object(obj, own.group, own.kind)
+    action = run_pass(controller, ControllerBackend(client), raw)
     return result(action)
 
 
@@ -222,26 +234,17 @@ def convert(controller: Any, document: str, from_version: int, raw: str) -> str:
         raise Err(f"{type(failure).__name__}: {failure}") from None
 
 
-def schemas(spec: Optional[str], status: Optional[str], validates: bool) -> Any:
-    """What `describe-schemas` answers."""
-    from wit_world.exports import schema
-
-    return schema.Schemas(spec=spec, status=status, validates=validates)
-
-
 def validate(controller: Any, spec_text: str) -> Any:
     """Runs `controller.validate` over a spec, as `validate` answers the
     host; a spec that does not decode is one violation."""
-    from wit_world.exports import schema
-
     from .codec import from_json
     from .errors import DecodeError
 
     try:
         spec = from_json(controller.spec_type, spec_text, "spec")
     except DecodeError as error:
-        return [schema.Violation(path="spec", message=str(error))]
-    return [schema.Violation(path=v.path, message=v.message) for v in controller.validate(spec)]
+        return [types.Violation(path="spec", message=str(error))]
+    return [types.Violation(path=v.path, message=v.message) for v in controller.validate(spec)]
 
 
 def result(action: Action) -> Any:
@@ -270,10 +273,13 @@ def exception(error: Any) -> errors.BeehiveError:
     value = getattr(error, "value", None)
     if cls is errors.DependencyCycle:
         return errors.DependencyCycle(value or [])
-    if cls is errors.Other and isinstance(value, str):
+    if cls in (errors.Other, errors.NotGranted) and isinstance(value, str):
         denied = errors.NotGranted.parse(value)
         if denied is not None:
             return denied
+    if cls is errors.NotGranted:
+        # A denial whose message names no kind and verb: still an error.
+        return errors.Other(value)
     return cls(value if value is not None else case)
 
 
@@ -285,12 +291,17 @@ def _copied(cls: Any, source: Any, **given: Any) -> Any:
     return cls(**{name: getattr(source, name) for name in names}, **given)
 
 
-def raw_object(o: Any) -> RawObject:
+def raw_object(o: Any, group: str, kind: str) -> RawObject:
+    """An object the host handed over, of (`group`, `kind`), which contract
+    0.2 does not carry; an absent list is an empty one."""
     meta = _copied(
         Meta,
         o,
-        finalizers=list(o.finalizers),
-        conditions=[condition(c) for c in o.conditions],
+        group=group,
+        kind=kind,
+        finalizers=list(o.finalizers or []),
+        conditions=[condition(c) for c in o.conditions or []],
+        labels={label.key: label.value for label in o.labels or []},
     )
     return RawObject(meta=meta, spec=o.spec, status=o.status)
 
@@ -327,7 +338,10 @@ def object_ref(r: Any) -> ObjectRef:
 
 
 def wit_options(options: CreateOptions) -> Any:
-    return types.CreateOptions(owner=options.owner, finalizers=list(options.finalizers))
+    labels = None
+    if options.labels is not None:
+        labels = [types.Label(key=k, value=v) for k, v in sorted(options.labels.items())]
+    return types.CreateOptions(owner=options.owner, finalizers=list(options.finalizers), labels=labels)
 
 
 class ControllerBackend:
@@ -388,39 +402,45 @@ class ControllerBackend:
     def kind_client(self, group: str, kind: str) -> "KindBackend":
         key = (group, kind)
         if key not in _KIND_CLIENTS:
-            _KIND_CLIENTS[key] = KindBackend(_raising(host.KindClient, group, kind))
+            _KIND_CLIENTS[key] = KindBackend(_raising(host.KindClient, group, kind), group, kind)
         return _KIND_CLIENTS[key]
 
 
 class KindBackend:
-    """A host kind client."""
+    """A host kind client, and its kind: the objects it reads do not carry
+    it."""
 
-    def __init__(self, client: Any):
-        self._client = client
+    def __init__(self, client: Any, group: str, kind: str):
+        self._client, self._group, self._kind = client, group, kind
+
+    def _object(self, o: Any) -> RawObject:
+        return raw_object(o, self._group, self._kind)
 
     def create(self, name: str, spec: str, options: CreateOptions) -> RawObject:
-        return raw_object(_raising(self._client.create, name, spec, wit_options(options)))
+        return self._object(_raising(self._client.create, name, spec, wit_options(options)))
 
     def get_or_create(self, name: str, spec: str, options: CreateOptions) -> Tuple[RawObject, bool]:
         o, created = _raising(self._client.get_or_create, name, spec, wit_options(options))
-        return raw_object(o), created
+        return self._object(o), created
 
     def create_or_update(self, name: str, spec: str, options: CreateOptions) -> Tuple[RawObject, bool]:
         o, created = _raising(self._client.create_or_update, name, spec, wit_options(options))
-        return raw_object(o), created
+        return self._object(o), created
 
     def get(self, id_: int) -> RawObject:
-        return raw_object(_raising(self._client.get, id_))
+        return self._object(_raising(self._client.get, id_))
 
     def get_by_name(self, name: str) -> RawObject:
-        return raw_object(_raising(self._client.get_by_name, name))
+        return self._object(_raising(self._client.get_by_name, name))
 
-    def list(self, after: Optional[int], limit: int) -> Tuple[List[RawObject], Optional[int]]:
-        page = _raising(self._client.list, after, limit)
-        return [raw_object(o) for o in page.objects], page.next
+    def list(
+        self, after: Optional[int], limit: int, selector: Optional[str] = None
+    ) -> Tuple[List[RawObject], Optional[int]]:
+        page = _raising(self._client.list, after, limit, selector)
+        return [self._object(o) for o in page.objects], page.next
 
     def update(self, id_: int, spec: str) -> RawObject:
-        return raw_object(_raising(self._client.update, id_, spec))
+        return self._object(_raising(self._client.update, id_, spec))
 
     def delete(self, id_: int) -> None:
         _raising(self._client.delete, id_)
@@ -429,4 +449,4 @@ class KindBackend:
         _raising(self._client.delete_by_name, name)
 
     def list_owned_objects(self, owner: int) -> List[RawObject]:
-        return [raw_object(o) for o in _raising(self._client.list_owned_objects, owner)]
+        return [self._object(o) for o in _raising(self._client.list_owned_objects, owner)]

@@ -3,18 +3,15 @@ component, from any directory.
 
 It runs componentize-py (installed with `pip install beehive-guest[build]`)
 on the module with this SDK beside it, against the WIT contract this package
-carries, for the world the module needs: `plugin-with-http` (the SDK calls
-wasi:http), with `-and-migrator` when the module defines `Migrator`,
-`-and-schema` when it defines `Schema`, `plugin-with-http-migrator-and-schema`
-for both. Only the module's directory's `.py` files and the SDK go in: never
-tests, caches or bytecode.
+carries (`beehive:controller@0.2.0`), for its world `plugin-with-http` (the
+SDK calls wasi:http). Only the module's directory's `.py` files and the SDK
+go in: never tests, caches or bytecode.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -26,16 +23,9 @@ SDK = Path(__file__).resolve().parent
 WIT = SDK / "wit"
 
 
-def world_for(source: str) -> str:
-    """The world a module needs, from what it defines at top level."""
-    migrator = re.search(r"^Migrator\s*=", source, re.MULTILINE) is not None
-    schema = re.search(r"^Schema\s*=", source, re.MULTILINE) is not None
-    return {
-        (False, False): "plugin-with-http",
-        (True, False): "plugin-with-http-and-migrator",
-        (False, True): "plugin-with-http-and-schema",
-        (True, True): "plugin-with-http-migrator-and-schema",
-    }[(migrator, schema)]
+#: The world every module is built for: one `controller` export, and the
+#: wasi:http import the SDK's `http` uses.
+WORLD = "plugin-with-http"
 
 
 def componentize_py() -> str:
@@ -68,7 +58,7 @@ def stage(module: Path, into: Path) -> None:
 def build(module: Path, output: Path, world: str | None) -> None:
     if module.suffix != ".py" or not module.is_file():
         sys.exit(f"beehive-py: {module}: not a Python module")
-    world = world or world_for(module.read_text())
+    world = world or WORLD
     with tempfile.TemporaryDirectory() as staging:
         staged = Path(staging)
         stage(module, staged)
@@ -116,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
         "-o", "--output", type=Path, help="the component to write (default: DIR.wasm)"
     )
     build_command.add_argument(
-        "-w", "--world", help="the WIT world (default: chosen from the module)"
+        "-w", "--world", help=f"the WIT world (default: {WORLD})"
     )
     args = parser.parse_args(argv)
     module = args.module.resolve()

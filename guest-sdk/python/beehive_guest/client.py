@@ -153,11 +153,14 @@ class KindClient:
         """What holds `name` (NotFound if nothing does)."""
         return self._decode(self._raw().get_by_name(name))
 
-    def list(self) -> List[Object]:
-        """Every object of the kind, by id, read page by page."""
+    def list(self, selector: Optional[str] = None) -> List[Object]:
+        """Every object of the kind, by id, read page by page; with a
+        `selector` (kubectl's grammar: `"tier in (web,db),!canary"`), those
+        whose labels it matches. A selector that does not parse raises
+        InvalidOption naming the position."""
         objects, after = [], None
         while True:
-            page, after = self._raw().list(after, LIST_PAGE)
+            page, after = self._raw().list(after, LIST_PAGE, selector)
             objects.extend(self._decode(raw) for raw in page)
             if after is None:
                 return objects

@@ -38,8 +38,7 @@ class Controller:
         """Rules a schema cannot say, over a spec (decoded as `spec_type`)
         that passed the schema: the ways it breaks them, empty when it keeps
         them. The host calls it on every spec write of the kind when the
-        registration says `validates=True` (export it with `export_schema`)
-        and refuses the write for any violation."""
+        registration says `validates=True` and refuses the write for any violation."""
         return []
 
     def convert_spec(self, from_version: int, spec: Any) -> Any:
@@ -100,57 +99,48 @@ def _component() -> Any:
 def export(controller_class: type) -> type:
     """The class componentize-py exports as the `controller` interface:
     write `Controller = export(MyController)` at the end of the app module.
-    One instance of `controller_class` serves every pass."""
+    One instance of `controller_class` serves every pass.
+
+    The JSON Schemas of `spec_type` and `status_type` (when they are
+    dataclasses) are declared with the registration: the host checks every
+    spec write of the kind against them, then against `validate` when the
+    registration says `validates=True`. They are derived here, while the
+    component is built, when the source (and its `#:` comments) can be read.
+    The converters are called only when the registration names schema
+    versions."""
     instance = controller_class()
+    spec = schema.json_schema_text(controller_class.spec_type)
+    status = schema.json_schema_text(controller_class.status_type)
 
     class Exported:
         def describe(self) -> Any:
-            return _component().registration(instance.registration)
+            return _component().registration(instance.registration, spec, status)
 
         def reconcile(self, obj: Any, client: Any) -> Any:
             return _component().reconcile(instance, obj, client)
 
-    Exported.__name__ = f"Exported{controller_class.__name__}"
-    return Exported
+        def validate(self, spec_text: str) -> Any:
+            return _component().validate(instance, spec_text)
 
-
-def export_migrator(controller_class: type) -> type:
-    """The class componentize-py exports as the `migrator` interface, for a
-    plugin whose registration names schema versions: write
-    `Migrator = export_migrator(MyController)` beside `Controller = ...`
-    (the build then targets the world with a migrator). The host calls it to
-    upgrade stored documents older than the registration's versions."""
-    instance = controller_class()
-
-    class ExportedMigrator:
         def convert_spec(self, from_version: int, raw: str) -> str:
             return _component().convert(instance, "spec", from_version, raw)
 
         def convert_status(self, from_version: int, raw: str) -> str:
             return _component().convert(instance, "status", from_version, raw)
 
-    ExportedMigrator.__name__ = f"ExportedMigrator{controller_class.__name__}"
-    return ExportedMigrator
+    Exported.__name__ = f"Exported{controller_class.__name__}"
+    return Exported
 
 
-def export_schema(controller_class: type) -> type:
-    """The class componentize-py exports as the `schema` interface: write
-    `Schema = export_schema(MyController)` beside `Controller = ...` (the
-    build then targets a world that exports it). The host records the JSON
-    Schemas of `spec_type` and `status_type` with the kind and checks every
-    spec write against them, then against `validate` when the registration
-    asks. The schemas are derived here, while the component is built, when
-    the source (and its `#:` comments) can be read."""
-    instance = controller_class()
-    spec = schema.json_schema_text(controller_class.spec_type)
-    status = schema.json_schema_text(controller_class.status_type)
+def export_migrator(controller_class: type) -> None:
+    """No longer needed: `export` exports the converters (contract 0.2 has
+    one `controller` interface). Kept so a module written for the SDK's
+    first contract still builds."""
+    del controller_class
 
-    class ExportedSchema:
-        def describe_schemas(self) -> Any:
-            return _component().schemas(spec, status, instance.registration.validates)
 
-        def validate(self, spec_text: str) -> Any:
-            return _component().validate(instance, spec_text)
-
-    ExportedSchema.__name__ = f"ExportedSchema{controller_class.__name__}"
-    return ExportedSchema
+def export_schema(controller_class: type) -> None:
+    """No longer needed: `export` declares the schemas (contract 0.2 has
+    one `controller` interface). Kept so a module written for the SDK's
+    first contract still builds."""
+    del controller_class

@@ -108,8 +108,8 @@ class NotGranted(BeehiveError):
     """The plugin's policy (its `[store]` section) does not grant `verb`
     (`"read"` or `"write"`) on `kind` (`Kind.group`)."""
 
-    #: How the host's message for a denial starts (it crosses the contract
-    #: as the `other` case of its error).
+    #: How the host's message for a denial starts (contract 0.2 carries it
+    #: in its `not-granted` case; 0.1 carried it in `other`).
     PREFIX = "not granted: "
 
     def __init__(self, kind: str, verb: str, message: str = ""):
@@ -177,4 +177,5 @@ BY_CASE = {
     )
 }
 BY_CASE["Decode"] = DecodeError
+BY_CASE["NotGranted"] = NotGranted
 BY_CASE["ReconcileReturned"] = ClientClosed

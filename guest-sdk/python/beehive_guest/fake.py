@@ -25,6 +25,8 @@ from . import codec
 from .controller import Controller, run_pass
 from .errors import DeletionPending, NameTaken, NoTransaction, NotFound, NotGranted
 from .model import Action, Condition, CreateOptions, Event, Meta, ObjectRef, RawObject
+from .selector import matches as selector_matches
+from .selector import parse as parse_selector
 
 _CONFIG: Dict[str, str] = {}
 
@@ -258,7 +260,11 @@ class FakeKind:
         if self._find(name) is not None:
             raise NameTaken(name)
         id_ = next(self._fake._ids)
-        meta = Meta(id=id_, group=self._group, kind=self._kind, name=name, finalizers=list(options.finalizers))
+        labels = dict(options.labels or {})
+        meta = Meta(
+            id=id_, group=self._group, kind=self._kind, name=name,
+            finalizers=list(options.finalizers), labels=labels,
+        )
         raw = RawObject(meta=meta, spec=spec)
         self._fake._objects[id_] = (raw, options.owner)
         return dataclasses.replace(raw)
@@ -273,6 +279,8 @@ class FakeKind:
         found = self._find(name)
         if found is None:
             return self.create(name, spec, options), True
+        if options.labels is not None:
+            found.meta.labels = dict(options.labels)
         return self.update(found.meta.id, spec), False
 
     def get(self, id_: int) -> RawObject:
@@ -289,9 +297,16 @@ class FakeKind:
             raise NotFound(f"{self._kind}/{name}")
         return found
 
-    def list(self, after: Optional[int], limit: int) -> Tuple[List[RawObject], Optional[int]]:
+    def list(
+        self, after: Optional[int], limit: int, selector: Optional[str] = None
+    ) -> Tuple[List[RawObject], Optional[int]]:
         self._may("read")
-        ids = sorted(raw.meta.id for raw, _ in self._mine() if after is None or raw.meta.id > after)
+        wanted = parse_selector(selector or "")
+        ids = sorted(
+            raw.meta.id
+            for raw, _ in self._mine()
+            if (after is None or raw.meta.id > after) and selector_matches(wanted, raw.meta.labels)
+        )
         page = [self._fake._objects[i][0] for i in ids[:limit]]
         return page, (page[-1].meta.id if len(ids) > limit else None)
 

@@ -3,7 +3,7 @@
 
 import dataclasses
 from datetime import timedelta
-from typing import Any, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 #: A duration: a `timedelta`, or a number of seconds.
 Duration = Union[timedelta, int, float]
@@ -43,12 +43,11 @@ class Registration:
     pass_deadline: Optional[Duration] = None
     #: The schema versions this release writes specs and statuses at; older
     #: stored documents go through `Controller.convert_spec` /
-    #: `convert_status` (export them with `export_migrator`) before a pass
-    #: sees them.
+    #: `convert_status` before a pass sees them.
     spec_version: int = 0
     status_version: int = 0
     #: Whether the host calls `Controller.validate` on every spec write of
-    #: the kind (export it with `export_schema`).
+    #: the kind.
     validates: bool = False
 
 
@@ -160,6 +159,8 @@ class Meta:
     deletion_requested_at_ms: Optional[int] = None
     finalizers: List[str] = dataclasses.field(default_factory=list)
     conditions: List[Condition] = dataclasses.field(default_factory=list)
+    #: Its labels (`{"tier": "web"}`).
+    labels: Dict[str, str] = dataclasses.field(default_factory=dict)
     created_at_ms: int = 0
     updated_at_ms: int = 0
 
@@ -194,7 +195,10 @@ class RawObject:
 
 @dataclasses.dataclass
 class CreateOptions:
-    """An owner (deleting it cascades) and finalizers for a new object."""
+    """An owner (deleting it cascades), finalizers and labels for a new
+    object. On an object that exists, a create-or-update replaces its labels
+    with `labels`; None leaves them as they are."""
 
     owner: Optional[int] = None
     finalizers: List[str] = dataclasses.field(default_factory=list)
+    labels: Optional[Dict[str, str]] = None

@@ -1,6 +1,6 @@
 """JSON Schemas (draft 2020-12) from the dataclasses a controller decodes
 its spec and status into, so the host can check every spec write of the
-kind before it commits (`export_schema`).
+kind before it commits (`export` declares them).
 
 The schema says what `codec.decode` accepts: a field without a default is
 required, `Optional[X]` also takes null, lists and dicts take their item

@@ -141,6 +141,34 @@ def test_kind_clients_and_transactions_work_on_the_fake():
     assert (fake.commits, fake.open_frames) == (1, 0)
 
 
+def test_labels_are_kept_replaced_and_selected_as_the_host_does():
+    class Labeler(bh.Controller):
+        registration = bh.Registration("test.dev", "Labeler")
+
+        def reconcile(self, client, obj):
+            ports = client.kind("test.dev", "Port", spec_type=Port)
+            for number, tier in [(1, "web"), (2, "db"), (3, None)]:
+                labels = {"tier": tier} if tier else {}
+                ports.create(f"p{number}", Port(number), bh.CreateOptions(labels=labels))
+            names = lambda selector: [p.meta.name for p in ports.list(selector)]
+            assert names("tier=web") == ["p1"]
+            assert names("tier in (web,db)") == ["p1", "p2"]
+            assert names("tier notin (web)") == ["p2", "p3"]
+            assert names("!tier") == ["p3"]
+            assert names("tier,tier!=web") == ["p2"]
+            assert names(None) == ["p1", "p2", "p3"]
+            # None keeps an object's labels; a dict replaces them.
+            ports.create_or_update("p1", Port(10), bh.CreateOptions())
+            assert ports.get_by_name("p1").meta.labels == {"tier": "web"}
+            ports.create_or_update("p1", Port(10), bh.CreateOptions(labels={}))
+            assert names("tier=web") == []
+            with pytest.raises(errors.InvalidOption, match="position"):
+                ports.list("tier in web")
+            return bh.Action.settled()
+
+    assert FakeClient().run(Labeler(), spec={}) == bh.Action.settled()
+
+
 def test_a_fake_told_the_store_grants_refuses_what_they_do_not_grant():
     class Parent(bh.Controller):
         registration = bh.Registration("test.dev", "Parent")

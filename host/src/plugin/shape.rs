@@ -220,7 +220,7 @@ mod tests {
     fn the_served_versions_are_the_wit_packages() {
         let newest = include_str!("../../../wit/beehive.wit");
         assert!(newest.contains(&format!("package {};", Contract::NEWEST)));
-        let first = include_str!("../../../guest-sdk/wit-0.1/beehive.wit");
+        let first = include_str!("../../wit-0.1/beehive.wit");
         assert!(first.contains(&format!("package {};", Contract::V0_1)));
     }
 

@@ -61,7 +61,7 @@ fn a_rust_a_python_and_a_javascript_plugin_are_described_with_what_they_would_ge
     assert_mentions(
         &python,
         &[
-            "world plugin-with-http-and-schema (Python)",
+            "Contract:   beehive:controller@0.2.0, world plugin-with-http (Python)",
             "Kind:       Service.py.example.dev",
             "Validates:  yes",
         ],
@@ -73,7 +73,7 @@ fn a_rust_a_python_and_a_javascript_plugin_are_described_with_what_they_would_ge
     assert_mentions(
         &javascript,
         &[
-            "world plugin-with-http-migrator-and-schema (JavaScript)",
+            "Contract:   beehive:controller@0.2.0, world plugin-with-http (JavaScript)",
             "Kind:       Service.js.example.dev",
             "Spec:       version 1, JSON Schema",
             "Migrates:   yes",

@@ -252,9 +252,9 @@ fn the_python_sdk_installs_with_pip_and_builds_a_plugin_anywhere() {
     assert_mentions(
         &built,
         &[
-            "beehive-py: componentizing app.py for world plugin-with-http-and-schema",
+            "beehive-py: componentizing app.py for world plugin-with-http",
             "beehive-py: built in ",
-            "svc.wasm (world plugin-with-http-and-schema)",
+            "svc.wasm (world plugin-with-http)",
         ],
     );
     let checked = run(

@@ -1,4 +1,4 @@
-//! Contract 0.1 (`guest-sdk/wit-0.1`), as plugins built before 0.2 speak
+//! Contract 0.1 (`host/wit-0.1`), as plugins built before 0.2 speak
 //! it. A 0.1 plugin sees no labels, and keeps the ones an object has: its
 //! creates carry none, so a create-or-update leaves them as they are. A
 //! store denial crosses as `other`, with the message naming the policy
@@ -11,7 +11,7 @@ use crate::plugin::state::{ControllerClientHandle, KindClientHandle, PluginState
 use crate::plugin::verbs::{self, Edges, Frame, NewObject, Outcome, Put, Target};
 
 wasmtime::component::bindgen!({
-    path: "../guest-sdk/wit-0.1",
+    path: "wit-0.1",
     world: "plugin",
     // Host calls reach the store, which is async; trappable so a host-side
     // failure (a missing resource) can end the call.

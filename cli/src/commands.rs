@@ -173,13 +173,21 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             object,
             category,
             printed,
+            selector,
             ..
         } => {
-            let Named { kind, name } = object.named()?;
+            let (kind, name) = match &selector {
+                Some(_) => (object.kind_alone()?, String::new()),
+                None => {
+                    let Named { kind, name } = object.named()?;
+                    (kind, name)
+                }
+            };
             let request = Request::Events {
                 kind,
                 name,
                 category,
+                selector,
             };
             return match dispatch(&paths, request).await? {
                 Reply::Events { events } => Ok(printed.show(&events, |e| output::events(e))),

@@ -217,6 +217,11 @@ pub(crate) enum Command {
         /// Only this timeline (`""` is the default one).
         #[arg(long)]
         category: Option<String>,
+        /// The runs of every object of the kind whose labels match this
+        /// selector (at most 1,000 objects), newest first, with an OBJECT
+        /// column.
+        #[arg(short = 'l', long, value_name = "SELECTOR", conflicts_with = "watch")]
+        selector: Option<String>,
         #[command(flatten)]
         printed: Printed,
         /// After the timeline, print each run as it is written (needs a
@@ -490,6 +495,17 @@ pub(crate) struct Named {
 
 impl ObjectArgs {
     /// The kind and the name, from either way of writing them.
+    /// The kind alone, for a command given a selector rather than a name.
+    pub(crate) fn kind_alone(self) -> Result<String, Failure> {
+        let addressed = addressed(self.kind, self.name.into_iter().collect())?;
+        match addressed.names.is_empty() {
+            true => Ok(addressed.kind),
+            false => Err(Failure::usage(
+                "-l picks the kind's objects by label: name no object",
+            )),
+        }
+    }
+
     pub(crate) fn named(self) -> Result<Named, Failure> {
         let mut names = addressed(self.kind, self.name.into_iter().collect())?;
         match (names.names.pop(), names.names.is_empty()) {

@@ -558,6 +558,18 @@ pub fn events(events: &[EventView]) -> String {
     if events.is_empty() {
         return "No events.\n".into();
     }
+    // Several objects' runs (`events -l`): which object each is.
+    if events.iter().any(|e| e.object.is_some()) {
+        let header: Vec<&str> = std::iter::once("OBJECT").chain(EVENT_HEADER).collect();
+        let rows = events.iter().map(|e| {
+            let object = e
+                .object
+                .as_deref()
+                .map_or_else(String::new, |o| escape(o).into_owned());
+            std::iter::once(object).chain(event_cells(e)).collect()
+        });
+        return columns(&header, rows);
+    }
     columns(&EVENT_HEADER, events.iter().map(event_cells))
 }
 

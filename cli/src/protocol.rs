@@ -75,10 +75,14 @@ pub enum Request {
         patch_type: crate::patch::PatchType,
         patch: String,
     },
+    /// One object's timeline, or with `selector` (and no `name`) the runs
+    /// of every object of `kind` the selector picks, newest first.
     Events {
         kind: String,
         name: String,
         category: Option<String>,
+        #[serde(default)]
+        selector: Option<String>,
     },
     Wait {
         kind: String,
@@ -341,6 +345,9 @@ pub struct NextPass {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventView {
+    /// The object's name, when the runs are several objects'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
     pub category: String,
     pub warning: bool,
     pub reason: String,

@@ -27,7 +27,7 @@ use beehive::{GroupKind, Host, RawClient, RawObject, Store};
 
 use self::apply::apply;
 use self::plugins::{metrics, plugins, version};
-use self::read::{describe, events, explain, get, kinds, names, rollouts};
+use self::read::{describe, events, explain, get, kinds, names, rollouts, selected_events};
 use self::streams::logs;
 use self::wait::wait;
 use self::writes::{delete, label, patch_spec, remove_finalizer, replace_spec, requeue};
@@ -97,8 +97,15 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
         } => patch_spec(ctx, &kind, &name, patch_type, &patch).await,
         Request::Events {
             kind,
+            name: _,
+            category,
+            selector: Some(selector),
+        } => selected_events(ctx, &kind, &selector, category),
+        Request::Events {
+            kind,
             name,
             category,
+            selector: None,
         } => events(ctx, &kind, &name, category),
         Request::Wait {
             kind,

@@ -112,6 +112,7 @@ pub(super) fn related(store: &Store, r: ObjectRef) -> Related {
 /// An event run as the CLI shows it.
 pub fn event_view(event: beehive::event::Event) -> EventView {
     EventView {
+        object: None,
         category: event.category,
         warning: event.type_ == EventType::Warning,
         reason: event.reason,
@@ -135,6 +136,48 @@ pub(super) fn events(ctx: &Context, kind: &str, name: &str, category: Option<Str
         .into_iter()
         .map(event_view)
         .collect();
+    Ok(Reply::Events { events })
+}
+
+/// The most objects `events -l` reads timelines of.
+const MAX_SELECTED_TIMELINES: usize = 1000;
+
+/// The most runs `events -l` reads of one object, and shows in all.
+const MAX_SELECTED_RUNS: usize = 1000;
+
+/// The runs of every object of `kind` that `selector` picks, newest first,
+/// each with its object's name.
+pub(super) fn selected_events(
+    ctx: &Context,
+    kind: &str,
+    selector: &str,
+    category: Option<String>,
+) -> Outcome {
+    let group_kind = resolve_kind(&ctx.store, kind)?;
+    let selector = parse_selector(selector)?;
+    let client = RawClient::new(&ctx.store, group_kind.clone());
+    let objects = client.list_selected(&selector).map_err(error)?;
+    if objects.len() > MAX_SELECTED_TIMELINES {
+        return Err(Failure::usage(format!(
+            "the selector picks {} objects of {group_kind}; events -l reads at most \
+             {MAX_SELECTED_TIMELINES} timelines: narrow it",
+            objects.len()
+        )));
+    }
+    let mut filter = EventFilter::all().limit(MAX_SELECTED_RUNS);
+    if let Some(category) = category {
+        filter = filter.category(category);
+    }
+    let mut events = Vec::new();
+    for object in objects {
+        let runs = client.list_events(object.meta.id, &filter).map_err(error)?;
+        events.extend(runs.into_iter().map(|run| EventView {
+            object: Some(object.meta.name.clone()),
+            ..event_view(run)
+        }));
+    }
+    events.sort_by(|a, b| b.last_at.cmp(&a.last_at));
+    events.truncate(MAX_SELECTED_RUNS);
     Ok(Reply::Events { events })
 }
 

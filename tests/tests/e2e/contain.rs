@@ -61,7 +61,11 @@ fn a_spinning_plugin_leaves_commands_responsive_and_cannot_hold_the_stop() {
         .find(|l| l.starts_with("Hostile.test.dev"))
         .unwrap_or_else(|| panic!("{plugins}"));
     let cells: Vec<&str> = hostile.split_whitespace().collect();
-    assert_eq!(&cells[2..6], ["2", "60s", "60s", "64Mi"], "{plugins}");
+    assert_eq!(
+        &cells[2..7],
+        ["0.2.0", "2", "60s", "60s", "64Mi"],
+        "{plugins}"
+    );
     assert!(
         host.log()
             .contains("the plugin asked for concurrency 4294967295; 2 applies"),

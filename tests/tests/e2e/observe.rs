@@ -367,3 +367,56 @@ fn get_says_when_the_latest_pass_failed() {
     });
     host.terminate();
 }
+
+#[test]
+fn events_l_shows_the_runs_of_every_object_a_selector_picks() {
+    let workspace = Workspace::with_plugins(&["misbehave"]);
+    let host = workspace.start_host(&[]);
+    let failing = |name: &str, team: &str| {
+        format!(
+            "kind: Misbehave.test.dev\nname: {name}\nlabels: {{team: {team}}}\n\
+             spec: {{act: read-file}}\n"
+        )
+    };
+    workspace.apply(
+        "failing.yaml",
+        &[failing("r1", "a"), failing("r2", "a"), failing("r3", "b")].join("---\n"),
+    );
+    let objects_with_events = |selector: &str| {
+        let runs = workspace.ok(&["events", "Misbehave", "-l", selector, "-o", "json"]);
+        let runs: serde_json::Value = serde_json::from_str(&runs).unwrap();
+        let mut names: Vec<String> = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|run| run["object"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    wait_until("every failing object has its event", || {
+        objects_with_events("team").len() == 3
+    });
+    assert_eq!(objects_with_events("team=a"), ["r1", "r2"]);
+    assert_eq!(objects_with_events("team notin (a)"), ["r3"]);
+    let table = workspace.ok(&["events", "Misbehave", "-l", "team=a"]);
+    assert!(table.starts_with("OBJECT"), "{table}");
+    assert_mentions(&table, &["r1", "r2", "ReconcileFailed"]);
+    assert!(!table.contains("r3"), "{table}");
+    assert_eq!(
+        workspace.ok(&["events", "Misbehave", "-l", "team=none"]),
+        "No events.\n"
+    );
+
+    // A name beside -l, or -w with it, is a usage error.
+    for wrong in [
+        &["events", "Misbehave", "r1", "-l", "team=a"][..],
+        &["events", "Misbehave", "-l", "team=a", "-w"][..],
+        &["events", "Misbehave", "-l", "team in a"][..],
+    ] {
+        let output = workspace.run(wrong);
+        assert_eq!(output.status.code(), Some(2), "{wrong:?}: {output:?}");
+    }
+    host.terminate();
+}

@@ -176,7 +176,7 @@ pub(super) fn selected_events(
             ..event_view(run)
         }));
     }
-    events.sort_by(|a, b| b.last_at.cmp(&a.last_at));
+    events.sort_by_key(|run| std::cmp::Reverse(run.last_at));
     events.truncate(MAX_SELECTED_RUNS);
     Ok(Reply::Events { events })
 }

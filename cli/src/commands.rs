@@ -110,10 +110,14 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             let format = output
                 .plain()
                 .ok_or_else(|| Failure::usage("get -w prints table, wide, json, yaml or name"))?;
-            let selector = selector
-                .as_deref()
-                .map(crate::handlers::parse_selector)
-                .transpose()?;
+            if let Some(selector) = &selector {
+                crate::handlers::parse_selector(selector)?;
+                if !names.is_empty() {
+                    return Err(Failure::usage(
+                        "a selector (-l) picks objects of a kind: give the kind alone, without names",
+                    ));
+                }
+            }
             return watch_objects(&paths, kind, names.pop(), format, selector).await;
         }
         Command::Get {
@@ -600,40 +604,27 @@ pub(crate) fn unexpected(reply: &Reply) -> Failure {
     Failure::from(format!("unexpected reply from the host: {reply:?}"))
 }
 
-/// `get -w`: the host streams the snapshot and each change; printed as they come.
+/// `get -w`: the host streams the snapshot and each change; printed as they
+/// come. With a selector the host sends only the objects it picks, and an
+/// object that leaves the selection as DELETED, with its new labels.
 async fn watch_objects(
     paths: &Paths,
     kind: String,
     name: Option<String>,
     format: Format,
-    selector: Option<beehive::object::Selector>,
+    selector: Option<String>,
 ) -> Result<String, Failure> {
     let mut printer = output::WatchPrinter::new(format);
-    let selector = selector.unwrap_or_default();
-    // The objects shown so far: a change to one is shown even when its
-    // labels no longer match, so a follower sees it leave the selection.
-    let mut shown = std::collections::HashSet::new();
-    follow(paths, Request::Watch { kind, name }, move |reply| {
+    let request = Request::Watch {
+        kind,
+        name,
+        selector,
+    };
+    follow(paths, request, move |reply| {
         match reply {
-            Reply::Objects { mut objects } => {
-                objects.retain(|o| selector.matches(&o.document.meta.labels));
-                shown.extend(objects.iter().map(|o| o.document.meta.id));
-                printer.snapshot(&objects);
-            }
+            Reply::Objects { objects } => printer.snapshot(&objects),
             Reply::Change(c) => {
-                let matches = c
-                    .object
-                    .as_ref()
-                    .is_some_and(|o| selector.matches(&o.document.meta.labels));
-                let was_shown = if matches {
-                    shown.insert(c.id);
-                    true
-                } else {
-                    shown.remove(&c.id)
-                };
-                if was_shown {
-                    printer.change(&c.change, c.id, c.object.as_ref(), c.resource_version);
-                }
+                printer.change(&c.change, c.id, c.object.as_ref(), c.resource_version);
             }
             other => return Err(unexpected(&other)),
         }

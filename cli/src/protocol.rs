@@ -144,6 +144,10 @@ pub enum Request {
     Watch {
         kind: String,
         name: Option<String>,
+        /// Only the objects whose labels match, read and filtered by the
+        /// host (a kind's watch only).
+        #[serde(default)]
+        selector: Option<String>,
     },
     /// The timeline (`Reply::Events`), then a `Reply::Events` line per run
     /// written, until either side hangs up.

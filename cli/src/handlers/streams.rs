@@ -24,7 +24,11 @@ pub struct Following {
 /// Starts the watch a streaming request (`Watch`, `WatchEvents`) asks for.
 pub fn follow(ctx: &Context, request: Request) -> Result<Following, Failure> {
     match request {
-        Request::Watch { kind, name } => watch(ctx, &kind, name.as_deref()),
+        Request::Watch {
+            kind,
+            name,
+            selector,
+        } => watch(ctx, &kind, name.as_deref(), selector.as_deref()),
         Request::WatchEvents {
             kind,
             name,
@@ -185,8 +189,16 @@ pub(super) fn watch_events(
 
 /// Starts watching a kind, or one object of it: what there is, then each
 /// change.
-pub(super) fn watch(ctx: &Context, kind: &str, name: Option<&str>) -> Result<Following, Failure> {
-    let options = beehive::client::WatchOptions::new();
+pub(super) fn watch(
+    ctx: &Context,
+    kind: &str,
+    name: Option<&str>,
+    selector: Option<&str>,
+) -> Result<Following, Failure> {
+    let mut options = beehive::client::WatchOptions::new();
+    if let Some(selector) = selector {
+        options = options.selector(super::parse_selector(selector)?);
+    }
     let mut owners = OwnerNames::new(&ctx.store);
     let (snapshot, changes) = match name {
         Some(name) => {

@@ -659,12 +659,15 @@ pub fn plugins(view: &PluginsView) -> String {
                         l.grants.join(",")
                     }
                 }),
+                p.signer
+                    .as_deref()
+                    .map_or_else(|| "-".into(), |s| escape(s).into_owned()),
             ]
         });
         out.push_str(&columns(
             &[
                 "KIND", "VERSION", "CONTRACT", "WORKERS", "CPU", "WALL", "MEMORY", "SOURCE",
-                "GRANTS",
+                "GRANTS", "SIGNER",
             ],
             rows,
         ));
@@ -797,6 +800,7 @@ mod tests {
             limits: None,
             tier: Some(tier.into()),
             contract: Some("0.2.0".into()),
+            signer: Some("unsigned".into()),
         };
         let view = PluginsView {
             running: true,

@@ -6,7 +6,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use beehive::plugin::{MAX_PLUGIN_BYTES, Plugin, Policy, Runtime, Shape, initial_memory};
+use beehive::plugin::{
+    MAX_PLUGIN_BYTES, Plugin, Policy, Runtime, Shape, TRUST_FILE, Trust, initial_memory,
+    signature_of,
+};
 
 use crate::endpoint::Paths;
 use crate::failure::{Code, Failure};
@@ -34,8 +37,10 @@ pub async fn check(
     }
     let policy_file = policy.map_or_else(|| Policy::file_of(file), Path::to_path_buf);
     let plugin_dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let policy = Policy::read(&policy_file, &[plugin_dir])
+    let policy = Policy::read(&policy_file, std::slice::from_ref(&plugin_dir))
         .map_err(|e| Failure::new(Code::Invalid, e.to_string()))?;
+    // Checked before anything compiles, as a host checks it.
+    let signature = signature(file, &bytes, &plugin_dir, &policy).map_err(refused)?;
     // Tiered, a host's default: a large plugin is compiled by the baseline
     // compiler, in a fraction of the optimising compile's time, and its
     // host takes that code from the cache and optimises it behind. (The
@@ -52,7 +57,38 @@ pub async fn check(
         .await
         .map_err(|e| Failure::new(Code::Invalid, e.to_string()))?;
     let workers = limits.concurrency.unwrap_or(HOST_DEFAULT_WORKERS);
-    Ok(report(file, &bytes, &shape, &plugin, workers, &policy_file))
+    let facts = Facts {
+        file,
+        bytes: &bytes,
+        shape: &shape,
+        signature: &signature,
+    };
+    Ok(report(&facts, &plugin, workers, &policy_file))
+}
+
+/// What the directory's trust makes of `file`'s signature: who signed it,
+/// or that it is unsigned where nothing is trusted; an error where a host
+/// would refuse it.
+fn signature(file: &Path, bytes: &[u8], dir: &Path, policy: &Policy) -> Result<String, String> {
+    let trust =
+        Trust::of_directory(dir).map_err(|why| format!("the trust file is wrong: {why}"))?;
+    let Some(trust) = trust else {
+        return Ok(match signature_of(file).exists() {
+            true => format!(
+                "not checked: a signature is beside it, but no {TRUST_FILE} in its directory \
+                 names the keys to check it against"
+            ),
+            false => "not signed (no {TRUST_FILE} in its directory: a host loads it unsigned)"
+                .replace("{TRUST_FILE}", TRUST_FILE),
+        });
+    };
+    let signer = trust
+        .verify(file, bytes, &policy.trust)
+        .map_err(|why| format!("refused: {why}"))?;
+    Ok(match signer.signed_at {
+        Some(at) => format!("signed by {signer}, at {at} (Unix time)"),
+        None => format!("signed by {signer}"),
+    })
 }
 
 /// The file's bytes, refused when it is not a regular file or too large.
@@ -70,14 +106,15 @@ fn read(file: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(file).map_err(|e| format!("cannot read: {e}"))
 }
 
-fn report(
-    file: &Path,
-    bytes: &[u8],
-    shape: &Shape,
-    plugin: &Plugin,
-    host_workers: usize,
-    policy_file: &Path,
-) -> String {
+/// What the check read from the file itself.
+struct Facts<'a> {
+    file: &'a Path,
+    bytes: &'a [u8],
+    shape: &'a Shape,
+    signature: &'a str,
+}
+
+fn report(facts: &Facts<'_>, plugin: &Plugin, host_workers: usize, policy_file: &Path) -> String {
     let registration = plugin.registration();
     let limits = plugin.limits();
     let cadence = &registration.cadence;
@@ -90,6 +127,12 @@ fn report(
     };
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let grants = crate::handlers::grants_of(plugin.policy());
+    let Facts {
+        file,
+        bytes,
+        shape,
+        signature,
+    } = facts;
     let rows: Vec<(&str, String)> = vec![
         ("File", file.display().to_string()),
         (
@@ -111,6 +154,7 @@ fn report(
                     .map_or(String::new(), |language| format!(" ({language})"))
             ),
         ),
+        ("Signature", signature.to_string()),
         ("Kind", registration.group_kind.to_string()),
         (
             "Finalizers",

@@ -423,6 +423,10 @@ pub struct PluginRow {
     /// while a host runs.
     #[serde(default)]
     pub contract: Option<String>,
+    /// Who signed it (`release (FD2E6F4A0E55C5DD)`), `unsigned` where the
+    /// plugin directory trusts no key; known only while a host runs.
+    #[serde(default)]
+    pub signer: Option<String>,
 }
 
 /// The limits that apply to one plugin.

@@ -39,6 +39,11 @@ pub(super) fn plugins(ctx: &Context) -> Outcome {
                     content_hash: Some(s.content_hash.clone()),
                     tier: Some(s.tier().to_string()),
                     contract: Some(s.contract().version().to_string()),
+                    signer: Some(
+                        s.signer
+                            .as_ref()
+                            .map_or_else(|| "unsigned".to_string(), ToString::to_string),
+                    ),
                     limits: Some(LimitsView {
                         concurrency: s.limits.concurrency,
                         pass_deadline_ms: millis(s.limits.pass_deadline),
@@ -81,6 +86,7 @@ pub(super) fn plugins(ctx: &Context) -> Outcome {
                     limits: None,
                     tier: None,
                     contract: None,
+                    signer: None,
                 })
                 .collect(),
             failures: Vec::new(),

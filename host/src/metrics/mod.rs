@@ -23,6 +23,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Metric, Registry, Unit};
 
+/// Why a plugin file failed to load, as `beehive_plugin_load_failures_total`
+/// tells them apart: refused by the directory's trust, or anything else.
+pub(crate) const LOAD_FAILURE_REASONS: [&str; 2] = ["signature", "load"];
+
 /// Registers `metric` as `name` and returns it: the registry holds one
 /// handle and the caller the other, both on the same series.
 fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
@@ -330,7 +334,8 @@ impl Metrics {
             plugin_load_failures: registered(
                 r,
                 "beehive_plugin_load_failures",
-                "Plugin files that failed to load, per plugin",
+                "Plugin files that failed to load, per plugin and reason (signature: refused \
+                 by the directory's trust; load: anything else)",
                 Family::default(),
             ),
             plugin_traps: registered(
@@ -497,7 +502,11 @@ impl Metrics {
     /// increase sees a series before the first failure.
     pub(crate) fn plugin_seen(&self, plugin: &str) {
         let name = labels(&[("plugin", plugin)]);
-        let _ = self.plugin_load_failures.get_or_create(&name);
+        for reason in LOAD_FAILURE_REASONS {
+            let _ = self
+                .plugin_load_failures
+                .get_or_create(&labels(&[("plugin", plugin), ("reason", reason)]));
+        }
         let _ = self.plugin_traps.get_or_create(&name);
         let _ = self.plugin_deadline_hits.get_or_create(&name);
     }
@@ -506,7 +515,10 @@ impl Metrics {
     /// export nor `top` should show it any more.
     pub(crate) fn plugin_gone(&self, plugin: &str) {
         let name = labels(&[("plugin", plugin)]);
-        self.plugin_load_failures.remove(&name);
+        for reason in LOAD_FAILURE_REASONS {
+            self.plugin_load_failures
+                .remove(&labels(&[("plugin", plugin), ("reason", reason)]));
+        }
         self.plugin_traps.remove(&name);
         self.plugin_deadline_hits.remove(&name);
         self.plugin_instances.remove(&name);
@@ -514,10 +526,11 @@ impl Metrics {
         self.plugin_denials.forget(plugin);
     }
 
-    /// Counts a failed load of `plugin`.
-    pub(crate) fn plugin_load_failed(&self, plugin: &str) {
+    /// Counts a failed load of `plugin`, for `reason` (one of
+    /// [`LOAD_FAILURE_REASONS`]).
+    pub(crate) fn plugin_load_failed(&self, plugin: &str, reason: &str) {
         self.plugin_load_failures
-            .get_or_create(&labels(&[("plugin", plugin)]))
+            .get_or_create(&labels(&[("plugin", plugin), ("reason", reason)]))
             .inc();
     }
 

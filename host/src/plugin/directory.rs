@@ -23,6 +23,7 @@ use crate::engine::Host;
 use crate::object::GroupKind;
 use crate::operator_file::{self, MAX_PLUGIN_BYTES};
 use crate::plugin::policy::OffLimits;
+use crate::plugin::trust::{Signer, Trust, signature_of};
 use crate::plugin::{Error, Limits, Plugin, Policy, Runtime, hex};
 use crate::sync::lock;
 
@@ -39,6 +40,8 @@ pub struct Served {
     pub limits: Limits,
     /// What its policy file grants (config values stay hidden).
     pub policy: Arc<Policy>,
+    /// Who signed it, when the directory has a trust file.
+    pub signer: Option<Signer>,
     code: Arc<super::code::CodeCell>,
 }
 
@@ -161,17 +164,22 @@ struct Fingerprint {
     len: u64,
     modified: Option<SystemTime>,
     policy: Option<(u64, Option<SystemTime>)>,
+    /// Its detached signature's: a new signature is a reason to load again.
+    signature: Option<(u64, Option<SystemTime>)>,
 }
 
 fn fingerprint(path: &Path) -> Option<Fingerprint> {
     let meta = std::fs::metadata(path).ok()?;
-    let policy = std::fs::metadata(Policy::file_of(path))
-        .ok()
-        .map(|m| (m.len(), m.modified().ok()));
+    let beside = |file: PathBuf| {
+        std::fs::symlink_metadata(file)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
+    };
     meta.is_file().then(|| Fingerprint {
         len: meta.len(),
         modified: meta.modified().ok(),
-        policy,
+        policy: beside(Policy::file_of(path)),
+        signature: beside(signature_of(path)),
     })
 }
 
@@ -238,6 +246,7 @@ struct Pending {
     bytes: Vec<u8>,
     content_hash: String,
     policy: Policy,
+    signer: Option<Signer>,
 }
 
 /// What [`Directory::prepare`] found a changed file needs.
@@ -374,6 +383,8 @@ impl Directory {
             on_change(&change);
             changes.push(change);
         };
+        // Read once a sync: every file changed since is checked against it.
+        let trust = Trust::of_directory(&self.dir);
         let mut pending = Vec::new();
         for (path, seen) in present {
             if files.get(&path).is_some_and(|f| f.seen == seen && !f.retry) {
@@ -383,7 +394,7 @@ impl Directory {
                 .store()
                 .metrics()
                 .plugin_seen(&plugin_label(&path));
-            match self.prepare(&mut files, &path, seen) {
+            match self.prepare(&mut files, &path, seen, &trust) {
                 Prepared::Nothing => {}
                 Prepared::Failed(change) => report(*change),
                 Prepared::Load(load) => pending.push(*load),
@@ -488,7 +499,11 @@ impl Directory {
             }
             Change::Unregistered(old) => serving(old, false),
             Change::Failed { failure, .. } => {
-                metrics.plugin_load_failed(&plugin_label(&failure.path));
+                let reason = match *failure.error {
+                    Error::Signature { .. } => "signature",
+                    _ => "load",
+                };
+                metrics.plugin_load_failed(&plugin_label(&failure.path), reason);
             }
         }
     }
@@ -514,6 +529,7 @@ impl Directory {
         files: &mut BTreeMap<PathBuf, FileState>,
         path: &Path,
         seen: Fingerprint,
+        trust: &Result<Option<Trust>, String>,
     ) -> Prepared {
         let serving = files.get(path).and_then(|f| f.serving.clone());
         let bytes = match operator_file::read(path, MAX_PLUGIN_BYTES) {
@@ -563,6 +579,18 @@ impl Directory {
             );
             return Prepared::Nothing;
         }
+        let signer = match signed(path, &bytes, &policy, trust, serving.as_ref()) {
+            Ok(signer) => signer,
+            Err(message) => {
+                let error = Error::Signature {
+                    path: path.to_path_buf(),
+                    message,
+                };
+                return Prepared::Failed(Box::new(record_failure(
+                    files, path, seen, serving, error,
+                )));
+            }
+        };
         Prepared::Load(Box::new(Pending {
             path: path.to_path_buf(),
             seen,
@@ -570,6 +598,7 @@ impl Directory {
             bytes,
             content_hash,
             policy,
+            signer,
         }))
     }
 
@@ -584,10 +613,11 @@ impl Directory {
             path,
             seen,
             serving,
+            signer,
             ..
         } = pending;
         let outcome = match loaded {
-            Ok(plugin) => self.install(files, plugin, serving.clone()).await,
+            Ok(plugin) => self.install(files, plugin, serving.clone(), signer).await,
             Err(error) => Err(error),
         };
         match outcome {
@@ -646,6 +676,7 @@ impl Directory {
         files: &BTreeMap<PathBuf, FileState>,
         plugin: Plugin,
         previous: Option<Served>,
+        signer: Option<Signer>,
     ) -> Result<Served, Error> {
         // The host's default worker count is the operator's too: a plugin
         // that asks for none gets it, under the plugin's ceiling.
@@ -659,6 +690,7 @@ impl Directory {
                 ..plugin.limits()
             },
             policy: plugin.sandbox.policy.clone(),
+            signer,
             code: plugin.sandbox.code.clone(),
         };
         let rival = files.iter().find(|(path, f)| {
@@ -742,6 +774,43 @@ fn resolved(path: &Path) -> Option<PathBuf> {
         missing.push(at.file_name()?);
         at = at.parent()?;
     }
+}
+
+/// Who signed `bytes`, the content of `path`, when the directory trusts
+/// signers (`None` when it names none: plugins load unsigned); refused when
+/// unsigned, badly signed, or an older signed build than the one serving
+/// and the policy does not allow the rollback.
+fn signed(
+    path: &Path,
+    bytes: &[u8],
+    policy: &Policy,
+    trust: &Result<Option<Trust>, String>,
+    serving: Option<&Served>,
+) -> Result<Option<Signer>, String> {
+    let trust = match trust {
+        Ok(Some(trust)) => trust,
+        Ok(None) => return Ok(None),
+        // Fails closed: nothing new loads under a trust file nobody can read.
+        Err(why) => return Err(format!("the trust file is wrong: {why}")),
+    };
+    let signer = trust.verify(path, bytes, &policy.trust)?;
+    let serving_since = serving
+        .and_then(|s| s.signer.as_ref())
+        .and_then(|s| s.signed_at);
+    if let Some(serving_since) = serving_since
+        && !policy.trust.allow_rollback
+        && signer.signed_at.is_none_or(|at| at < serving_since)
+    {
+        let when = signer
+            .signed_at
+            .map_or_else(|| "at no stated time".to_string(), |at| format!("at {at}"));
+        return Err(format!(
+            "a rollback: signed {when}, before the build serving (signed at {serving_since}); \
+             to allow it, add `allow_rollback = true` under [trust] in {}",
+            Policy::file_of(path).display()
+        ));
+    }
+    Ok(Some(signer))
 }
 
 fn record_failure(

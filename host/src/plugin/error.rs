@@ -59,6 +59,16 @@ pub enum Error {
         /// What wasmtime said.
         message: String,
     },
+    /// The directory trusts signers and the file is not signed by one of
+    /// them, its signature does not match it, or it is an older signed
+    /// build than the one serving. Checked before anything compiles it.
+    #[error("{path}: refused: {message}")]
+    Signature {
+        /// The plugin file.
+        path: PathBuf,
+        /// Why, and what would fix it.
+        message: String,
+    },
     /// The plugin's policy file (`NAME.toml`) cannot be read or is wrong;
     /// the plugin is not loaded under a policy nobody meant.
     #[error("{path}: {message}")]

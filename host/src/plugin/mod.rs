@@ -30,6 +30,7 @@ mod shape;
 mod side_calls;
 mod state;
 mod store_gate;
+mod trust;
 mod verbs;
 
 pub use crate::operator_file::{MAX_PLUGIN_BYTES, MAX_POLICY_BYTES};
@@ -41,10 +42,11 @@ pub use error::Error;
 pub use http::{HostPattern, HttpLimits};
 pub use limits::{LimitOverrides, Limits};
 pub use logs::{LogLine, PluginLogs};
-pub use policy::{ConfigValue, FileGrant, HttpGrant, Policy};
+pub use policy::{ConfigValue, FileGrant, HttpGrant, Policy, TrustOverride};
 pub(crate) use runtime::hex;
 pub use runtime::{Runtime, RuntimeOptions};
 pub use shape::{Language, Shape, initial_memory};
+pub use trust::{Signer, TRUST_FILE, Trust, signature_of};
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -67,6 +67,21 @@ pub struct Policy {
     pub http: HttpGrant,
     /// The kinds besides its own the plugin may read and write.
     pub store: StoreGrants,
+    /// Whose signatures this plugin may carry, of the keys the directory's
+    /// trust file names (`[trust]`).
+    pub trust: TrustOverride,
+}
+
+/// A plugin's own say over the directory's trust file (`[trust]` in its
+/// policy file).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TrustOverride {
+    /// The names of the trusted keys whose signatures it may carry; `None`
+    /// is every key of the trust file.
+    pub keys: Option<Vec<String>>,
+    /// Whether a validly signed build older than the one serving may
+    /// replace it (a rollback the operator asks for).
+    pub allow_rollback: bool,
 }
 
 /// The outbound HTTP a plugin is granted. No hosts means every request is
@@ -173,6 +188,16 @@ struct PolicyFile {
     http: Option<HttpEntry>,
     #[serde(default)]
     store: Option<StoreEntry>,
+    #[serde(default)]
+    trust: Option<TrustEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrustEntry {
+    keys: Option<Vec<String>>,
+    #[serde(default)]
+    allow_rollback: bool,
 }
 
 #[derive(Deserialize)]
@@ -293,11 +318,19 @@ impl Policy {
             .collect::<Result<_, String>>()?;
         let http = file.http.map(http_grant).transpose()?.unwrap_or_default();
         let store = file.store.map(store_grant).transpose()?.unwrap_or_default();
+        let trust = file
+            .trust
+            .map(|t| TrustOverride {
+                keys: t.keys,
+                allow_rollback: t.allow_rollback,
+            })
+            .unwrap_or_default();
         Ok(Policy {
             files,
             config,
             http,
             store,
+            trust,
         })
     }
 

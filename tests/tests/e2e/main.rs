@@ -27,6 +27,7 @@ mod plugins;
 mod postgres;
 mod python;
 mod scaffold;
+mod signed;
 mod store_grants;
 mod validate;
 mod versions;

@@ -17,7 +17,7 @@ pub(crate) fn metrics_address(host: &HostProcess) -> String {
 }
 
 /// One GET of /metrics, as a scraper does it.
-fn scrape(address: &str) -> String {
+pub(crate) fn scrape(address: &str) -> String {
     let (head, body) = http_get(address, "/metrics");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert_mentions(&head, &["text/plain; version=0.0.4"]);
@@ -25,7 +25,7 @@ fn scrape(address: &str) -> String {
 }
 
 /// The value of the sample `series` (name and labels, as printed), or 0.
-fn value(text: &str, series: &str) -> f64 {
+pub(crate) fn value(text: &str, series: &str) -> f64 {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
         .map_or(0.0, |v| v.trim().parse().unwrap())
@@ -197,9 +197,9 @@ fn the_export_has_process_and_build_series_counters_from_zero_and_no_removed_plu
     let text = scrape(&address);
     for series in [
         r#"beehive_build_info{version="0.1.0"} 1"#,
-        r#"beehive_plugin_load_failures_total{plugin="greeting"} 0"#,
+        r#"beehive_plugin_load_failures_total{plugin="greeting",reason="load"} 0"#,
         r#"beehive_plugin_traps_total{plugin="greeting"} 0"#,
-        r#"beehive_plugin_load_failures_total{plugin="twin"} 1"#,
+        r#"beehive_plugin_load_failures_total{plugin="twin",reason="load"} 1"#,
     ] {
         assert!(
             text.lines().any(|l| l == series),

@@ -1,0 +1,229 @@
+//! Signed plugins: a plugin directory with a trust file serves only files
+//! signed by a key it names, checked before anything compiles them, with
+//! signatures made by Debian's `minisign` (the format checked against a
+//! real signer, not against itself). The adversary can write into the
+//! plugin directory but holds no trusted key: each of its files is refused
+//! and the version serving keeps serving.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use beehive_e2e::{Workspace, assert_mentions, plugin_wasm, wait_until};
+
+use crate::observe::metrics_address;
+
+/// Debian's minisign; `scripts/test` installs it.
+fn minisign() -> Command {
+    let found = Command::new("minisign").arg("-v").output();
+    assert!(
+        found.is_ok_and(|o| o.status.success()),
+        "minisign is not installed: scripts/test installs it (apt-get install minisign)"
+    );
+    Command::new("minisign")
+}
+
+/// A key pair without a password in `dir`: (secret key file, public key line).
+fn key_pair(dir: &Path, name: &str) -> (PathBuf, String) {
+    let (secret, public) = (
+        dir.join(format!("{name}.key")),
+        dir.join(format!("{name}.pub")),
+    );
+    let made = minisign()
+        .args(["-G", "-W", "-s"])
+        .arg(&secret)
+        .arg("-p")
+        .arg(&public)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let line = std::fs::read_to_string(&public)
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    (secret, line)
+}
+
+/// Signs `file` with `secret`, its trusted comment stating `timestamp`
+/// (minisign's own format), into `signature`.
+fn sign(secret: &Path, file: &Path, signature: &Path, timestamp: u64) {
+    let signed = minisign()
+        .arg("-S")
+        .arg("-s")
+        .arg(secret)
+        .arg("-m")
+        .arg(file)
+        .arg("-x")
+        .arg(signature)
+        .arg("-t")
+        .arg(format!("timestamp:{timestamp}\tfile:greeting.wasm"))
+        .output()
+        .unwrap();
+    assert!(signed.status.success(), "{signed:?}");
+}
+
+/// The plugins view's failures, one line each.
+fn failures(workspace: &Workspace) -> String {
+    let view: serde_json::Value =
+        serde_json::from_str(&workspace.ok(&["plugins", "-o", "json"])).unwrap();
+    view["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| format!("{}\n", f["error"].as_str().unwrap()))
+        .collect()
+}
+
+/// The signer and version `beehive plugins` shows for Greeting.
+fn serving(workspace: &Workspace) -> (String, String) {
+    let view: serde_json::Value =
+        serde_json::from_str(&workspace.ok(&["plugins", "-o", "json"])).unwrap();
+    let row = view["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "Greeting.example.dev")
+        .cloned()
+        .unwrap_or_default();
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    (text(&row["signer"]), text(&row["content_hash"]))
+}
+
+/// Puts `bytes` in place as the plugin, signature first: written under a
+/// hidden name and renamed, as a deployment does.
+fn deploy(plugins: &Path, bytes: &[u8], signature: Option<&Path>) {
+    if let Some(signature) = signature {
+        std::fs::copy(signature, plugins.join(".sig.tmp")).unwrap();
+        std::fs::rename(
+            plugins.join(".sig.tmp"),
+            plugins.join("greeting.wasm.minisig"),
+        )
+        .unwrap();
+    }
+    std::fs::write(plugins.join(".greeting.wasm.tmp"), bytes).unwrap();
+    std::fs::rename(
+        plugins.join(".greeting.wasm.tmp"),
+        plugins.join("greeting.wasm"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn only_files_signed_by_a_trusted_key_serve_and_a_refused_one_never_replaces_the_served() {
+    let workspace = Workspace::new();
+    let plugins = workspace.path().join("plugins");
+    let keys = workspace.path().join("keys");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir_all(&keys).unwrap();
+    let (release, release_public) = key_pair(&keys, "release");
+    let (stranger, _) = key_pair(&keys, "stranger");
+    workspace.write(
+        "plugins/trust.toml",
+        &format!("[[key]]\nname = \"release\"\nminisign = \"{release_public}\"\n"),
+    );
+    let (v1, v2) = (plugin_wasm("greeting"), plugin_wasm("greeting_v2"));
+    let (v1_bytes, v2_bytes) = (std::fs::read(&v1).unwrap(), std::fs::read(&v2).unwrap());
+    let signature = |name: &str| keys.join(format!("{name}.minisig"));
+    sign(&release, &v1, &signature("v1"), 1000);
+    sign(&release, &v2, &signature("v2"), 2000);
+    sign(&stranger, &v2, &signature("v2-stranger"), 3000);
+
+    // Unsigned, under a trust file: refused before it compiles.
+    deploy(&plugins, &v1_bytes, None);
+    let host = workspace.start_host(&["--metrics-addr", "127.0.0.1:0"]);
+    assert_mentions(
+        &failures(&workspace),
+        &["refused: not signed", "minisign -S"],
+    );
+    let checked = workspace.fails(&["plugins", "check", "plugins/greeting.wasm"]);
+    assert_mentions(&checked, &["not signed"]);
+
+    // Its signature arrives: it serves, and says who signed it.
+    deploy(&plugins, &v1_bytes, Some(&signature("v1")));
+    wait_until("the signed file serves", || {
+        serving(&workspace).0.starts_with("release (")
+    });
+    let v1_hash = serving(&workspace).1;
+    assert_mentions(
+        &workspace.ok(&["plugins", "check", "plugins/greeting.wasm"]),
+        &["Signature:  signed by release (", "at 1000"],
+    );
+    workspace.apply(
+        "ada.yaml",
+        "kind: Greeting.example.dev\nname: ada\nspec: {name: Ada}\n",
+    );
+    workspace.ok(&["wait", "Greeting", "ada", "--for", "settled"]);
+
+    // Each adversary's file is refused, counted, and version 1 keeps serving.
+    let address = metrics_address(&host);
+    let refused = || {
+        let series = r#"beehive_plugin_load_failures_total{plugin="greeting",reason="signature"}"#;
+        crate::observe::value(&crate::observe::scrape(&address), series)
+    };
+    assert_eq!(refused(), 1.0, "the unsigned file");
+    let mut flipped = v2_bytes.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 1;
+    for (count, (bytes, sig, why)) in [
+        (
+            &v2_bytes,
+            Some(signature("v2-stranger")),
+            "a key this directory does not trust",
+        ),
+        (&v2_bytes, Some(signature("v1")), "does not match the file"),
+        (&flipped, Some(signature("v2")), "does not match the file"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        deploy(&plugins, bytes, sig.as_deref());
+        wait_until(&format!("refused: {why}"), || {
+            refused() == count as f64 + 2.0
+        });
+        assert_mentions(&failures(&workspace), &[why]);
+        assert_eq!(serving(&workspace).1, v1_hash, "{why}: version 1 serves on");
+    }
+    // A signature that is a symlink to a good one is not read through.
+    std::fs::remove_file(plugins.join("greeting.wasm.minisig")).unwrap();
+    std::os::unix::fs::symlink(signature("v2"), plugins.join("greeting.wasm.minisig")).unwrap();
+    deploy(&plugins, &v2_bytes, None);
+    wait_until("a symlinked signature is refused", || refused() == 5.0);
+    assert_mentions(&failures(&workspace), &["is a symlink"]);
+    // Still version 1, with no failed pass: a new greeting converges.
+    workspace.apply(
+        "grace.yaml",
+        "kind: Greeting.example.dev\nname: grace\nspec: {name: Grace}\n",
+    );
+    workspace.ok(&["wait", "Greeting", "grace", "--for", "settled"]);
+    assert_eq!(serving(&workspace).1, v1_hash);
+
+    // The next release, signed: it serves, and rewrites every greeting.
+    deploy(&plugins, &v2_bytes, Some(&signature("v2")));
+    workspace.ok(&[
+        "wait",
+        "Greeting",
+        "ada",
+        "--for",
+        "jsonpath={.status.release}=2",
+        "--timeout",
+        "5m",
+    ]);
+    assert_ne!(serving(&workspace).1, v1_hash);
+
+    // Version 1 again, validly signed but older: a rollback, refused until
+    // the operator allows it.
+    deploy(&plugins, &v1_bytes, Some(&signature("v1")));
+    wait_until("a signed downgrade is refused", || {
+        failures(&workspace).contains("a rollback")
+    });
+    assert_mentions(
+        &failures(&workspace),
+        &["allow_rollback = true", "greeting.toml"],
+    );
+    workspace.write("plugins/greeting.toml", "[trust]\nallow_rollback = true\n");
+    wait_until("the allowed rollback serves", || {
+        serving(&workspace).1 == v1_hash
+    });
+    host.terminate();
+}

@@ -892,6 +892,14 @@ async fn plugins_action(paths: &Paths, action: PluginsAction) -> Result<String, 
             policy,
             limits,
         } => plugin_check::check(&file, policy.as_deref(), &limits, paths).await,
+        PluginsAction::Push {
+            file,
+            reference: Some(reference),
+            ..
+        } => crate::registry::push(&file, &reference).await,
+        PluginsAction::Pull { reference, output } => {
+            crate::registry::pull(&reference, output.as_deref()).await
+        }
         pushed => pushed_plugins_action(paths, pushed).await,
     }
 }
@@ -907,7 +915,9 @@ async fn pushed_plugins_action(paths: &Paths, action: PluginsAction) -> Result<S
     }
     let store = paths.open_store()?;
     match action {
-        PluginsAction::Push { file, name, policy } => {
+        PluginsAction::Push {
+            file, name, policy, ..
+        } => {
             let name = match name {
                 Some(name) => name,
                 None => file
@@ -959,7 +969,9 @@ async fn pushed_plugins_action(paths: &Paths, action: PluginsAction) -> Result<S
             });
             Ok(output::columns(&["NAME", "HASH", "POLICY", "PUSHED"], rows))
         }
-        PluginsAction::Check { .. } => Err(Failure::usage("check reads a file, not the store")),
+        PluginsAction::Check { .. } | PluginsAction::Pull { .. } => Err(Failure::usage(
+            "check and pull work on files, not the store",
+        )),
     }
 }
 

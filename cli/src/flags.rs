@@ -656,18 +656,39 @@ pub(crate) enum PluginsAction {
         #[command(flatten)]
         limits: crate::plugin_limits::PluginLimitArgs,
     },
-    /// Store a plugin in the database and make it the version serving
-    /// under its name: every active host hot-swaps to it within a second.
-    /// Pushing an older file again rolls back.
+    /// With REF (`HOST/REPO:TAG`): publish the plugin to an OCI registry
+    /// as a Wasm artifact, with its signature (`FILE.minisig`) when one is
+    /// beside it, and print the digest to pull it by (credentials:
+    /// BEEHIVE_REGISTRY_AUTH=USER:PASSWORD). Without: store a plugin in the
+    /// PostgreSQL database and make it the version serving under its name:
+    /// every active host hot-swaps to it within a second; pushing an older
+    /// file again rolls back.
     Push {
         /// The component (`.wasm`).
         file: PathBuf,
+        /// Where to publish it: `[oci://]HOST[:PORT]/REPO:TAG`.
+        #[arg(value_name = "REF", conflicts_with_all = ["name", "policy"])]
+        reference: Option<String>,
         /// The name it serves under (default: the file's stem).
         #[arg(long)]
         name: Option<String>,
         /// Its policy file (what it may reach; see `beehive run --help`).
         #[arg(long, value_name = "FILE")]
         policy: Option<PathBuf>,
+    },
+    /// Fetch a plugin from an OCI registry by tag or digest, with its
+    /// signature, check both (the manifest against the digest asked for,
+    /// the layer against the manifest, the signature against the trust of
+    /// the directory it goes into), then write `FILE.minisig` and `FILE`.
+    /// Nothing is written when a check fails.
+    Pull {
+        /// `[oci://]HOST[:PORT]/REPO:TAG` or `.../REPO@sha256:DIGEST`.
+        #[arg(value_name = "REF")]
+        reference: String,
+        /// Where to write it (default: REPO's last part `.wasm`, here);
+        /// into a host's plugin directory to serve it.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Stop serving a pushed plugin (its bytes are kept for a later push).
     Remove {

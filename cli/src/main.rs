@@ -34,6 +34,7 @@ mod plugin_limits;
 mod plugin_mirror;
 mod protocol;
 mod readiness;
+mod registry;
 mod rollout;
 mod run;
 mod scaffold;

@@ -92,7 +92,7 @@ fn signature(file: &Path, bytes: &[u8], dir: &Path, policy: &Policy) -> Result<S
 }
 
 /// The file's bytes, refused when it is not a regular file or too large.
-fn read(file: &Path) -> Result<Vec<u8>, String> {
+pub(crate) fn read(file: &Path) -> Result<Vec<u8>, String> {
     let meta = std::fs::metadata(file).map_err(|e| format!("cannot read: {e}"))?;
     if !meta.is_file() {
         return Err("not a regular file".into());

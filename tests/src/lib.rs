@@ -10,6 +10,7 @@ mod http_server;
 mod library;
 mod load;
 mod postgres;
+mod registry;
 
 pub use cut::PostgresProxy;
 pub use http_server::TestServer;
@@ -19,6 +20,7 @@ pub use library::{
 };
 pub use load::{ApplyLoad, Told, active_host_pid};
 pub use postgres::TestPostgres;
+pub use registry::TestRegistry;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

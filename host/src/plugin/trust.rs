@@ -158,6 +158,29 @@ impl Trust {
         bytes: &[u8],
         narrowed: &TrustOverride,
     ) -> Result<Signer, String> {
+        let allowed = self.allowed(narrowed)?;
+        let text = read_signature(&signature_of(plugin))?;
+        self.check(plugin, bytes, &text, &allowed)
+    }
+
+    /// [`Trust::verify`] of a signature in hand (`text`, a `.minisig`
+    /// file's content), as a pull checks one before writing anything.
+    ///
+    /// # Errors
+    /// As [`Trust::verify`].
+    pub fn verify_text(
+        &self,
+        plugin: &Path,
+        bytes: &[u8],
+        text: &str,
+        narrowed: &TrustOverride,
+    ) -> Result<Signer, String> {
+        let allowed = self.allowed(narrowed)?;
+        self.check(plugin, bytes, text, &allowed)
+    }
+
+    /// The keys `narrowed` leaves, or why none is.
+    fn allowed(&self, narrowed: &TrustOverride) -> Result<Vec<&TrustedKey>, String> {
         let allowed: Vec<&TrustedKey> = self
             .keys
             .iter()
@@ -168,19 +191,32 @@ impl Trust {
                     .is_none_or(|names| names.contains(&k.name))
             })
             .collect();
-        if allowed.is_empty() {
-            return Err(
+        match allowed.is_empty() {
+            true => Err(
                 "its policy's [trust] keys name none of the trust file's keys: no signature \
                  could be accepted"
                     .into(),
-            );
+            ),
+            false => Ok(allowed),
         }
-        let signature_path = signature_of(plugin);
-        let text = read_signature(&signature_path)?;
-        let signature = minisign_verify::Signature::decode(&text)
-            .map_err(|_| format!("{} is not a minisign signature", signature_path.display()))?;
+    }
+
+    /// `text`, a signature of `plugin`'s `bytes`, checked against `allowed`.
+    fn check(
+        &self,
+        plugin: &Path,
+        bytes: &[u8],
+        text: &str,
+        allowed: &[&TrustedKey],
+    ) -> Result<Signer, String> {
+        let signature = minisign_verify::Signature::decode(text).map_err(|_| {
+            format!(
+                "{} is not a minisign signature",
+                signature_of(plugin).display()
+            )
+        })?;
         let mut wrong_key = true;
-        for trusted in &allowed {
+        for trusted in allowed {
             match trusted.key.verify(bytes, &signature, false) {
                 Ok(()) => {
                     return Ok(Signer {
@@ -203,7 +239,7 @@ impl Trust {
         Err(match wrong_key {
             true => format!(
                 "signed by a key this directory does not trust{}: sign it with one of {}",
-                signature_key_id(&text)
+                signature_key_id(text)
                     .map(|id| format!(" ({id})"))
                     .unwrap_or_default(),
                 allowed

@@ -227,3 +227,123 @@ fn only_files_signed_by_a_trusted_key_serve_and_a_refused_one_never_replaces_the
     });
     host.terminate();
 }
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The digest a push printed (`HOST/REPO@sha256:…` on its last line).
+fn pushed_digest(printed: &str) -> String {
+    let line = printed.lines().last().unwrap_or_default();
+    line.rsplit_once('@')
+        .map(|(_, digest)| digest.to_string())
+        .unwrap_or_else(|| panic!("no digest in {printed}"))
+}
+
+#[test]
+fn a_signed_plugin_travels_through_a_registry_by_digest_and_a_lying_one_is_refused() {
+    let registry = beehive_e2e::TestRegistry::start();
+    let workspace = Workspace::new();
+    let (build, plugins, keys) = (
+        workspace.path().join("build"),
+        workspace.path().join("plugins"),
+        workspace.path().join("keys"),
+    );
+    for dir in [&build, &plugins, &keys] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let (release, release_public) = key_pair(&keys, "release");
+    let (stranger, _) = key_pair(&keys, "stranger");
+    for (name, plugin, key, at) in [
+        ("greeting", "greeting", &release, 1000),
+        ("unsigned", "greeting_v3", &release, 0),
+        ("stranger", "greeting_v2", &stranger, 3000),
+    ] {
+        let file = build.join(format!("{name}.wasm"));
+        std::fs::copy(plugin_wasm(plugin), &file).unwrap();
+        if at > 0 {
+            sign(key, &file, &beehive::plugin::signature_of(&file), at);
+        }
+    }
+    let repo = format!("{}/plugins/greeting", registry.address);
+
+    // Push: the artifact and its signature; the digest to pull it by.
+    let pushed = workspace.ok(&[
+        "plugins",
+        "push",
+        "build/greeting.wasm",
+        &format!("{repo}:v1"),
+    ]);
+    assert_mentions(&pushed, &["with its signature"]);
+    let digest = pushed_digest(&pushed);
+    for (name, tag) in [("unsigned", "unsigned"), ("stranger", "stranger")] {
+        let file = format!("build/{name}.wasm");
+        workspace.ok(&["plugins", "push", &file, &format!("{repo}:{tag}")]);
+    }
+
+    // A directory that trusts the release key pulls by digest and serves.
+    workspace.write(
+        "plugins/trust.toml",
+        &format!("[[key]]\nname = \"release\"\nminisign = \"{release_public}\"\n"),
+    );
+    let host = workspace.start_host(&[]);
+    let pulled = workspace.ok(&[
+        "plugins",
+        "pull",
+        &format!("{repo}@{digest}"),
+        "-o",
+        "plugins/greeting.wasm",
+    ]);
+    assert_mentions(&pulled, &[&digest, "signed by release ("]);
+    assert_eq!(
+        std::fs::read(plugins.join("greeting.wasm")).unwrap(),
+        std::fs::read(plugin_wasm("greeting")).unwrap(),
+        "the very bytes pushed"
+    );
+    wait_until("the pulled plugin serves", || {
+        serving(&workspace).0.starts_with("release (")
+    });
+    let served = serving(&workspace).1;
+
+    // Refused, and nothing written: unsigned, signed by a stranger, a
+    // digest the registry does not have.
+    for (reference, why) in [
+        (format!("{repo}:unsigned"), "not signed"),
+        (
+            format!("{repo}:stranger"),
+            "a key this directory does not trust",
+        ),
+        (
+            format!("{repo}@sha256:{}", "0".repeat(64)),
+            "has no sha256:",
+        ),
+    ] {
+        let refused =
+            workspace.fails(&["plugins", "pull", &reference, "-o", "plugins/greeting.wasm"]);
+        assert_mentions(&refused, &[why]);
+        assert_eq!(serving(&workspace).1, served, "{why}: nothing replaced");
+    }
+
+    // A registry that serves other bytes for a digest: refused, nothing
+    // written, even where nothing is trusted.
+    let layer = sha256_hex(&std::fs::read(plugin_wasm("greeting")).unwrap());
+    let stored = registry.blob_file(&layer);
+    let mut other = std::fs::read(&stored).unwrap();
+    other[100] ^= 1;
+    std::fs::write(&stored, other).unwrap();
+    let refused = workspace.fails(&[
+        "plugins",
+        "pull",
+        &format!("{repo}@{digest}"),
+        "-o",
+        "elsewhere.wasm",
+    ]);
+    assert_mentions(&refused, &["served other bytes", "nothing written"]);
+    assert!(!workspace.path().join("elsewhere.wasm").exists());
+    assert!(!workspace.path().join("elsewhere.wasm.minisig").exists());
+    host.terminate();
+}

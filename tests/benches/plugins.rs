@@ -38,6 +38,9 @@
 //!   the median of 200;
 //! - `plugin.http_get_native_us`: the same GET from native Rust (hyper, a new
 //!   connection each time, as `wasi:http` makes); the median of 200;
+//! - `plugin.verify_ms`: checking a 2 MB plugin's minisign signature
+//!   against a directory's trust file, as a host does before compiling it
+//!   (reading the signature file included); the median of 21;
 //! - `plugin.store_check_ns`: one store-grant check of a call on another
 //!   kind, against a policy of four patterns that grants none of them (the
 //!   longest scan: every pattern tried); the mean of ten million.
@@ -507,7 +510,57 @@ fn store_check() -> f64 {
     start.elapsed().as_nanos() as f64 / f64::from(CHECKS)
 }
 
+/// A 2 MB "plugin" (any bytes: neither check reads them as wasm), signed
+/// by a fresh minisign key, and the trust file naming that key, in `dir`.
+fn signed_two_megabytes(dir: &std::path::Path) -> std::path::PathBuf {
+    let run = |args: &[&str]| {
+        let done = std::process::Command::new("minisign")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("minisign (scripts/test installs it)");
+        assert!(done.status.success(), "{done:?}");
+    };
+    run(&["-G", "-W", "-p", "bench.pub", "-s", "bench.key"]);
+    let plugin = dir.join("plugin.wasm");
+    let bytes: Vec<u8> = (0..2_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    std::fs::write(&plugin, bytes).expect("the plugin");
+    run(&["-S", "-s", "bench.key", "-m", "plugin.wasm"]);
+    let public = std::fs::read_to_string(dir.join("bench.pub")).expect("the key");
+    let line = public.lines().nth(1).expect("a key line");
+    std::fs::write(
+        dir.join(beehive::plugin::TRUST_FILE),
+        format!("[[key]]\nname = \"bench\"\nminisign = \"{line}\"\n"),
+    )
+    .expect("the trust file");
+    plugin
+}
+
+fn verify_ms() -> f64 {
+    let dir = tempfile::tempdir().expect("a directory");
+    let plugin = signed_two_megabytes(dir.path());
+    let bytes = std::fs::read(&plugin).expect("the plugin");
+    let trust = beehive::plugin::Trust::of_directory(dir.path())
+        .expect("the trust file")
+        .expect("one");
+    let samples = (0..21)
+        .map(|_| {
+            let start = Instant::now();
+            trust
+                .verify(&plugin, &bytes, &Default::default())
+                .expect("verifies");
+            start.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    median(samples)
+}
+
 fn main() {
+    if wanted("plugin.verify_ms") {
+        figure("plugin.verify_ms", verify_ms(), "ms");
+    }
     if wanted("plugin.store_check_ns") {
         figure("plugin.store_check_ns", store_check(), "ns");
     }

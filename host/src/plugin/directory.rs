@@ -579,7 +579,17 @@ impl Directory {
             );
             return Prepared::Nothing;
         }
-        let signer = match signed(path, &bytes, &policy, trust, serving.as_ref()) {
+        // The newest signing time served here, by this process or one
+        // before it: a restart must not open the door to a rollback.
+        let recorded = self
+            .host
+            .store()
+            .plugin_signed_at(&plugin_label(path))
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "cannot read the plugin's last signing time");
+                None
+            });
+        let signer = match signed(path, &bytes, &policy, trust, serving.as_ref(), recorded) {
             Ok(signer) => signer,
             Err(message) => {
                 let error = Error::Signature {
@@ -616,10 +626,20 @@ impl Directory {
             signer,
             ..
         } = pending;
+        let signed_at = signer.as_ref().and_then(|s| s.signed_at);
         let outcome = match loaded {
             Ok(plugin) => self.install(files, plugin, serving.clone(), signer).await,
             Err(error) => Err(error),
         };
+        if let (Ok(_), Some(at)) = (&outcome, signed_at) {
+            let store = self.host.store();
+            if let Err(error) = store
+                .record_plugin_signed_at(&plugin_label(&path), at)
+                .await
+            {
+                tracing::warn!(%error, "cannot record the plugin's signing time");
+            }
+        }
         match outcome {
             Ok(served) => {
                 files.insert(
@@ -786,6 +806,7 @@ fn signed(
     policy: &Policy,
     trust: &Result<Option<Trust>, String>,
     serving: Option<&Served>,
+    recorded: Option<u64>,
 ) -> Result<Option<Signer>, String> {
     let trust = match trust {
         Ok(Some(trust)) => trust,
@@ -796,7 +817,8 @@ fn signed(
     let signer = trust.verify(path, bytes, &policy.trust)?;
     let serving_since = serving
         .and_then(|s| s.signer.as_ref())
-        .and_then(|s| s.signed_at);
+        .and_then(|s| s.signed_at)
+        .max(recorded);
     if let Some(serving_since) = serving_since
         && !policy.trust.allow_rollback
         && signer.signed_at.is_none_or(|at| at < serving_since)
@@ -805,7 +827,8 @@ fn signed(
             .signed_at
             .map_or_else(|| "at no stated time".to_string(), |at| format!("at {at}"));
         return Err(format!(
-            "a rollback: signed {when}, before the build serving (signed at {serving_since}); \
+            "a rollback: signed {when}, before the newest build that served here (signed at \
+             {serving_since}); \
              to allow it, add `allow_rollback = true` under [trust] in {}",
             Policy::file_of(path).display()
         ));

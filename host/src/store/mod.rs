@@ -422,6 +422,21 @@ impl Store {
         self.read(|r| r.rollouts(group_kind))
     }
 
+    /// The newest signing time of a build of plugin `name` that served
+    /// here (Unix seconds), for the rollback rule of signed plugins.
+    pub(crate) fn plugin_signed_at(&self, name: &str) -> Result<Option<u64>> {
+        let at = self.read(|r| r.plugin_signed_at(name))?;
+        Ok(at.and_then(|at| u64::try_from(at).ok()))
+    }
+
+    /// Records that a build of plugin `name` signed at `at` serves; the
+    /// recorded time never moves back.
+    pub(crate) async fn record_plugin_signed_at(&self, name: &str, at: u64) -> Result<()> {
+        let (name, at) = (name.to_string(), i64::try_from(at).unwrap_or(i64::MAX));
+        self.write(move |tx| ops::record_signed_at(tx, &name, at))
+            .await
+    }
+
     /// The kinds that exist: those with objects or a recorded registration.
     ///
     /// # Errors
@@ -762,6 +777,28 @@ mod tests {
         );
         let reopened = Store::open(&path).unwrap();
         assert!(has_key(&reopened, "checkpointed"));
+    }
+
+    #[tokio::test]
+    async fn a_plugins_signing_time_only_moves_forward_on_either_backend() {
+        for store in each_store() {
+            assert_eq!(store.plugin_signed_at("greeting").unwrap(), None);
+            store
+                .record_plugin_signed_at("greeting", 2000)
+                .await
+                .unwrap();
+            store
+                .record_plugin_signed_at("greeting", 1000)
+                .await
+                .unwrap();
+            assert_eq!(store.plugin_signed_at("greeting").unwrap(), Some(2000));
+            store
+                .record_plugin_signed_at("greeting", 3000)
+                .await
+                .unwrap();
+            assert_eq!(store.plugin_signed_at("greeting").unwrap(), Some(3000));
+            assert_eq!(store.plugin_signed_at("cascade").unwrap(), None);
+        }
     }
 
     #[tokio::test]

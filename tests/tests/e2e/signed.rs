@@ -221,6 +221,11 @@ fn only_files_signed_by_a_trusted_key_serve_and_a_refused_one_never_replaces_the
         &failures(&workspace),
         &["allow_rollback = true", "greeting.toml"],
     );
+    // A restart does not open the door: the store remembers the newest
+    // signing time that served.
+    host.terminate();
+    let host = workspace.start_host(&["--metrics-addr", "127.0.0.1:0"]);
+    assert_mentions(&failures(&workspace), &["a rollback", "signed at 2000"]);
     workspace.write("plugins/greeting.toml", "[trust]\nallow_rollback = true\n");
     wait_until("the allowed rollback serves", || {
         serving(&workspace).1 == v1_hash

@@ -25,6 +25,6 @@ pub(crate) use observed::{
     settle_with_status, stamp_observed, subtract_owed, write_status,
 };
 pub(crate) use registrations::{
-    record as record_registration, record_rollout_progress, remove as remove_registration,
-    start_rollout,
+    record as record_registration, record_rollout_progress, record_signed_at,
+    remove as remove_registration, start_rollout,
 };

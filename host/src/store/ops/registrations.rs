@@ -22,6 +22,12 @@ pub(crate) fn start_rollout(tx: &mut WriteTx<'_>, rollout: &Rollout) -> Result<(
     rollouts::insert(tx.conn(), rollout)
 }
 
+/// Records that a build of plugin `name` signed at `at` served (the newest
+/// time stays).
+pub(crate) fn record_signed_at(tx: &mut WriteTx<'_>, name: &str, at: i64) -> Result<()> {
+    crate::store::rows::signatures::record(tx.conn(), name, at)
+}
+
 /// Records how far `rollout` has gone.
 pub(crate) fn record_rollout_progress(tx: &mut WriteTx<'_>, rollout: &Rollout) -> Result<()> {
     rollouts::update_progress(tx.conn(), rollout)

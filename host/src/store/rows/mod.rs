@@ -17,6 +17,7 @@ pub(crate) mod registrations;
 pub(crate) mod retention;
 pub(crate) mod rollouts;
 pub(crate) mod scan;
+pub(crate) mod signatures;
 pub(crate) mod snapshot;
 pub(crate) mod write_log;
 

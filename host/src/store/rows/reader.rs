@@ -277,6 +277,11 @@ impl<'c> Reader<'c> {
         rollouts::list(self.conn, group_kind)
     }
 
+    /// The newest signing time recorded for plugin `name`.
+    pub(crate) fn plugin_signed_at(&self, name: &str) -> Result<Option<i64>> {
+        crate::store::rows::signatures::newest(self.conn, name)
+    }
+
     /// The newest revision `group_kind` has been served by.
     pub(crate) fn latest_rollout(&self, group_kind: &GroupKind) -> Result<Option<Rollout>> {
         rollouts::latest(self.conn, group_kind)

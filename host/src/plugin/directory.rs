@@ -23,7 +23,7 @@ use crate::engine::Host;
 use crate::object::GroupKind;
 use crate::operator_file::{self, MAX_PLUGIN_BYTES};
 use crate::plugin::policy::OffLimits;
-use crate::plugin::trust::{Signer, Trust, signature_of};
+use crate::plugin::trust::{Signer, Trust, cosign_signature_of, signature_of};
 use crate::plugin::{Error, Limits, Plugin, Policy, Runtime, hex};
 use crate::sync::lock;
 
@@ -164,8 +164,9 @@ struct Fingerprint {
     len: u64,
     modified: Option<SystemTime>,
     policy: Option<(u64, Option<SystemTime>)>,
-    /// Its detached signature's: a new signature is a reason to load again.
-    signature: Option<(u64, Option<SystemTime>)>,
+    /// Its detached signatures' (minisign's, cosign's): a new signature is
+    /// a reason to load again.
+    signatures: [Option<(u64, Option<SystemTime>)>; 2],
 }
 
 fn fingerprint(path: &Path) -> Option<Fingerprint> {
@@ -179,7 +180,10 @@ fn fingerprint(path: &Path) -> Option<Fingerprint> {
         len: meta.len(),
         modified: meta.modified().ok(),
         policy: beside(Policy::file_of(path)),
-        signature: beside(signature_of(path)),
+        signatures: [
+            beside(signature_of(path)),
+            beside(cosign_signature_of(path)),
+        ],
     })
 }
 

@@ -16,6 +16,7 @@ mod cache;
 mod clock;
 mod code;
 mod contract;
+mod cosign;
 mod directory;
 mod error;
 mod granted_dir;
@@ -46,7 +47,7 @@ pub use policy::{ConfigValue, FileGrant, HttpGrant, Policy, TrustOverride};
 pub(crate) use runtime::hex;
 pub use runtime::{Runtime, RuntimeOptions};
 pub use shape::{Language, Shape, initial_memory};
-pub use trust::{Signer, TRUST_FILE, Trust, signature_of};
+pub use trust::{Signer, TRUST_FILE, Trust, cosign_signature_of, signature_of};
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

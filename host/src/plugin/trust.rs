@@ -9,10 +9,13 @@
 //! minisign = "RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3"   # the key line of minisign.pub
 //! ```
 //!
-//! With such a file, every plugin must carry a detached signature,
-//! `NAME.wasm.minisig` beside it (`minisign -S -m NAME.wasm`), made over
-//! the exact file by one of those keys (a plugin's policy may narrow them,
-//! `[trust] keys = [...]`); without one, plugins load unsigned, as before.
+//! With such a file, every plugin must carry a detached signature beside
+//! it, made over the exact file by one of those keys (a plugin's policy may
+//! narrow them, `[trust] keys = [...]`): `NAME.wasm.minisig` for a minisign
+//! key (`minisign -S -m NAME.wasm`), or `NAME.wasm.sig` for an ECDSA P-256
+//! key given as `cosign = """-----BEGIN PUBLIC KEY-----..."""`
+//! (`cosign sign-blob --key cosign.key NAME.wasm --output-signature
+//! NAME.wasm.sig`). Without a trust file, plugins load unsigned, as before.
 //!
 //! The adversary can write into the plugin directory but holds no trusted
 //! key. So the signature file is read with a size cap, never through a
@@ -30,6 +33,7 @@ use serde::Deserialize;
 
 use crate::operator_file;
 use crate::plugin::TrustOverride;
+use crate::plugin::cosign::CosignKey;
 
 /// The trust file's name in a plugin directory.
 pub const TRUST_FILE: &str = "trust.toml";
@@ -53,7 +57,14 @@ pub struct Trust {
 struct TrustedKey {
     name: String,
     id: String,
-    key: minisign_verify::PublicKey,
+    key: Key,
+}
+
+/// A trusted key, of either signer.
+#[derive(Clone, Debug)]
+enum Key {
+    Minisign(minisign_verify::PublicKey),
+    Cosign(CosignKey),
 }
 
 /// Who signed a plugin file, and when.
@@ -61,7 +72,8 @@ struct TrustedKey {
 pub struct Signer {
     /// The trusted key's name, as the trust file gives it.
     pub key: String,
-    /// The key's id, as minisign prints it (16 hex digits).
+    /// The key's id: as minisign prints it (16 hex digits), or the first
+    /// 16 hex digits of a cosign key's SHA-256.
     pub key_id: String,
     /// When it was signed (Unix seconds), from the signature's trusted
     /// comment, if it says.
@@ -85,7 +97,8 @@ struct TrustFile {
 #[serde(deny_unknown_fields)]
 struct KeyEntry {
     name: String,
-    minisign: String,
+    minisign: Option<String>,
+    cosign: Option<String>,
 }
 
 impl Trust {
@@ -124,16 +137,33 @@ impl Trust {
             if keys.iter().any(|k| k.name == entry.name) {
                 return Err(format!("the key name {:?} is given twice", entry.name));
             }
-            let line = entry.minisign.trim();
-            let key = minisign_verify::PublicKey::from_base64(line).map_err(|_| {
-                format!(
-                    "key {:?}: not a minisign public key (give the second line of \
-                     minisign.pub, which starts with RW)",
-                    entry.name
-                )
-            })?;
+            let (id, key) = match (&entry.minisign, &entry.cosign) {
+                (Some(line), None) => {
+                    let line = line.trim();
+                    let key = minisign_verify::PublicKey::from_base64(line).map_err(|_| {
+                        format!(
+                            "key {:?}: not a minisign public key (give the second line of \
+                             minisign.pub, which starts with RW)",
+                            entry.name
+                        )
+                    })?;
+                    (key_id(line).unwrap_or_default(), Key::Minisign(key))
+                }
+                (None, Some(pem)) => {
+                    let key = CosignKey::from_pem(pem)
+                        .map_err(|why| format!("key {:?}: {why}", entry.name))?;
+                    (key.id.clone(), Key::Cosign(key))
+                }
+                _ => {
+                    return Err(format!(
+                        "key {:?}: give either minisign = \"RW...\" or cosign = \"\"\"-----BEGIN \
+                         PUBLIC KEY-----...\"\"\"",
+                        entry.name
+                    ));
+                }
+            };
             keys.push(TrustedKey {
-                id: key_id(line).unwrap_or_default(),
+                id,
                 name: entry.name,
                 key,
             });
@@ -159,7 +189,18 @@ impl Trust {
         narrowed: &TrustOverride,
     ) -> Result<Signer, String> {
         let allowed = self.allowed(narrowed)?;
-        let text = read_signature(&signature_of(plugin))?;
+        let cosign = cosign_signature_of(plugin);
+        // A minisign signature when there is one (a symlink counts, to be
+        // refused), else a cosign one; with neither, minisign's name is the
+        // one the refusal shows.
+        let minisign = signature_of(plugin);
+        if std::fs::symlink_metadata(&minisign).is_err()
+            && std::fs::symlink_metadata(&cosign).is_ok()
+        {
+            let text = read_signature(&cosign)?;
+            return check_cosign(plugin, bytes, &text, &allowed);
+        }
+        let text = read_signature(&minisign)?;
         self.check(plugin, bytes, &text, &allowed)
     }
 
@@ -217,7 +258,10 @@ impl Trust {
         })?;
         let mut wrong_key = true;
         for trusted in allowed {
-            match trusted.key.verify(bytes, &signature, false) {
+            let Key::Minisign(key) = &trusted.key else {
+                continue;
+            };
+            match key.verify(bytes, &signature, false) {
                 Ok(()) => {
                     return Ok(Signer {
                         key: trusted.name.clone(),
@@ -256,6 +300,52 @@ impl Trust {
             ),
         })
     }
+}
+
+/// A cosign signature of `plugin`'s `bytes`, by one of the `allowed` keys.
+fn check_cosign(
+    plugin: &Path,
+    bytes: &[u8],
+    text: &str,
+    allowed: &[&TrustedKey],
+) -> Result<Signer, String> {
+    let cosign_keys: Vec<(&TrustedKey, &CosignKey)> = allowed
+        .iter()
+        .filter_map(|trusted| match &trusted.key {
+            Key::Cosign(key) => Some((*trusted, key)),
+            Key::Minisign(_) => None,
+        })
+        .collect();
+    if cosign_keys.is_empty() {
+        return Err(format!(
+            "{} is a cosign signature, and no cosign key may sign it here",
+            cosign_signature_of(plugin).display()
+        ));
+    }
+    for (trusted, key) in cosign_keys {
+        if key.verifies(bytes, text)? {
+            return Ok(Signer {
+                key: trusted.name.clone(),
+                key_id: trusted.id.clone(),
+                // cosign signs no time: only a minisign build is ordered.
+                signed_at: None,
+            });
+        }
+    }
+    // ECDSA cannot tell another key from other bytes.
+    Err(format!(
+        "the cosign signature verifies with no trusted key: made by another key, or over \
+         other bytes; sign this file again (cosign sign-blob --key cosign.key {0} \
+         --output-signature {0}.sig)",
+        plugin.file_name().unwrap_or_default().to_string_lossy()
+    ))
+}
+
+/// A cosign signature of `plugin`: `NAME.wasm.sig` beside it.
+pub fn cosign_signature_of(plugin: &Path) -> PathBuf {
+    let mut name = plugin.as_os_str().to_owned();
+    name.push(".sig");
+    PathBuf::from(name)
 }
 
 /// The detached signature of `plugin`: `NAME.wasm.minisig` beside it.
@@ -333,9 +423,9 @@ fn signature_key_id(text: &str) -> Option<String> {
     key_id(text.lines().nth(1)?.trim())
 }
 
-/// Standard base64, for the key id alone (the crate keeps its own decoder
-/// private).
-fn decode_base64(text: &str) -> Option<Vec<u8>> {
+/// Standard base64 (minisign's crate keeps its decoder private; cosign's
+/// keys and signatures are base64 too).
+pub(crate) fn decode_base64(text: &str) -> Option<Vec<u8>> {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut bits = 0u32;
     let mut held = 0;
@@ -411,6 +501,43 @@ trusted comment: timestamp:1796665578\tfile:p.bin\thashed
     fn key_ids_read_as_minisign_prints_them() {
         assert_eq!(key_id(PUBLIC).unwrap(), "FD2E6F4A0E55C5DD");
         assert_eq!(signature_key_id(SIGNATURE).unwrap(), "FD2E6F4A0E55C5DD");
+    }
+
+    #[test]
+    fn a_cosign_key_and_signature_are_checked_as_minisign_ones_are() {
+        let dir = tempfile::tempdir().unwrap();
+        // A P-256 key and its signature of b"plugin bytes\n", made by
+        // openssl in key-based cosign's format (see plugin/cosign.rs).
+        let pem = "-----BEGIN PUBLIC KEY-----\n\
+MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEyrSf56Uk8HKr7aOS7YMX15X+smL3\n\
+iaGJps1DiJZZKpbHpOTrrblfGTxZPLB/9a21a1bv4VaTOeeu51ab0CRtpQ==\n\
+-----END PUBLIC KEY-----\n";
+        let trust = Trust::parse(&format!(
+            "[[key]]\nname = \"ci\"\ncosign = \"\"\"\n{pem}\"\"\"\n\
+             [[key]]\nname = \"release\"\nminisign = \"{PUBLIC}\"\n"
+        ))
+        .unwrap();
+        let plugin = dir.path().join("p.wasm");
+        std::fs::write(
+            cosign_signature_of(&plugin),
+            "MEUCICVkIrOPK1F3TrvsCmfSL91o5tj4hCL+dfAJB9vb6d9zAiEA6vbX5i7bYUV7+JbnOqBR1i+ZtrqZkPRobjlHqqXKSm8=",
+        )
+        .unwrap();
+        let any = TrustOverride::default();
+        let signer = trust.verify(&plugin, b"plugin bytes\n", &any).unwrap();
+        assert_eq!((signer.key.as_str(), signer.signed_at), ("ci", None));
+        let other = trust.verify(&plugin, b"plugin bytez\n", &any).unwrap_err();
+        assert!(other.contains("verifies with no trusted key"), "{other}");
+        let only_release = TrustOverride {
+            keys: Some(vec!["release".into()]),
+            allow_rollback: false,
+        };
+        let narrowed = trust
+            .verify(&plugin, b"plugin bytes\n", &only_release)
+            .unwrap_err();
+        assert!(narrowed.contains("no cosign key may sign it"), "{narrowed}");
+        let both = format!("[[key]]\nname = \"x\"\nminisign = \"{PUBLIC}\"\ncosign = \"y\"\n");
+        assert!(Trust::parse(&both).unwrap_err().contains("either"));
     }
 
     #[test]

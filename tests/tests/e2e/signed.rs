@@ -352,3 +352,79 @@ fn a_signed_plugin_travels_through_a_registry_by_digest_and_a_lying_one_is_refus
     assert!(!workspace.path().join("elsewhere.wasm.minisig").exists());
     host.terminate();
 }
+
+#[test]
+fn a_plugin_signed_in_cosigns_key_based_format_serves_under_its_p256_key() {
+    let workspace = Workspace::new();
+    let (plugins, keys) = (
+        workspace.path().join("plugins"),
+        workspace.path().join("keys"),
+    );
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir_all(&keys).unwrap();
+    // openssl writes what `cosign generate-key-pair` and `cosign sign-blob
+    // --key` do: a P-256 SubjectPublicKeyInfo PEM, and the base64 of a DER
+    // signature over the file's SHA-256.
+    let openssl = |args: &[&str]| {
+        let done = Command::new("openssl")
+            .args(args)
+            .current_dir(&keys)
+            .output()
+            .unwrap();
+        assert!(done.status.success(), "{done:?}");
+    };
+    openssl(&[
+        "ecparam",
+        "-name",
+        "prime256v1",
+        "-genkey",
+        "-noout",
+        "-out",
+        "cosign.key",
+    ]);
+    openssl(&["ec", "-in", "cosign.key", "-pubout", "-out", "cosign.pub"]);
+    let plugin = keys.join("greeting.wasm");
+    std::fs::copy(plugin_wasm("greeting"), &plugin).unwrap();
+    openssl(&[
+        "dgst",
+        "-sha256",
+        "-sign",
+        "cosign.key",
+        "-out",
+        "sig.der",
+        "greeting.wasm",
+    ]);
+    let der = std::fs::read(keys.join("sig.der")).unwrap();
+    std::fs::write(plugins.join("greeting.wasm.sig"), base64(&der)).unwrap();
+    let pem = std::fs::read_to_string(keys.join("cosign.pub")).unwrap();
+    workspace.write(
+        "plugins/trust.toml",
+        &format!("[[key]]\nname = \"ci\"\ncosign = \"\"\"\n{pem}\"\"\"\n"),
+    );
+    std::fs::copy(&plugin, plugins.join("greeting.wasm")).unwrap();
+    assert_mentions(
+        &workspace.ok(&["plugins", "check", "plugins/greeting.wasm"]),
+        &["Signature:  signed by ci ("],
+    );
+    let host = workspace.start_host(&[]);
+    wait_until("the cosign-signed plugin serves", || {
+        serving(&workspace).0.starts_with("ci (")
+    });
+    host.terminate();
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().fold(0u32, |n, b| (n << 8) | u32::from(*b)) << (8 * (3 - chunk.len()));
+        for i in 0..4 {
+            out.push(if i <= chunk.len() {
+                ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
+}

@@ -273,38 +273,10 @@ fn author_figures(label: &'static str) {
     );
 }
 
-/// A 2 MB "plugin" (any bytes: neither check reads them as wasm), signed
-/// by a fresh minisign key, and the trust file naming that key, in `dir`.
-fn signed_two_megabytes(dir: &std::path::Path) -> std::path::PathBuf {
-    let run = |args: &[&str]| {
-        let done = std::process::Command::new("minisign")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("minisign (scripts/test installs it)");
-        assert!(done.status.success(), "{done:?}");
-    };
-    run(&["-G", "-W", "-p", "bench.pub", "-s", "bench.key"]);
-    let plugin = dir.join("plugin.wasm");
-    let bytes: Vec<u8> = (0..2_000_000u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
-        .collect();
-    std::fs::write(&plugin, bytes).expect("the plugin");
-    run(&["-S", "-s", "bench.key", "-m", "plugin.wasm"]);
-    let public = std::fs::read_to_string(dir.join("bench.pub")).expect("the key");
-    let line = public.lines().nth(1).expect("a key line");
-    std::fs::write(
-        dir.join(beehive::plugin::TRUST_FILE),
-        format!("[[key]]\nname = \"bench\"\nminisign = \"{line}\"\n"),
-    )
-    .expect("the trust file");
-    plugin
-}
-
 fn pull_verify_ms() -> f64 {
     let registry = beehive_e2e::TestRegistry::start();
     let dir = tempfile::tempdir().expect("a directory");
-    let plugin = signed_two_megabytes(dir.path());
+    let plugin = beehive_e2e::bench::signed_two_megabytes(dir.path());
     let beehive = |args: &[&str]| {
         let done = std::process::Command::new(beehive_e2e::beehive_bin())
             .args(args)

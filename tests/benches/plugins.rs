@@ -510,37 +510,9 @@ fn store_check() -> f64 {
     start.elapsed().as_nanos() as f64 / f64::from(CHECKS)
 }
 
-/// A 2 MB "plugin" (any bytes: neither check reads them as wasm), signed
-/// by a fresh minisign key, and the trust file naming that key, in `dir`.
-fn signed_two_megabytes(dir: &std::path::Path) -> std::path::PathBuf {
-    let run = |args: &[&str]| {
-        let done = std::process::Command::new("minisign")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("minisign (scripts/test installs it)");
-        assert!(done.status.success(), "{done:?}");
-    };
-    run(&["-G", "-W", "-p", "bench.pub", "-s", "bench.key"]);
-    let plugin = dir.join("plugin.wasm");
-    let bytes: Vec<u8> = (0..2_000_000u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
-        .collect();
-    std::fs::write(&plugin, bytes).expect("the plugin");
-    run(&["-S", "-s", "bench.key", "-m", "plugin.wasm"]);
-    let public = std::fs::read_to_string(dir.join("bench.pub")).expect("the key");
-    let line = public.lines().nth(1).expect("a key line");
-    std::fs::write(
-        dir.join(beehive::plugin::TRUST_FILE),
-        format!("[[key]]\nname = \"bench\"\nminisign = \"{line}\"\n"),
-    )
-    .expect("the trust file");
-    plugin
-}
-
 fn verify_ms() -> f64 {
     let dir = tempfile::tempdir().expect("a directory");
-    let plugin = signed_two_megabytes(dir.path());
+    let plugin = beehive_e2e::bench::signed_two_megabytes(dir.path());
     let bytes = std::fs::read(&plugin).expect("the plugin");
     let trust = beehive::plugin::Trust::of_directory(dir.path())
         .expect("the trust file")

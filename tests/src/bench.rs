@@ -235,3 +235,35 @@ pub fn print_idle_threads(before: &[ThreadUsage], after: &[ThreadUsage]) {
         }
     }
 }
+
+/// A 2 MB "plugin" (any bytes: neither check reads them as wasm), signed
+/// by a fresh minisign key, and the trust file naming that key, in `dir`:
+/// the plugin `plugin.verify_ms` and `plugin.pull_verify_ms` check.
+///
+/// # Panics
+/// When minisign is missing (`scripts/test` installs it) or fails.
+pub fn signed_two_megabytes(dir: &std::path::Path) -> std::path::PathBuf {
+    let run = |args: &[&str]| {
+        let done = std::process::Command::new("minisign")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("minisign (scripts/test installs it)");
+        assert!(done.status.success(), "{done:?}");
+    };
+    run(&["-G", "-W", "-p", "bench.pub", "-s", "bench.key"]);
+    let plugin = dir.join("plugin.wasm");
+    let bytes: Vec<u8> = (0..2_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    std::fs::write(&plugin, bytes).expect("the plugin");
+    run(&["-S", "-s", "bench.key", "-m", "plugin.wasm"]);
+    let public = std::fs::read_to_string(dir.join("bench.pub")).expect("the key");
+    let line = public.lines().nth(1).expect("a key line");
+    std::fs::write(
+        dir.join(beehive::plugin::TRUST_FILE),
+        format!("[[key]]\nname = \"bench\"\nminisign = \"{line}\"\n"),
+    )
+    .expect("the trust file");
+    plugin
+}

@@ -11,7 +11,7 @@ use crate::flags::{
 use crate::get_format::{self, GetOutput};
 use crate::handlers::{self, Context};
 use crate::output::{self, Format};
-use crate::protocol::{Outcome, PluginsView, Reply, Request, Until};
+use crate::protocol::{Outcome, PluginsView, Reply, Request, TraceAsk, Until};
 use crate::{endpoint, explain, failover, manifest, plugin_check, run, scaffold, top};
 
 /// Runs a command and returns what to print.
@@ -88,11 +88,13 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             new_kind,
             force_conflicts,
             dry_run,
+            trace,
         } => Request::Apply {
             objects: manifest::load(&file)?,
             new_kinds: new_kind,
             force_conflicts,
             dry_run: dry_run.is_some(),
+            trace: trace_ask(trace)?,
         },
         Command::Diff { file } => return crate::diff::diff(&paths, &file).await,
         Command::Get {
@@ -333,9 +335,16 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
     };
     match dispatch(&paths, request).await? {
         Reply::Done { message } => Ok(message + "\n"),
-        Reply::Applied { results, warnings } => {
+        Reply::Applied {
+            results,
+            warnings,
+            trace_id,
+        } => {
             for warning in warnings {
                 eprintln!("warning: {warning}");
+            }
+            if let Some(trace_id) = trace_id {
+                eprintln!("trace {trace_id}");
             }
             Ok(results
                 .iter()
@@ -347,6 +356,24 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
         }
         other => Err(unexpected(&other)),
     }
+}
+
+/// How an apply joins a trace: `--trace` starts one; else a `TRACEPARENT`
+/// in the environment is its parent, checked here so a malformed one is a
+/// usage error before anything is sent.
+fn trace_ask(new_trace: bool) -> Result<Option<TraceAsk>, Failure> {
+    if new_trace {
+        return Ok(Some(TraceAsk::New));
+    }
+    let Some(parent) = std::env::var("TRACEPARENT")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    else {
+        return Ok(None);
+    };
+    beehive::trace::TraceContext::parse(&parent)
+        .map_err(|e| Failure::usage(format!("TRACEPARENT: {e}")))?;
+    Ok(Some(TraceAsk::Parent(parent)))
 }
 
 /// How `get` prints what it found.

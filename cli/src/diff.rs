@@ -23,9 +23,12 @@ pub(crate) async fn diff(paths: &Paths, file: &Path) -> Result<String, Failure> 
         new_kinds: false,
         force_conflicts: false,
         dry_run: true,
+        trace: None,
     };
     let results = match crate::commands::dispatch(paths, request).await? {
-        Reply::Applied { results, warnings } => {
+        Reply::Applied {
+            results, warnings, ..
+        } => {
             for warning in warnings {
                 eprintln!("warning: {warning}");
             }

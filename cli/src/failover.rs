@@ -201,6 +201,7 @@ mod tests {
             new_kinds: false,
             force_conflicts: false,
             dry_run: false,
+            trace: None,
         }));
     }
 
@@ -212,6 +213,7 @@ mod tests {
             new_kinds: false,
             force_conflicts: false,
             dry_run: false,
+            trace: None,
         };
         let mut attempts = Attempts::new(&paths, &request);
         assert!(!attempts.again(&Failure::conflict("taken")));

@@ -107,6 +107,12 @@ pub(crate) enum Command {
         /// kubectl spells it.
         #[arg(long, num_args = 0..=1, default_missing_value = "server", value_parser = ["server"])]
         dry_run: Option<String>,
+        /// Start a trace with this apply and print its id: the passes the
+        /// writes cause are spans in it, exported by a host run with
+        /// `--otlp-endpoint`. Without it, a `TRACEPARENT` in the
+        /// environment (W3C trace context) is the writes' parent.
+        #[arg(long)]
+        trace: bool,
     },
     /// What applying a file would change: a unified diff of each object's
     /// labels and spec as stored against as the apply would leave them.

@@ -63,11 +63,15 @@ async fn apply_file(ctx: &Context, file: &Path) -> Result<(), String> {
             // into one of its files would be stale after its first apply.
             force_conflicts: true,
             dry_run: false,
+            trace: None,
         },
     )
     .await
     .map_err(|e| format!("{}: {e}", file.display()))?;
-    if let Reply::Applied { results, warnings } = reply {
+    if let Reply::Applied {
+        results, warnings, ..
+    } = reply
+    {
         for warning in warnings {
             tracing::warn!("manifest {}: {warning}", file.display());
         }

@@ -31,6 +31,10 @@ pub enum Request {
         /// Check and write everything, then roll back (`--dry-run`).
         #[serde(default)]
         dry_run: bool,
+        /// How the writes join a trace: under a caller's `traceparent`,
+        /// or as a new trace (`--trace`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace: Option<TraceAsk>,
     },
     Get {
         kind: String,
@@ -182,6 +186,9 @@ pub type Outcome = Result<Reply, crate::failure::Failure>;
 pub enum Reply {
     Applied {
         results: Vec<Applied>,
+        /// The trace the writes joined, when the apply asked for one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace_id: Option<String>,
         /// What the caller should know though nothing failed, one line
         /// each.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -292,6 +299,16 @@ pub struct ObjectView {
         skip_serializing_if = "Option::is_none"
     )]
     pub last_pass_failed_at: Option<Timestamp>,
+}
+
+/// How an apply's writes join a trace.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TraceAsk {
+    /// Under the caller's context (`TRACEPARENT`), as W3C `traceparent` text.
+    Parent(String),
+    /// As a new trace (`--trace`).
+    New,
 }
 
 /// What `apply` did to one object.

@@ -8,12 +8,14 @@ use std::time::{Duration, Instant};
 
 use beehive::engine::{Cadence, Tenure};
 use beehive::plugin::{Compiler, Directory, Runtime, RuntimeOptions};
+use beehive::trace::Tracer;
 use beehive::{Host, HostOptions};
 use clap::Args;
 
 use crate::endpoint::{Lock, Paths, holder, remove_stale_socket};
 use crate::failure::Failure;
 use crate::handlers::Context;
+use crate::otlp::OtlpConfig;
 use crate::plugin_limits::PluginLimitArgs;
 use crate::plugin_mirror;
 use crate::readiness::{Phase, Readiness};
@@ -163,6 +165,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 24, value_parser = clap::value_parser!(u32).range(1..), requires = "backup_dir")]
     backup_keep: u32,
 
+    /// Export a span of every pass (with its store writes and a plugin's
+    /// HTTP requests as children) over OTLP/HTTP to this collector, e.g.
+    /// `http://127.0.0.1:4318` (`/v1/traces` is added). Off by default;
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` and the other standard `OTEL_*`
+    /// variables (service name, resource attributes, sampler, batch
+    /// sizes, timeout) are read too. Spans wait in a bounded queue: a
+    /// collector that is down or slow never delays a pass, and what is
+    /// dropped is counted (`beehive_otlp_spans_dropped_total`).
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
+
     /// How long a graceful stop waits for passes in flight.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     stop_timeout: Duration,
@@ -172,7 +185,7 @@ impl RunArgs {
     /// The host's options; a host `taking_over` a PostgreSQL store's lease
     /// passes every object once, since what its predecessor held in memory
     /// is gone.
-    fn host_options(&self, taking_over: bool) -> HostOptions {
+    fn host_options(&self, taking_over: bool, tracer: Option<&Tracer>) -> HostOptions {
         let mut options = HostOptions::new().cadence(Cadence {
             owed_pass_interval: self.owed_pass_interval,
             full_pass_interval: self.full_pass_interval,
@@ -197,6 +210,9 @@ impl RunArgs {
         }
         if let Some(d) = self.transaction_hold_limit {
             options = options.transaction_hold_limit(d);
+        }
+        if let Some(tracer) = tracer {
+            options = options.tracer(tracer.clone());
         }
         options.event_retention(self.event_retention, self.event_max_age)
     }
@@ -266,6 +282,10 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), Failure> {
         }
         crate::backup::require_backup_dir(dir)?;
     }
+    let otlp = OtlpConfig::resolve(args.otlp_endpoint.as_deref(), |name| {
+        std::env::var(name).ok()
+    })
+    .map_err(Failure::usage)?;
     let metrics_listener = match args.metrics_addr {
         Some(addr) => Some(crate::metrics_http::bind(addr).await?),
         None => None,
@@ -293,6 +313,14 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), Failure> {
             "serving metrics on http://{endpoint}/metrics, health on /healthz and /readyz"
         );
     }
+    let (tracer, exporter) = match otlp {
+        Some(config) => {
+            tracing::info!("exporting traces to {}", config.endpoint);
+            let (tracer, exporter) = crate::otlp::start(config, store.metrics().clone());
+            (Some(tracer), Some(exporter))
+        }
+        None => (None, None),
+    };
     let serving = Serving {
         paths: &paths,
         args: &args,
@@ -300,18 +328,33 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), Failure> {
         plugin_dir: &plugin_dir,
         mirrored,
         readiness: &readiness,
+        tracer: tracer.as_ref(),
     };
-    if !paths.is_postgres() {
-        serving.serve(None, &mut signals).await?;
+    let served = serve_until_stopped(&serving, &mut signals).await;
+    if let Some(exporter) = exporter {
+        exporter.stop(EXPORT_FLUSH_PATIENCE).await;
+    }
+    served
+}
+
+/// How long a stopping host gives the trace exporter to send what is queued.
+const EXPORT_FLUSH_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Serves until a signal: once on SQLite, tenure after tenure on PostgreSQL.
+async fn serve_until_stopped(serving: &Serving<'_>, signals: &mut Signals) -> Result<(), Failure> {
+    let (store, args) = (serving.store, serving.args);
+    if !serving.paths.is_postgres() {
+        serving.serve(None, signals).await?;
         return Ok(());
     }
+    let readiness = serving.readiness;
     loop {
         readiness.set(Phase::StandingBy);
-        let tenure = match until_signal(&mut signals, Tenure::take(&store, args.lease)).await {
+        let tenure = match until_signal(signals, Tenure::take(store, args.lease)).await {
             Some(tenure) => tenure.map_err(|e| format!("taking the host lease: {e}"))?,
             None => return Ok(()),
         };
-        match serving.serve(Some(tenure), &mut signals).await? {
+        match serving.serve(Some(tenure), signals).await? {
             Ending::Stopped => return Ok(()),
             Ending::SteppedDown => {
                 tracing::warn!("back to standing by: this host competes for the lease again");
@@ -365,6 +408,7 @@ struct Serving<'a> {
     plugin_dir: &'a Path,
     mirrored: bool,
     readiness: &'a Readiness,
+    tracer: Option<&'a Tracer>,
 }
 
 impl Serving<'_> {
@@ -378,11 +422,12 @@ impl Serving<'_> {
             plugin_dir,
             mirrored,
             readiness,
+            tracer,
         } = *self;
         readiness.set(Phase::Starting);
         remove_stale_socket(&paths.socket);
-        let host =
-            Host::new(store, args.host_options(tenure.is_some())).map_err(|e| e.to_string())?;
+        let host = Host::new(store, args.host_options(tenure.is_some(), tracer))
+            .map_err(|e| e.to_string())?;
         let runtime = Runtime::new(args.runtime_options(paths).metrics(store.metrics().clone()))
             .map_err(|e| e.to_string())?;
         if mirrored {

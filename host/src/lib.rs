@@ -130,6 +130,7 @@ pub mod plugin;
 mod process;
 pub mod store;
 mod sync;
+pub mod trace;
 pub mod validation;
 
 // The root holds what a newcomer needs to store objects and run controllers;

@@ -128,6 +128,9 @@ pub(crate) struct Bookkeeping {
     pub(crate) reconcile_owed: i64,
     /// When the last pass asked to run again, kept across restarts.
     pub(crate) requeue_at: Option<Timestamp>,
+    /// The trace context the latest spec write carried, if it carried one:
+    /// the parent of the passes that reconcile that generation.
+    pub(crate) trace: Option<crate::trace::TraceContext>,
 }
 
 /// An object with its spec and status as canonical JSON: what the untyped

@@ -27,7 +27,13 @@ struct Routes {
     hits: HashMap<String, usize>,
     /// The headers of each path's latest request, names in lower case.
     last_headers: HashMap<String, Vec<(String, String)>>,
+    /// Each path's request bodies, oldest first (the newest
+    /// [`KEPT_BODIES`]).
+    bodies: HashMap<String, Vec<Vec<u8>>>,
 }
+
+/// How many request bodies a path keeps.
+const KEPT_BODIES: usize = 1000;
 
 /// A running test server; it stops when dropped.
 pub struct TestServer {
@@ -143,6 +149,15 @@ impl TestServer {
             .map(|(_, v)| v.clone())
     }
 
+    /// The bodies of the requests `path` has had, oldest first.
+    pub fn bodies(&self, path: &str) -> Vec<Vec<u8>> {
+        lock(&self.routes)
+            .bodies
+            .get(path)
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// How many requests `path` has had.
     pub fn hits(&self, path: &str) -> usize {
         lock(&self.routes).hits.get(path).copied().unwrap_or(0)
@@ -164,13 +179,18 @@ fn lock(routes: &Mutex<Routes>) -> std::sync::MutexGuard<'_, Routes> {
 fn serve(stream: TcpStream, routes: &Mutex<Routes>) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let mut reader = BufReader::new(&stream);
-    let Some((path, headers)) = read_request(&mut reader) else {
+    let Some((path, headers, body)) = read_request(&mut reader) else {
         return;
     };
     let route = {
         let mut routes = lock(routes);
         *routes.hits.entry(path.clone()).or_default() += 1;
         routes.last_headers.insert(path.clone(), headers);
+        let bodies = routes.bodies.entry(path.clone()).or_default();
+        if bodies.len() == KEPT_BODIES {
+            bodies.remove(0);
+        }
+        bodies.push(body);
         routes.by_path.get(&path).cloned()
     };
     let route = route.unwrap_or(Route {
@@ -209,9 +229,11 @@ fn serve(stream: TcpStream, routes: &Mutex<Routes>) {
     }
 }
 
-/// Reads a request's head (and drops its body); returns its path and
-/// headers.
-fn read_request(reader: &mut BufReader<&TcpStream>) -> Option<(String, Vec<(String, String)>)> {
+/// A request's path, headers and body.
+type Request = (String, Vec<(String, String)>, Vec<u8>);
+
+/// Reads a request: its path, headers and body.
+fn read_request(reader: &mut BufReader<&TcpStream>) -> Option<Request> {
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
     let path = line.split_whitespace().nth(1)?.to_string();
@@ -235,5 +257,5 @@ fn read_request(reader: &mut BufReader<&TcpStream>) -> Option<(String, Vec<(Stri
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
-    Some((path, headers))
+    Some((path, headers, body))
 }

@@ -9,6 +9,7 @@ mod cut;
 mod http_server;
 mod library;
 mod load;
+pub mod otlp;
 mod postgres;
 mod registry;
 
@@ -416,11 +417,21 @@ impl Workspace {
     /// When it exits, does not serve within [`PATIENCE`], or does not load
     /// its plugins within [`LOAD_PATIENCE`].
     pub fn start_host(&self, args: &[&str]) -> HostProcess {
+        self.start_host_with_env(args, &[])
+    }
+
+    /// [`Workspace::start_host`] with `env` set for the host.
+    ///
+    /// # Panics
+    /// As [`Workspace::start_host`].
+    pub fn start_host_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> HostProcess {
         let host = if self.db.is_some() {
-            self.start_host_until(args, "host.log", "serving ")
+            self.spawn_host(args, env, "host.log", "serving ", |log| {
+                log.contains("serving ")
+            })
         } else {
             let socket = self.path().join("beehive.db.sock");
-            self.spawn_host(args, "host.log", "the host serves", |_| {
+            self.spawn_host(args, env, "host.log", "the host serves", |_| {
                 std::os::unix::net::UnixStream::connect(&socket).is_ok()
             })
         };
@@ -445,7 +456,7 @@ impl Workspace {
     /// # Panics
     /// When it exits or does not log `line` within [`PATIENCE`].
     pub fn start_host_until(&self, args: &[&str], log: &str, line: &str) -> HostProcess {
-        self.spawn_host(args, log, line, |log| log.contains(line))
+        self.spawn_host(args, &[], log, line, |log| log.contains(line))
     }
 
     /// Starts `beehive run ARGS`, logging to `log`, and waits until `ready`
@@ -453,6 +464,7 @@ impl Workspace {
     fn spawn_host(
         &self,
         args: &[&str],
+        env: &[(&str, &str)],
         log: &str,
         what: &str,
         mut ready: impl FnMut(&str) -> bool,
@@ -463,6 +475,7 @@ impl Workspace {
             .command()
             .arg("run")
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use beehive::trace::{Span, SpanKind, SpanStatus, TraceContext};
 use beehive::{
     CreateOptions, GroupKind, Json, RawClient, RawObject,
     object::{Loads, ObjectRef},
@@ -11,7 +12,7 @@ use super::kinds::{kinds_of, still_starting, until_started, while_starting};
 use super::{Context, error};
 use crate::failure::{Code, Failure};
 use crate::manifest::Manifest;
-use crate::protocol::{Applied, Compared, Outcome, Reply};
+use crate::protocol::{Applied, Compared, Outcome, Reply, TraceAsk};
 
 /// How long `apply` may hold the writer for one batch of manifests.
 pub(super) const APPLY_HOLD_LIMIT: Duration = Duration::from_secs(10);
@@ -29,7 +30,96 @@ pub(crate) struct How {
 
 /// Creates or updates every manifest in one transaction: all or none. A
 /// kind nothing knows is refused unless `how.new_kinds` allows it.
-pub(super) async fn apply(ctx: &Context, manifests: Vec<Manifest>, how: How) -> Outcome {
+pub(super) async fn apply(
+    ctx: &Context,
+    manifests: Vec<Manifest>,
+    how: How,
+    trace: Option<TraceAsk>,
+) -> Outcome {
+    let span = ApplySpan::open(ctx, trace.filter(|_| !how.dry_run), manifests.len())?;
+    let applied = apply_traced(ctx, manifests, how, span.as_ref().map(ApplySpan::context)).await;
+    match (span, applied) {
+        (
+            Some(span),
+            Ok(Reply::Applied {
+                results, warnings, ..
+            }),
+        ) => {
+            let trace_id = span.end(None);
+            Ok(Reply::Applied {
+                results,
+                warnings,
+                trace_id: Some(trace_id),
+            })
+        }
+        (Some(span), Err(failure)) => {
+            span.end(Some(&failure.message));
+            Err(failure)
+        }
+        (_, applied) => applied,
+    }
+}
+
+/// The trace an apply's writes join: a span of the host's tracer when it
+/// traces (so the apply shows in the trace, above the passes it causes),
+/// else the caller's context as given (or a new one for `--trace`), kept
+/// with the writes for a host that traces later.
+enum ApplySpan {
+    Traced(Span),
+    Untraced(TraceContext),
+}
+
+impl ApplySpan {
+    fn open(
+        ctx: &Context,
+        ask: Option<TraceAsk>,
+        objects: usize,
+    ) -> Result<Option<ApplySpan>, Failure> {
+        let parent = match ask {
+            None => return Ok(None),
+            Some(TraceAsk::New) => None,
+            Some(TraceAsk::Parent(text)) => Some(
+                TraceContext::parse(&text)
+                    .map_err(|e| Failure::usage(format!("TRACEPARENT: {e}")))?,
+            ),
+        };
+        let tracer = ctx.host.as_ref().and_then(|host| host.tracer());
+        Ok(Some(match tracer {
+            Some(tracer) => {
+                let span = tracer.open("apply", SpanKind::Internal, parent);
+                span.set("beehive.objects", objects as i64);
+                ApplySpan::Traced(span)
+            }
+            None => ApplySpan::Untraced(parent.unwrap_or_else(|| TraceContext::new_root(true))),
+        }))
+    }
+
+    fn context(&self) -> TraceContext {
+        match self {
+            ApplySpan::Traced(span) => span.context(),
+            ApplySpan::Untraced(context) => *context,
+        }
+    }
+
+    /// Ends the span (with the failure, if any); the trace's id.
+    fn end(self, failure: Option<&str>) -> String {
+        let trace_id = self.context().trace_id.to_string();
+        if let ApplySpan::Traced(span) = self {
+            span.end(match failure {
+                Some(why) => SpanStatus::Error(why.to_string()),
+                None => SpanStatus::Unset,
+            });
+        }
+        trace_id
+    }
+}
+
+async fn apply_traced(
+    ctx: &Context,
+    manifests: Vec<Manifest>,
+    how: How,
+    trace: Option<TraceContext>,
+) -> Outcome {
     let How {
         new_kinds,
         force_conflicts,
@@ -62,6 +152,9 @@ pub(super) async fn apply(ctx: &Context, manifests: Vec<Manifest>, how: How) -> 
             .get_by_name_with(&manifest.name, Loads::none().owner())
             .ok();
         let mut options = CreateOptions::new().finalizers(manifest.finalizers.clone());
+        if let Some(trace) = trace {
+            options = options.trace(trace);
+        }
         if let Some(labels) = &manifest.labels {
             options = options.labels(labels.clone());
         }
@@ -141,6 +234,7 @@ pub(super) async fn apply(ctx: &Context, manifests: Vec<Manifest>, how: How) -> 
     Ok(Reply::Applied {
         results,
         warnings: warnings.lines,
+        trace_id: None,
     })
 }
 

@@ -54,13 +54,14 @@ pub async fn execute(ctx: &Context, request: Request) -> Outcome {
             new_kinds,
             force_conflicts,
             dry_run,
+            trace,
         } => {
             let how = apply::How {
                 new_kinds,
                 force_conflicts,
                 dry_run,
             };
-            apply(ctx, objects, how).await
+            apply(ctx, objects, how, trace).await
         }
         Request::Get {
             kind,

@@ -18,7 +18,6 @@
 //! names and renamed, signature first).
 
 mod reference;
-mod transport;
 
 use std::path::{Path, PathBuf};
 
@@ -28,9 +27,12 @@ use sha2::{Digest, Sha256};
 
 pub use reference::Reference;
 use reference::is_sha256;
-use transport::{Answer, Request};
 
 use crate::failure::{Code, Failure};
+use crate::http_client::{self, Answer, Request};
+
+/// How long one registry call may take, from connecting to the body's end.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The config media type of a Wasm artifact (the CNCF TAG Runtime's layout).
 const WASM_CONFIG: &str = "application/vnd.wasm.config.v0+json";
@@ -106,14 +108,15 @@ impl Registry<'_> {
         if let Some(auth) = authorization() {
             headers.push(("authorization", auth));
         }
-        transport::send(Request {
+        http_client::send(Request {
             method,
             target,
             headers,
             body,
             cap,
-            registry: &self.reference.registry,
+            authority: &self.reference.registry,
             plain: self.reference.is_loopback(),
+            timeout: REQUEST_TIMEOUT,
         })
         .await
         .map_err(failed)

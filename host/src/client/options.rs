@@ -22,6 +22,7 @@ pub struct CreateOptions {
     pub(crate) finalizers: Vec<String>,
     pub(crate) labels: Option<crate::object::Labels>,
     pub(crate) on_create: Option<OnCreate>,
+    pub(crate) trace: Option<crate::trace::TraceContext>,
 }
 
 impl std::fmt::Debug for CreateOptions {
@@ -31,6 +32,7 @@ impl std::fmt::Debug for CreateOptions {
             .field("finalizers", &self.finalizers)
             .field("labels", &self.labels)
             .field("on_create", &self.on_create.is_some())
+            .field("trace", &self.trace)
             .finish()
     }
 }
@@ -60,6 +62,16 @@ impl CreateOptions {
     /// as they are.
     pub fn labels(mut self, labels: crate::object::Labels) -> Self {
         self.labels = Some(labels);
+        self
+    }
+
+    /// The trace context the write belongs to (a W3C `traceparent`, as
+    /// `beehive apply` passes on from `TRACEPARENT`). It is stored with the
+    /// spec, on create and on a create-or-update that changes the spec, and
+    /// the passes that reconcile that generation are spans in its trace. A
+    /// spec written without one clears what an earlier write stored.
+    pub fn trace(mut self, context: crate::trace::TraceContext) -> Self {
+        self.trace = Some(context);
         self
     }
 

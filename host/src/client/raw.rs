@@ -579,6 +579,7 @@ impl RawClient {
             finalizers: options.finalizers,
             labels: options.labels,
             on_create: options.on_create,
+            trace: options.trace,
         })
     }
 }

@@ -11,7 +11,7 @@ use crate::engine::status_grace::GraceWriter;
 use crate::error::Result;
 use crate::event::EventSpec;
 use crate::json::Json;
-use crate::object::{Condition, GroupKind, ObjectId};
+use crate::object::{Condition, GroupKind, ObjectId, ObjectRef};
 use crate::store::Store;
 
 /// How long one admin write may hold the writer.
@@ -73,12 +73,15 @@ impl AdminClient {
         // and every edge is asked of the store.
         let client = ControllerClient::new(
             self.store.clone(),
-            self.group_kind.clone(),
-            id,
+            ObjectRef {
+                id,
+                group_kind: self.group_kind.clone(),
+            },
             None,
             Vec::new(),
             HOLD_LIMIT,
             GraceWriter::new(STATUS_GRACE),
+            None,
         );
         let outcome = client.within(verb).await;
         client.end();

@@ -16,6 +16,7 @@ use crate::object::{Condition, GroupKind, ObjectId, ObjectRef};
 use crate::store::Direction;
 use crate::store::{Session, Store, WriteTx, ops, validate_conditions};
 use crate::sync::lock;
+use crate::trace::Span;
 
 /// The write surface of one pass, bound to the object the pass was handed.
 ///
@@ -60,6 +61,8 @@ struct PassState {
     /// Why the object does not decode, once the pass has said so with a
     /// `DecodeFailed` Warning event: the object is quarantined.
     decode_failure: Mutex<Option<String>>,
+    /// The pass's span, when the host traces: its writes' spans go under it.
+    span: Option<Arc<Span>>,
 }
 
 /// The reason of the Warning event that quarantines an object: its spec or
@@ -148,21 +151,18 @@ impl std::fmt::Debug for ControllerClient {
 impl ControllerClient {
     pub(crate) fn new(
         store: Store,
-        group_kind: GroupKind,
-        object_id: ObjectId,
+        object: ObjectRef,
         status: Option<Json>,
         loaded_dependencies: Vec<ObjectId>,
         hold_limit: Duration,
         grace: Arc<GraceWriter>,
+        span: Option<Arc<Span>>,
     ) -> Self {
         ControllerClient {
             pass: Arc::new(PassState {
                 store,
                 grace,
-                object: ObjectRef {
-                    id: object_id,
-                    group_kind,
-                },
+                object,
                 status: Mutex::new(StatusSlot {
                     latest: status,
                     pending: None,
@@ -174,6 +174,7 @@ impl ControllerClient {
                 hold_limit,
                 known_dependencies: Mutex::new(loaded_dependencies),
                 decode_failure: Mutex::new(None),
+                span,
             }),
         }
     }
@@ -196,6 +197,12 @@ impl ControllerClient {
     /// plugin's SDK).
     pub(crate) fn decode_failure(&self) -> Option<String> {
         lock(&self.pass.decode_failure).clone()
+    }
+
+    /// The pass's span, when the host traces: a plugin's HTTP requests go
+    /// under it.
+    pub(crate) fn span(&self) -> Option<&Arc<Span>> {
+        self.pass.span.as_ref()
     }
 
     /// A client for `group_kind` whose calls join this pass's open
@@ -341,9 +348,23 @@ impl ControllerClient {
     /// the pass made them.
     async fn write<R: Send + 'static>(
         &self,
+        what: &'static str,
         work: impl FnOnce(&mut WriteTx<'_>, &ObjectRef) -> Result<R> + Send + 'static,
     ) -> Result<R> {
         let pass = self.live()?;
+        let span = pass.span.as_ref().map(|span| span.store_write(what));
+        let written = self.write_now(pass, work).await;
+        if let Some(span) = span {
+            span.end(crate::trace::status_of(&written));
+        }
+        written
+    }
+
+    async fn write_now<R: Send + 'static>(
+        &self,
+        pass: &PassState,
+        work: impl FnOnce(&mut WriteTx<'_>, &ObjectRef) -> Result<R> + Send + 'static,
+    ) -> Result<R> {
         let object = pass.object.clone();
         if let Some(session) = pass.open_transaction() {
             // Inside a transaction nothing is held: status writes go straight in.
@@ -392,8 +413,10 @@ impl ControllerClient {
         }
         if pass.open_transaction().is_some() {
             let written = status.clone();
-            self.write(move |tx, object| ops::write_status(tx, object, &written))
-                .await?;
+            self.write("update_status", move |tx, object| {
+                ops::write_status(tx, object, &written)
+            })
+            .await?;
             // A rollback would make this stale; it then only costs a write.
             lock(&pass.status).latest = Some(status);
             return Ok(());
@@ -441,9 +464,11 @@ impl ControllerClient {
             return Ok(());
         }
         validate_conditions(&conditions)?;
-        self.write(move |tx, object| ops::set_conditions(tx, object, &conditions))
-            .await
-            .map(drop)
+        self.write("set_conditions", move |tx, object| {
+            ops::set_conditions(tx, object, &conditions)
+        })
+        .await
+        .map(drop)
     }
 
     /// Removes the condition of `type_`, if there is one.
@@ -455,9 +480,11 @@ impl ControllerClient {
     /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete_condition(&self, type_: &str) -> Result<()> {
         let type_ = type_.to_string();
-        self.write(move |tx, object| ops::delete_condition(tx, object, &type_))
-            .await
-            .map(drop)
+        self.write("delete_condition", move |tx, object| {
+            ops::delete_condition(tx, object, &type_)
+        })
+        .await
+        .map(drop)
     }
 
     /// Records an observation in the object's event log; repeating the latest
@@ -474,8 +501,10 @@ impl ControllerClient {
         if event.type_ == crate::event::EventType::Warning && event.reason == DECODE_FAILED {
             *lock(&self.pass.decode_failure) = Some(event.message.clone());
         }
-        self.write(move |tx, object| ops::add_event(tx, object, &event))
-            .await
+        self.write("add_event", move |tx, object| {
+            ops::add_event(tx, object, &event)
+        })
+        .await
     }
 
     /// Adds `finalizer` to the object, so it is kept after its deletion is
@@ -495,9 +524,11 @@ impl ControllerClient {
             return Err(Error::InvalidOption(problem));
         }
         let finalizer = finalizer.to_string();
-        self.write(move |tx, object| ops::add_finalizer(tx, object, &finalizer))
-            .await
-            .map(drop)
+        self.write("add_finalizer", move |tx, object| {
+            ops::add_finalizer(tx, object, &finalizer)
+        })
+        .await
+        .map(drop)
     }
 
     /// Removes `finalizer` from the object. Clearing the last finalizer of an
@@ -510,9 +541,11 @@ impl ControllerClient {
     /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete_finalizer(&self, finalizer: &str) -> Result<()> {
         let finalizer = finalizer.to_string();
-        self.write(move |tx, object| ops::delete_finalizer(tx, object, &finalizer))
-            .await
-            .map(drop)
+        self.write("delete_finalizer", move |tx, object| {
+            ops::delete_finalizer(tx, object, &finalizer)
+        })
+        .await
+        .map(drop)
     }
 
     /// Declares that this object depends on `target` (of any kind, including
@@ -551,7 +584,9 @@ impl ControllerClient {
             }
         }
         let added = self
-            .write(move |tx, object| ops::add_dependency(tx, object, target))
+            .write("add_dependency", move |tx, object| {
+                ops::add_dependency(tx, object, target)
+            })
             .await;
         // What a held transaction writes may yet roll back.
         if added.is_ok() && outside_transaction {
@@ -581,9 +616,11 @@ impl ControllerClient {
     /// Not cancel safe: a dropped call may still commit ([why](crate#cancel-safety)).
     pub async fn delete_dependency(&self, target: ObjectId) -> Result<()> {
         lock(&self.pass.known_dependencies).retain(|&known| known != target);
-        self.write(move |tx, object| ops::delete_dependency(tx, object, target))
-            .await
-            .map(drop)
+        self.write("delete_dependency", move |tx, object| {
+            ops::delete_dependency(tx, object, target)
+        })
+        .await
+        .map(drop)
     }
 
     /// Whether anything with a live claim points at this object: an owned

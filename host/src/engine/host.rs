@@ -120,6 +120,13 @@ impl Host {
         &self.shared.store
     }
 
+    /// The tracer the host makes its passes' spans with, if it was given
+    /// one ([`HostOptions::tracer`]): a caller writing on a pass's behalf
+    /// (an apply) can open its own span in the same traces.
+    pub fn tracer(&self) -> Option<&crate::trace::Tracer> {
+        self.shared.options.tracer.as_ref()
+    }
+
     /// An untyped client for `group_kind`. Its watches end with
     /// [`Error::Stopped`] when this host stops.
     pub fn client(&self, group_kind: GroupKind) -> RawClient {
@@ -219,6 +226,7 @@ impl Host {
                     self.shared.options.requeue_floor,
                     self.shared.options.queue_capacity,
                     metrics,
+                    self.shared.options.tracer.clone(),
                 ));
                 kind.add_feeds(feeds);
                 write(&self.shared.kinds).insert(group_kind.clone(), kind.clone());

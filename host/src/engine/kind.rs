@@ -27,6 +27,7 @@ use crate::metrics::KindMetrics;
 use crate::object::{GroupKind, ObjectId, Timestamp};
 use crate::store::{Reader, Store};
 use crate::sync::{lock, read, write};
+use crate::trace::Tracer;
 
 /// The most objects a worker takes, and loads in one read, at a time.
 const BATCH: usize = 32;
@@ -100,6 +101,8 @@ pub(crate) struct Kind {
     /// Writes the statuses this kind's long passes hold past the grace.
     grace: Arc<GraceWriter>,
     pub(crate) metrics: KindMetrics,
+    /// Makes each pass's span, when the host traces.
+    tracer: Option<Tracer>,
 }
 
 impl Kind {
@@ -110,6 +113,7 @@ impl Kind {
         floor: Duration,
         capacity: usize,
         metrics: KindMetrics,
+        tracer: Option<Tracer>,
     ) -> Self {
         Kind {
             group_kind,
@@ -137,6 +141,7 @@ impl Kind {
             feeds: Mutex::new(Vec::new()),
             grace: GraceWriter::new(STATUS_GRACE),
             metrics,
+            tracer,
         }
     }
 
@@ -149,6 +154,7 @@ impl Kind {
             metrics: &self.metrics,
             queue: &self.queue,
             grace: &self.grace,
+            tracer: self.tracer.as_ref(),
         }
     }
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 use crate::engine::cadence::{self, Cadence, Resolved};
 use crate::engine::controller::ControllerOptions;
 use crate::error::{Error, Result};
+use crate::trace::Tracer;
 
 /// Settings for a whole host. A kind's [`ControllerOptions`] override its
 /// concurrency and its [`Cadence`].
@@ -30,6 +31,7 @@ pub struct HostOptions {
     pub(crate) event_max_age: Duration,
     pub(crate) transaction_hold_limit: Duration,
     pub(crate) stale_dependents_interval: Duration,
+    pub(crate) tracer: Option<Tracer>,
 }
 
 impl Default for HostOptions {
@@ -46,6 +48,7 @@ impl Default for HostOptions {
             event_max_age: Duration::ZERO,
             transaction_hold_limit: Duration::from_secs(1),
             stale_dependents_interval: Duration::from_secs(60),
+            tracer: None,
         }
     }
 }
@@ -121,6 +124,14 @@ impl HostOptions {
     /// the dependency waker. Cannot be disabled: non-positive is refused.
     pub fn stale_dependents_interval(mut self, interval: Duration) -> Self {
         self.stale_dependents_interval = interval;
+        self
+    }
+
+    /// Makes a span of every pass, with children for its store writes and
+    /// for each HTTP request a plugin sends, and hands them to `tracer`'s
+    /// sink (default: none, and no span is made).
+    pub fn tracer(mut self, tracer: Tracer) -> Self {
+        self.tracer = Some(tracer);
         self
     }
 

@@ -20,10 +20,11 @@ use crate::error::Result;
 use crate::event::EventSpec;
 use crate::json::Json;
 use crate::metrics::KindMetrics;
-use crate::object::{GroupKind, ObjectId};
+use crate::object::{GroupKind, ObjectId, ObjectRef};
 use crate::object::{RawObject, Timestamp};
 use crate::store::{Collected, Store, WriteTx, ops};
 use crate::sync::read;
+use crate::trace::{Span, SpanKind, SpanStatus, TraceContext, Tracer};
 
 /// What a pass needs of its kind, lent by the kind's worker: the pass
 /// reads the controller and settings as they are when it gets to them, so
@@ -35,6 +36,7 @@ pub(crate) struct KindView<'k> {
     pub(crate) metrics: &'k KindMetrics,
     pub(crate) queue: &'k WorkQueue,
     pub(crate) grace: &'k Arc<GraceWriter>,
+    pub(crate) tracer: Option<&'k Tracer>,
 }
 
 impl KindView<'_> {
@@ -226,14 +228,24 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
     let watermark = (!dependencies.is_empty()).then_some(cursor);
     let id = object.meta.id;
     let controller = kind.controller();
+    let pass_span = kind.tracer.map(|tracer| {
+        let span = open_pass_span(tracer, kind.group_kind, &object);
+        if !dependencies.is_empty() {
+            link_dependency_writes(store, &span, id);
+        }
+        Arc::new(span)
+    });
     let client = ControllerClient::new(
         store.clone(),
-        kind.group_kind.clone(),
-        id,
+        ObjectRef {
+            id,
+            group_kind: kind.group_kind.clone(),
+        },
         object.status.clone(),
         dependencies,
         kind.settings().transaction_hold_limit,
         kind.grace.clone(),
+        pass_span.clone(),
     );
     // Everything the pass logs, a plugin's lines included, carries these.
     let span = tracing::info_span!(
@@ -266,7 +278,71 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
         Err(_) => Action::backoff("the controller panicked"),
     };
     record(kind.metrics, &result, took);
-    Ok(handshake(kind, &object, held_status, watermark, result))
+    if let Some(pass_span) = &pass_span {
+        note_result(pass_span, &result, kind.queue.failed_at(id).is_some());
+    }
+    Ok(handshake(
+        kind,
+        &object,
+        held_status,
+        watermark,
+        result,
+        pass_span,
+    ))
+}
+
+/// The span of a pass over `object`: a child of the trace its latest spec
+/// write carried, while that generation is not yet settled; else the root
+/// of a trace of its own.
+fn open_pass_span(tracer: &Tracer, group_kind: &GroupKind, object: &RawObject) -> Span {
+    let meta = &object.meta;
+    let unsettled_write = object
+        .bookkeeping
+        .trace
+        .filter(|_| meta.observed_generation != Some(meta.generation));
+    let span = tracer.open("reconcile", SpanKind::Internal, unsettled_write);
+    span.set("beehive.kind", group_kind.to_string());
+    span.set("beehive.object", meta.name.clone());
+    span.set("beehive.object.id", meta.id);
+    span.set("beehive.generation", meta.generation);
+    span
+}
+
+/// Links a dependent's pass to the traces of the dependency writes that
+/// may have woken it. Best effort: a failed read costs the links only.
+fn link_dependency_writes(store: &Store, span: &Span, id: ObjectId) {
+    if !span.context().sampled {
+        return;
+    }
+    match store.read(|r| r.dependency_traces(id)) {
+        Ok(traces) => traces
+            .iter()
+            .filter_map(|text| TraceContext::parse(text).ok())
+            .for_each(|context| span.link(context)),
+        Err(error) => tracing::debug!(id, %error, "cannot read the dependency traces to link"),
+    }
+}
+
+/// Records how the pass ended on its span: `settled`, `unsettled`,
+/// `failed`, or `backing off` when it failed again.
+fn note_result(span: &Span, result: &Action, was_failing: bool) {
+    let said = match &result.verdict {
+        Verdict::Settled => "settled",
+        Verdict::Unsettled => "unsettled",
+        Verdict::Failed(_) if was_failing => "backing off",
+        Verdict::Failed(_) => "failed",
+    };
+    span.set("beehive.result", said);
+}
+
+/// Ends a pass's span with its outcome once the handshake is written.
+fn end_pass_span(span: &Span, outcome: &Outcome, failure: Option<&str>) {
+    let status = match (outcome, failure) {
+        (Outcome::Failed, Some(why)) => SpanStatus::Error(why.to_string()),
+        (Outcome::Failed, None) => SpanStatus::Error("the pass failed".to_string()),
+        _ => SpanStatus::Unset,
+    };
+    span.end(status);
 }
 
 /// Counts the pass as controller-runtime does: `error` for a failure,
@@ -304,6 +380,7 @@ fn handshake(
     held_status: Option<Json>,
     watermark: Option<i64>,
     result: Action,
+    span: Option<Arc<Span>>,
 ) -> Finish {
     let meta = &object.meta;
     let (id, generation, owed) = (meta.id, meta.generation, object.bookkeeping.reconcile_owed);
@@ -311,6 +388,10 @@ fn handshake(
     let object_ref = meta.to_ref();
     let settings = kind.settings();
     let requeue = result.requeue_after;
+    let failure = match &result.verdict {
+        Verdict::Failed(message) => Some(failure_parts(message).0.to_string()),
+        _ => None,
+    };
     let (outcome, job): (Outcome, Option<Job>) = match result.verdict {
         Verdict::Settled => {
             let cadence = settings.cadence.individual_pass_interval.map(jittered);
@@ -377,15 +458,28 @@ fn handshake(
     };
     let job = with_requeue(job, id, object.bookkeeping.requeue_at, next_pass);
     let Some(job) = job else {
+        if let Some(span) = &span {
+            end_pass_span(span, &outcome, failure.as_deref());
+        }
         return Finish::Done(outcome);
     };
-    Finish::Handshake(Handshake::new(job, move |written| match written {
-        Ok(()) => outcome,
-        Err(crate::Error::NotFound { .. }) => Outcome::Gone,
-        Err(error) => {
-            tracing::warn!(object = %label, %error, "could not record the end of the pass");
-            Outcome::Failed
+    let write_span = span.as_ref().map(|span| span.store_write("handshake"));
+    Finish::Handshake(Handshake::new(job, move |written| {
+        if let Some(write_span) = write_span {
+            write_span.end(crate::trace::status_of(&written));
         }
+        let outcome = match written {
+            Ok(()) => outcome,
+            Err(crate::Error::NotFound { .. }) => Outcome::Gone,
+            Err(error) => {
+                tracing::warn!(object = %label, %error, "could not record the end of the pass");
+                Outcome::Failed
+            }
+        };
+        if let Some(span) = span {
+            end_pass_span(&span, &outcome, failure.as_deref());
+        }
+        outcome
     }))
 }
 

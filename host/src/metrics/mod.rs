@@ -85,6 +85,8 @@ pub struct Metrics {
     backup_last_success: Gauge,
     backup_age: Gauge,
     backup_failures: Counter,
+    otlp_spans_exported: Counter,
+    otlp_spans_dropped: Counter,
     /// Brings the object gauges up to date just before an export: they are
     /// counted on demand, so an idle host spends nothing on them.
     refresher: std::sync::Mutex<Option<Refresher>>,
@@ -408,6 +410,18 @@ impl Metrics {
                 "Scheduled backups that failed",
                 Counter::default(),
             ),
+            otlp_spans_exported: registered(
+                r,
+                "beehive_otlp_spans_exported",
+                "Spans the OTLP exporter delivered to its endpoint",
+                Counter::default(),
+            ),
+            otlp_spans_dropped: registered(
+                r,
+                "beehive_otlp_spans_dropped",
+                "Spans the OTLP exporter dropped: its queue was full, or its endpoint failed",
+                Counter::default(),
+            ),
             refresher: std::sync::Mutex::new(None),
             // Last: every field above registered through `r` first.
             registry,
@@ -435,6 +449,17 @@ impl Metrics {
     /// Records a scheduled backup that failed.
     pub fn backup_failed(&self) {
         self.backup_failures.inc();
+    }
+
+    /// Counts `spans` delivered by an OTLP exporter.
+    pub fn otlp_spans_exported(&self, spans: u64) {
+        self.otlp_spans_exported.inc_by(spans);
+    }
+
+    /// Counts `spans` an OTLP exporter dropped (a full queue, a failed
+    /// export).
+    pub fn otlp_spans_dropped(&self, spans: u64) {
+        self.otlp_spans_dropped.inc_by(spans);
     }
 
     /// Every metric, in the Prometheus text format (version 0.0.4).

@@ -254,7 +254,12 @@ impl Plugin {
     }
 
     async fn run(&self, client: &ControllerClient, object: &RawObject) -> Action {
-        tracing::Span::current().record("version", short_hash(&self.content_hash));
+        let version = short_hash(&self.content_hash);
+        tracing::Span::current().record("version", version);
+        if let Some(span) = client.span() {
+            span.set("beehive.plugin", self.sandbox.name.to_string());
+            span.set("beehive.plugin.version", version);
+        }
         let mut warm = match self.warm().await {
             Ok(warm) => warm,
             Err(error) => return Action::backoff(error.to_string()),
@@ -267,6 +272,7 @@ impl Plugin {
         // Denials outside a pass (while starting) were logged; events are
         // for this pass's own.
         state.http_gate.take_denials();
+        state.http_gate.pass_span = client.span().cloned();
         state.store_gate.take_denials();
         self.sandbox.restart_clock(&mut warm);
         let handle = match warm
@@ -291,6 +297,7 @@ impl Plugin {
             .await;
         warm.store.data_mut().pass = None;
         let state = warm.store.data_mut();
+        state.http_gate.pass_span = None;
         let denied = state.http_gate.take_denials();
         let store_denied = state.store_gate.take_denials();
         if !denied.is_empty() || !store_denied.is_empty() {

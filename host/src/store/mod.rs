@@ -802,6 +802,39 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_spec_write_keeps_the_trace_it_carried_until_an_untraced_one_clears_it() {
+        use crate::trace::TraceContext;
+        for store in each_store() {
+            let client = crate::client::RawClient::new(&store, GroupKind::new("test.dev", "T"));
+            let traced = TraceContext::new_root(true);
+            let spec = |text: &str| crate::json::Json::parse(text).unwrap();
+            let created = client
+                .create("a", spec("{}"), crate::CreateOptions::new().trace(traced))
+                .await
+                .unwrap();
+            let stored = |store: &Store| {
+                let loaded = store
+                    .read(|r| r.objects_for_passes(&[created.meta.id]))
+                    .unwrap();
+                loaded[0].0.bookkeeping.trace
+            };
+            assert_eq!(stored(&store), Some(traced));
+            let again = TraceContext::new_root(false);
+            let options = crate::CreateOptions::new().trace(again);
+            client
+                .create_or_update("a", spec(r#"{"n":1}"#), options)
+                .await
+                .unwrap();
+            assert_eq!(stored(&store), Some(again), "a traced update replaces it");
+            client
+                .update(created.meta.id, spec(r#"{"n":2}"#))
+                .await
+                .unwrap();
+            assert_eq!(stored(&store), None, "an untraced spec write clears it");
+        }
+    }
+
+    #[tokio::test]
     async fn a_transactions_watchdog_ends_with_the_transaction() {
         for store in each_store() {
             // An hour's hold limit: a watchdog that slept it out would fail.

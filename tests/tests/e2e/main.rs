@@ -29,5 +29,6 @@ mod python;
 mod scaffold;
 mod signed;
 mod store_grants;
+mod traces;
 mod validate;
 mod versions;

@@ -8,8 +8,9 @@ use crate::object::{GroupKind, Labels, ObjectId, RawObject};
 use crate::store::backend::Dialect;
 use crate::store::ops::dependencies;
 use crate::store::rows::edges;
-use crate::store::rows::objects::{self as rows, LogEntry, NewObject, WriteOp};
+use crate::store::rows::objects::{self as rows, LogEntry, NewObject, SpecChange, WriteOp};
 use crate::store::writer::{Hook, Push, WriteTx};
+use crate::trace::TraceContext;
 
 /// Everything a create needs once it holds the writer.
 pub(crate) struct Create {
@@ -28,6 +29,8 @@ pub(crate) struct Create {
     pub(crate) labels: Option<Labels>,
     /// Runs only if the row was inserted and its transaction commits.
     pub(crate) on_create: Option<Hook>,
+    /// The trace context the write carries, stored with the spec.
+    pub(crate) trace: Option<TraceContext>,
 }
 
 impl Create {
@@ -47,6 +50,7 @@ impl Create {
         let id = tx.next_object_id();
         let resource_version = tx.next_resource_version();
         let no_labels = Labels::new();
+        let traceparent = self.trace.map(|t| t.traceparent());
         let new = NewObject {
             group_kind: &self.group_kind,
             name: &self.name,
@@ -54,6 +58,7 @@ impl Create {
             spec_version: self.spec_version,
             finalizers: &self.finalizers,
             labels: self.labels.as_ref().unwrap_or(&no_labels),
+            trace: traceparent.as_deref(),
             id,
             resource_version,
             now: tx.now(),
@@ -118,7 +123,12 @@ pub(crate) fn create_or_update(tx: &mut WriteTx<'_>, create: Create) -> Result<(
     match rows::select_by_name(tx.conn(), &create.group_kind, &create.name)? {
         None => Ok((create.insert(tx)?, true)),
         Some(found) => {
-            let mut object = apply_spec(tx, found, create.spec, create.spec_version)?;
+            let change = SpecChange {
+                spec: create.spec,
+                spec_version: create.spec_version,
+                trace: create.trace,
+            };
+            let mut object = apply_spec(tx, found, change)?;
             if let Some(labels) = create.labels {
                 replace_labels(tx, &mut object, labels)?;
             }
@@ -174,7 +184,7 @@ pub(crate) fn update(
     spec_version: i64,
 ) -> Result<RawObject> {
     let found = select_own_for_write(tx, group_kind, id)?;
-    apply_spec(tx, found, spec, spec_version)
+    apply_spec(tx, found, untraced(spec, spec_version))
 }
 
 /// Writes `spec` onto what of `group_kind` holds `name`.
@@ -187,7 +197,16 @@ pub(crate) fn update_by_name(
 ) -> Result<RawObject> {
     let found = rows::select_by_name(tx.conn(), group_kind, name)?
         .ok_or_else(|| Error::not_found(format!("{group_kind}/{name}")))?;
-    apply_spec(tx, found, spec, spec_version)
+    apply_spec(tx, found, untraced(spec, spec_version))
+}
+
+/// A spec written by a call that carries no trace context.
+fn untraced(spec: Json, spec_version: i64) -> SpecChange {
+    SpecChange {
+        spec,
+        spec_version,
+        trace: None,
+    }
 }
 
 /// Marks object `id` of `group_kind` for deletion.
@@ -229,12 +248,8 @@ fn select_own_for_write(
 /// Writes `spec` at schema version `spec_version` onto a found row. Equal
 /// bytes at the same version write nothing; a row stored at an older
 /// version is re-stamped even when the bytes match.
-fn apply_spec(
-    tx: &mut WriteTx<'_>,
-    object: RawObject,
-    spec: Json,
-    spec_version: i64,
-) -> Result<RawObject> {
+fn apply_spec(tx: &mut WriteTx<'_>, object: RawObject, change: SpecChange) -> Result<RawObject> {
+    let (spec, spec_version) = (&change.spec, change.spec_version);
     if object.meta.deletion_requested_at.is_some() {
         return Err(Error::DeletionPending {
             what: object.meta.label(),
@@ -245,7 +260,7 @@ fn apply_spec(
     // version (they now mean that version's spec: a new generation); never
     // refused, whichever build wrote them. Different bytes must not be
     // tagged below what a newer build stored.
-    if object.spec == spec && spec_version <= object.bookkeeping.spec_version {
+    if object.spec == *spec && spec_version <= object.bookkeeping.spec_version {
         return Ok(object);
     }
     if spec_version < object.bookkeeping.spec_version {
@@ -257,14 +272,7 @@ fn apply_spec(
         });
     }
     let resource_version = tx.next_resource_version();
-    rows::update_spec(
-        tx.conn(),
-        &mut object,
-        spec,
-        spec_version,
-        resource_version,
-        tx.now(),
-    )?;
+    rows::update_spec(tx.conn(), &mut object, change, resource_version, tx.now())?;
     rows::log_write(tx.conn(), LogEntry::of(&object.meta, WriteOp::Update))?;
     tx.push(push_for(&object));
     Ok(object)

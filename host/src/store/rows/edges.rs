@@ -67,6 +67,27 @@ pub(crate) fn has_dependency(conn: Conn<'_>, from: ObjectId, to: ObjectId) -> Re
     )
 }
 
+/// The most dependency traces one pass is linked to.
+pub(crate) const MAX_DEPENDENCY_TRACES: i64 = 8;
+
+/// The trace contexts (as stored, `traceparent` text) of the latest spec
+/// writes of what `from` depends on, for the dependencies that moved past
+/// the watermark of `from`'s last pass: the writes that may have woken it.
+/// At most [`MAX_DEPENDENCY_TRACES`].
+pub(crate) fn dependency_traces(conn: Conn<'_>, from: ObjectId) -> Result<Vec<String>> {
+    conn.query_all(
+        "SELECT o.trace_parent FROM edges e \
+         JOIN objects o ON o.id = e.to_id \
+         LEFT JOIN dependency_watermarks w ON w.object_id = e.from_id \
+         WHERE e.from_id = ?1 AND e.relation = 'depends_on' AND e.to_id <> e.from_id \
+           AND o.trace_parent IS NOT NULL \
+           AND (w.resource_version IS NULL OR o.resource_version > w.resource_version) \
+         ORDER BY o.id LIMIT ?2",
+        params![from, MAX_DEPENDENCY_TRACES],
+        |row| row.get(0),
+    )
+}
+
 /// Records that `from` depends on `to`.
 pub(crate) fn insert_dependency(conn: Conn<'_>, from: ObjectId, to: ObjectId) -> Result<()> {
     conn.execute_later(

@@ -12,6 +12,7 @@ use crate::object::{
 };
 use crate::store::backend::{Conn, Dialect, Param, Row, RowCount, params};
 use crate::store::rows::events;
+use crate::trace::TraceContext;
 
 /// A row as read, before conditions and relations are attached.
 pub(crate) type ObjectRow = RawObject;
@@ -22,7 +23,7 @@ macro_rules! object_columns {
     () => {
         "id, grp, kind, name, spec, status, spec_version, status_version, \
          generation, observed_generation, observed_at, resource_version, deletion_requested_at, \
-         finalizers, created_at, updated_at, reconcile_owed, requeue_at, labels"
+         finalizers, created_at, updated_at, reconcile_owed, requeue_at, labels, trace_parent"
     };
 }
 
@@ -40,7 +41,7 @@ macro_rules! sqlite_id_list {
 }
 
 /// The objects whose ids are in parameter `?1`, each with the ids of what
-/// it depends on as a comma-separated list, or NULL (column 19); `$list` is
+/// it depends on as a comma-separated list, or NULL (column 20); `$list` is
 /// the dialect's aggregate of `to_id`, `$from` the dialect's way to the rows.
 macro_rules! select_with_dependencies {
     ($list:literal, $from:expr) => {
@@ -55,7 +56,7 @@ macro_rules! select_with_dependencies {
     };
 }
 
-/// The objects whose ids are in parameter `?1`, with NULL for column 19.
+/// The objects whose ids are in parameter `?1`, with NULL for column 20.
 macro_rules! select_without_dependencies {
     ($from:expr) => {
         concat!("SELECT ", object_columns!(), ", NULL FROM ", $from)
@@ -101,6 +102,10 @@ fn object_from_row(row: &Row<'_>) -> Result<RawObject> {
             status_version: row.get(7)?,
             reconcile_owed: row.get(16)?,
             requeue_at: row.get::<Option<i64>>(17)?.map(Timestamp::from_millis),
+            // Written only from a parsed context; anything else is no parent.
+            trace: row
+                .get::<Option<String>>(19)?
+                .and_then(|text| TraceContext::parse(&text).ok()),
         },
     })
 }
@@ -382,7 +387,7 @@ pub(crate) fn select_with_conditions(
     let (found, conditions) = conn.query_two(
         (object_sql, params![ids]),
         (conditions_sql(conn), params![ids]),
-        |row| Ok((object_from_row(row)?, id_list(row.get(19)?)?)),
+        |row| Ok((object_from_row(row)?, id_list(row.get(20)?)?)),
         |row| condition_from_row(row, session),
     )?;
     let mut found = found;
@@ -532,6 +537,8 @@ pub(crate) struct NewObject<'a> {
     pub(crate) spec_version: i64,
     pub(crate) finalizers: &'a [String],
     pub(crate) labels: &'a Labels,
+    /// The trace context the write carried (its `traceparent`).
+    pub(crate) trace: Option<&'a str>,
     pub(crate) id: ObjectId,
     pub(crate) resource_version: i64,
     pub(crate) now: Timestamp,
@@ -543,8 +550,9 @@ pub(crate) struct NewObject<'a> {
 macro_rules! insert_object_sql {
     () => {
         "INSERT INTO objects (id, grp, kind, name, spec, generation, resource_version, \
-                              finalizers, created_at, updated_at, spec_version, labels) \
-         VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7, ?9, ?10) \
+                              finalizers, created_at, updated_at, spec_version, labels, \
+                              trace_parent) \
+         VALUES (?8, ?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?7, ?9, ?10, ?11) \
          ON CONFLICT DO NOTHING"
     };
 }
@@ -615,7 +623,7 @@ fn insert_params<'p>(
     new: &'p NewObject<'_>,
     finalizers: &'p str,
     labels: &'p str,
-) -> [Param<'p>; 10] {
+) -> [Param<'p>; 11] {
     [
         Param::from(&new.group_kind.group),
         Param::from(&new.group_kind.kind),
@@ -627,6 +635,7 @@ fn insert_params<'p>(
         Param::from(new.id),
         Param::from(new.spec_version),
         Param::from(labels),
+        Param::from(new.trace),
     ]
 }
 
@@ -667,9 +676,18 @@ fn stored_new(new: NewObject<'_>) -> RawObject {
         relations: Relations::default(),
         bookkeeping: Bookkeeping {
             spec_version: new.spec_version,
+            trace: new.trace.and_then(|text| TraceContext::parse(text).ok()),
             ..Bookkeeping::default()
         },
     }
+}
+
+/// A new spec, the version it is written at, and the trace context the
+/// write carried (none clears the one an earlier write left).
+pub(crate) struct SpecChange {
+    pub(crate) spec: Json,
+    pub(crate) spec_version: i64,
+    pub(crate) trace: Option<TraceContext>,
 }
 
 /// Writes a new spec onto `object` (a real change), bumping its generation,
@@ -677,24 +695,31 @@ fn stored_new(new: NewObject<'_>) -> RawObject {
 pub(crate) fn update_spec(
     conn: Conn<'_>,
     object: &mut RawObject,
-    spec: Json,
-    spec_version: i64,
+    change: SpecChange,
     resource_version: i64,
     now: Timestamp,
 ) -> Result<()> {
+    let SpecChange {
+        spec,
+        spec_version,
+        trace,
+    } = change;
     spec.check_limits()?;
+    let traceparent = trace.map(|t| t.traceparent());
     conn.execute_later(
         "UPDATE objects SET spec = ?2, generation = generation + 1, resource_version = ?3, \
-                            updated_at = ?4, spec_version = ?5 \
+                            updated_at = ?4, spec_version = ?5, trace_parent = ?6 \
          WHERE id = ?1",
         params![
             object.meta.id,
             spec.as_str(),
             resource_version,
             now.as_millis(),
-            spec_version
+            spec_version,
+            traceparent.as_deref()
         ],
     )?;
+    object.bookkeeping.trace = trace;
     object.spec = spec;
     object.bookkeeping.spec_version = spec_version;
     object.meta.generation += 1;

@@ -344,6 +344,12 @@ impl<'c> Reader<'c> {
         edges::has_dependency(self.conn, from, to)
     }
 
+    /// The trace contexts of the dependency writes that may have woken
+    /// `from` (see [`edges::dependency_traces`]).
+    pub(crate) fn dependency_traces(&self, from: ObjectId) -> Result<Vec<String>> {
+        edges::dependency_traces(self.conn, from)
+    }
+
     /// The dependents of the `moved` targets that have not seen the move.
     pub(crate) fn dependents_of(
         &self,

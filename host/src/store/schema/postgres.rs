@@ -21,7 +21,13 @@ const MIGRATIONS: &[&str] = &[
     MIGRATION_7,
     MIGRATION_8,
     MIGRATION_9,
+    MIGRATION_10,
 ];
+
+/// The trace context of the latest spec write (see SQLite's migration 11).
+const MIGRATION_10: &str = r#"
+ALTER TABLE objects ADD COLUMN trace_parent TEXT;
+"#;
 
 /// Labels (see SQLite's migration 10).
 const MIGRATION_9: &str = r#"

@@ -20,7 +20,14 @@ const MIGRATIONS: &[&str] = &[
     MIGRATION_8,
     MIGRATION_9,
     MIGRATION_10,
+    MIGRATION_11,
 ];
+
+/// The trace context (W3C `traceparent`) the latest spec write carried, if
+/// any: the passes that reconcile that generation join its trace.
+const MIGRATION_11: &str = r#"
+ALTER TABLE objects ADD COLUMN trace_parent TEXT;
+"#;
 
 /// Labels: each object's as a JSON map read with its row, and one row per
 /// label in `object_labels`, so a selector finds its objects by index

@@ -1,9 +1,10 @@
-//! One HTTP request to a registry, bounded: a timeout on the whole
-//! exchange, a cap on the body read, no redirect followed. Plain HTTP to
-//! this machine (as Docker speaks to `localhost`), TLS with the web's
-//! roots to anything else.
+//! One outbound HTTP request (to a plugin registry, to an OTLP collector),
+//! bounded: a timeout on the whole exchange, a cap on the body read, no
+//! redirect followed. Plain HTTP when asked (to this machine, as Docker
+//! speaks to `localhost`, or to an `http://` collector), else TLS with the
+//! web's roots.
 //!
-//! The adversary is the registry: it may trickle a body, send one without
+//! The adversary is the server: it may trickle a body, send one without
 //! end, redirect elsewhere or answer nonsense. Each ends the request with
 //! an error that says so, and nothing it sent is kept.
 
@@ -13,9 +14,6 @@ use std::time::Duration;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
-
-/// How long one request may take, from connecting to the body's end.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// An answer: status, the headers kept, and the body.
 pub struct Answer {
@@ -40,43 +38,48 @@ pub struct Request<'a> {
     pub body: Vec<u8>,
     /// The most body bytes the answer may have.
     pub cap: u64,
-    /// `host:port` or `host`, as the reference names it.
-    pub registry: &'a str,
+    /// `host:port` or `host`.
+    pub authority: &'a str,
+    /// Plain HTTP rather than TLS.
     pub plain: bool,
+    /// How long the request may take, from connecting to the body's end.
+    pub timeout: Duration,
 }
 
-/// Sends `request`, within [`REQUEST_TIMEOUT`].
+/// Sends `request`, within its timeout.
 ///
 /// # Errors
 /// A sentence: cannot connect, timed out, the body over its cap, a
 /// protocol error.
 pub async fn send(request: Request<'_>) -> Result<Answer, String> {
-    let registry = request.registry.to_string();
-    match tokio::time::timeout(REQUEST_TIMEOUT, exchange(request)).await {
+    let authority = request.authority.to_string();
+    let timeout = request.timeout;
+    match tokio::time::timeout(timeout, exchange(request)).await {
         Ok(answer) => answer,
         Err(_) => Err(format!(
-            "{registry} did not answer within {}s",
-            REQUEST_TIMEOUT.as_secs()
+            "{authority} did not answer within {}",
+            humantime::format_duration(timeout)
         )),
     }
 }
 
 async fn exchange(request: Request<'_>) -> Result<Answer, String> {
-    let (host, port) = match request.registry.rsplit_once(':') {
+    let (host, port) = match request.authority.rsplit_once(':') {
         Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => {
             (host, port.parse::<u16>().map_err(|e| e.to_string())?)
         }
-        _ => (request.registry, if request.plain { 80 } else { 443 }),
+        _ => (request.authority, if request.plain { 80 } else { 443 }),
     };
     let tcp = tokio::net::TcpStream::connect((host.trim_matches(['[', ']']), port))
         .await
-        .map_err(|e| format!("cannot connect to {}: {e}", request.registry))?;
+        .map_err(|e| format!("cannot connect to {}: {e}", request.authority))?;
     let scheme = if request.plain { "http" } else { "https" };
-    let uri = format!("{scheme}://{}{}", request.registry, request.target);
+    let uri = format!("{scheme}://{}{}", request.authority, request.target);
     let mut builder = hyper::Request::builder()
         .method(request.method.clone())
-        .uri(&uri)
-        .header(hyper::header::HOST, request.registry)
+        // Origin-form, as a client speaking to the server itself sends it.
+        .uri(request.target.as_str())
+        .header(hyper::header::HOST, request.authority)
         .header(hyper::header::USER_AGENT, "beehive");
     for (name, value) in &request.headers {
         builder = builder.header(*name, value);
@@ -90,7 +93,7 @@ async fn exchange(request: Request<'_>) -> Result<Answer, String> {
         let tls = tls_connector()
             .connect(server_name(host)?, tcp)
             .await
-            .map_err(|e| format!("TLS with {}: {e}", request.registry))?;
+            .map_err(|e| format!("TLS with {}: {e}", request.authority))?;
         over(TokioIo::new(tls), outgoing).await?
     };
     let status = response.status().as_u16();
@@ -101,7 +104,7 @@ async fn exchange(request: Request<'_>) -> Result<Answer, String> {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("?");
         return Err(format!(
-            "{uri} redirected to {to}: redirects are not followed (a registry must serve what it names)"
+            "{uri} redirected to {to}: redirects are not followed (a server must answer for what it names)"
         ));
     }
     let headers = response.headers().clone();

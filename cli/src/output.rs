@@ -482,6 +482,9 @@ pub fn description(d: &Description) -> String {
     field("Depends on", related_list(&d.dependencies));
     field("Dependents", related_list(&d.dependents));
     field("Next pass", next_pass(d));
+    if let Some(trace) = &d.last_pass_trace {
+        field("Last trace", trace.clone());
+    }
     out.push_str("Spec:\n");
     out.push_str(&indented_json(&o.spec));
     out.push_str("Status:\n");

@@ -352,6 +352,9 @@ pub struct Description {
     pub dependents: Vec<Related>,
     /// `None` when no host runs to schedule anything.
     pub next_pass: Option<NextPass>,
+    /// The trace of the object's latest traced pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_pass_trace: Option<String>,
     pub events: Vec<EventView>,
 }
 
@@ -377,6 +380,9 @@ pub struct EventView {
     pub count: i64,
     pub first_at: Timestamp,
     pub last_at: Timestamp,
+    /// The trace of the pass that wrote the latest occurrence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 /// What serves each kind.

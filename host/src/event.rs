@@ -52,6 +52,9 @@ pub struct Event {
     pub last_at: Timestamp,
     /// Its position in the store-wide sequence; an extend takes a new one.
     pub resource_version: i64,
+    /// The trace of the pass that wrote the latest occurrence (hex), when
+    /// the host traces.
+    pub trace_id: Option<String>,
 }
 
 /// Which runs a read returns.

@@ -92,6 +92,7 @@ pub(super) fn describe(ctx: &Context, kind: &str, name: &str) -> Outcome {
         dependencies: related(client.list_dependencies(id).map_err(error)?),
         dependents: related(client.list_dependents(id).map_err(error)?),
         next_pass,
+        last_pass_trace: client.last_pass_trace(id).map_err(error)?,
         events,
         object: ObjectDocument::from(&object),
     })))
@@ -121,6 +122,7 @@ pub fn event_view(event: beehive::event::Event) -> EventView {
         count: event.count,
         first_at: event.first_at,
         last_at: event.last_at,
+        trace_id: event.trace_id,
     }
 }
 

@@ -13,8 +13,9 @@ use crate::object::{GroupKind, Loads, ObjectId, ObjectRef, RawObject};
 use crate::store::Direction;
 use crate::store::Session;
 use crate::store::WriteTx;
-use crate::store::{Create, ops};
+use crate::store::{Create, SpecChange, ops};
 use crate::store::{Reader, Store};
+use crate::trace::TraceContext;
 
 /// The untyped client for one (group, kind).
 ///
@@ -41,6 +42,9 @@ pub struct RawClient {
     /// Cancelled when the host this client came from stops: its watches
     /// end then. A client made on the store alone has none.
     host_stopped: Option<CancellationToken>,
+    /// The trace context its spec writes carry unless told otherwise: a
+    /// pass's, so what a pass writes is reconciled in the pass's trace.
+    trace: Option<TraceContext>,
 }
 
 impl std::fmt::Debug for RawClient {
@@ -65,6 +69,7 @@ impl RawClient {
             group_kind,
             transactions: None,
             host_stopped: None,
+            trace: None,
         }
     }
 
@@ -90,7 +95,15 @@ impl RawClient {
             group_kind,
             transactions: Some(source),
             host_stopped: None,
+            trace: None,
         }
+    }
+
+    /// This client, its spec writes carrying `trace` unless their options
+    /// name another.
+    pub(crate) fn traced(mut self, trace: Option<TraceContext>) -> Self {
+        self.trace = trace;
+        self
     }
 
     fn open_transaction(&self) -> Option<Arc<Session>> {
@@ -232,8 +245,13 @@ impl RawClient {
     pub async fn update(&self, id: ObjectId, spec: Json) -> Result<RawObject> {
         self.check_spec(&format!("#{id}"), &spec)?;
         let (group_kind, spec_version) = (self.group_kind.clone(), self.spec_version()?);
+        let change = SpecChange {
+            spec,
+            spec_version,
+            trace: self.trace,
+        };
         let updated = self
-            .write(move |tx| ops::update(tx, &group_kind, id, spec, spec_version))
+            .write(move |tx| ops::update(tx, &group_kind, id, change))
             .await?;
         self.upgraded(updated)
     }
@@ -256,8 +274,13 @@ impl RawClient {
             return Ok(stored);
         }
         let name = name.to_string();
+        let change = SpecChange {
+            spec,
+            spec_version,
+            trace: self.trace,
+        };
         let updated = self
-            .write(move |tx| ops::update_by_name(tx, &group_kind, &name, spec, spec_version))
+            .write(move |tx| ops::update_by_name(tx, &group_kind, &name, change))
             .await?;
         self.upgraded(updated)
     }
@@ -529,6 +552,15 @@ impl RawClient {
         self.read(|r| r.events(id, filter))
     }
 
+    /// The trace id (hex) of object `id`'s latest traced pass: set only by
+    /// a host given a [`Tracer`](crate::trace::Tracer).
+    ///
+    /// # Errors
+    /// A store error.
+    pub fn last_pass_trace(&self, id: ObjectId) -> Result<Option<String>> {
+        self.read(|r| r.last_pass_trace(id))
+    }
+
     /// The current run of object `id`'s `category` timeline, if it has one.
     pub fn get_latest_event(&self, id: ObjectId, category: &str) -> Result<Option<Event>> {
         let filter = EventFilter::all().category(category).limit(1);
@@ -579,7 +611,7 @@ impl RawClient {
             finalizers: options.finalizers,
             labels: options.labels,
             on_create: options.on_create,
-            trace: options.trace,
+            trace: options.trace.or(self.trace),
         })
     }
 }

@@ -205,11 +205,19 @@ impl ControllerClient {
         self.pass.span.as_ref()
     }
 
+    /// The pass's trace id (hex), when its span is sampled: what its
+    /// events and the object's `describe` show.
+    fn sampled_trace_id(&self) -> Option<String> {
+        let context = self.span()?.context();
+        context.sampled.then(|| context.trace_id.to_string())
+    }
+
     /// A client for `group_kind` whose calls join this pass's open
     /// transaction, if it has one.
     pub fn kind_client(&self, group_kind: GroupKind) -> RawClient {
         let source: Arc<dyn TransactionSource> = self.pass.clone();
-        RawClient::joining(&self.pass.store, group_kind, source)
+        let trace = self.span().map(|span| span.context());
+        RawClient::joining(&self.pass.store, group_kind, source).traced(trace)
     }
 
     /// Opens a transaction frame: until the matching [`ControllerClient::commit`]
@@ -501,8 +509,9 @@ impl ControllerClient {
         if event.type_ == crate::event::EventType::Warning && event.reason == DECODE_FAILED {
             *lock(&self.pass.decode_failure) = Some(event.message.clone());
         }
+        let trace_id = self.sampled_trace_id();
         self.write("add_event", move |tx, object| {
-            ops::add_event(tx, object, &event)
+            ops::add_event(tx, object, &event, trace_id.as_deref())
         })
         .await
     }

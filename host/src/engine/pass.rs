@@ -392,6 +392,12 @@ fn handshake(
         Verdict::Failed(message) => Some(failure_parts(message).0.to_string()),
         _ => None,
     };
+    let trace_id = span
+        .as_ref()
+        .map(|span| span.context())
+        .filter(|context| context.sampled)
+        .map(|context| context.trace_id.to_string());
+    let event_trace = trace_id.clone();
     let (outcome, job): (Outcome, Option<Job>) = match result.verdict {
         Verdict::Settled => {
             let cadence = settings.cadence.individual_pass_interval.map(jittered);
@@ -441,7 +447,7 @@ fn handshake(
                 if let Some(status) = held_status {
                     ops::write_status(tx, &object_ref, &status)?;
                 }
-                ops::add_event(tx, &object_ref, &event)
+                ops::add_event(tx, &object_ref, &event, event_trace.as_deref())
             });
             (Outcome::Failed, Some(job))
         }
@@ -457,6 +463,7 @@ fn handshake(
         Outcome::Gone => None,
     };
     let job = with_requeue(job, id, object.bookkeeping.requeue_at, next_pass);
+    let job = with_pass_trace(job, id, trace_id);
     let Some(job) = job else {
         if let Some(span) = &span {
             end_pass_span(span, &outcome, failure.as_deref());
@@ -518,6 +525,20 @@ fn with_requeue(
             job(tx)?;
         }
         ops::set_requeue_at(tx, id, due)
+    }))
+}
+
+/// `job`, then the trace id of a traced pass, for `describe`. Bookkeeping
+/// only; written only when the host traces.
+fn with_pass_trace(job: Option<Job>, id: i64, trace_id: Option<String>) -> Option<Job> {
+    let Some(trace_id) = trace_id else {
+        return job;
+    };
+    Some(Box::new(move |tx| {
+        if let Some(job) = job {
+            job(tx)?;
+        }
+        ops::set_last_pass_trace(tx, id, &trace_id)
     }))
 }
 

@@ -48,7 +48,7 @@ pub(crate) use ops::observed::validate_conditions;
 pub(crate) use retention::Retention;
 pub(crate) use rows::Reader;
 pub use rows::lease::LeaseHolder;
-pub(crate) use rows::objects::Direction;
+pub(crate) use rows::objects::{Direction, SpecChange};
 pub use rows::plugin_sets::PushedPlugin;
 pub use rows::registrations::RegisteredKind;
 pub use rows::rollouts::{REVISIONS_KEPT, Rollout, RolloutState};

@@ -133,6 +133,32 @@ fn an_apply_its_pass_and_the_plugins_request_share_one_trace() {
         Some(format!("00-{TRACE}-{}-01", request.span_id))
     );
 
+    // `describe` names the latest traced pass's trace, and the events a
+    // pass wrote carry its trace.
+    let described: serde_json::Value =
+        serde_json::from_str(&workspace.ok(&["describe", "Connection", "db", "-o", "json"]))
+            .unwrap();
+    let last = described["lastPassTrace"]
+        .as_str()
+        .expect("a last pass trace");
+    assert!(
+        received(&collector).iter().any(|s| s.trace_id == last
+            && s.name == "reconcile"
+            && s.attribute("beehive.object") == Some("db")),
+        "describe names a pass's trace: {last}"
+    );
+    let connected = described["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["reason"] == "Connected")
+        .expect("a Connected event");
+    assert_eq!(connected["traceId"], TRACE, "{connected}");
+    assert_mentions(
+        &workspace.ok(&["describe", "Connection", "db"]),
+        &["Last trace:"],
+    );
+
     // `--trace` starts a trace, prints its id, and the pass joins it.
     workspace.write(
         "team.yaml",
@@ -150,11 +176,28 @@ fn an_apply_its_pass_and_the_plugins_request_share_one_trace() {
         s.trace_id == trace && s.name == "apply"
     });
     assert_eq!(root.parent, None, "--trace starts a new trace");
-    span_where(&collector, "the set's pass joined the trace", |s| {
-        s.trace_id == trace
-            && s.name == "reconcile"
-            && s.attribute("beehive.kind") == Some("GreetingSet.example.dev")
-    });
+    let passes_of = |kind: &str| {
+        received(&collector)
+            .into_iter()
+            .filter(|s| {
+                s.trace_id == trace
+                    && s.name == "reconcile"
+                    && s.attribute("beehive.kind") == Some(kind)
+            })
+            .collect::<Vec<_>>()
+    };
+    // What a pass writes is reconciled in its trace: the child the set's
+    // pass created is passed under that pass.
+    wait_until(
+        "the child's pass joined the set's trace, under the set's pass",
+        || {
+            let sets = passes_of("GreetingSet.example.dev");
+            passes_of("Greeting.example.dev").iter().any(|child| {
+                sets.iter()
+                    .any(|set| child.parent.as_ref() == Some(&set.span_id))
+            })
+        },
+    );
     workspace.ok(&["wait", "GreetingSet", "team", "--for", "settled"]);
 
     // A dependency wake: the child's traced write wakes the set, whose

@@ -180,11 +180,10 @@ pub(crate) fn update(
     tx: &mut WriteTx<'_>,
     group_kind: &GroupKind,
     id: ObjectId,
-    spec: Json,
-    spec_version: i64,
+    change: SpecChange,
 ) -> Result<RawObject> {
     let found = select_own_for_write(tx, group_kind, id)?;
-    apply_spec(tx, found, untraced(spec, spec_version))
+    apply_spec(tx, found, change)
 }
 
 /// Writes `spec` onto what of `group_kind` holds `name`.
@@ -192,21 +191,11 @@ pub(crate) fn update_by_name(
     tx: &mut WriteTx<'_>,
     group_kind: &GroupKind,
     name: &str,
-    spec: Json,
-    spec_version: i64,
+    change: SpecChange,
 ) -> Result<RawObject> {
     let found = rows::select_by_name(tx.conn(), group_kind, name)?
         .ok_or_else(|| Error::not_found(format!("{group_kind}/{name}")))?;
-    apply_spec(tx, found, untraced(spec, spec_version))
-}
-
-/// A spec written by a call that carries no trace context.
-fn untraced(spec: Json, spec_version: i64) -> SpecChange {
-    SpecChange {
-        spec,
-        spec_version,
-        trace: None,
-    }
+    apply_spec(tx, found, change)
 }
 
 /// Marks object `id` of `group_kind` for deletion.

@@ -165,6 +165,16 @@ pub(crate) fn set_requeue_at(tx: &mut WriteTx<'_>, id: ObjectId, due: Option<i64
     observed::set_requeue_at(tx.conn(), id, due)
 }
 
+/// Records the trace id of object `id`'s latest traced pass; bookkeeping
+/// only, so no version moves.
+pub(crate) fn set_last_pass_trace(
+    tx: &mut WriteTx<'_>,
+    id: ObjectId,
+    trace_id: &str,
+) -> Result<()> {
+    observed::set_last_pass_trace(tx.conn(), id, trace_id)
+}
+
 /// Takes away owed passes a successful pass serviced; bookkeeping only, so no
 /// version moves.
 pub(crate) fn subtract_owed(tx: &mut WriteTx<'_>, id: ObjectId, serviced: i64) -> Result<()> {

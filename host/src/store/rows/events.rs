@@ -40,22 +40,30 @@ pub(crate) fn extend_run(
     conn: Conn<'_>,
     run: i64,
     event: &EventSpec,
-    detail: Option<&str>,
-    now: Timestamp,
-    resource_version: i64,
+    written: Written<'_>,
 ) -> Result<()> {
     conn.execute_later(
         "UPDATE events SET count = count + 1, last_at = ?2, message = ?3, detail = ?4, \
-                           resource_version = ?5 \
+                           resource_version = ?5, trace_id = ?6 \
          WHERE id = ?1",
         params![
             run,
-            now.as_millis(),
+            written.now.as_millis(),
             &event.message,
-            detail,
-            resource_version
+            written.detail,
+            written.resource_version,
+            written.trace_id
         ],
     )
+}
+
+/// How an occurrence is written: its detail as stored, when, at which
+/// position, and the trace of the pass that wrote it.
+pub(crate) struct Written<'a> {
+    pub(crate) detail: Option<&'a str>,
+    pub(crate) now: Timestamp,
+    pub(crate) resource_version: i64,
+    pub(crate) trace_id: Option<&'a str>,
 }
 
 /// Starts a new run of object `id`'s timeline with `event`.
@@ -63,23 +71,22 @@ pub(crate) fn insert_run(
     conn: Conn<'_>,
     id: ObjectId,
     event: &EventSpec,
-    detail: Option<&str>,
-    now: Timestamp,
-    resource_version: i64,
+    written: Written<'_>,
 ) -> Result<()> {
     conn.execute_later(
         "INSERT INTO events (object_id, category, type, reason, message, detail, count, \
-                             first_at, last_at, resource_version) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8)",
+                             first_at, last_at, resource_version, trace_id) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8, ?9)",
         params![
             id,
             &event.category,
             event.type_.as_str(),
             &event.reason,
             &event.message,
-            detail,
-            now.as_millis(),
-            resource_version
+            written.detail,
+            written.now.as_millis(),
+            written.resource_version,
+            written.trace_id
         ],
     )
 }
@@ -116,7 +123,7 @@ pub(crate) fn list_events(
 }
 
 const EVENT_COLUMNS: &str = "id, object_id, category, type, reason, message, detail, count, \
-     first_at, last_at, resource_version";
+     first_at, last_at, resource_version, trace_id";
 
 fn event_type(stored: &str) -> EventType {
     match stored {
@@ -140,6 +147,7 @@ fn event_from_row(row: &Row<'_>) -> Result<Event> {
         first_at: Timestamp::from_millis(row.get(8)?),
         last_at: Timestamp::from_millis(row.get(9)?),
         resource_version: row.get(10)?,
+        trace_id: row.get(11)?,
     })
 }
 

@@ -154,6 +154,25 @@ pub(crate) fn set_requeue_at(conn: Conn<'_>, id: ObjectId, due: Option<i64>) -> 
     )
 }
 
+/// Records the trace id of object `id`'s latest traced pass.
+pub(crate) fn set_last_pass_trace(conn: Conn<'_>, id: ObjectId, trace_id: &str) -> Result<()> {
+    conn.execute_later(
+        "UPDATE objects SET last_pass_trace = ?2 WHERE id = ?1",
+        params![id, trace_id],
+    )
+}
+
+/// The trace id of object `id`'s latest traced pass, if it had one.
+pub(crate) fn last_pass_trace(conn: Conn<'_>, id: ObjectId) -> Result<Option<String>> {
+    Ok(conn
+        .query_opt(
+            "SELECT last_pass_trace FROM objects WHERE id = ?1",
+            params![id],
+            |row| row.get::<Option<String>>(0),
+        )?
+        .flatten())
+}
+
 /// Records one more owed pass on object `id`.
 pub(crate) fn add_owed(conn: Conn<'_>, id: ObjectId) -> Result<()> {
     conn.execute_later(

@@ -13,7 +13,7 @@ use crate::store::backend::Conn;
 use crate::store::rows::objects::{self as rows, Direction};
 use crate::store::rows::registrations::{self, RegisteredKind};
 use crate::store::rows::rollouts::{self, Rollout};
-use crate::store::rows::{edges, events, scan, write_log};
+use crate::store::rows::{edges, events, observed, scan, write_log};
 
 /// The most batches of candidates one selected page reads.
 pub(crate) const SELECTED_PAGE_READS: usize = 8;
@@ -342,6 +342,11 @@ impl<'c> Reader<'c> {
     /// Whether `from` already depends on `to`.
     pub(crate) fn has_dependency(&self, from: ObjectId, to: ObjectId) -> Result<bool> {
         edges::has_dependency(self.conn, from, to)
+    }
+
+    /// The trace id of object `id`'s latest traced pass, if it had one.
+    pub(crate) fn last_pass_trace(&self, id: ObjectId) -> Result<Option<String>> {
+        observed::last_pass_trace(self.conn, id)
     }
 
     /// The trace contexts of the dependency writes that may have woken

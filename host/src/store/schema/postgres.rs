@@ -24,9 +24,11 @@ const MIGRATIONS: &[&str] = &[
     MIGRATION_10,
 ];
 
-/// The trace context of the latest spec write (see SQLite's migration 11).
+/// Traces (see SQLite's migration 11).
 const MIGRATION_10: &str = r#"
 ALTER TABLE objects ADD COLUMN trace_parent TEXT;
+ALTER TABLE objects ADD COLUMN last_pass_trace TEXT;
+ALTER TABLE events ADD COLUMN trace_id TEXT;
 "#;
 
 /// Labels (see SQLite's migration 10).

@@ -23,10 +23,14 @@ const MIGRATIONS: &[&str] = &[
     MIGRATION_11,
 ];
 
-/// The trace context (W3C `traceparent`) the latest spec write carried, if
-/// any: the passes that reconcile that generation join its trace.
+/// Traces: the context (W3C `traceparent`) the latest spec write carried,
+/// if any, whose trace the passes that reconcile that generation join; the
+/// trace id of the latest traced pass, for `describe`; and the trace id of
+/// the pass that wrote each event run's latest occurrence.
 const MIGRATION_11: &str = r#"
 ALTER TABLE objects ADD COLUMN trace_parent TEXT;
+ALTER TABLE objects ADD COLUMN last_pass_trace TEXT;
+ALTER TABLE events ADD COLUMN trace_id TEXT;
 "#;
 
 /// Labels: each object's as a JSON map read with its row, and one row per

@@ -6,12 +6,13 @@
 //! and counts it; an export that fails or outlasts its timeout drops its
 //! batch and counts it; a warning says so at most once a minute.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use beehive::metrics::Metrics;
 use beehive::trace::{FinishedSpan, SpanSink, Tracer};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use crate::http_client::{self, Request};
@@ -24,17 +25,38 @@ const ANSWER_CAP: u64 = 64 << 10;
 /// How often a failing collector is warned about.
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
-/// Hands spans to the exporter's queue, or drops and counts them.
-struct QueueSink {
-    queue: mpsc::Sender<FinishedSpan>,
+/// The finished spans waiting to be sent, bounded. A span joins it under a
+/// lock and wakes nobody unless it completes a batch: the exporter drains
+/// it on its schedule, so a busy host pays no task wake per span.
+struct SpanQueue {
+    spans: Mutex<VecDeque<FinishedSpan>>,
+    capacity: usize,
+    batch: usize,
+    batch_ready: Notify,
     metrics: Arc<Metrics>,
 }
 
-impl SpanSink for QueueSink {
+impl SpanSink for SpanQueue {
     fn offer(&self, span: FinishedSpan) {
-        if self.queue.try_send(span).is_err() {
+        let mut spans = self.spans.lock().unwrap_or_else(|p| p.into_inner());
+        if spans.len() >= self.capacity {
+            drop(spans);
             self.metrics.otlp_spans_dropped(1);
+            return;
         }
+        spans.push_back(span);
+        if spans.len() == self.batch {
+            self.batch_ready.notify_one();
+        }
+    }
+}
+
+impl SpanQueue {
+    /// Up to a batch of the oldest spans.
+    fn take_batch(&self) -> Vec<FinishedSpan> {
+        let mut spans = self.spans.lock().unwrap_or_else(|p| p.into_inner());
+        let count = spans.len().min(self.batch);
+        spans.drain(..count).collect()
     }
 }
 
@@ -47,16 +69,16 @@ pub struct Exporter {
 /// Starts the exporter `config` describes, on the current runtime, and
 /// returns the tracer to give the host.
 pub fn start(config: OtlpConfig, metrics: Arc<Metrics>) -> (Tracer, Exporter) {
-    let (queue, spans) = mpsc::channel(config.queue);
-    let tracer = Tracer::new(
-        Arc::new(QueueSink {
-            queue,
-            metrics: metrics.clone(),
-        }),
-        config.sampler,
-    );
+    let queue = Arc::new(SpanQueue {
+        spans: Mutex::new(VecDeque::new()),
+        capacity: config.queue,
+        batch: config.batch,
+        batch_ready: Notify::new(),
+        metrics: metrics.clone(),
+    });
+    let tracer = Tracer::new(queue.clone(), config.sampler);
     let (stop, stopped) = oneshot::channel();
-    let task = tokio::spawn(run(config, spans, metrics, stopped));
+    let task = tokio::spawn(run(config, queue, metrics, stopped));
     (tracer, Exporter { stop, task })
 }
 
@@ -74,9 +96,11 @@ impl Exporter {
     }
 }
 
+/// Sends a batch whenever one is full, and what is waiting every schedule
+/// delay; on stop, everything queued.
 async fn run(
     config: OtlpConfig,
-    mut spans: mpsc::Receiver<FinishedSpan>,
+    queue: Arc<SpanQueue>,
     metrics: Arc<Metrics>,
     mut stopped: oneshot::Receiver<()>,
 ) {
@@ -86,35 +110,24 @@ async fn run(
         last_warned: None,
     };
     loop {
-        let first = tokio::select! {
-            span = spans.recv() => span,
-            _ = &mut stopped => None,
+        let stopping = tokio::select! {
+            _ = queue.batch_ready.notified() => false,
+            _ = tokio::time::sleep(config.delay) => false,
+            _ = &mut stopped => true,
         };
-        let Some(first) = first else { break };
-        let mut batch = vec![first];
-        let deadline = Instant::now() + config.delay;
-        while batch.len() < config.batch {
-            tokio::select! {
-                span = spans.recv() => match span {
-                    Some(span) => batch.push(span),
-                    None => break,
-                },
-                _ = tokio::time::sleep_until(deadline) => break,
+        loop {
+            let batch = queue.take_batch();
+            if batch.is_empty() {
+                break;
+            }
+            post.send(&batch).await;
+            if batch.len() < config.batch && !stopping {
+                break;
             }
         }
-        post.send(&batch).await;
-    }
-    // Stopping: what is already queued goes out, batch by batch.
-    spans.close();
-    let mut batch = Vec::new();
-    while let Ok(span) = spans.try_recv() {
-        batch.push(span);
-        if batch.len() == config.batch {
-            post.send(&std::mem::take(&mut batch)).await;
+        if stopping {
+            return;
         }
-    }
-    if !batch.is_empty() {
-        post.send(&batch).await;
     }
 }
 

@@ -18,87 +18,163 @@ const FIXED32: u8 = 5;
 const SCOPE: &str = "beehive";
 
 /// One request carrying `spans`, all under one resource.
+///
+/// Every message's length is worked out before it is written, so the
+/// request is written once, in place: building each nested message in a
+/// buffer of its own and copying it out cost more than a span's pass.
 pub fn export_request(resource: &[(String, String)], spans: &[FinishedSpan]) -> Vec<u8> {
-    let mut resource_message = Vec::new();
+    let resource_len: usize = resource
+        .iter()
+        .map(|(key, value)| field_len(1, text_kv_len(key, value)))
+        .sum();
+    let scope_len = field_len(1, SCOPE.len()) + field_len(2, env!("CARGO_PKG_VERSION").len());
+    let span_lens: Vec<usize> = spans.iter().map(span_len).collect();
+    let scope_spans_len = field_len(1, scope_len)
+        + span_lens
+            .iter()
+            .map(|len| field_len(2, *len))
+            .sum::<usize>();
+    let resource_spans_len = field_len(1, resource_len) + field_len(2, scope_spans_len);
+    let mut out = Vec::with_capacity(field_len(1, resource_spans_len));
+    header(&mut out, 1, resource_spans_len);
+    header(&mut out, 1, resource_len);
     for (key, value) in resource {
-        message(
-            &mut resource_message,
-            1,
-            &key_value(key, &AttributeValue::Text(value.clone())),
-        );
+        header(&mut out, 1, text_kv_len(key, value));
+        write_key_value(&mut out, key, &Value::Text(value));
     }
-    let mut scope = Vec::new();
-    string(&mut scope, 1, SCOPE);
-    string(&mut scope, 2, env!("CARGO_PKG_VERSION"));
-    let mut scope_spans = Vec::new();
-    message(&mut scope_spans, 1, &scope);
-    for span in spans {
-        message(&mut scope_spans, 2, &encode_span(span));
+    header(&mut out, 2, scope_spans_len);
+    header(&mut out, 1, scope_len);
+    string(&mut out, 1, SCOPE);
+    string(&mut out, 2, env!("CARGO_PKG_VERSION"));
+    for (span, len) in spans.iter().zip(span_lens) {
+        header(&mut out, 2, len);
+        write_span(&mut out, span);
     }
-    let mut resource_spans = Vec::new();
-    message(&mut resource_spans, 1, &resource_message);
-    message(&mut resource_spans, 2, &scope_spans);
-    let mut request = Vec::new();
-    message(&mut request, 1, &resource_spans);
-    request
+    out
 }
 
-fn encode_span(span: &FinishedSpan) -> Vec<u8> {
-    let mut out = Vec::new();
-    bytes(&mut out, 1, &span.context.trace_id.0);
-    bytes(&mut out, 2, &span.context.span_id.0);
-    if let Some(parent) = span.parent {
-        bytes(&mut out, 4, &parent.0);
+/// An attribute's value, borrowed.
+enum Value<'a> {
+    Text(&'a str),
+    Int(i64),
+}
+
+impl<'a> From<&'a AttributeValue> for Value<'a> {
+    fn from(value: &'a AttributeValue) -> Self {
+        match value {
+            AttributeValue::Text(text) => Value::Text(text),
+            AttributeValue::Static(text) => Value::Text(text),
+            AttributeValue::Int(number) => Value::Int(*number),
+        }
     }
-    string(&mut out, 5, &span.name);
-    let kind = match span.kind {
+}
+
+fn kind_number(kind: SpanKind) -> u64 {
+    match kind {
         SpanKind::Internal => 1,
         SpanKind::Client => 3,
-    };
-    varint_field(&mut out, 6, kind);
-    fixed64(&mut out, 7, unix_nanos(span.start));
-    fixed64(&mut out, 8, unix_nanos(span.end));
-    for (key, value) in &span.attributes {
-        message(&mut out, 9, &key_value(key, value));
     }
-    for link in &span.links {
-        message(&mut out, 13, &encode_link(link));
+}
+
+fn span_len(span: &FinishedSpan) -> usize {
+    let mut len = field_len(1, 16) + field_len(2, 8);
+    if span.parent.is_some() {
+        len += field_len(4, 8);
+    }
+    len += field_len(5, span.name.len());
+    len += 1 + varint_len(kind_number(span.kind));
+    len += 2 * (1 + 8);
+    for (key, value) in &span.attributes {
+        len += field_len(9, key_value_len(key, &value.into()));
+    }
+    for _ in &span.links {
+        len += field_len(13, link_len());
     }
     if let SpanStatus::Error(why) = &span.status {
-        let mut status = Vec::new();
-        string(&mut status, 2, why);
-        varint_field(&mut status, 3, 2); // STATUS_CODE_ERROR
-        message(&mut out, 15, &status);
+        len += field_len(15, status_len(why));
+    }
+    len + 2 + 4
+}
+
+fn write_span(out: &mut Vec<u8>, span: &FinishedSpan) {
+    bytes(out, 1, &span.context.trace_id.0);
+    bytes(out, 2, &span.context.span_id.0);
+    if let Some(parent) = span.parent {
+        bytes(out, 4, &parent.0);
+    }
+    string(out, 5, &span.name);
+    varint_field(out, 6, kind_number(span.kind));
+    fixed64(out, 7, unix_nanos(span.start));
+    fixed64(out, 8, unix_nanos(span.end));
+    for (key, value) in &span.attributes {
+        let value = value.into();
+        header(out, 9, key_value_len(key, &value));
+        write_key_value(out, key, &value);
+    }
+    for link in &span.links {
+        header(out, 13, link_len());
+        write_link(out, link);
+    }
+    if let SpanStatus::Error(why) = &span.status {
+        header(out, 15, status_len(why));
+        string(out, 2, why);
+        varint_field(out, 3, 2); // STATUS_CODE_ERROR
     }
     // The W3C flags: sampled.
-    fixed32(&mut out, 16, u32::from(span.context.sampled));
-    out
+    fixed32(out, 16, u32::from(span.context.sampled));
 }
 
-fn encode_link(link: &TraceContext) -> Vec<u8> {
-    let mut out = Vec::new();
-    bytes(&mut out, 1, &link.trace_id.0);
-    bytes(&mut out, 2, &link.span_id.0);
-    fixed32(&mut out, 6, u32::from(link.sampled));
-    out
+fn status_len(why: &str) -> usize {
+    field_len(2, why.len()) + 2
 }
 
-fn key_value(key: &str, value: &AttributeValue) -> Vec<u8> {
-    let mut any = Vec::new();
+fn link_len() -> usize {
+    field_len(1, 16) + field_len(2, 8) + 1 + 4
+}
+
+fn write_link(out: &mut Vec<u8>, link: &TraceContext) {
+    bytes(out, 1, &link.trace_id.0);
+    bytes(out, 2, &link.span_id.0);
+    fixed32(out, 6, u32::from(link.sampled));
+}
+
+fn any_len(value: &Value<'_>) -> usize {
     match value {
-        AttributeValue::Text(text) => string(&mut any, 1, text),
+        Value::Text(text) => field_len(1, text.len()),
         // int_value is an int64: negative numbers take ten bytes.
-        AttributeValue::Int(number) => varint_field(&mut any, 3, *number as u64),
+        Value::Int(number) => 1 + varint_len(*number as u64),
     }
-    let mut out = Vec::new();
-    string(&mut out, 1, key);
-    message(&mut out, 2, &any);
-    out
+}
+
+fn key_value_len(key: &str, value: &Value<'_>) -> usize {
+    field_len(1, key.len()) + field_len(2, any_len(value))
+}
+
+fn text_kv_len(key: &str, value: &str) -> usize {
+    key_value_len(key, &Value::Text(value))
+}
+
+fn write_key_value(out: &mut Vec<u8>, key: &str, value: &Value<'_>) {
+    string(out, 1, key);
+    header(out, 2, any_len(value));
+    match value {
+        Value::Text(text) => string(out, 1, text),
+        Value::Int(number) => varint_field(out, 3, *number as u64),
+    }
 }
 
 fn unix_nanos(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+fn varint_len(value: u64) -> usize {
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// The bytes a length-delimited field of `payload` bytes takes.
+fn field_len(field: u32, payload: usize) -> usize {
+    varint_len(u64::from(field) << 3) + varint_len(payload as u64) + payload
 }
 
 fn tag(out: &mut Vec<u8>, field: u32, wire: u8) {
@@ -128,9 +204,14 @@ fn fixed32(out: &mut Vec<u8>, field: u32, value: u32) {
     out.extend_from_slice(&value.to_le_bytes());
 }
 
-fn bytes(out: &mut Vec<u8>, field: u32, value: &[u8]) {
+/// The head of a length-delimited field whose `len` bytes follow.
+fn header(out: &mut Vec<u8>, field: u32, len: usize) {
     tag(out, field, LENGTH_DELIMITED);
-    varint(out, value.len() as u64);
+    varint(out, len as u64);
+}
+
+fn bytes(out: &mut Vec<u8>, field: u32, value: &[u8]) {
+    header(out, field, value.len());
     out.extend_from_slice(value);
 }
 
@@ -138,14 +219,54 @@ fn string(out: &mut Vec<u8>, field: u32, value: &str) {
     bytes(out, field, value.as_bytes());
 }
 
-fn message(out: &mut Vec<u8>, field: u32, encoded: &[u8]) {
-    bytes(out, field, encoded);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use beehive::trace::{SpanId, TraceId};
+
+    #[test]
+    fn every_length_worked_out_is_the_length_written() {
+        let span = FinishedSpan {
+            context: TraceContext {
+                trace_id: TraceId([7; 16]),
+                span_id: SpanId([8; 8]),
+                sampled: true,
+            },
+            parent: None,
+            name: "GET".into(),
+            kind: SpanKind::Client,
+            start: SystemTime::now(),
+            end: SystemTime::now(),
+            attributes: vec![
+                ("a", AttributeValue::Int(-1)),
+                ("b", AttributeValue::from("x".repeat(300))),
+            ],
+            links: vec![TraceContext::new_root(true); 2],
+            status: SpanStatus::Error("refused".into()),
+        };
+        let mut written = Vec::new();
+        write_span(&mut written, &span);
+        assert_eq!(written.len(), span_len(&span));
+        let resource = [("service.name".to_string(), "beehive".to_string())];
+        let request = export_request(&resource, &[span.clone(), span]);
+        // The outer field's length covers exactly the rest.
+        let mut rest = &request[1..];
+        let mut declared = 0u64;
+        for shift in (0..).step_by(7) {
+            let (byte, after) = rest.split_first().unwrap();
+            rest = after;
+            declared |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+        assert_eq!(declared as usize, rest.len());
+        for value in [0, 1, 127, 128, 16_383, 16_384, u64::MAX] {
+            let mut out = Vec::new();
+            varint(&mut out, value);
+            assert_eq!(out.len(), varint_len(value), "{value}");
+        }
+    }
 
     #[test]
     fn varints_take_seven_bits_a_byte() {
@@ -174,7 +295,13 @@ mod tests {
             links: Vec::new(),
             status: SpanStatus::Unset,
         };
-        let encoded = encode_span(&span);
+        let mut encoded = Vec::new();
+        write_span(&mut encoded, &span);
+        assert_eq!(
+            encoded.len(),
+            span_len(&span),
+            "the length worked out is the length written"
+        );
         let mut expected = vec![0x0a, 16];
         expected.extend([1; 16]);
         expected.extend([0x12, 8]);

@@ -209,7 +209,7 @@ impl ControllerClient {
     /// events and the object's `describe` show.
     fn sampled_trace_id(&self) -> Option<String> {
         let context = self.span()?.context();
-        context.sampled.then(|| context.trace_id.to_string())
+        context.sampled.then(|| context.trace_id.to_hex())
     }
 
     /// A client for `group_kind` whose calls join this pass's open

@@ -103,6 +103,8 @@ pub(crate) struct Kind {
     pub(crate) metrics: KindMetrics,
     /// Makes each pass's span, when the host traces.
     tracer: Option<Tracer>,
+    /// The kind as text, for those spans.
+    label: Arc<str>,
 }
 
 impl Kind {
@@ -116,6 +118,7 @@ impl Kind {
         tracer: Option<Tracer>,
     ) -> Self {
         Kind {
+            label: group_kind.to_string().into(),
             group_kind,
             controller: RwLock::new(controller),
             serial: AtomicU64::new(0),
@@ -155,6 +158,7 @@ impl Kind {
             queue: &self.queue,
             grace: &self.grace,
             tracer: self.tracer.as_ref(),
+            label: &self.label,
         }
     }
 

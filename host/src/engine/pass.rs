@@ -37,6 +37,8 @@ pub(crate) struct KindView<'k> {
     pub(crate) queue: &'k WorkQueue,
     pub(crate) grace: &'k Arc<GraceWriter>,
     pub(crate) tracer: Option<&'k Tracer>,
+    /// The kind as text, made once for every pass's span.
+    pub(crate) label: &'k Arc<str>,
 }
 
 impl KindView<'_> {
@@ -229,7 +231,7 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
     let id = object.meta.id;
     let controller = kind.controller();
     let pass_span = kind.tracer.map(|tracer| {
-        let span = open_pass_span(tracer, kind.group_kind, &object);
+        let span = open_pass_span(tracer, kind.label, &object);
         if !dependencies.is_empty() {
             link_dependency_writes(store, &span, id);
         }
@@ -294,14 +296,14 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
 /// The span of a pass over `object`: a child of the trace its latest spec
 /// write carried, while that generation is not yet settled; else the root
 /// of a trace of its own.
-fn open_pass_span(tracer: &Tracer, group_kind: &GroupKind, object: &RawObject) -> Span {
+fn open_pass_span(tracer: &Tracer, kind: &Arc<str>, object: &RawObject) -> Span {
     let meta = &object.meta;
     let unsettled_write = object
         .bookkeeping
         .trace
         .filter(|_| meta.observed_generation != Some(meta.generation));
     let span = tracer.open("reconcile", SpanKind::Internal, unsettled_write);
-    span.set("beehive.kind", group_kind.to_string());
+    span.set("beehive.kind", kind);
     span.set("beehive.object", meta.name.clone());
     span.set("beehive.object.id", meta.id);
     span.set("beehive.generation", meta.generation);
@@ -396,8 +398,10 @@ fn handshake(
         .as_ref()
         .map(|span| span.context())
         .filter(|context| context.sampled)
-        .map(|context| context.trace_id.to_string());
+        .map(|context| context.trace_id.to_hex());
     let event_trace = trace_id.clone();
+    // Whether the handshake's own statement records the pass's trace.
+    let mut trace_recorded = false;
     let (outcome, job): (Outcome, Option<Job>) = match result.verdict {
         Verdict::Settled => {
             let cadence = settings.cadence.individual_pass_interval.map(jittered);
@@ -405,15 +409,19 @@ fn handshake(
                 requeue: requeue.or(cadence),
             };
             let recorded = meta.observed_generation == Some(generation) && owed == 0;
+            let trace = trace_id.clone();
             let job: Option<Job> = match held_status {
                 Some(status) => Some(Box::new(move |tx| {
-                    ops::settle_with_status(tx, &object_ref, &status, generation, owed)
+                    let settled = settled(generation, owed, trace.as_deref());
+                    ops::settle_with_status(tx, &object_ref, &status, settled)
                 })),
                 None if recorded => None,
                 None => Some(Box::new(move |tx| {
-                    ops::stamp_observed(tx, &object_ref, generation, owed)
+                    let settled = settled(generation, owed, trace.as_deref());
+                    ops::stamp_observed(tx, &object_ref, settled)
                 })),
             };
+            trace_recorded = job.is_some();
             (outcome, job)
         }
         Verdict::Unsettled => {
@@ -463,7 +471,10 @@ fn handshake(
         Outcome::Gone => None,
     };
     let job = with_requeue(job, id, object.bookkeeping.requeue_at, next_pass);
-    let job = with_pass_trace(job, id, trace_id);
+    let job = match trace_recorded {
+        true => job,
+        false => with_pass_trace(job, id, trace_id),
+    };
     let Some(job) = job else {
         if let Some(span) = &span {
             end_pass_span(span, &outcome, failure.as_deref());
@@ -488,6 +499,15 @@ fn handshake(
         }
         outcome
     }))
+}
+
+/// What a settled pass records, its trace included when it is traced.
+fn settled(generation: i64, owed_serviced: i64, trace_id: Option<&str>) -> ops::Settled<'_> {
+    ops::Settled {
+        generation,
+        owed_serviced,
+        trace_id,
+    }
 }
 
 /// A write left for the end of a pass.
@@ -528,8 +548,9 @@ fn with_requeue(
     }))
 }
 
-/// `job`, then the trace id of a traced pass, for `describe`. Bookkeeping
-/// only; written only when the host traces.
+/// `job`, then the trace id of a traced pass, for `describe`, when the
+/// handshake's statement did not record it. Bookkeeping only; written only
+/// when the host traces.
 fn with_pass_trace(job: Option<Job>, id: i64, trace_id: Option<String>) -> Option<Job> {
     let Some(trace_id) = trace_id else {
         return job;

@@ -409,8 +409,8 @@ fn request_span(
     destination: &Destination,
     uri: &http::Uri,
 ) -> Span {
-    let span = pass.child(method.as_str(), SpanKind::Client);
-    span.set("http.request.method", method.as_str());
+    let span = pass.child(method.as_str().to_string(), SpanKind::Client);
+    span.set("http.request.method", method.as_str().to_string());
     span.set("server.address", destination.host.clone());
     span.set("server.port", i64::from(destination.port));
     span.set("url.full", format!("{destination}{}", uri.path()));

@@ -98,6 +98,8 @@ pub struct Registration {
 pub struct Plugin {
     pub(super) sandbox: Arc<Sandbox>,
     pub(super) content_hash: String,
+    /// The hash's first 12 digits: the version its passes' spans name.
+    pub(super) version: Arc<str>,
     pub(super) registration: contract::v0_2::Registration,
     /// Instances between passes, reused so a pass pays no instantiation and
     /// a plugin's globals (a kind client it keeps) live on. There are never
@@ -254,11 +256,10 @@ impl Plugin {
     }
 
     async fn run(&self, client: &ControllerClient, object: &RawObject) -> Action {
-        let version = short_hash(&self.content_hash);
-        tracing::Span::current().record("version", version);
+        tracing::Span::current().record("version", &*self.version);
         if let Some(span) = client.span() {
-            span.set("beehive.plugin", self.sandbox.name.to_string());
-            span.set("beehive.plugin.version", version);
+            span.set("beehive.plugin", &self.sandbox.name);
+            span.set("beehive.plugin.version", &self.version);
         }
         let mut warm = match self.warm().await {
             Ok(warm) => warm,

@@ -353,6 +353,7 @@ impl Runtime {
         }
         Ok(Plugin {
             sandbox,
+            version: super::short_hash(&content_hash).into(),
             content_hash,
             registration,
             idle: Mutex::new(Vec::new()),

@@ -66,6 +66,13 @@ fn random_u64() -> u64 {
     })
 }
 
+impl TraceId {
+    /// The id in lower-case hex, as `traceparent` writes it.
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+}
+
 impl fmt::Display for TraceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write_hex(f, &self.0)
@@ -91,7 +98,19 @@ impl fmt::Debug for SpanId {
 }
 
 fn write_hex(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
-    bytes.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    f.write_str(&hex(bytes))
+}
+
+/// `bytes` in lower-case hex: every pass's trace id is written this way,
+/// so without a formatting call per byte.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
+        text.push(DIGITS[usize::from(byte >> 4)] as char);
+        text.push(DIGITS[usize::from(byte & 0xf)] as char);
+    }
+    text
 }
 
 /// Where a span sits: its trace, its own id, and whether the trace is
@@ -169,11 +188,11 @@ impl TraceContext {
 
     /// The `traceparent` value naming this context as the parent.
     pub fn traceparent(&self) -> String {
+        let flags = if self.sampled { "01" } else { "00" };
         format!(
-            "00-{}-{}-{:02x}",
-            self.trace_id,
-            self.span_id,
-            u8::from(self.sampled)
+            "00-{}-{}-{flags}",
+            hex(&self.trace_id.0),
+            hex(&self.span_id.0)
         )
     }
 }

@@ -1,6 +1,7 @@
 //! Spans: the [`Tracer`] an embedder hands the host, the spans a pass opens
 //! with it, and the [`FinishedSpan`] records its [`SpanSink`] receives.
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -17,24 +18,44 @@ pub enum SpanKind {
     Client,
 }
 
-/// A span attribute's value.
+/// A span attribute's value. Text is shared, so a value every pass of a
+/// kind repeats (the kind, the plugin, its version) is counted, not copied.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AttributeValue {
     /// Text.
-    Text(String),
+    Text(Arc<str>),
+    /// Text fixed in the program: a result, a write's name.
+    Static(&'static str),
     /// A whole number.
     Int(i64),
 }
 
-impl From<&str> for AttributeValue {
-    fn from(text: &str) -> Self {
-        AttributeValue::Text(text.to_string())
+impl AttributeValue {
+    /// The text, if the value is text.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            AttributeValue::Text(text) => Some(text),
+            AttributeValue::Static(text) => Some(text),
+            AttributeValue::Int(_) => None,
+        }
+    }
+}
+
+impl From<&'static str> for AttributeValue {
+    fn from(text: &'static str) -> Self {
+        AttributeValue::Static(text)
     }
 }
 
 impl From<String> for AttributeValue {
     fn from(text: String) -> Self {
-        AttributeValue::Text(text)
+        AttributeValue::Text(text.into())
+    }
+}
+
+impl From<&Arc<str>> for AttributeValue {
+    fn from(text: &Arc<str>) -> Self {
+        AttributeValue::Text(text.clone())
     }
 }
 
@@ -62,7 +83,7 @@ pub struct FinishedSpan {
     /// The span it was made under, if any.
     pub parent: Option<SpanId>,
     /// What it was: `reconcile`, `store.write`, `GET`.
-    pub name: String,
+    pub name: Cow<'static, str>,
     /// Internal work or an outbound request.
     pub kind: SpanKind,
     /// When it began.
@@ -114,7 +135,7 @@ impl Tracer {
     /// sampled as the tracer's sampler decides.
     pub fn open(
         &self,
-        name: impl Into<String>,
+        name: impl Into<Cow<'static, str>>,
         kind: SpanKind,
         parent: Option<TraceContext>,
     ) -> Span {
@@ -150,7 +171,7 @@ pub struct Span {
     sink: Arc<dyn SpanSink>,
     context: TraceContext,
     parent: Option<SpanId>,
-    name: String,
+    name: Cow<'static, str>,
     kind: SpanKind,
     start: SystemTime,
     /// `None` once ended.
@@ -193,7 +214,7 @@ impl Span {
     }
 
     /// A span under this one, in its trace, sampled as it is.
-    pub fn child(&self, name: impl Into<String>, kind: SpanKind) -> Span {
+    pub fn child(&self, name: impl Into<Cow<'static, str>>, kind: SpanKind) -> Span {
         Span {
             sink: self.sink.clone(),
             context: TraceContext {

@@ -281,6 +281,12 @@ fn with_no_endpoint_nothing_is_exported_and_an_apply_still_names_its_trace() {
         ],
     );
     assert!(!host.log().contains("exporting traces"));
+    let bad_endpoint = workspace.run(&["run", "--otlp-endpoint", "127.0.0.1:4318"]);
+    assert_eq!(bad_endpoint.status.code(), Some(2), "{bad_endpoint:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&bad_endpoint.stderr),
+        &["--otlp-endpoint", "http://"],
+    );
     let refused = workspace.run_with(&["apply", "-f", "g.yaml"], &[("TRACEPARENT", "nonsense")]);
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
     assert_mentions(

@@ -21,8 +21,9 @@ pub(crate) use objects::{
     update_by_name,
 };
 pub(crate) use observed::{
-    add_finalizer, delete_condition, delete_finalizer, set_conditions, set_last_pass_trace,
-    set_requeue_at, settle_with_status, stamp_observed, subtract_owed, write_status,
+    Settled, add_finalizer, delete_condition, delete_finalizer, set_conditions,
+    set_last_pass_trace, set_requeue_at, settle_with_status, stamp_observed, subtract_owed,
+    write_status,
 };
 pub(crate) use registrations::{
     record as record_registration, record_rollout_progress, record_signed_at,

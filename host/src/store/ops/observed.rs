@@ -85,25 +85,34 @@ fn why_status_unwritten(
     })
 }
 
+/// What a settled pass records: the generation it settled, the owed passes
+/// it serviced, and its trace when it is traced (kept for `describe` in the
+/// same statement, so tracing adds none).
+pub(crate) struct Settled<'a> {
+    pub(crate) generation: i64,
+    pub(crate) owed_serviced: i64,
+    pub(crate) trace_id: Option<&'a str>,
+}
+
 /// Records that a pass settled `generation`, and takes away the owed passes it
 /// serviced. Writes nothing for a generation already recorded.
 pub(crate) fn stamp_observed(
     tx: &mut WriteTx<'_>,
     object: &ObjectRef,
-    generation: i64,
-    owed_serviced: i64,
+    settled: Settled<'_>,
 ) -> Result<()> {
     let id = object.id;
+    let owed_serviced = settled.owed_serviced;
     let resource_version = tx.next_resource_version();
-    let now = tx.now();
-    if observed::stamp_observed(
-        tx.conn(),
+    let stamp = observed::Stamp {
         id,
-        generation,
+        generation: settled.generation,
         owed_serviced,
         resource_version,
-        now,
-    )? {
+        now: tx.now(),
+        trace_id: settled.trace_id,
+    };
+    if observed::stamp_observed(tx.conn(), &stamp)? {
         return log_update(tx, object, resource_version);
     }
     tx.give_back_resource_version(resource_version);
@@ -116,8 +125,7 @@ pub(crate) fn settle_with_status(
     tx: &mut WriteTx<'_>,
     object: &ObjectRef,
     status: &Json,
-    generation: i64,
-    owed_serviced: i64,
+    settled: Settled<'_>,
 ) -> Result<()> {
     let (gk, id) = (&object.group_kind, object.id);
     let resource_version = tx.next_resource_version();
@@ -130,8 +138,9 @@ pub(crate) fn settle_with_status(
             resource_version,
             now: tx.now(),
         },
-        generation,
-        owed_serviced,
+        generation: settled.generation,
+        owed_serviced: settled.owed_serviced,
+        trace_id: settled.trace_id,
     };
     if tx.conn().dialect() == Dialect::Postgres {
         // One statement that waits for no answer and logs the update only

@@ -66,22 +66,33 @@ pub(crate) fn stored_status(conn: Conn<'_>, id: ObjectId) -> Result<(Option<Stri
 /// Records that a pass settled `generation` and takes away the owed passes
 /// it serviced; returns whether the generation was new (nothing changes for
 /// one already recorded).
-pub(crate) fn stamp_observed(
-    conn: Conn<'_>,
-    id: ObjectId,
-    generation: i64,
-    owed_serviced: i64,
-    resource_version: i64,
-    now: Timestamp,
-) -> Result<bool> {
+pub(crate) fn stamp_observed(conn: Conn<'_>, stamp: &Stamp<'_>) -> Result<bool> {
     let stamped = conn.execute(
         "UPDATE objects SET observed_generation = ?2, observed_at = ?3, updated_at = ?3, \
                 reconcile_owed = CASE WHEN reconcile_owed > ?4 THEN reconcile_owed - ?4 ELSE 0 END, \
-                resource_version = ?5 \
+                resource_version = ?5, last_pass_trace = COALESCE(?6, last_pass_trace) \
          WHERE id = ?1 AND (observed_generation IS NULL OR observed_generation < ?2)",
-        params![id, generation, now.as_millis(), owed_serviced, resource_version],
+        params![
+            stamp.id,
+            stamp.generation,
+            stamp.now.as_millis(),
+            stamp.owed_serviced,
+            stamp.resource_version,
+            stamp.trace_id
+        ],
     )?;
     Ok(stamped > 0)
+}
+
+/// What a settled pass with no status to report stamps on its object.
+pub(crate) struct Stamp<'a> {
+    pub(crate) id: ObjectId,
+    pub(crate) generation: i64,
+    pub(crate) owed_serviced: i64,
+    pub(crate) resource_version: i64,
+    pub(crate) now: Timestamp,
+    /// The pass's trace, when it is traced (for `describe`).
+    pub(crate) trace_id: Option<&'a str>,
 }
 
 /// A settled pass's status and generation, written in one statement.
@@ -89,6 +100,8 @@ pub(crate) struct Settle<'a> {
     pub(crate) status: StatusWrite<'a>,
     pub(crate) generation: i64,
     pub(crate) owed_serviced: i64,
+    /// The pass's trace, when it is traced (for `describe`).
+    pub(crate) trace_id: Option<&'a str>,
 }
 
 /// The settling update: the status, the settled generation (never moved
@@ -97,7 +110,7 @@ pub(crate) struct Settle<'a> {
 macro_rules! settle_update {
     () => {
         "UPDATE objects SET status = ?4, resource_version = ?5, updated_at = ?6, \
-                status_version = ?9, \
+                status_version = ?9, last_pass_trace = COALESCE(?10, last_pass_trace), \
                 reconcile_owed = CASE WHEN reconcile_owed > ?8 THEN reconcile_owed - ?8 ELSE 0 END, \
                 observed_at = CASE WHEN observed_generation IS NULL OR observed_generation < ?7 \
                                    THEN ?6 ELSE observed_at END, \
@@ -119,7 +132,7 @@ const SETTLE_AND_LOG: &str = concat!(
 );
 
 /// The parameters of [`SETTLE`] and [`SETTLE_AND_LOG`].
-fn settle_params<'p>(settle: &'p Settle<'_>) -> [Param<'p>; 9] {
+fn settle_params<'p>(settle: &'p Settle<'_>) -> [Param<'p>; 10] {
     let write = &settle.status;
     [
         Param::Int(write.id),
@@ -131,6 +144,7 @@ fn settle_params<'p>(settle: &'p Settle<'_>) -> [Param<'p>; 9] {
         Param::Int(settle.generation),
         Param::Int(settle.owed_serviced),
         Param::Int(write.status_version),
+        Param::from(settle.trace_id),
     ]
 }
 

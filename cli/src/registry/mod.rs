@@ -444,8 +444,15 @@ fn verify_for(output: &Path, wasm: &[u8], signature: Option<&[u8]>) -> Result<St
     };
     let signature = std::str::from_utf8(signature)
         .map_err(|_| refused("refused, nothing written: the signature is not text"))?;
-    // The plugin's own policy may narrow the keys, as the host reads it.
-    let policy = Policy::read(&Policy::file_of(output), &[]).unwrap_or_default();
+    // The plugin's own policy may narrow the keys, as the host reads it; a
+    // policy the host would refuse is refused here, never read as none.
+    let policy_file = Policy::file_of(output);
+    let policy = Policy::read(&policy_file, &[]).map_err(|why| {
+        refused(format!(
+            "refused, nothing written: {why} (fix {}, which the host would refuse too)",
+            policy_file.display()
+        ))
+    })?;
     let signer = trust
         .verify_text(output, wasm, signature, &policy.trust)
         .map_err(|why| refused(format!("refused, nothing written: {why}")))?;

@@ -679,6 +679,33 @@ mod tests {
     }
 
     #[test]
+    fn a_traced_request_carries_the_hosts_context_in_place_of_the_plugins() {
+        use crate::trace::{Sampler, SpanSink, TraceContext, Tracer};
+        struct Nowhere;
+        impl SpanSink for Nowhere {
+            fn offer(&self, _: crate::trace::FinishedSpan) {}
+        }
+        let forged = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let mut headers = http::HeaderMap::new();
+        headers.insert("traceparent", forged.parse().unwrap());
+        headers.insert("tracestate", "vendor=forged".parse().unwrap());
+        carry_trace(&mut headers, None);
+        assert_eq!(
+            headers["traceparent"], forged,
+            "untraced: left as the plugin made it"
+        );
+
+        let tracer = Tracer::new(std::sync::Arc::new(Nowhere), Sampler::default());
+        let pass = tracer.open("reconcile", SpanKind::Internal, None);
+        let request = pass.child("GET", SpanKind::Client);
+        carry_trace(&mut headers, Some(&request));
+        let sent = TraceContext::parse(headers["traceparent"].to_str().unwrap()).unwrap();
+        assert_eq!(sent, request.context());
+        assert_eq!(sent.trace_id, pass.context().trace_id);
+        assert!(!headers.contains_key("tracestate"));
+    }
+
+    #[test]
     fn a_guest_may_tighten_timeouts_but_never_loosen_them() {
         let access = HttpAccess::new(Vec::new(), HttpLimits::default());
         let options = access.options(Some(RequestOptions {

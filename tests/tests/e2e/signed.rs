@@ -332,6 +332,19 @@ fn a_signed_plugin_travels_through_a_registry_by_digest_and_a_lying_one_is_refus
         assert_mentions(&refused, &[why]);
         assert_eq!(serving(&workspace).1, served, "{why}: nothing replaced");
     }
+    // The target's own policy, unreadable as a policy: refused, not read as
+    // no policy (which would drop the keys it narrows to).
+    workspace.write("plugins/other.toml", "[trust]\nkeys = 5\n");
+    let refused = workspace.fails(&[
+        "plugins",
+        "pull",
+        &format!("{repo}@{digest}"),
+        "-o",
+        "plugins/other.wasm",
+    ]);
+    assert_mentions(&refused, &["other.toml", "nothing written"]);
+    assert!(!plugins.join("other.wasm").exists());
+    std::fs::remove_file(plugins.join("other.toml")).unwrap();
 
     // A registry that serves other bytes for a digest: refused, nothing
     // written, even where nothing is trusted.

@@ -63,6 +63,9 @@ pub fn safe_to_repeat(request: &Request) -> bool {
     }
 }
 
+/// How often a command that keeps trying says so.
+const SAY_AGAIN_AFTER: Duration = Duration::from_secs(10);
+
 /// One command's attempts at a request on a PostgreSQL store.
 pub struct Attempts {
     paths: Paths,
@@ -73,6 +76,8 @@ pub struct Attempts {
     store: Option<beehive::Store>,
     /// A host this command gave up on: its socket is not tried again.
     abandoned: Option<i32>,
+    /// When the command last said it was trying again.
+    said_at: Option<Instant>,
 }
 
 impl Attempts {
@@ -83,6 +88,7 @@ impl Attempts {
             repeatable: safe_to_repeat(request),
             store: None,
             abandoned: None,
+            said_at: None,
         }
     }
 
@@ -102,7 +108,15 @@ impl Attempts {
         if failure.code != Code::Unreachable || !self.repeatable || out_of_time {
             return false;
         }
-        tracing::info!("{failure}; trying again");
+        // Attempts come every BETWEEN_ATTEMPTS; a line each would bury the
+        // terminal in the same sentence while a database restarts.
+        if self
+            .said_at
+            .is_none_or(|at| at.elapsed() >= SAY_AGAIN_AFTER)
+        {
+            self.said_at = Some(Instant::now());
+            tracing::info!("{failure}; trying again (until --request-timeout)");
+        }
         true
     }
 

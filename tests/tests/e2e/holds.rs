@@ -321,15 +321,15 @@ fn waiting_on_a_slow_body_is_not_cpu_time() {
 #[test]
 fn a_body_trickling_slower_than_the_deadline_is_not_cpu_time() {
     let server = TestServer::start();
-    server.route_trickled("/trickle", Duration::from_secs(2), "abc");
+    server.route_trickled("/trickle", Duration::from_millis(800), "abc");
     let workspace = Workspace::new();
     workspace.install_granted(
         "hostile",
         &format!("[http]\nallow = [{:?}]\n", server.authority()),
     );
-    // Three bytes two seconds apart under a 3 s deadline: each gap is most
-    // of the deadline, the whole wait twice it.
-    let host = workspace.start_host(&["--plugin-deadline", "3s", "--plugin-wall-limit", "60s"]);
+    // Three bytes 0.8 s apart under a 1.2 s deadline: each gap is most of
+    // the deadline, the whole wait twice it.
+    let host = workspace.start_host(&["--plugin-deadline", "1200ms", "--plugin-wall-limit", "60s"]);
     assert_eq!(
         act(
             &workspace,
@@ -341,7 +341,7 @@ fn a_body_trickling_slower_than_the_deadline_is_not_cpu_time() {
         Ok("fetched HTTP 200 3 bytes".into())
     );
     // Unsized, the body is streamed to the guest as it comes.
-    server.route_trickled_unsized("/streamed", Duration::from_secs(2), "abc");
+    server.route_trickled_unsized("/streamed", Duration::from_millis(800), "abc");
     let streamed = act(
         &workspace,
         "Hostile",

@@ -41,8 +41,13 @@ fn a_host_on_postgres_converges_and_the_cli_reads_it_after_the_host_stops() {
     assert_eq!(ada["status"]["message"], "Hello, ada!");
     let unreachable =
         Workspace::with_db("postgres://beehive:secret@localhost/nowhere?host=/nonexistent");
-    let error = unreachable.fails(&["get", "Greeting"]);
+    // Tried again until the request timeout, and said once, not once an
+    // attempt.
+    let tried = unreachable.run(&["--request-timeout", "2s", "get", "Greeting"]);
+    assert!(!tried.status.success());
+    let error = String::from_utf8_lossy(&tried.stderr).into_owned();
     assert_mentions(&error, &["cannot connect"]);
+    assert_eq!(error.matches("trying again").count(), 1, "{error}");
     assert!(
         !error.contains("secret"),
         "the password stays hidden: {error}"

@@ -11,6 +11,7 @@ mod kind;
 mod options;
 mod pace;
 mod pass;
+mod pass_trace;
 mod queue;
 mod quiet;
 mod rollout;

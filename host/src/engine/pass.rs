@@ -14,6 +14,7 @@ use tracing::Instrument;
 use crate::engine::controller::{Action, StoredController, Verdict};
 use crate::engine::controller_client::ControllerClient;
 use crate::engine::options::KindSettings;
+use crate::engine::pass_trace::{end_pass_span, note_result, open_pass_span};
 use crate::engine::queue::{Outcome, WorkQueue};
 use crate::engine::status_grace::GraceWriter;
 use crate::error::Result;
@@ -24,7 +25,7 @@ use crate::object::{GroupKind, ObjectId, ObjectRef};
 use crate::object::{RawObject, Timestamp};
 use crate::store::{Collected, Store, WriteTx, ops};
 use crate::sync::read;
-use crate::trace::{Span, SpanKind, SpanStatus, TraceContext, Tracer};
+use crate::trace::{Span, Tracer};
 
 /// What a pass needs of its kind, lent by the kind's worker: the pass
 /// reads the controller and settings as they are when it gets to them, so
@@ -231,11 +232,10 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
     let id = object.meta.id;
     let controller = kind.controller();
     let pass_span = kind.tracer.map(|tracer| {
-        let span = open_pass_span(tracer, kind.label, &object);
-        if !dependencies.is_empty() {
-            link_dependency_writes(store, &span, id);
-        }
-        Arc::new(span)
+        let dependent = !dependencies.is_empty();
+        Arc::new(open_pass_span(
+            tracer, store, kind.label, &object, dependent,
+        ))
     });
     let client = ControllerClient::new(
         store.clone(),
@@ -291,60 +291,6 @@ async fn reconcile(store: &Store, kind: &KindView<'_>, loaded: Loaded) -> Result
         result,
         pass_span,
     ))
-}
-
-/// The span of a pass over `object`: a child of the trace its latest spec
-/// write carried, while that generation is not yet settled; else the root
-/// of a trace of its own.
-fn open_pass_span(tracer: &Tracer, kind: &Arc<str>, object: &RawObject) -> Span {
-    let meta = &object.meta;
-    let unsettled_write = object
-        .bookkeeping
-        .trace
-        .filter(|_| meta.observed_generation != Some(meta.generation));
-    let span = tracer.open("reconcile", SpanKind::Internal, unsettled_write);
-    span.set("beehive.kind", kind);
-    span.set("beehive.object", meta.name.clone());
-    span.set("beehive.object.id", meta.id);
-    span.set("beehive.generation", meta.generation);
-    span
-}
-
-/// Links a dependent's pass to the traces of the dependency writes that
-/// may have woken it. Best effort: a failed read costs the links only.
-fn link_dependency_writes(store: &Store, span: &Span, id: ObjectId) {
-    if !span.context().sampled {
-        return;
-    }
-    match store.read(|r| r.dependency_traces(id)) {
-        Ok(traces) => traces
-            .iter()
-            .filter_map(|text| TraceContext::parse(text).ok())
-            .for_each(|context| span.link(context)),
-        Err(error) => tracing::debug!(id, %error, "cannot read the dependency traces to link"),
-    }
-}
-
-/// Records how the pass ended on its span: `settled`, `unsettled`,
-/// `failed`, or `backing off` when it failed again.
-fn note_result(span: &Span, result: &Action, was_failing: bool) {
-    let said = match &result.verdict {
-        Verdict::Settled => "settled",
-        Verdict::Unsettled => "unsettled",
-        Verdict::Failed(_) if was_failing => "backing off",
-        Verdict::Failed(_) => "failed",
-    };
-    span.set("beehive.result", said);
-}
-
-/// Ends a pass's span with its outcome once the handshake is written.
-fn end_pass_span(span: &Span, outcome: &Outcome, failure: Option<&str>) {
-    let status = match (outcome, failure) {
-        (Outcome::Failed, Some(why)) => SpanStatus::Error(why.to_string()),
-        (Outcome::Failed, None) => SpanStatus::Error("the pass failed".to_string()),
-        _ => SpanStatus::Unset,
-    };
-    span.end(status);
 }
 
 /// Counts the pass as controller-runtime does: `error` for a failure,

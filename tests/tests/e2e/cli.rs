@@ -1607,6 +1607,75 @@ fn labels_round_trip_and_selectors_pick_the_objects_that_carry_them() {
     host.terminate();
 }
 
+/// Every form of kubectl's selector grammar, with what it picks of `a`
+/// (tier=web, env=prod), `b` (tier=db) and `c` (no labels).
+const SELECTOR_FORMS: [(&str, &str); 7] = [
+    ("tier=web", "a"),
+    ("tier==db", "b"),
+    ("tier!=web", "b,c"),
+    ("tier in (web, db)", "a,b"),
+    ("tier notin (db)", "a,c"),
+    ("env", "a"),
+    ("!tier", "c"),
+];
+
+const LABELLED: &str = "kind: Greeting.example.dev\nname: a\nlabels: {tier: web, env: prod}\nspec: {name: A}\n---\n\
+     kind: Greeting.example.dev\nname: b\nlabels: {tier: db}\nspec: {name: B}\n---\n\
+     kind: Greeting.example.dev\nname: c\nspec: {name: C}\n";
+
+/// The names among `lines` (`Greeting/x …`, `…/x`), sorted and joined.
+fn names_in(lines: &str) -> String {
+    let mut names: Vec<String> = lines
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(|word| {
+            let name = word.rsplit('/').next().unwrap();
+            name.trim_end_matches(':').to_string()
+        })
+        .collect();
+    names.sort();
+    names.join(",")
+}
+
+#[test]
+fn every_selector_form_picks_the_same_objects_on_wait_get_w_and_delete() {
+    let workspace = with_plugins();
+    let host = workspace.start_host(&[]);
+    workspace.apply("labelled.yaml", LABELLED);
+    for (selector, picked) in SELECTOR_FORMS {
+        let waited = workspace.ok(&["wait", "Greeting", "-l", selector, "--for", "settled"]);
+        assert_eq!(names_in(&waited), picked, "wait -l {selector:?}: {waited}");
+
+        let mut watch = workspace.follow(&["get", "Greeting", "-w", "-l", selector, "-o", "json"]);
+        let listed: Vec<String> = (0..picked.split(',').count())
+            .map(|_| {
+                json(&watch.next_line())["object"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        drop(watch);
+        let mut listed = listed;
+        listed.sort();
+        assert_eq!(listed.join(","), picked, "get -w -l {selector:?}");
+    }
+    for (selector, picked) in SELECTOR_FORMS {
+        workspace.ok(&["delete", "Greeting", "-l", selector]);
+        for name in picked.split(',') {
+            workspace.ok(&["wait", "Greeting", name, "--for", "delete"]);
+        }
+        let left = names_in(&workspace.ok(&["get", "Greeting", "-o", "name"]));
+        let expected: Vec<&str> = ["a", "b", "c"]
+            .into_iter()
+            .filter(|name| !picked.split(',').any(|p| p == *name))
+            .collect();
+        assert_eq!(left, expected.join(","), "delete -l {selector:?}");
+        workspace.apply("labelled.yaml", LABELLED);
+    }
+    host.terminate();
+}
+
 #[test]
 fn apply_dry_run_writes_nothing_and_diff_says_what_would_change() {
     let workspace = with_plugins();

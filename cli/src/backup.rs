@@ -84,6 +84,27 @@ pub(crate) fn restore(paths: &Paths, file: &Path) -> Result<String, Failure> {
     ))
 }
 
+/// `restore --prepare`: readies a PostgreSQL database `pg_restore` filled.
+pub(crate) async fn prepare_restored(paths: &Paths, take_lease: bool) -> Result<String, Failure> {
+    if !paths.is_postgres() {
+        return Err(Failure::usage(
+            "restore --prepare readies a PostgreSQL database pg_restore filled; a SQLite \
+             store is restored from a backup file: `beehive --db NEW restore FILE`",
+        ));
+    }
+    let store = paths.open_store()?;
+    let prepared = store
+        .prepare_restored(take_lease)
+        .await
+        .map_err(|e| Failure::about(&paths.shown, e))?;
+    Ok(format!(
+        "prepared {} (write-log position {}, {} objects): every object owes one pass, watches \
+         resumed from a position before {} are refused as too old, and no host from before \
+         the restore can commit\n",
+        paths.shown, prepared.position, prepared.objects, prepared.next_position
+    ))
+}
+
 /// The name of a scheduled backup taken at `at`: they sort by time.
 fn scheduled_name(at: Timestamp) -> String {
     let at = std::time::UNIX_EPOCH + Duration::from_millis(at.as_millis().max(0) as u64);

@@ -55,7 +55,14 @@ pub(crate) async fn execute(cli: Cli) -> Result<String, Failure> {
             };
         }
         Command::Backup { file } => return crate::backup::backup(&paths, &file).await,
-        Command::Restore { file } => return crate::backup::restore(&paths, &file),
+        Command::Restore {
+            file: Some(file), ..
+        } => return crate::backup::restore(&paths, &file),
+        Command::Restore {
+            file: None,
+            take_lease,
+            ..
+        } => return crate::backup::prepare_restored(&paths, take_lease).await,
         Command::Rollout { action } => {
             return match action {
                 RolloutAction::Status {

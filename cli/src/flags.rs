@@ -385,10 +385,26 @@ pub(crate) enum Command {
     /// checksum, SQLite's integrity check, a schema this build knows),
     /// never written over an existing database. Every object owes one
     /// pass, and watches resumed from before the restore are refused as
-    /// too old.
+    /// too old. On PostgreSQL, restore with the server's tools
+    /// (`pg_restore`), then `restore --prepare` readies the database.
     Restore {
         /// The backup file (with its FILE.sha256 beside it).
-        file: PathBuf,
+        #[arg(required_unless_present = "prepare", conflicts_with = "prepare")]
+        file: Option<PathBuf>,
+        /// Ready a PostgreSQL database `pg_restore` filled to serve, as a
+        /// restore readies a SQLite copy: every object owes one pass,
+        /// watches resumed from before are refused, and the host lease is
+        /// taken from the host that held it in the dump, so no host from
+        /// before the restore can commit into it. Refused while a host
+        /// holds the lease, unless --take-lease.
+        #[arg(long)]
+        prepare: bool,
+        /// With --prepare: take the lease even though it is live. A dump
+        /// restored moments after it was taken holds the lease of the host
+        /// that served it; this takes it from that host now rather than
+        /// once it lapses.
+        #[arg(long, requires = "prepare")]
+        take_lease: bool,
     },
     /// Follow a kind's rollouts: when its plugin is replaced, every object
     /// gets a pass on the new version (`status`); `history` lists the

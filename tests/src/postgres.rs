@@ -237,6 +237,44 @@ impl TestPostgres {
         );
     }
 
+    /// The connection string of database `name` on this server.
+    pub fn url_of(&self, name: &str) -> String {
+        self.url.replacen("/postgres?", &format!("/{name}?"), 1)
+    }
+
+    /// Dumps database `name` (`pg_dump -Fc`), drops it with its
+    /// connections, and restores the dump into a new database of the same
+    /// name (`pg_restore`): a restore over the database the hosts used.
+    ///
+    /// # Panics
+    /// When a step fails.
+    pub fn dump_and_restore_over(&self, name: &str) {
+        let dump = self.dir.path().join(format!("{name}.dump"));
+        let socket = [
+            "-h",
+            self.dir.path().to_str().unwrap(),
+            "-p",
+            &self.port.to_string(),
+        ];
+        run(self.command("pg_dump").args(socket).args([
+            "-U",
+            "beehive",
+            "-Fc",
+            "-f",
+            dump.to_str().unwrap(),
+            name,
+        ]));
+        self.psql(&format!("DROP DATABASE {name} WITH (FORCE)"));
+        self.psql(&format!("CREATE DATABASE {name}"));
+        run(self.command("pg_restore").args(socket).args([
+            "-U",
+            "beehive",
+            "-d",
+            name,
+            dump.to_str().unwrap(),
+        ]));
+    }
+
     /// Its connection string.
     pub fn url(&self) -> &str {
         &self.url

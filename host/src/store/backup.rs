@@ -62,7 +62,64 @@ pub struct Restored {
     pub next_position: i64,
 }
 
+/// What preparing a store its server restored did.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// The write-log position the dump held.
+    pub position: i64,
+    /// The objects restored, each owing one pass.
+    pub objects: i64,
+    /// The first write position the store hands out now.
+    pub next_position: i64,
+}
+
 impl Store {
+    /// Makes a PostgreSQL store that the server's own tools restored
+    /// (`pg_restore` of a `pg_dump`) ready to serve, as [`restore`] makes a
+    /// SQLite copy: write positions moved [`RESTORE_GAP`] past the dump's,
+    /// so a watch resumed across the restore is refused rather than
+    /// silently resumed; every object owing one pass, since no host's
+    /// memory survived; and the host lease taken from whoever held it in
+    /// the dump, so no host from before the restore can commit into it.
+    ///
+    /// A lease that is live in the restored row is that of the host from
+    /// before the dump (or of a host serving this database now: then the
+    /// database was not just restored). It is taken only when
+    /// `take_live_lease` says so.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] on a SQLite store (`restore` prepares its
+    /// copy itself), or when a host holds the lease and `take_live_lease`
+    /// is false.
+    pub async fn prepare_restored(&self, take_live_lease: bool) -> Result<Prepared> {
+        if !self.is_postgres() {
+            return Err(Error::InvalidOption(
+                "a SQLite store is prepared by `beehive restore FILE` itself".into(),
+            ));
+        }
+        if let Some(holder) = self.lease_holder()?.filter(|h| h.live && !take_live_lease) {
+            return Err(Error::InvalidOption(format!(
+                "host {} holds this store's lease: if the database is being served, stop its \
+                 hosts first; if it was just restored from a dump, that is the host from \
+                 before the dump, and --take-lease takes the lease from it now",
+                holder.holder
+            )));
+        }
+        let now = crate::object::Timestamp::now();
+        let (position, objects) = self
+            .write(move |tx| {
+                let marked = snapshot::mark_restored(tx.conn(), now)?;
+                crate::store::rows::lease::fence_out(tx.conn())?;
+                Ok(marked)
+            })
+            .await?;
+        Ok(Prepared {
+            position,
+            objects,
+            next_position: position + RESTORE_GAP + 1,
+        })
+    }
+
     /// Writes a consistent copy of this store to `file`, which must not
     /// exist, while the store keeps serving, and its SHA-256 to
     /// `FILE.sha256`.

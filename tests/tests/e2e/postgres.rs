@@ -54,6 +54,57 @@ fn a_host_on_postgres_converges_and_the_cli_reads_it_after_the_host_stops() {
     );
 }
 
+/// A dump restored over the database a host used, then readied by
+/// `restore --prepare`: the host from before the restore, paused across
+/// it, finds its lease gone and steps down instead of committing; a new
+/// host serves the restored store.
+#[test]
+fn a_store_restored_from_a_dump_fences_out_the_host_from_before() {
+    let server = TestPostgres::start();
+    server.psql("CREATE DATABASE live");
+    let workspace = Workspace::with_db(&server.url_of("live"));
+    push(&workspace, "greeting", "greeting");
+    let before = workspace.start_host(&["--lease", "8s"]);
+    workspace.apply(
+        "a.yaml",
+        "kind: Greeting.example.dev\nname: a\nspec: {name: a}\n",
+    );
+    workspace.ok(&["wait", "Greeting", "a", "--for", "settled"]);
+    let refused = workspace.run(&["restore", "--prepare"]);
+    assert!(!refused.status.success(), "a served store is not prepared");
+    assert_mentions(
+        &String::from_utf8_lossy(&refused.stderr),
+        &["holds this store's lease", "stop its", "--take-lease"],
+    );
+
+    // The host pauses well inside its lease; the dump is restored over its
+    // database and readied meanwhile.
+    before.signal("STOP");
+    server.dump_and_restore_over("live");
+    // The dump's lease is the paused host's, live: taken from it.
+    assert_mentions(
+        &workspace.ok(&["restore", "--prepare", "--take-lease"]),
+        &[
+            "every object owes one pass",
+            "no host from before the restore can commit",
+        ],
+    );
+    before.signal("CONT");
+    wait_until("the host from before the restore stepped down", || {
+        before.log().contains("stepping down")
+    });
+    before.kill();
+
+    let after = workspace.start_host(&[]);
+    workspace.apply(
+        "b.yaml",
+        "kind: Greeting.example.dev\nname: b\nspec: {name: b}\n",
+    );
+    workspace.ok(&["wait", "Greeting", "b", "--for", "settled"]);
+    workspace.ok(&["wait", "Greeting", "a", "--for", "settled"]);
+    after.terminate();
+}
+
 /// A commit in one store reaches another on the same database (another
 /// process, in life) through the database's notifications.
 #[test]

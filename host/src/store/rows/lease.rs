@@ -60,6 +60,19 @@ pub(crate) fn renew(conn: Conn<'_>, holder: &str, token: i64, period: Duration) 
     Ok(renewed == 1)
 }
 
+/// Takes the lease from whoever held it, for a store restored from a dump:
+/// its row is the one the dump held, and a host from before the restore
+/// still holds that token. The token moves on, so that host's renewals and
+/// commits are refused, and the lease is free for the first host to take.
+pub(crate) fn fence_out(conn: Conn<'_>) -> Result<()> {
+    conn.execute(
+        "UPDATE host_lease SET holder = '', token = token + 1, expires_at = '-infinity' \
+         WHERE id = 1",
+        params![],
+    )?;
+    Ok(())
+}
+
 /// Gives the lease up at once, so a standby need not wait for it to expire.
 pub(crate) fn release(conn: Conn<'_>, holder: &str, token: i64) -> Result<()> {
     conn.execute(

@@ -9,6 +9,7 @@ use rusqlite::OpenFlags;
 
 use crate::error::{Error, Result};
 use crate::object::Timestamp;
+use crate::store::backend::{Conn, params};
 use crate::store::schema;
 
 /// How far a restore moves the write positions past the backup's: more
@@ -68,6 +69,38 @@ fn head(conn: &rusqlite::Connection) -> Result<i64> {
         |row| row.get(0),
     )?)
 }
+
+/// Makes a PostgreSQL store its server restored (`pg_restore`) ready to
+/// serve, as [`prepare`] does a SQLite copy: write positions moved
+/// [`RESTORE_GAP`] past the newest it holds, a restore horizon under which
+/// resumed watches are refused, every object owing one pass. Returns the
+/// position it held and the objects it holds.
+pub(crate) fn mark_restored(conn: Conn<'_>, now: Timestamp) -> Result<(i64, i64)> {
+    let position: i64 = conn
+        .query_opt(HEAD, params![], |row| row.get(0))?
+        .unwrap_or(0);
+    let next_position = position + RESTORE_GAP;
+    conn.execute(
+        "UPDATE kv SET value = ?1 WHERE key = 'resource_version'",
+        params![next_position],
+    )?;
+    conn.execute(
+        "INSERT INTO kv (key, value) VALUES ('restore_horizon', ?1), ('restored_at', ?2), \
+                ('restored_position', ?3) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        params![next_position, now.as_millis(), position],
+    )?;
+    let objects = conn.execute(
+        "UPDATE objects SET reconcile_owed = reconcile_owed + 1",
+        params![],
+    )?;
+    Ok((position, objects as i64))
+}
+
+/// The newest write position a PostgreSQL store holds.
+const HEAD: &str = "SELECT GREATEST(COALESCE((SELECT MAX(resource_version) FROM object_writes), 0), \
+            COALESCE((SELECT value FROM kv WHERE key = 'resource_version'), 0), \
+            COALESCE((SELECT MAX(resource_version) FROM events), 0))";
 
 /// Checks the copy at `partial` and makes it ready to serve.
 pub(crate) fn prepare(file: &Path, partial: &Path) -> Result<Prepared> {

@@ -51,7 +51,7 @@ pub fn finalizer<Spec, Status: Serialize>(
             return Ok(Action::settled());
         }
         let action = reconcile(Event::Cleanup(object))?;
-        if action.verdict == Verdict::Settled {
+        if action.verdict() == &Verdict::Settled {
             client.delete_finalizer(name)?;
         }
         return Ok(action);

@@ -92,13 +92,14 @@ impl<I: Instance> Guest for Adapter<I> {
             }
             Err(error) => quarantine(&host_client, &raw, &error),
         };
+        let (verdict, requeue_after) = result.into_parts();
         wit::ReconcileResult {
-            verdict: match result.verdict {
+            verdict: match verdict {
                 Verdict::Settled => wit::Verdict::Settled,
                 Verdict::Unsettled => wit::Verdict::Unsettled,
                 Verdict::Failed(message) => wit::Verdict::Failed(message),
             },
-            requeue_after_ms: result.requeue_after.map(|d| d.as_millis() as u64),
+            requeue_after_ms: requeue_after.map(|d| d.as_millis() as u64),
         }
     }
 

@@ -26,16 +26,20 @@ pub enum Verdict {
 /// use beehive_types::{Action, Verdict};
 ///
 /// let action = Action::unsettled().requeue_after(Duration::from_secs(5));
-/// assert_eq!(action.verdict, Verdict::Unsettled);
-/// assert_eq!(Action::backoff("dial timeout").error(), Some("dial timeout"));
+/// assert_eq!(action.verdict(), &Verdict::Unsettled);
+/// assert_eq!(action.requeue_delay(), Some(Duration::from_secs(5)));
+/// let failed = Action::backoff("dial timeout").requeue_after(Duration::from_secs(5));
+/// assert_eq!(failed.error(), Some("dial timeout"));
+/// assert_eq!(failed.requeue_delay(), None, "a backoff follows the ladder");
 /// ```
+///
+/// An action is made only through these constructors, so none carries a
+/// combination the table calls meaningless.
 #[must_use]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Action {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// When to run again.
-    pub requeue_after: Option<Duration>,
+    verdict: Verdict,
+    requeue_after: Option<Duration>,
 }
 
 impl Action {
@@ -66,10 +70,28 @@ impl Action {
     }
 
     /// Schedules the next pass after `delay`; zero means as soon as the
-    /// per-object floor allows. Ignored by `backoff`.
+    /// per-object floor allows. Ignored by `backoff`, whose next pass is
+    /// the backoff ladder's.
     pub fn requeue_after(mut self, delay: Duration) -> Self {
-        self.requeue_after = Some(delay);
+        if !matches!(self.verdict, Verdict::Failed(_)) {
+            self.requeue_after = Some(delay);
+        }
         self
+    }
+
+    /// The verdict.
+    pub fn verdict(&self) -> &Verdict {
+        &self.verdict
+    }
+
+    /// When the next pass was asked for, if it was (never for a backoff).
+    pub fn requeue_delay(&self) -> Option<Duration> {
+        self.requeue_after
+    }
+
+    /// The verdict and the requeue delay, by value.
+    pub fn into_parts(self) -> (Verdict, Option<Duration>) {
+        (self.verdict, self.requeue_after)
     }
 
     /// The failure this action carries, if any.

@@ -69,7 +69,7 @@ where
             return Ok(Action::settled());
         }
         let action = reconcile(Event::Cleanup(object)).await?;
-        if action.verdict == Verdict::Settled {
+        if action.verdict() == &Verdict::Settled {
             client.delete_finalizer(name).await?;
         }
         return Ok(action);

@@ -300,7 +300,7 @@ fn record(metrics: &crate::metrics::KindMetrics, result: &Action, took: Duration
     metrics
         .reconcile_time
         .observe(crate::metrics::seconds(took));
-    match (&result.verdict, result.requeue_after) {
+    match (result.verdict(), result.requeue_delay()) {
         (Verdict::Failed(_), _) => {
             metrics.error.inc();
             metrics.errors.inc();
@@ -335,8 +335,8 @@ fn handshake(
     let label = meta.label();
     let object_ref = meta.to_ref();
     let settings = kind.settings();
-    let requeue = result.requeue_after;
-    let failure = match &result.verdict {
+    let (verdict, requeue) = result.into_parts();
+    let failure = match &verdict {
         Verdict::Failed(message) => Some(failure_parts(message).0.to_string()),
         _ => None,
     };
@@ -348,7 +348,7 @@ fn handshake(
     let event_trace = trace_id.clone();
     // Whether the handshake's own statement records the pass's trace.
     let mut trace_recorded = false;
-    let (outcome, job): (Outcome, Option<Job>) = match result.verdict {
+    let (outcome, job): (Outcome, Option<Job>) = match verdict {
         Verdict::Settled => {
             let cadence = settings.cadence.individual_pass_interval.map(jittered);
             let outcome = Outcome::Succeeded {

@@ -55,7 +55,7 @@ fn link_dependency_writes(store: &Store, span: &Span, id: ObjectId) {
 /// Records how the pass ended on its span: `settled`, `unsettled`,
 /// `failed`, or `backing off` when it failed again.
 pub(crate) fn note_result(span: &Span, result: &Action, was_failing: bool) {
-    let said = match &result.verdict {
+    let said = match result.verdict() {
         Verdict::Settled => "settled",
         Verdict::Unsettled => "unsettled",
         Verdict::Failed(_) if was_failing => "backing off",

@@ -239,7 +239,7 @@ mod tests {
             fake::stub_http("GET", URL, answer);
             let fake = FakeClient::new();
             let result = fake.reconcile(&Connections, &connection()).unwrap();
-            assert_eq!(result.verdict, beehive_guest::Verdict::Settled);
+            assert_eq!(result.verdict(), &beehive_guest::Verdict::Settled);
             let record = fake.record();
             let event = &record.events[0];
             assert_eq!(event.type_, EventType::Warning);

@@ -5,7 +5,7 @@
 //! Prints `figure NAME VALUE UNIT` lines:
 //! - `trace.converge_10k_ratio`: 10,000 greetings applied in one file
 //!   through a running host, from the apply to every one settled, with
-//!   `--otlp-endpoint` over without; the median of five pairs on fresh
+//!   `--otlp-endpoint` over without; the median of nine pairs on fresh
 //!   stores, each pair's order the other way from the last's;
 //! - `trace.span_export_overhead_us`: what export adds to each object's
 //!   convergence (its pass span, its write spans, their trip through the
@@ -26,7 +26,7 @@ use beehive_e2e::bench::{cpu_spent, figure, median, per_thread_cpu, wanted};
 use beehive_e2e::{TestServer, Workspace};
 
 const OBJECTS: usize = 10_000;
-const PAIRS: usize = 5;
+const PAIRS: usize = 9;
 
 fn manifests() -> String {
     (0..OBJECTS)
@@ -75,7 +75,8 @@ fn metric(workspace: &Workspace, name: &str) -> f64 {
 /// share of spans it received.
 fn converge(exporting: bool) -> (f64, f64, Option<f64>) {
     let workspace = Workspace::with_plugins(&["greeting"]);
-    let collector = TestServer::start();
+    // Kept alive, as a collector keeps its clients' connections.
+    let collector = TestServer::start_keeping_alive();
     collector.route("/v1/traces", 200, "");
     let endpoint = collector.url("");
     let args: &[&str] = match exporting {

@@ -64,15 +64,36 @@ pub async fn send(request: Request<'_>) -> Result<Answer, String> {
 }
 
 async fn exchange(request: Request<'_>) -> Result<Answer, String> {
-    let (host, port) = match request.authority.rsplit_once(':') {
+    let mut sender = connect(request.authority, request.plain).await?;
+    exchange_on(&mut sender, request).await
+}
+
+/// An open HTTP/1.1 connection, to send requests on.
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// Opens a connection to `authority`: plain, or TLS with the web's roots.
+async fn connect(authority: &str, plain: bool) -> Result<Sender, String> {
+    let (host, port) = match authority.rsplit_once(':') {
         Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => {
             (host, port.parse::<u16>().map_err(|e| e.to_string())?)
         }
-        _ => (request.authority, if request.plain { 80 } else { 443 }),
+        _ => (authority, if plain { 80 } else { 443 }),
     };
     let tcp = tokio::net::TcpStream::connect((host.trim_matches(['[', ']']), port))
         .await
-        .map_err(|e| format!("cannot connect to {}: {e}", request.authority))?;
+        .map_err(|e| format!("cannot connect to {authority}: {e}"))?;
+    if plain {
+        return handshake(TokioIo::new(tcp)).await;
+    }
+    let tls = tls_connector()
+        .connect(server_name(host)?, tcp)
+        .await
+        .map_err(|e| format!("TLS with {authority}: {e}"))?;
+    handshake(TokioIo::new(tls)).await
+}
+
+/// Sends `request` on `sender`, an open connection to its server.
+async fn exchange_on(sender: &mut Sender, request: Request<'_>) -> Result<Answer, String> {
     let scheme = if request.plain { "http" } else { "https" };
     let uri = format!("{scheme}://{}{}", request.authority, request.target);
     let mut builder = hyper::Request::builder()
@@ -87,15 +108,10 @@ async fn exchange(request: Request<'_>) -> Result<Answer, String> {
     let outgoing = builder
         .body(Full::new(Bytes::from(request.body)))
         .map_err(|e| format!("a request to {uri}: {e}"))?;
-    let response = if request.plain {
-        over(TokioIo::new(tcp), outgoing).await?
-    } else {
-        let tls = tls_connector()
-            .connect(server_name(host)?, tcp)
-            .await
-            .map_err(|e| format!("TLS with {}: {e}", request.authority))?;
-        over(TokioIo::new(tls), outgoing).await?
-    };
+    let response = sender
+        .send_request(outgoing)
+        .await
+        .map_err(|e| format!("HTTP: {e}"))?;
     let status = response.status().as_u16();
     if (300..400).contains(&status) {
         let to = response
@@ -116,22 +132,66 @@ async fn exchange(request: Request<'_>) -> Result<Answer, String> {
     })
 }
 
-async fn over<I>(
-    io: I,
-    request: hyper::Request<Full<Bytes>>,
-) -> Result<hyper::Response<hyper::body::Incoming>, String>
+/// A connection kept open between requests to one server (an OTLP
+/// collector takes a batch every second): opened on the first request,
+/// reused while the server keeps it, opened again when it has closed.
+/// A request that fails or times out closes it, since whatever the server
+/// was sending is still in the stream.
+#[derive(Default)]
+pub struct KeptConnection {
+    sender: Option<Sender>,
+}
+
+impl KeptConnection {
+    /// Sends `request`, within its timeout (which includes reconnecting).
+    ///
+    /// # Errors
+    /// As [`send`].
+    pub async fn send(&mut self, request: Request<'_>) -> Result<Answer, String> {
+        let authority = request.authority.to_string();
+        let timeout = request.timeout;
+        let sent = tokio::time::timeout(timeout, self.exchange(request)).await;
+        match sent {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(why)) => {
+                self.sender = None;
+                Err(why)
+            }
+            Err(_) => {
+                self.sender = None;
+                Err(format!(
+                    "{authority} did not answer within {}",
+                    humantime::format_duration(timeout)
+                ))
+            }
+        }
+    }
+
+    async fn exchange(&mut self, request: Request<'_>) -> Result<Answer, String> {
+        let reusable = match self.sender.as_mut() {
+            Some(sender) => sender.ready().await.is_ok(),
+            None => false,
+        };
+        let sender = match self.sender.take() {
+            Some(sender) if reusable => self.sender.insert(sender),
+            _ => self
+                .sender
+                .insert(connect(request.authority, request.plain).await?),
+        };
+        exchange_on(sender, request).await
+    }
+}
+
+/// Speaks HTTP/1.1 over `io`; the connection's task ends when it closes.
+async fn handshake<I>(io: I) -> Result<Sender, String>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
+    let (sender, connection) = hyper::client::conn::http1::handshake(io)
         .await
         .map_err(|e| format!("HTTP: {e}"))?;
-    // Ends with the request: its task goes when the connection does.
     tokio::spawn(connection);
-    sender
-        .send_request(request)
-        .await
-        .map_err(|e| format!("HTTP: {e}"))
+    Ok(sender)
 }
 
 /// The body, refused once it passes `cap` bytes: never read whole first.

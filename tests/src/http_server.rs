@@ -1,10 +1,12 @@
 //! A small HTTP/1.1 server on 127.0.0.1 for tests and benchmarks: each path
-//! answers as the test says, one thread per connection, `Connection: close`.
+//! answers as the test says, one thread per connection, `Connection: close`
+//! (or kept alive, as a collector keeps its clients' connections, when
+//! started with [`TestServer::start_keeping_alive`]).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -40,6 +42,7 @@ pub struct TestServer {
     address: SocketAddr,
     routes: Arc<Mutex<Routes>>,
     stopping: Arc<AtomicBool>,
+    connections: Arc<AtomicUsize>,
 }
 
 impl TestServer {
@@ -48,25 +51,42 @@ impl TestServer {
     /// # Panics
     /// When no port can be bound.
     pub fn start() -> TestServer {
+        TestServer::listen(false)
+    }
+
+    /// As [`TestServer::start`], but a connection serves request after
+    /// request until its client closes it (a sized, untrickled answer
+    /// keeps it open).
+    ///
+    /// # Panics
+    /// When no port can be bound.
+    pub fn start_keeping_alive() -> TestServer {
+        TestServer::listen(true)
+    }
+
+    fn listen(keep_alive: bool) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let address = listener.local_addr().expect("a bound address");
         let routes = Arc::new(Mutex::new(Routes::default()));
         let stopping = Arc::new(AtomicBool::new(false));
-        let (serving, stop) = (routes.clone(), stopping.clone());
+        let connections = Arc::new(AtomicUsize::new(0));
+        let (serving, stop, accepted) = (routes.clone(), stopping.clone(), connections.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stop.load(Ordering::SeqCst) {
                     break;
                 }
                 let Ok(stream) = stream else { continue };
+                accepted.fetch_add(1, Ordering::SeqCst);
                 let routes = serving.clone();
-                std::thread::spawn(move || serve(stream, &routes));
+                std::thread::spawn(move || serve(stream, &routes, keep_alive));
             }
         });
         TestServer {
             address,
             routes,
             stopping,
+            connections,
         }
     }
 
@@ -158,6 +178,11 @@ impl TestServer {
             .unwrap_or_default()
     }
 
+    /// How many connections clients have opened.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
     /// How many requests `path` has had.
     pub fn hits(&self, path: &str) -> usize {
         lock(&self.routes).hits.get(path).copied().unwrap_or(0)
@@ -176,12 +201,19 @@ fn lock(routes: &Mutex<Routes>) -> std::sync::MutexGuard<'_, Routes> {
     routes.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn serve(stream: TcpStream, routes: &Mutex<Routes>) {
+fn serve(stream: TcpStream, routes: &Mutex<Routes>, keep_alive: bool) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let mut reader = BufReader::new(&stream);
-    let Some((path, headers, body)) = read_request(&mut reader) else {
-        return;
-    };
+    while let Some(request) = read_request(&mut reader) {
+        if !answer(&stream, routes, request, keep_alive) {
+            return;
+        }
+    }
+}
+
+/// Answers one request; returns whether the connection stays open.
+fn answer(stream: &TcpStream, routes: &Mutex<Routes>, request: Request, keep_alive: bool) -> bool {
+    let (path, headers, body) = request;
     let route = {
         let mut routes = lock(routes);
         *routes.hits.entry(path.clone()).or_default() += 1;
@@ -205,17 +237,19 @@ fn serve(stream: TcpStream, routes: &Mutex<Routes>) {
         true => format!("content-length: {}\r\n", route.body.len()),
         false => String::new(),
     };
+    let stays_open = keep_alive && route.sized && route.trickle.is_zero();
+    let connection = if stays_open { "keep-alive" } else { "close" };
     let head = format!(
-        "HTTP/1.1 {} X\r\n{length}connection: close\r\n\r\n",
+        "HTTP/1.1 {} X\r\n{length}connection: {connection}\r\n\r\n",
         route.status
     );
-    let mut writer = &stream;
+    let mut writer = stream;
     if writer.write_all(head.as_bytes()).is_err() {
-        return;
+        return false;
     }
     if route.trickle.is_zero() {
-        let _ = writer.write_all(&route.body).and_then(|()| writer.flush());
-        return;
+        let written = writer.write_all(&route.body).and_then(|()| writer.flush());
+        return stays_open && written.is_ok();
     }
     for byte in route.body.iter() {
         if writer
@@ -223,10 +257,11 @@ fn serve(stream: TcpStream, routes: &Mutex<Routes>) {
             .and_then(|()| writer.flush())
             .is_err()
         {
-            return;
+            return false;
         }
         std::thread::sleep(route.trickle);
     }
+    false
 }
 
 /// A request's path, headers and body.

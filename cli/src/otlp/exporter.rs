@@ -15,7 +15,7 @@ use beehive::trace::{FinishedSpan, SpanSink, Tracer};
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
-use crate::http_client::{self, Request};
+use crate::http_client::{KeptConnection, Request};
 use crate::otlp::config::OtlpConfig;
 use crate::otlp::protobuf;
 
@@ -25,38 +25,64 @@ const ANSWER_CAP: u64 = 64 << 10;
 /// How often a failing collector is warned about.
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
-/// The finished spans waiting to be sent, bounded. A span joins it under a
-/// lock and wakes nobody unless it completes a batch: the exporter drains
-/// it on its schedule, so a busy host pays no task wake per span.
+/// The finished spans waiting to be sent, bounded, already encoded. A
+/// span is encoded onto the open batch under a lock and wakes nobody
+/// unless it completes the batch: the exporter drains the queue on its
+/// schedule, so a busy host pays no task wake and no allocation per span,
+/// and the span's own allocations are freed by the thread that made them.
 struct SpanQueue {
-    spans: Mutex<VecDeque<FinishedSpan>>,
+    pending: Mutex<Pending>,
     capacity: usize,
     batch: usize,
     batch_ready: Notify,
     metrics: Arc<Metrics>,
 }
 
+/// Encoded spans: full batches, oldest first, and the one being filled.
+#[derive(Default)]
+struct Pending {
+    full: VecDeque<Batch>,
+    open: Batch,
+    /// Spans in `full` and `open` together.
+    spans: usize,
+}
+
+/// A run of encoded spans ([`protobuf::append_span`]) and how many.
+#[derive(Default)]
+struct Batch {
+    encoded: Vec<u8>,
+    spans: usize,
+}
+
 impl SpanSink for SpanQueue {
     fn offer(&self, span: FinishedSpan) {
-        let mut spans = self.spans.lock().unwrap_or_else(|p| p.into_inner());
-        if spans.len() >= self.capacity {
-            drop(spans);
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if pending.spans >= self.capacity {
+            drop(pending);
             self.metrics.otlp_spans_dropped(1);
             return;
         }
-        spans.push_back(span);
-        if spans.len() == self.batch {
+        protobuf::append_span(&mut pending.open.encoded, &span);
+        pending.open.spans += 1;
+        pending.spans += 1;
+        if pending.open.spans == self.batch {
+            let full = std::mem::take(&mut pending.open);
+            pending.full.push_back(full);
             self.batch_ready.notify_one();
         }
     }
 }
 
 impl SpanQueue {
-    /// Up to a batch of the oldest spans.
-    fn take_batch(&self) -> Vec<FinishedSpan> {
-        let mut spans = self.spans.lock().unwrap_or_else(|p| p.into_inner());
-        let count = spans.len().min(self.batch);
-        spans.drain(..count).collect()
+    /// The oldest full batch, else what the open one holds.
+    fn take_batch(&self) -> Batch {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let batch = match pending.full.pop_front() {
+            Some(full) => full,
+            None => std::mem::take(&mut pending.open),
+        };
+        pending.spans -= batch.spans;
+        batch
     }
 }
 
@@ -70,7 +96,7 @@ pub struct Exporter {
 /// returns the tracer to give the host.
 pub fn start(config: OtlpConfig, metrics: Arc<Metrics>) -> (Tracer, Exporter) {
     let queue = Arc::new(SpanQueue {
-        spans: Mutex::new(VecDeque::new()),
+        pending: Mutex::new(Pending::default()),
         capacity: config.queue,
         batch: config.batch,
         batch_ready: Notify::new(),
@@ -107,6 +133,7 @@ async fn run(
     let mut post = Poster {
         config: &config,
         metrics: &metrics,
+        connection: KeptConnection::default(),
         last_warned: None,
     };
     loop {
@@ -117,11 +144,12 @@ async fn run(
         };
         loop {
             let batch = queue.take_batch();
-            if batch.is_empty() {
+            if batch.spans == 0 {
                 break;
             }
-            post.send(&batch).await;
-            if batch.len() < config.batch && !stopping {
+            let partial = batch.spans < config.batch;
+            post.send(batch).await;
+            if partial && !stopping {
                 break;
             }
         }
@@ -135,25 +163,29 @@ async fn run(
 struct Poster<'a> {
     config: &'a OtlpConfig,
     metrics: &'a Metrics,
+    /// One connection for every batch, as long as the collector keeps it.
+    connection: KeptConnection,
     last_warned: Option<Instant>,
 }
 
 impl Poster<'_> {
-    async fn send(&mut self, batch: &[FinishedSpan]) {
-        let body = protobuf::export_request(&self.config.resource, batch);
+    async fn send(&mut self, batch: Batch) {
+        let body = protobuf::export_request(&self.config.resource, &batch.encoded);
         let endpoint = &self.config.endpoint;
-        let answer = http_client::send(Request {
-            method: hyper::Method::POST,
-            target: endpoint.path.clone(),
-            headers: vec![("content-type", "application/x-protobuf".to_string())],
-            body,
-            cap: ANSWER_CAP,
-            authority: &endpoint.authority,
-            plain: endpoint.plain,
-            timeout: self.config.timeout,
-        })
-        .await;
-        let count = batch.len() as u64;
+        let answer = self
+            .connection
+            .send(Request {
+                method: hyper::Method::POST,
+                target: endpoint.path.clone(),
+                headers: vec![("content-type", "application/x-protobuf".to_string())],
+                body,
+                cap: ANSWER_CAP,
+                authority: &endpoint.authority,
+                plain: endpoint.plain,
+                timeout: self.config.timeout,
+            })
+            .await;
+        let count = batch.spans as u64;
         match answer {
             Ok(answer) if (200..300).contains(&answer.status) => {
                 self.metrics.otlp_spans_exported(count);

@@ -17,23 +17,31 @@ const FIXED32: u8 = 5;
 /// The instrumentation scope every span is reported under.
 const SCOPE: &str = "beehive";
 
-/// One request carrying `spans`, all under one resource.
+/// Appends `span` to `spans`, a run of encoded spans that
+/// [`export_request`] will send: a span is encoded the moment it is
+/// offered, on the thread that finished it, so the queue holds bytes
+/// rather than the span's allocations.
+pub fn append_span(spans: &mut Vec<u8>, span: &FinishedSpan) {
+    let len = span_len(span);
+    spans.reserve(field_len(2, len));
+    // Field 2 of ScopeSpans: one Span.
+    header(spans, 2, len);
+    write_span(spans, span);
+}
+
+/// One request carrying `spans` (appended by [`append_span`]), all under
+/// one resource.
 ///
 /// Every message's length is worked out before it is written, so the
 /// request is written once, in place: building each nested message in a
 /// buffer of its own and copying it out cost more than a span's pass.
-pub fn export_request(resource: &[(String, String)], spans: &[FinishedSpan]) -> Vec<u8> {
+pub fn export_request(resource: &[(String, String)], spans: &[u8]) -> Vec<u8> {
     let resource_len: usize = resource
         .iter()
         .map(|(key, value)| field_len(1, text_kv_len(key, value)))
         .sum();
     let scope_len = field_len(1, SCOPE.len()) + field_len(2, env!("CARGO_PKG_VERSION").len());
-    let span_lens: Vec<usize> = spans.iter().map(span_len).collect();
-    let scope_spans_len = field_len(1, scope_len)
-        + span_lens
-            .iter()
-            .map(|len| field_len(2, *len))
-            .sum::<usize>();
+    let scope_spans_len = field_len(1, scope_len) + spans.len();
     let resource_spans_len = field_len(1, resource_len) + field_len(2, scope_spans_len);
     let mut out = Vec::with_capacity(field_len(1, resource_spans_len));
     header(&mut out, 1, resource_spans_len);
@@ -46,10 +54,7 @@ pub fn export_request(resource: &[(String, String)], spans: &[FinishedSpan]) -> 
     header(&mut out, 1, scope_len);
     string(&mut out, 1, SCOPE);
     string(&mut out, 2, env!("CARGO_PKG_VERSION"));
-    for (span, len) in spans.iter().zip(span_lens) {
-        header(&mut out, 2, len);
-        write_span(&mut out, span);
-    }
+    out.extend_from_slice(spans);
     out
 }
 
@@ -248,7 +253,10 @@ mod tests {
         write_span(&mut written, &span);
         assert_eq!(written.len(), span_len(&span));
         let resource = [("service.name".to_string(), "beehive".to_string())];
-        let request = export_request(&resource, &[span.clone(), span]);
+        let mut spans = Vec::new();
+        append_span(&mut spans, &span);
+        append_span(&mut spans, &span);
+        let request = export_request(&resource, &spans);
         // The outer field's length covers exactly the rest.
         let mut rest = &request[1..];
         let mut declared = 0u64;

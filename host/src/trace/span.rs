@@ -152,13 +152,12 @@ impl Tracer {
             name: name.into(),
             kind,
             start: SystemTime::now(),
-            notes: Mutex::new(Some(Notes::default())),
+            notes: Mutex::new(Some(Notes::new())),
         }
     }
 }
 
 /// What is added to an open span before it ends; taken when it does.
-#[derive(Default)]
 struct Notes {
     attributes: Vec<(&'static str, AttributeValue)>,
     links: Vec<TraceContext>,
@@ -176,6 +175,16 @@ pub struct Span {
     start: SystemTime,
     /// `None` once ended.
     notes: Mutex<Option<Notes>>,
+}
+
+impl Notes {
+    /// Room for a pass span's attributes in one allocation.
+    fn new() -> Notes {
+        Notes {
+            attributes: Vec::with_capacity(8),
+            links: Vec::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Span {
@@ -225,7 +234,7 @@ impl Span {
             name: name.into(),
             kind,
             start: SystemTime::now(),
-            notes: Mutex::new(Some(Notes::default())),
+            notes: Mutex::new(Some(Notes::new())),
         }
     }
 

@@ -83,6 +83,11 @@ fn an_apply_its_pass_and_the_plugins_request_share_one_trace() {
     let request = span_where(&collector, "the probe's request span arrived", |s| {
         s.trace_id == TRACE && s.kind == 3
     });
+    // The request's span ends inside the pass, so it may be exported in a
+    // batch before the pass's own span has ended.
+    span_where(&collector, "the pass's span arrived", |s| {
+        s.trace_id == TRACE && s.name == "reconcile"
+    });
     let spans: Vec<ReceivedSpan> = received(&collector)
         .into_iter()
         .filter(|s| s.trace_id == TRACE)
@@ -276,6 +281,36 @@ fn a_stalled_collector_delays_no_pass_and_what_it_misses_is_counted() {
     wait_until("the host said why spans were dropped", || {
         host.log().contains("traces not exported, and dropped")
     });
+    host.terminate();
+}
+
+#[test]
+fn batches_reuse_the_connection_a_collector_keeps_open() {
+    let workspace = Workspace::with_plugins(&["greeting"]);
+    let collector = TestServer::start_keeping_alive();
+    collector.route("/v1/traces", 200, "");
+    let host = workspace.start_host_with_env(
+        &["--otlp-endpoint", &collector.url("")],
+        &[("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2")],
+    );
+    let greetings: String = (0..10)
+        .map(|i| format!("kind: Greeting.example.dev\nname: g{i}\nspec: {{name: g{i}}}\n---\n"))
+        .collect();
+    workspace.apply("greetings.yaml", &greetings);
+    wait_until("every pass's spans arrived", || {
+        received(&collector)
+            .iter()
+            .filter(|span| span.name == "reconcile")
+            .count()
+            >= 10
+    });
+    let batches = collector.hits("/v1/traces");
+    assert!(batches >= 5, "batches of two spans: {batches}");
+    assert_eq!(
+        collector.connections(),
+        1,
+        "{batches} batches went over one kept connection"
+    );
     host.terminate();
 }
 

@@ -931,9 +931,11 @@ async fn plugins_action(paths: &Paths, action: PluginsAction) -> Result<String, 
             reference: Some(reference),
             ..
         } => crate::registry::push(&file, &reference).await,
-        PluginsAction::Pull { reference, output } => {
-            crate::registry::pull(&reference, output.as_deref()).await
-        }
+        PluginsAction::Pull {
+            reference,
+            output,
+            timeout,
+        } => crate::registry::pull(&reference, output.as_deref(), timeout).await,
         pushed => pushed_plugins_action(paths, pushed).await,
     }
 }

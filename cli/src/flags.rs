@@ -711,6 +711,10 @@ pub(crate) enum PluginsAction {
         /// into a host's plugin directory to serve it.
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// How long each call to the registry may take, from connecting to
+        /// the body's last byte (a registry that trickles is cut off here).
+        #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_registry_timeout)]
+        timeout: Duration,
     },
     /// Stop serving a pushed plugin (its bytes are kept for a later push).
     Remove {
@@ -719,6 +723,16 @@ pub(crate) enum PluginsAction {
     },
     /// List the plugins pushed into the store.
     List,
+}
+
+/// A registry call's timeout: a duration above zero (a call without end is
+/// what the timeout is there to refuse).
+fn parse_registry_timeout(text: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text.trim()) {
+        Ok(timeout) if !timeout.is_zero() => Ok(timeout),
+        Ok(_) => Err("a registry call needs a time limit above zero (e.g. 60s)".to_string()),
+        Err(e) => Err(format!("{text:?}: {e} (write e.g. 60s)")),
+    }
 }
 
 /// A duration, or `0` for no limit, as kubectl's --request-timeout.

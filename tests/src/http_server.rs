@@ -21,6 +21,8 @@ struct Route {
     /// Whether the head gives the body's length; without it the body ends
     /// when the connection closes.
     sized: bool,
+    /// A `location` header: where a redirect points.
+    location: Option<String>,
 }
 
 #[derive(Default)]
@@ -131,8 +133,17 @@ impl TestServer {
             delay,
             trickle: Duration::ZERO,
             sized: true,
+            location: None,
         };
         lock(&self.routes).by_path.insert(path.to_string(), route);
+    }
+
+    /// Makes `path` answer `307 Temporary Redirect` to `location`.
+    pub fn route_redirect(&self, path: &str, location: &str) {
+        self.route(path, 307, "");
+        if let Some(route) = lock(&self.routes).by_path.get_mut(path) {
+            route.location = Some(location.to_string());
+        }
     }
 
     /// Makes `path` answer 200 with `body`, sent one byte at a time with
@@ -145,6 +156,7 @@ impl TestServer {
             delay: Duration::ZERO,
             trickle: gap,
             sized: true,
+            location: None,
         };
         lock(&self.routes).by_path.insert(path.to_string(), route);
     }
@@ -231,6 +243,7 @@ fn answer(stream: &TcpStream, routes: &Mutex<Routes>, request: Request, keep_ali
         delay: Duration::ZERO,
         trickle: Duration::ZERO,
         sized: true,
+        location: None,
     });
     std::thread::sleep(route.delay);
     let length = match route.sized {
@@ -239,8 +252,12 @@ fn answer(stream: &TcpStream, routes: &Mutex<Routes>, request: Request, keep_ali
     };
     let stays_open = keep_alive && route.sized && route.trickle.is_zero();
     let connection = if stays_open { "keep-alive" } else { "close" };
+    let location = match &route.location {
+        Some(location) => format!("location: {location}\r\n"),
+        None => String::new(),
+    };
     let head = format!(
-        "HTTP/1.1 {} X\r\n{length}connection: {connection}\r\n\r\n",
+        "HTTP/1.1 {} X\r\n{length}{location}connection: {connection}\r\n\r\n",
         route.status
     );
     let mut writer = stream;

@@ -31,7 +31,8 @@ use reference::is_sha256;
 use crate::failure::{Code, Failure};
 use crate::http_client::{self, Answer, Request};
 
-/// How long one registry call may take, from connecting to the body's end.
+/// How long one registry call may take, from connecting to the body's end,
+/// unless `plugins pull --timeout` says otherwise.
 pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The config media type of a Wasm artifact (the CNCF TAG Runtime's layout).
@@ -93,6 +94,8 @@ fn base64(bytes: &[u8]) -> String {
 /// A registry of one reference, spoken to one request at a time.
 struct Registry<'a> {
     reference: &'a Reference,
+    /// How long each call may take.
+    timeout: std::time::Duration,
 }
 
 impl Registry<'_> {
@@ -116,7 +119,7 @@ impl Registry<'_> {
             cap,
             authority: &self.reference.registry,
             plain: self.reference.is_loopback(),
-            timeout: REQUEST_TIMEOUT,
+            timeout: self.timeout,
         })
         .await
         .map_err(failed)
@@ -314,6 +317,7 @@ pub async fn push(file: &Path, reference: &str) -> Result<String, Failure> {
     };
     let registry = Registry {
         reference: &reference,
+        timeout: REQUEST_TIMEOUT,
     };
     let config = json!({
         "architecture": "wasm",
@@ -350,7 +354,11 @@ pub async fn push(file: &Path, reference: &str) -> Result<String, Failure> {
 /// `plugins pull REF -o FILE`: the plugin and its signature, checked
 /// against the digest asked for and against the trust of the directory
 /// they go into, then written there.
-pub async fn pull(reference: &str, output: Option<&Path>) -> Result<String, Failure> {
+pub async fn pull(
+    reference: &str,
+    output: Option<&Path>,
+    timeout: std::time::Duration,
+) -> Result<String, Failure> {
     let reference = Reference::parse(reference).map_err(Failure::usage)?;
     let output = match output {
         Some(output) => output.to_path_buf(),
@@ -361,6 +369,7 @@ pub async fn pull(reference: &str, output: Option<&Path>) -> Result<String, Fail
     };
     let registry = Registry {
         reference: &reference,
+        timeout,
     };
     let (manifest, digest) = registry
         .manifest(reference.manifest_ref())

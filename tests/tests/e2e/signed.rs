@@ -441,3 +441,79 @@ fn base64(bytes: &[u8]) -> String {
     }
     out
 }
+
+/// A registry that is no registry: each route of a [`TestServer`] answers
+/// as the adversary would.
+#[test]
+fn a_registry_that_trickles_offers_a_huge_layer_or_redirects_elsewhere_is_refused() {
+    let registry = beehive_e2e::TestServer::start();
+    let workspace = Workspace::new();
+    let layer = vec![b'x'; 2000];
+    let layer_digest = format!("sha256:{}", sha256_hex(&layer));
+    let manifest = |size: u64| {
+        format!(
+            r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",
+"config":{{"mediaType":"application/vnd.wasm.config.v0+json","digest":"sha256:{}","size":2}},
+"layers":[{{"mediaType":"application/wasm","digest":"{layer_digest}","size":{size}}}]}}"#,
+            sha256_hex(b"{}")
+        )
+    };
+    let blob = format!("/v2/plugins/evil/blobs/{layer_digest}");
+    let pull = |tag: &str, timeout: &str| {
+        let started = std::time::Instant::now();
+        let refused = workspace.fails(&[
+            "plugins",
+            "pull",
+            &format!("{}/plugins/evil:{tag}", registry.authority()),
+            "-o",
+            "evil.wasm",
+            "--timeout",
+            timeout,
+        ]);
+        assert!(!workspace.path().join("evil.wasm").exists(), "{tag}");
+        assert!(
+            !workspace.path().join("evil.wasm.minisig").exists(),
+            "{tag}"
+        );
+        (refused, started.elapsed())
+    };
+
+    // A 10 GB layer: refused on the manifest's word, nothing fetched.
+    registry.route(
+        "/v2/plugins/evil/manifests/huge",
+        200,
+        manifest(10_000_000_000),
+    );
+    let (refused, _) = pull("huge", "60s");
+    assert_mentions(
+        &refused,
+        &["a layer of 10000000000 bytes", "nothing was fetched"],
+    );
+    assert_eq!(registry.hits(&blob), 0, "the layer was never asked for");
+
+    // A layer that trickles (a byte every 50 ms, 100 s in all): cut off at
+    // the call's timeout.
+    registry.route(
+        "/v2/plugins/evil/manifests/slow",
+        200,
+        manifest(layer.len() as u64),
+    );
+    registry.route_trickled(&blob, std::time::Duration::from_millis(50), layer.clone());
+    let (refused, took) = pull("slow", "1s");
+    assert_mentions(&refused, &["did not answer within 1s"]);
+    assert!(
+        took < std::time::Duration::from_secs(30),
+        "cut off at its timeout, not at the body's end: {took:?}"
+    );
+
+    // A layer that redirects to another host: not followed.
+    registry.route_redirect(&blob, &format!("http://registry.elsewhere.example{blob}"));
+    let (refused, _) = pull("slow", "60s");
+    assert_mentions(
+        &refused,
+        &[
+            "redirected to http://registry.elsewhere.example",
+            "not followed",
+        ],
+    );
+}

@@ -43,6 +43,7 @@ mod scaffold;
 mod server;
 mod startup;
 mod top;
+mod web;
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -4,6 +4,7 @@
 //! gracefully on SIGINT or SIGTERM.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use beehive::engine::{Cadence, Tenure};
@@ -176,6 +177,22 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     otlp_endpoint: Option<String>,
 
+    /// Serve a read-only console for a browser at http://ADDR/ (off by
+    /// default; a bare PORT means 127.0.0.1:PORT): every kind with its
+    /// objects and unsettled ones, each object's conditions, relations,
+    /// spec, status and events. Pages hold no script; what plugins and
+    /// manifests wrote is shown as text. An address other machines can
+    /// reach needs --web-token-file.
+    #[arg(long, value_name = "ADDR", value_parser = crate::web::parse_addr)]
+    web_addr: Option<std::net::SocketAddr>,
+
+    /// A file whose first line is the token the console requires (at
+    /// least 16 characters): a browser opens /?token=TOKEN once and keeps
+    /// it in a cookie; other clients send `Authorization: Bearer TOKEN`.
+    /// Read from a file so it never shows in `ps`.
+    #[arg(long, value_name = "FILE", requires = "web_addr")]
+    web_token_file: Option<PathBuf>,
+
     /// How long a graceful stop waits for passes in flight.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     stop_timeout: Duration,
@@ -290,6 +307,10 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), Failure> {
         Some(addr) => Some(crate::metrics_http::bind(addr).await?),
         None => None,
     };
+    let console = match args.web_addr {
+        Some(addr) => Some(Console::bind(addr, args.web_token_file.as_deref()).await?),
+        None => None,
+    };
     let file_parent = db
         .parent()
         .filter(|p| !p.as_os_str().is_empty() && !paths.is_postgres());
@@ -329,12 +350,43 @@ pub async fn run(db: &Path, args: RunArgs) -> Result<(), Failure> {
         mirrored,
         readiness: &readiness,
         tracer: tracer.as_ref(),
+        console: console.as_ref(),
     };
     let served = serve_until_stopped(&serving, &mut signals).await;
     if let Some(exporter) = exporter {
         exporter.stop(EXPORT_FLUSH_PATIENCE).await;
     }
     served
+}
+
+/// The console's bound listener and the token guarding it, kept across a
+/// PostgreSQL host's tenures: each tenure serves it with its own host.
+struct Console {
+    listener: Arc<tokio::net::TcpListener>,
+    token: Option<Arc<crate::web::Token>>,
+}
+
+impl Console {
+    /// # Errors
+    /// A usage failure for an unreadable or short token, or an address off
+    /// loopback without one; a failure when the address cannot be bound.
+    async fn bind(
+        addr: std::net::SocketAddr,
+        token_file: Option<&Path>,
+    ) -> Result<Console, Failure> {
+        let token = token_file
+            .map(crate::web::Token::read)
+            .transpose()
+            .map_err(Failure::usage)?;
+        if !addr.ip().is_loopback() && token.is_none() {
+            return Err(Failure::usage(crate::web::needs_token(addr)));
+        }
+        let listener = crate::web::bind(addr).await?;
+        Ok(Console {
+            listener: Arc::new(listener),
+            token: token.map(Arc::new),
+        })
+    }
 }
 
 /// How long a stopping host gives the trace exporter to send what is queued.
@@ -409,6 +461,7 @@ struct Serving<'a> {
     mirrored: bool,
     readiness: &'a Readiness,
     tracer: Option<&'a Tracer>,
+    console: Option<&'a Console>,
 }
 
 impl Serving<'_> {
@@ -423,6 +476,7 @@ impl Serving<'_> {
             mirrored,
             readiness,
             tracer,
+            console,
         } = *self;
         readiness.set(Phase::Starting);
         remove_stale_socket(&paths.socket);
@@ -456,6 +510,12 @@ impl Serving<'_> {
             plugins: Some(plugins.clone()),
             started: Default::default(),
         };
+        let console = console.map(|console| {
+            if let Ok(addr) = console.listener.local_addr() {
+                tracing::info!("serving the console on http://{addr}/");
+            }
+            crate::web::serve(console.listener.clone(), ctx.clone(), console.token.clone())
+        });
         let listener = listen(&paths.socket)?;
         let socket = SocketFile::bound(&paths.socket);
         readiness.set(Phase::Serving);
@@ -492,6 +552,9 @@ impl Serving<'_> {
             None => tracing::info!("stopping: finishing passes in flight (a second signal forces)"),
         }
         socket.remove();
+        if let Some(console) = console {
+            console.abort();
+        }
         if let Some(backups) = backups {
             backups.abort();
         }

@@ -16,6 +16,7 @@ mod chaos;
 mod check;
 mod cli;
 mod conditions_example;
+mod console;
 mod contain;
 mod contracts;
 mod grants;

@@ -1,0 +1,391 @@
+//! The console's pages, each made from the answers the socket's read
+//! requests give (`kinds`, `get`, `describe`, `plugins`): the console sees
+//! what the CLI sees, and has no way to ask for a write.
+
+use std::fmt::Write;
+
+use beehive::object::{ConditionStatus, Timestamp};
+
+use crate::failure::Code;
+use crate::handlers::{self, Context};
+use crate::output::{age, labels_text, rfc3339};
+use crate::protocol::{Description, EventView, ObjectView, Related, Reply, Request};
+use crate::web::html::{page, segment, text};
+
+/// The most objects a kind's page lists; the page says when there are more.
+pub const MAX_ROWS: usize = 500;
+
+/// A page, or why there is none (the status and a sentence).
+pub type Answer = Result<String, (u16, String)>;
+
+async fn ask(ctx: &Context, request: Request) -> Result<Reply, (u16, String)> {
+    handlers::execute(ctx, request)
+        .await
+        .map_err(|failure| (status_of(failure.code), failure.message))
+}
+
+/// The HTTP status that says what a refused request's exit code says.
+fn status_of(code: Code) -> u16 {
+    match code {
+        Code::NotFound => 404,
+        Code::Usage | Code::Invalid => 400,
+        Code::Conflict => 409,
+        Code::Timeout => 504,
+        Code::Unreachable => 503,
+        Code::Failure => 500,
+    }
+}
+
+fn unexpected() -> (u16, String) {
+    (500, "the host answered with something else".to_string())
+}
+
+/// `/`: every kind, who serves it, its objects and the unsettled ones;
+/// the plugins, and those that failed to load.
+pub async fn first_screen(ctx: &Context) -> Answer {
+    let Reply::Kinds { kinds } = ask(ctx, Request::Kinds).await? else {
+        return Err(unexpected());
+    };
+    let mut body = String::from(
+        "<h2>Kinds</h2><table><tr><th>Kind</th><th>Served by</th>\
+<th>Objects</th><th>Unsettled</th><th></th></tr>",
+    );
+    for row in &kinds {
+        let kind = full_kind(&row.kind, &row.group);
+        let unsettled = match row.unsettled {
+            0 => "<td class=\"n ok\">0</td>".to_string(),
+            n => format!("<td class=\"n bad\">{n}</td>"),
+        };
+        let _ = write!(
+            body,
+            "<tr><td><a href=\"/kinds/{link}\">{name}</a></td><td>{source}</td>\
+<td class=\"n\">{objects}</td>{unsettled}<td><a href=\"/kinds/{link}?failing\">failing or backing off</a></td></tr>",
+            link = segment(&kind),
+            name = text(&kind),
+            source = text(row.source.as_deref().unwrap_or("(no controller)")),
+            objects = row.objects,
+        );
+    }
+    body.push_str("</table>");
+    if kinds.is_empty() {
+        body.push_str(
+            "<p class=\"muted\">No kinds yet: a plugin's kind appears once a host serves it.</p>",
+        );
+    }
+    if let Reply::Plugins(view) = ask(ctx, Request::Plugins).await? {
+        body.push_str(
+            "<h2>Plugins</h2><table><tr><th>Kind</th><th>File</th><th>Version</th>\
+<th>Contract</th><th>Signer</th></tr>",
+        );
+        for plugin in &view.plugins {
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                text(&plugin.kind),
+                text(&plugin.source),
+                text(plugin.content_hash.as_deref().unwrap_or("")),
+                text(plugin.contract.as_deref().unwrap_or("")),
+                text(plugin.signer.as_deref().unwrap_or("")),
+            );
+        }
+        body.push_str("</table>");
+        for failure in &view.failures {
+            let _ = write!(
+                body,
+                "<p class=\"bad\">{} does not load: {}</p>",
+                text(&failure.file),
+                text(&failure.error)
+            );
+        }
+    }
+    Ok(page("Control plane", &body))
+}
+
+/// `/kinds/KIND`: its objects (at most [`MAX_ROWS`]), only those whose
+/// labels match `selector` when given, only those whose latest pass failed
+/// when `failing`.
+pub async fn kind_page(
+    ctx: &Context,
+    kind: &str,
+    selector: Option<String>,
+    failing: bool,
+) -> Answer {
+    let request = Request::Get {
+        kind: kind.to_string(),
+        name: None,
+        spec_version: None,
+        selector: selector.clone(),
+    };
+    let Reply::Objects { objects } = ask(ctx, request).await? else {
+        return Err(unexpected());
+    };
+    let shown: Vec<&ObjectView> = objects
+        .iter()
+        .filter(|object| !failing || object.last_pass_failed_at.is_some())
+        .collect();
+    let mut body = String::from("<nav>");
+    let _ = write!(
+        body,
+        "<a href=\"/kinds/{link}\">all</a><a href=\"/kinds/{link}?failing\">failing or backing off</a></nav>",
+        link = segment(kind)
+    );
+    if let Some(selector) = &selector {
+        let _ = write!(
+            body,
+            "<p>Labels matching <code>{}</code></p>",
+            text(selector)
+        );
+    }
+    body.push_str(
+        "<table><tr><th>Name</th><th>Generation</th><th>Observed</th><th>Conditions</th>\
+<th>Labels</th><th>Last pass</th><th>Age</th></tr>",
+    );
+    for object in shown.iter().take(MAX_ROWS) {
+        let meta = &object.document.meta;
+        let conditions: Vec<String> = meta
+            .conditions
+            .iter()
+            .map(|c| {
+                let class = match c.status {
+                    ConditionStatus::True => "ok",
+                    ConditionStatus::False => "bad",
+                    ConditionStatus::Unknown => "muted",
+                };
+                format!(
+                    "<span class=\"{class}\">{}={:?}</span>",
+                    text(&c.type_),
+                    c.status
+                )
+            })
+            .collect();
+        let last_pass = match object.last_pass_failed_at {
+            Some(at) => {
+                let why = match failing {
+                    true => why_failed(ctx, kind, &meta.name).await,
+                    false => None,
+                };
+                format!(
+                    "<span class=\"bad\">failed {} ago</span>{}",
+                    age(at),
+                    why.map(|why| format!(": {}", text(&why)))
+                        .unwrap_or_default()
+                )
+            }
+            None => String::new(),
+        };
+        let _ = write!(
+            body,
+            "<tr><td><a href=\"/objects/{kind_link}/{name_link}\">{name}</a></td>\
+<td class=\"n\">{generation}</td><td class=\"n\">{observed}</td><td>{conditions}</td>\
+<td>{labels}</td><td>{last_pass}</td><td>{age}</td></tr>",
+            kind_link = segment(kind),
+            name_link = segment(&meta.name),
+            name = text(&meta.name),
+            generation = meta.generation,
+            observed = meta
+                .observed_generation
+                .map_or("-".to_string(), |g| g.to_string()),
+            conditions = conditions.join(" "),
+            labels = text(&labels_text(&meta.labels)),
+            age = age(meta.created_at),
+        );
+    }
+    body.push_str("</table>");
+    let _ = write!(
+        body,
+        "<p class=\"muted\">{} of {} shown{}.</p>",
+        shown.len().min(MAX_ROWS),
+        shown.len(),
+        if shown.len() > MAX_ROWS {
+            "; narrow the list with a label selector (?l=KEY%3DVALUE)"
+        } else {
+            ""
+        }
+    );
+    let title = if failing {
+        format!("{kind}: failing or backing off")
+    } else {
+        kind.to_string()
+    };
+    Ok(page(&title, &body))
+}
+
+/// What the latest failed pass of `kind`/`name` said: its newest
+/// `ReconcileFailed` run's message.
+async fn why_failed(ctx: &Context, kind: &str, name: &str) -> Option<String> {
+    let request = Request::Events {
+        kind: kind.to_string(),
+        name: name.to_string(),
+        category: Some("reconcile".to_string()),
+        selector: None,
+    };
+    let Ok(Reply::Events { events }) = ask(ctx, request).await else {
+        return None;
+    };
+    events
+        .into_iter()
+        .filter(|event| event.warning)
+        .max_by_key(|event| event.last_at)
+        .map(|event| event.message)
+}
+
+/// `/objects/KIND/NAME`: what `describe` shows, with its relations as
+/// links.
+pub async fn object_page(ctx: &Context, kind: &str, name: &str) -> Answer {
+    let request = Request::Describe {
+        kind: kind.to_string(),
+        name: name.to_string(),
+    };
+    let Reply::Described(description) = ask(ctx, request).await? else {
+        return Err(unexpected());
+    };
+    let mut body = String::new();
+    metadata(&mut body, &description);
+    conditions(&mut body, &description);
+    relations(&mut body, &description);
+    for (title, value) in [
+        ("Spec", Some(&description.object.spec)),
+        ("Status", description.object.status.as_ref()),
+    ] {
+        let shown = value.map_or("(none)".to_string(), |v| {
+            serde_json::to_string_pretty(v).unwrap_or_default()
+        });
+        let _ = write!(body, "<h2>{title}</h2><pre>{}</pre>", text(&shown));
+    }
+    events(&mut body, &description.events);
+    Ok(page(&format!("{kind}/{name}"), &body))
+}
+
+fn metadata(body: &mut String, description: &Description) {
+    let meta = &description.object.meta;
+    let mut rows = vec![
+        ("Id", meta.id.to_string()),
+        ("Generation", meta.generation.to_string()),
+        (
+            "Observed generation",
+            meta.observed_generation
+                .map_or("-".to_string(), |g| g.to_string()),
+        ),
+        ("Resource version", meta.resource_version.to_string()),
+        ("Labels", labels_text(&meta.labels)),
+        ("Finalizers", meta.finalizers.join(", ")),
+        ("Created", rfc3339(meta.created_at)),
+        ("Updated", rfc3339(meta.updated_at)),
+    ];
+    if let Some(at) = meta.deletion_requested_at {
+        rows.push(("Deletion requested", rfc3339(at)));
+    }
+    if let Some(trace) = &description.last_pass_trace {
+        rows.push(("Last trace", trace.clone()));
+    }
+    body.push_str("<table>");
+    for (name, value) in rows {
+        let _ = write!(body, "<tr><th>{name}</th><td>{}</td></tr>", text(&value));
+    }
+    body.push_str("</table>");
+}
+
+fn conditions(body: &mut String, description: &Description) {
+    let conditions = &description.object.meta.conditions;
+    if conditions.is_empty() {
+        return;
+    }
+    body.push_str(
+        "<h2>Conditions</h2><table><tr><th>Type</th><th>Status</th><th>Held for</th>\
+<th>Reason</th><th>Message</th></tr>",
+    );
+    for condition in conditions {
+        let class = match condition.status {
+            ConditionStatus::True => "ok",
+            ConditionStatus::False => "bad",
+            ConditionStatus::Unknown => "muted",
+        };
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td class=\"{class}\">{:?}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            text(&condition.type_),
+            condition.status,
+            held_for(condition.transitioned_at),
+            text(&condition.reason),
+            text(&condition.message),
+        );
+    }
+    body.push_str("</table>");
+}
+
+/// How long a condition has held its status.
+fn held_for(since: Timestamp) -> String {
+    format!("{} (since {})", age(since), rfc3339(since))
+}
+
+fn relations(body: &mut String, description: &Description) {
+    let groups: [(&str, Vec<&Related>); 4] = [
+        ("Owner", description.owner.iter().collect()),
+        ("Owns", description.children.iter().collect()),
+        ("Depends on", description.dependencies.iter().collect()),
+        ("Dependents", description.dependents.iter().collect()),
+    ];
+    if groups.iter().all(|(_, related)| related.is_empty()) {
+        return;
+    }
+    body.push_str("<h2>Relations</h2><table>");
+    for (title, related) in groups {
+        if related.is_empty() {
+            continue;
+        }
+        let links: Vec<String> = related
+            .iter()
+            .map(|r| {
+                format!(
+                    "<a href=\"/objects/{}/{}\">{}/{}</a>",
+                    segment(&r.kind),
+                    segment(&r.name),
+                    text(&r.kind),
+                    text(&r.name)
+                )
+            })
+            .collect();
+        let _ = write!(
+            body,
+            "<tr><th>{title}</th><td>{}</td></tr>",
+            links.join("<br>")
+        );
+    }
+    body.push_str("</table>");
+}
+
+fn events(body: &mut String, events: &[EventView]) {
+    if events.is_empty() {
+        return;
+    }
+    body.push_str(
+        "<h2>Events</h2><table><tr><th>Category</th><th>Type</th><th>Reason</th>\
+<th>Message</th><th>Count</th><th>First</th><th>Last</th></tr>",
+    );
+    for event in events {
+        let kind = if event.warning {
+            "<span class=\"bad\">Warning</span>"
+        } else {
+            "Normal"
+        };
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{kind}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
+            text(&event.category),
+            text(&event.reason),
+            text(&event.message),
+            event.count,
+            rfc3339(event.first_at),
+            rfc3339(event.last_at),
+        );
+    }
+    body.push_str("</table>");
+}
+
+/// `Kind.group`, as links and requests name a kind.
+fn full_kind(kind: &str, group: &str) -> String {
+    match group {
+        "" => kind.to_string(),
+        group => format!("{kind}.{group}"),
+    }
+}

@@ -1,0 +1,180 @@
+//! `beehive run --web-addr`: the console, read over HTTP as a browser
+//! reads it, against a real host and plugin.
+
+use std::io::{Read, Write};
+
+use beehive_e2e::{HostProcess, Workspace, assert_mentions, http_get, wait_until};
+
+/// Where the host says its console is.
+fn console_address(host: &HostProcess) -> String {
+    let mut address = None;
+    wait_until("the host says where its console is", || {
+        address = host.log().lines().find_map(|line| {
+            let (_, rest) = line.split_once("serving the console on http://")?;
+            Some(rest.trim().trim_end_matches('/').to_string())
+        });
+        address.is_some()
+    });
+    address.unwrap()
+}
+
+/// One GET of `path` with `headers`: the head and the body.
+fn get_with(address: &str, path: &str, headers: &str) -> (String, String) {
+    let mut stream = std::net::TcpStream::connect(address).expect("the console is reached");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: {address}\r\n{headers}connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("a head");
+    (head.to_string(), body.to_string())
+}
+
+#[test]
+fn the_console_shows_kinds_and_objects_and_what_a_plugin_wrote_only_as_text() {
+    let workspace = Workspace::with_plugins(&["greeting", "misbehave"]);
+    let host = workspace.start_host(&["--web-addr", "0"]);
+    let address = console_address(&host);
+    assert!(
+        address.starts_with("127.0.0.1:"),
+        "a bare port is loopback: {address}"
+    );
+    // The greeting plugin writes the spec's name into its status: a
+    // manifest's hostile text comes back as a plugin's.
+    workspace.apply(
+        "greetings.yaml",
+        "kind: Greeting.example.dev\nname: plain\nspec: {name: Ada}\n---\n\
+         kind: Greeting.example.dev\nname: hostile\nlabels: {tier: web}\n\
+         spec: {name: \"<script>alert(1)</script>\\u202Eevil\"}\n",
+    );
+    for name in ["plain", "hostile"] {
+        workspace.ok(&["wait", "Greeting", name, "--for", "settled"]);
+    }
+
+    let (head, first) = http_get(&address, "/");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_mentions(
+        &head.to_lowercase(),
+        &[
+            "content-security-policy: default-src 'none'",
+            "x-content-type-options: nosniff",
+        ],
+    );
+    assert_mentions(
+        &first,
+        &[
+            "href=\"/kinds/Greeting.example.dev\"",
+            "<td class=\"n\">2</td>",
+            "greeting.wasm",
+        ],
+    );
+
+    let (head, page) = http_get(&address, "/objects/Greeting.example.dev/hostile");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_mentions(
+        &page,
+        &[
+            "Hello, &lt;script&gt;alert(1)&lt;/script&gt;\\u{202e}evil!",
+            "tier=web",
+        ],
+    );
+    assert!(!page.contains("<script"), "no markup from data: {page}");
+    assert!(!page.contains('\u{202e}'), "no hidden override: {page}");
+
+    // The kind's page, and narrowed by a label selector.
+    let (_, all) = http_get(&address, "/kinds/Greeting.example.dev");
+    assert_mentions(&all, &[">plain<", ">hostile<", "2 of 2 shown"]);
+    let (_, selected) = http_get(&address, "/kinds/Greeting.example.dev?l=tier%3Dweb");
+    assert_mentions(&selected, &[">hostile<", "1 of 1 shown"]);
+    assert!(!selected.contains(">plain<"), "{selected}");
+
+    // Failing or backing off: exactly the objects whose latest pass failed,
+    // with why.
+    workspace.apply(
+        "misbehave.yaml",
+        "kind: Misbehave.test.dev\nname: boom\nspec: {act: panic}\n---\n\
+         kind: Misbehave.test.dev\nname: calm\nspec: {act: behave}\n",
+    );
+    workspace.ok(&["wait", "Misbehave", "calm", "--for", "settled"]);
+    let failing = || http_get(&address, "/kinds/Misbehave.test.dev?failing").1;
+    wait_until("the failing page lists the failing object", || {
+        failing().contains(">boom<")
+    });
+    let page = failing();
+    assert_mentions(
+        &page,
+        &["failed ", "misbehave was asked to panic", "1 of 1 shown"],
+    );
+    assert!(!page.contains(">calm<"), "{page}");
+
+    let (head, missing) = http_get(&address, "/objects/Greeting.example.dev/nobody");
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+    assert_mentions(&missing, &["nobody"]);
+    let (head, _) = http_get(&address, "/elsewhere");
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+    host.terminate();
+}
+
+#[test]
+fn a_console_other_machines_can_reach_needs_the_operators_token() {
+    let workspace = Workspace::with_plugins(&["greeting"]);
+    let refused = workspace.run(&["run", "--web-addr", "0.0.0.0:0"]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert_mentions(
+        &String::from_utf8_lossy(&refused.stderr),
+        &["reachable from other machines", "--web-token-file"],
+    );
+    assert!(
+        !workspace.path().join("beehive.db").exists(),
+        "refused before the store was created"
+    );
+
+    let token = "s3cret-token-0123456789";
+    workspace.write("console.token", &format!("{token}\n"));
+    let host = workspace.start_host(&[
+        "--web-addr",
+        "0.0.0.0:0",
+        "--web-token-file",
+        "console.token",
+    ]);
+    let port = console_address(&host)
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let address = format!("127.0.0.1:{port}");
+    let (head, _) = get_with(&address, "/", "");
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    let (head, _) = get_with(
+        &address,
+        "/",
+        "authorization: Bearer wrong-token-0123456789\r\n",
+    );
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    let (head, _) = get_with(&address, "/", &format!("authorization: Bearer {token}\r\n"));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // A browser: the token once in the URL, then a cookie.
+    let (head, _) = get_with(
+        &address,
+        &format!("/kinds/Greeting.example.dev?token={token}"),
+        "",
+    );
+    assert!(head.starts_with("HTTP/1.1 303"), "{head}");
+    assert_mentions(
+        &head.to_lowercase(),
+        &[
+            "location: /kinds/greeting.example.dev",
+            "httponly",
+            "samesite=strict",
+        ],
+    );
+    let (head, _) = get_with(
+        &address,
+        "/",
+        &format!("cookie: beehive_console={token}\r\n"),
+    );
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    host.terminate();
+}

@@ -5,8 +5,9 @@
 //! a page goes through [`text`], which escapes HTML's five specials and
 //! shows each bidirectional override and control character as a visible
 //! `\u{…}` escape, so `<script>` is shown, never run, and a right-to-left
-//! override cannot reorder what an operator reads. The pages carry no
-//! script at all, and the policy the server sends forbids any.
+//! override cannot reorder what an operator reads. The only script a page
+//! loads is the host's own `/console.js`, and the policy the server sends
+//! forbids any other.
 
 use std::fmt::Write;
 
@@ -97,7 +98,8 @@ pub fn page(title: &str, body: &str) -> String {
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width\">\
-<title>{title} · beehive</title><link rel=\"stylesheet\" href=\"/console.css\"></head>\
+<title>{title} · beehive</title><link rel=\"stylesheet\" href=\"/console.css\">\
+<script src=\"/console.js\" defer></script></head>\
 <body><header><a href=\"/\">beehive</a></header><main><h1>{title}</h1>{body}</main></body></html>",
         title = text(title),
     )

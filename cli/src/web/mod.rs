@@ -1,10 +1,11 @@
 //! `beehive run --web-addr`: a read-only console in the browser, served by
 //! the host process itself: server-rendered pages, no script, no build
-//! step, nothing fetched from elsewhere.
+//! step, nothing fetched from elsewhere. One small script of the host's
+//! own refreshes an open page when the store changes (see [`live`]).
 //!
 //! The adversaries: what the pages show was written by plugins and
 //! manifests (escaped, see [`html`]; no script runs, the
-//! Content-Security-Policy forbids it); whoever can reach the port (on
+//! Content-Security-Policy admits only the host's own script); whoever can reach the port (on
 //! loopback unless the operator binds elsewhere, and then only with the
 //! operator's token); a client that opens connections and never reads
 //! (at most [`MAX_CONNECTIONS`] at once, each ended after
@@ -12,7 +13,9 @@
 //! the socket's read requests.
 
 mod html;
+mod live;
 mod pages;
+mod timeline;
 
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -20,7 +23,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::body::Incoming;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
@@ -39,6 +43,9 @@ pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 const MAX_TOKEN_BYTES: u64 = 4096;
 /// The cookie a browser keeps the token in once given it in the URL.
 const TOKEN_COOKIE: &str = "beehive_console";
+
+/// What an answer carries: a page at once, or the live stream.
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 /// Where the console listens: `PORT` alone means 127.0.0.1.
 pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
@@ -142,7 +149,7 @@ async fn answer(
     request: Request<Incoming>,
     ctx: &Context,
     token: Option<&Token>,
-) -> Response<String> {
+) -> Response<Body> {
     if request.method() != hyper::Method::GET {
         return plain(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -163,12 +170,29 @@ async fn answer(
             }
         }
     }
-    if path == "/console.css" {
-        return respond(
-            StatusCode::OK,
-            "text/css; charset=utf-8",
-            html::STYLE.to_string(),
-        );
+    match path.as_str() {
+        "/console.css" => {
+            return respond(
+                StatusCode::OK,
+                "text/css; charset=utf-8",
+                html::STYLE.to_string(),
+            );
+        }
+        "/console.js" => {
+            return respond(
+                StatusCode::OK,
+                "text/javascript; charset=utf-8",
+                live::SCRIPT.to_string(),
+            );
+        }
+        "/live" => {
+            return with_headers(
+                StatusCode::OK,
+                "text/event-stream",
+                live::stream(ctx.store.clone()),
+            );
+        }
+        _ => {}
     }
     let page = route(ctx, &path, &query).await;
     match page {
@@ -254,7 +278,7 @@ fn admitted(request: &Request<Incoming>, query: &str, token: &Token) -> Admissio
 /// Keeps a token given in the URL in a cookie only this site's requests
 /// carry, and sends the browser to the same page without it (so it is not
 /// left in the address bar or the history).
-fn keep_token(path: &str, token: &Token) -> Response<String> {
+fn keep_token(path: &str, token: &Token) -> Response<Body> {
     let location = if path.starts_with('/') && !path.starts_with("//") {
         path
     } else {
@@ -271,30 +295,40 @@ fn keep_token(path: &str, token: &Token) -> Response<String> {
             ),
         )
         .header(hyper::header::CACHE_CONTROL, "no-store")
-        .body(String::new())
-        .unwrap_or_else(|_| Response::new(String::new()))
+        .body(whole(String::new()))
+        .unwrap_or_else(|_| Response::new(whole(String::new())))
 }
 
-fn plain(status: StatusCode, body: &str) -> Response<String> {
+fn whole(text: String) -> Body {
+    Full::new(Bytes::from(text)).boxed()
+}
+
+fn plain(status: StatusCode, body: &str) -> Response<Body> {
     respond(status, "text/plain; charset=utf-8", body.to_string())
 }
 
 /// A response with the headers every answer carries: no script from
 /// anywhere, nothing fetched from elsewhere, not framed, not sniffed, not
 /// cached.
-fn respond(status: StatusCode, content_type: &str, body: String) -> Response<String> {
+fn respond(status: StatusCode, content_type: &str, body: String) -> Response<Body> {
+    with_headers(status, content_type, whole(body))
+}
+
+/// `body` with the headers every answer carries.
+fn with_headers(status: StatusCode, content_type: &str, body: Body) -> Response<Body> {
     Response::builder()
         .status(status)
         .header(hyper::header::CONTENT_TYPE, content_type)
         .header(
             "content-security-policy",
-            "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+            "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; \
+             base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
         )
         .header("x-content-type-options", "nosniff")
         .header("referrer-policy", "no-referrer")
         .header(hyper::header::CACHE_CONTROL, "no-store")
         .body(body)
-        .unwrap_or_else(|_| Response::new(String::new()))
+        .unwrap_or_else(|_| Response::new(whole(String::new())))
 }
 
 #[cfg(test)]

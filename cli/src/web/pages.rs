@@ -11,6 +11,7 @@ use crate::handlers::{self, Context};
 use crate::output::{age, labels_text, rfc3339};
 use crate::protocol::{Description, EventView, ObjectView, Related, Reply, Request};
 use crate::web::html::{page, segment, text};
+use crate::web::timeline;
 
 /// The most objects a kind's page lists; the page says when there are more.
 pub const MAX_ROWS: usize = 500;
@@ -251,6 +252,10 @@ pub async fn object_page(ctx: &Context, kind: &str, name: &str) -> Answer {
             serde_json::to_string_pretty(v).unwrap_or_default()
         });
         let _ = write!(body, "<h2>{title}</h2><pre>{}</pre>", text(&shown));
+    }
+    if !description.events.is_empty() {
+        body.push_str("<h2>Event timeline</h2>");
+        body.push_str(&timeline::svg(&description.events, Timestamp::now()));
     }
     events(&mut body, &description.events);
     Ok(page(&format!("{kind}/{name}"), &body))

@@ -80,7 +80,11 @@ fn the_console_shows_kinds_and_objects_and_what_a_plugin_wrote_only_as_text() {
             "tier=web",
         ],
     );
-    assert!(!page.contains("<script"), "no markup from data: {page}");
+    assert_eq!(
+        page.matches("<script").count(),
+        1,
+        "the console's own script tag, and no markup from data: {page}"
+    );
     assert!(!page.contains('\u{202e}'), "no hidden override: {page}");
 
     // The kind's page, and narrowed by a label selector.
@@ -109,11 +113,69 @@ fn the_console_shows_kinds_and_objects_and_what_a_plugin_wrote_only_as_text() {
     );
     assert!(!page.contains(">calm<"), "{page}");
 
+    // The failing object's events, drawn: a row for its category, a
+    // warning run in it.
+    let (_, boom) = http_get(&address, "/objects/Misbehave.test.dev/boom");
+    assert_mentions(
+        &boom,
+        &[
+            "<svg class=\"timeline\"",
+            "<text class=\"category\" x=\"0\" y=\"17\" font-size=\"12\">reconcile</text>",
+            "<rect class=\"run warning\"",
+            "ReconcileFailed ×",
+        ],
+    );
+
     let (head, missing) = http_get(&address, "/objects/Greeting.example.dev/nobody");
     assert!(head.starts_with("HTTP/1.1 404"), "{head}");
     assert_mentions(&missing, &["nobody"]);
     let (head, _) = http_get(&address, "/elsewhere");
     assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+    host.terminate();
+}
+
+#[test]
+fn an_open_page_hears_of_an_apply_without_asking() {
+    let workspace = Workspace::with_plugins(&["greeting"]);
+    let host = workspace.start_host(&["--web-addr", "0"]);
+    let address = console_address(&host);
+    let (_, page) = http_get(&address, "/");
+    assert_mentions(&page, &["<script src=\"/console.js\" defer></script>"]);
+    let (head, script) = http_get(&address, "/console.js");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_mentions(&head, &["text/javascript"]);
+    assert_mentions(&script, &["new EventSource(\"/live\")", "replaceWith"]);
+
+    // What the page's script listens to: a change event when the store
+    // moves, here an apply from the CLI.
+    let mut live = std::net::TcpStream::connect(&address).unwrap();
+    live.set_read_timeout(Some(std::time::Duration::from_millis(200)))
+        .unwrap();
+    write!(live, "GET /live HTTP/1.1\r\nhost: {address}\r\n\r\n").unwrap();
+    let mut heard = String::new();
+    let mut read_more = |heard: &mut String| {
+        let mut buffer = [0u8; 4096];
+        if let Ok(read) = live.read(&mut buffer) {
+            heard.push_str(&String::from_utf8_lossy(&buffer[..read]));
+        }
+    };
+    wait_until("the stream opened", || {
+        read_more(&mut heard);
+        heard.contains("retry: 2000")
+    });
+    assert_mentions(&heard, &["HTTP/1.1 200", "text/event-stream"]);
+    assert!(
+        !heard.contains("event: change"),
+        "nothing changed yet: {heard}"
+    );
+    workspace.apply(
+        "greeting.yaml",
+        "kind: Greeting.example.dev\nname: late\nspec: {name: Late}\n",
+    );
+    wait_until("the open stream told of the apply", || {
+        read_more(&mut heard);
+        heard.contains("event: change")
+    });
     host.terminate();
 }
 

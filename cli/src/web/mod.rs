@@ -12,6 +12,7 @@
 //! [`CONNECTION_LIFETIME`]). The console has no write path: it asks only
 //! the socket's read requests.
 
+mod graph;
 mod html;
 mod live;
 mod pages;
@@ -216,6 +217,7 @@ async fn route(ctx: &Context, path: &str, query: &str) -> pages::Answer {
     };
     match segments.as_slice() {
         [""] => pages::first_screen(ctx).await,
+        ["plugins"] => pages::plugins_page(ctx).await,
         ["kinds", kind] => {
             let selector = query_value(query, "l")
                 .map(|l| html::decode_segment(&l.replace('+', " ")).unwrap_or(l));
@@ -225,7 +227,9 @@ async fn route(ctx: &Context, path: &str, query: &str) -> pages::Answer {
         ["objects", kind, name] => pages::object_page(ctx, &decoded(kind)?, &decoded(name)?).await,
         _ => Err((
             404,
-            format!("no page at {path}: the console has /, /kinds/KIND and /objects/KIND/NAME"),
+            format!(
+                "no page at {path}: the console has /, /plugins, /kinds/KIND and /objects/KIND/NAME"
+            ),
         )),
     }
 }

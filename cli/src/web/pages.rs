@@ -11,7 +11,7 @@ use crate::handlers::{self, Context};
 use crate::output::{age, labels_text, rfc3339};
 use crate::protocol::{Description, EventView, ObjectView, Related, Reply, Request};
 use crate::web::html::{page, segment, text};
-use crate::web::timeline;
+use crate::web::{graph, timeline};
 
 /// The most objects a kind's page lists; the page says when there are more.
 pub const MAX_ROWS: usize = 500;
@@ -74,32 +74,125 @@ pub async fn first_screen(ctx: &Context) -> Answer {
         );
     }
     if let Reply::Plugins(view) = ask(ctx, Request::Plugins).await? {
-        body.push_str(
-            "<h2>Plugins</h2><table><tr><th>Kind</th><th>File</th><th>Version</th>\
-<th>Contract</th><th>Signer</th></tr>",
+        let _ = write!(
+            body,
+            "<h2>Plugins</h2><p><a href=\"/plugins\">{} serving</a>{}</p>",
+            view.plugins.len(),
+            match view.failures.len() {
+                0 => String::new(),
+                n => format!(", <span class=\"bad\">{n} failing to load</span>"),
+            }
         );
-        for plugin in &view.plugins {
+    }
+    Ok(page("Control plane", &body))
+}
+
+/// `/plugins`: each plugin with its version, digest, contract, signer,
+/// grants and limits, the memory its instances hold; the files loading and
+/// those that failed to load, with why.
+pub async fn plugins_page(ctx: &Context) -> Answer {
+    let Reply::Plugins(view) = ask(ctx, Request::Plugins).await? else {
+        return Err(unexpected());
+    };
+    let memory = match ask(ctx, Request::Metrics).await {
+        Ok(Reply::Metrics { text }) => text,
+        _ => String::new(),
+    };
+    let mut body = String::from(
+        "<table><tr><th>Kind</th><th>File</th><th>Version</th><th>Contract</th><th>Code</th>\
+<th>Signer</th><th>Limits</th><th>Grants</th><th>Memory held</th></tr>",
+    );
+    for plugin in &view.plugins {
+        let limits = plugin.limits.as_ref().map_or(String::new(), |l| {
+            let mut shown = format!(
+                "{} at once; {} ms CPU, {} ms wall a pass; {} MiB memory",
+                l.concurrency,
+                l.pass_deadline_ms,
+                l.pass_wall_limit_ms,
+                l.memory_bytes >> 20
+            );
+            if let Some(http) = &l.http {
+                let _ = write!(
+                    shown,
+                    "; HTTP: connect {} ms, first byte {} ms, {} KiB answers, {} at once",
+                    http.connect_timeout_ms,
+                    http.first_byte_timeout_ms,
+                    http.max_response_bytes >> 10,
+                    http.max_concurrent_requests
+                );
+            }
+            shown
+        });
+        let grants = plugin
+            .limits
+            .as_ref()
+            .map(|l| {
+                l.grants
+                    .iter()
+                    .map(|g| text(g))
+                    .collect::<Vec<_>>()
+                    .join("<br>")
+            })
+            .unwrap_or_default();
+        let held = memory_held(&memory, plugin_name(&plugin.source));
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{grants}</td><td class=\"n\">{}</td></tr>",
+            text(&plugin.kind),
+            text(&plugin.source),
+            text(plugin.content_hash.as_deref().unwrap_or("")),
+            text(plugin.contract.as_deref().unwrap_or("")),
+            text(plugin.tier.as_deref().unwrap_or("")),
+            text(plugin.signer.as_deref().unwrap_or("")),
+            text(&limits),
+            held.map_or("-".to_string(), |bytes| format!(
+                "{:.1} MiB",
+                bytes / 1048576.0
+            )),
+        );
+    }
+    body.push_str("</table>");
+    if !view.loading.is_empty() {
+        body.push_str("<h2>Loading</h2><ul>");
+        for loading in &view.loading {
             let _ = write!(
                 body,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                text(&plugin.kind),
-                text(&plugin.source),
-                text(plugin.content_hash.as_deref().unwrap_or("")),
-                text(plugin.contract.as_deref().unwrap_or("")),
-                text(plugin.signer.as_deref().unwrap_or("")),
+                "<li>{} ({} bytes, for {} ms)</li>",
+                text(&loading.file),
+                loading.bytes,
+                loading.for_ms
             );
         }
-        body.push_str("</table>");
+        body.push_str("</ul>");
+    }
+    if !view.failures.is_empty() {
+        body.push_str("<h2>Failed to load</h2><table><tr><th>File</th><th>Why</th></tr>");
         for failure in &view.failures {
             let _ = write!(
                 body,
-                "<p class=\"bad\">{} does not load: {}</p>",
+                "<tr><td>{}</td><td class=\"bad\">{}</td></tr>",
                 text(&failure.file),
                 text(&failure.error)
             );
         }
+        body.push_str("</table>");
     }
-    Ok(page("Control plane", &body))
+    Ok(page("Plugins", &body))
+}
+
+/// A plugin's name: its file's stem.
+fn plugin_name(source: &str) -> &str {
+    let file = source.rsplit('/').next().unwrap_or(source);
+    file.strip_suffix(".wasm").unwrap_or(file)
+}
+
+/// What `beehive_plugin_memory_bytes` says plugin `name`'s instances hold.
+fn memory_held(metrics: &str, name: &str) -> Option<f64> {
+    let prefix = format!("beehive_plugin_memory_bytes{{plugin=\"{name}\"");
+    metrics
+        .lines()
+        .find(|line| line.starts_with(&prefix))
+        .and_then(|line| line.rsplit(' ').next()?.parse().ok())
 }
 
 /// `/kinds/KIND`: its objects (at most [`MAX_ROWS`]), only those whose
@@ -244,6 +337,11 @@ pub async fn object_page(ctx: &Context, kind: &str, name: &str) -> Answer {
     metadata(&mut body, &description);
     conditions(&mut body, &description);
     relations(&mut body, &description);
+    let graph = graph::svg(&description, kind, name);
+    if !graph.is_empty() {
+        body.push_str("<h2>Owner and dependency graph</h2>");
+        body.push_str(&graph);
+    }
     for (title, value) in [
         ("Spec", Some(&description.object.spec)),
         ("Status", description.object.status.as_ref()),

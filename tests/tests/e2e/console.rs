@@ -35,6 +35,7 @@ fn get_with(address: &str, path: &str, headers: &str) -> (String, String) {
 #[test]
 fn the_console_shows_kinds_and_objects_and_what_a_plugin_wrote_only_as_text() {
     let workspace = Workspace::with_plugins(&["greeting", "misbehave"]);
+    workspace.write("plugins/broken.wasm", "not a component <b>");
     let host = workspace.start_host(&["--web-addr", "0"]);
     let address = console_address(&host);
     assert!(
@@ -68,8 +69,21 @@ fn the_console_shows_kinds_and_objects_and_what_a_plugin_wrote_only_as_text() {
             "href=\"/kinds/Greeting.example.dev\"",
             "<td class=\"n\">2</td>",
             "greeting.wasm",
+            "<a href=\"/plugins\">2 serving</a>, <span class=\"bad\">1 failing to load</span>",
         ],
     );
+    let (_, plugins) = http_get(&address, "/plugins");
+    assert_mentions(
+        &plugins,
+        &[
+            "<td>plugins/greeting.wasm</td>",
+            "<td>0.2.0</td>",
+            "MiB memory",
+            "<h2>Failed to load</h2>",
+            "plugins/broken.wasm",
+        ],
+    );
+    assert!(!plugins.contains("<b>"), "{plugins}");
 
     let (head, page) = http_get(&address, "/objects/Greeting.example.dev/hostile");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
@@ -131,6 +145,31 @@ fn the_console_shows_kinds_and_objects_and_what_a_plugin_wrote_only_as_text() {
     assert_mentions(&missing, &["nobody"]);
     let (head, _) = http_get(&address, "/elsewhere");
     assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+    host.terminate();
+}
+
+#[test]
+fn an_object_page_draws_its_owner_its_children_and_its_dependencies_as_links() {
+    let workspace = Workspace::with_plugins(&["cascade", "greeting"]);
+    let host = workspace.start_host(&["--web-addr", "0"]);
+    let address = console_address(&host);
+    workspace.apply(
+        "team.yaml",
+        "kind: GreetingSet.example.dev\nname: team\nspec: {names: [ada, grace]}\n",
+    );
+    workspace.ok(&["wait", "GreetingSet", "team", "--for", "condition=Ready"]);
+    let (_, set) = http_get(&address, "/objects/GreetingSet.example.dev/team");
+    assert_mentions(&set, &["<svg class=\"graph\"", "<rect class=\"self\""]);
+    for child in ["team-ada", "team-grace"] {
+        let link = format!("<a class=\"node\" href=\"/objects/Greeting.example.dev/{child}\">");
+        // The set owns each child and depends on it: a box on each side.
+        assert_eq!(set.matches(&link).count(), 2, "{child} in {set}");
+    }
+    let (_, child) = http_get(&address, "/objects/Greeting.example.dev/team-ada");
+    assert_mentions(
+        &child,
+        &["<a class=\"node\" href=\"/objects/GreetingSet.example.dev/team\">"],
+    );
     host.terminate();
 }
 

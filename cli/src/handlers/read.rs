@@ -46,21 +46,68 @@ pub(super) fn get(
             .map_err(error)?,
         (None, None) => client.list_with(with_owner).map_err(error)?,
     };
+    Ok(Reply::Objects {
+        objects: views(ctx, &objects),
+    })
+}
+
+/// How `get` shows `objects`: with their owners' names, and when their
+/// latest pass failed, if the running host saw it fail.
+fn views(ctx: &Context, objects: &[RawObject]) -> Vec<crate::protocol::ObjectView> {
     let mut owners = OwnerNames::new(&ctx.store);
     let failed_at = |o: &RawObject| {
         let host = ctx.host.as_ref()?;
         let at = host.last_failed_pass(&o.meta.group_kind, o.meta.id)?;
         Some(beehive::object::Timestamp::from(at))
     };
-    Ok(Reply::Objects {
-        objects: objects
-            .iter()
-            .map(|o| crate::protocol::ObjectView {
-                last_pass_failed_at: failed_at(o),
-                ..owners.view(o)
-            })
-            .collect(),
-    })
+    objects
+        .iter()
+        .map(|o| crate::protocol::ObjectView {
+            last_pass_failed_at: failed_at(o),
+            ..owners.view(o)
+        })
+        .collect()
+}
+
+/// A page of `kind`'s objects, by id: at most `limit` with ids above
+/// `after` (those `selector` picks, when given), and the id to go on after
+/// when there may be more. What a paged reader (the console) asks, so a
+/// page of a large kind reads a page, not the kind.
+pub(crate) fn objects_page(
+    ctx: &Context,
+    kind: &str,
+    selector: Option<&str>,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<(Vec<crate::protocol::ObjectView>, Option<i64>), Failure> {
+    let group_kind = resolve_kind(&ctx.store, kind)?;
+    let client = RawClient::new(&ctx.store, group_kind);
+    let (objects, next) = match selector.map(parse_selector).transpose()? {
+        Some(selector) => client.list_selected_page(&selector, after, limit),
+        None => client.list_page(after, limit),
+    }
+    .map_err(error)?;
+    Ok((views(ctx, &objects), next))
+}
+
+/// `kind`'s objects whose latest pass failed, the most recent failure
+/// first, at most `limit`: what the running host remembers, read by id.
+pub(crate) fn failing_objects(
+    ctx: &Context,
+    kind: &str,
+    limit: usize,
+) -> Result<Vec<crate::protocol::ObjectView>, Failure> {
+    let group_kind = resolve_kind(&ctx.store, kind)?;
+    let Some(host) = &ctx.host else {
+        return Ok(Vec::new());
+    };
+    let client = RawClient::new(&ctx.store, group_kind.clone());
+    let objects: Vec<RawObject> = host
+        .failing_objects(&group_kind, limit)
+        .into_iter()
+        .filter_map(|(id, _)| client.get_with(id, Loads::none().owner()).ok())
+        .collect();
+    Ok(views(ctx, &objects))
 }
 
 pub(super) fn describe(ctx: &Context, kind: &str, name: &str) -> Outcome {

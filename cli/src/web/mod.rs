@@ -222,7 +222,15 @@ async fn route(ctx: &Context, path: &str, query: &str) -> pages::Answer {
             let selector = query_value(query, "l")
                 .map(|l| html::decode_segment(&l.replace('+', " ")).unwrap_or(l));
             let failing = query.split('&').any(|pair| pair == "failing");
-            pages::kind_page(ctx, &decoded(kind)?, selector, failing).await
+            let after = match query_value(query, "after") {
+                Some(after) => Some(
+                    after
+                        .parse::<i64>()
+                        .map_err(|_| (400, format!("after={after:?} is not an object id")))?,
+                ),
+                None => None,
+            };
+            pages::kind_page(ctx, &decoded(kind)?, selector, failing, after).await
         }
         ["objects", kind, name] => pages::object_page(ctx, &decoded(kind)?, &decoded(name)?).await,
         _ => Err((

@@ -9,7 +9,7 @@ use beehive::object::{ConditionStatus, Timestamp};
 use crate::failure::Code;
 use crate::handlers::{self, Context};
 use crate::output::{age, labels_text, rfc3339};
-use crate::protocol::{Description, EventView, ObjectView, Related, Reply, Request};
+use crate::protocol::{Description, EventView, Related, Reply, Request};
 use crate::web::html::{page, segment, text};
 use crate::web::{graph, timeline};
 
@@ -20,9 +20,7 @@ pub const MAX_ROWS: usize = 500;
 pub type Answer = Result<String, (u16, String)>;
 
 async fn ask(ctx: &Context, request: Request) -> Result<Reply, (u16, String)> {
-    handlers::execute(ctx, request)
-        .await
-        .map_err(|failure| (status_of(failure.code), failure.message))
+    handlers::execute(ctx, request).await.map_err(refused)
 }
 
 /// The HTTP status that says what a refused request's exit code says.
@@ -35,6 +33,10 @@ fn status_of(code: Code) -> u16 {
         Code::Unreachable => 503,
         Code::Failure => 500,
     }
+}
+
+fn refused(failure: crate::failure::Failure) -> (u16, String) {
+    (status_of(failure.code), failure.message)
 }
 
 fn unexpected() -> (u16, String) {
@@ -195,28 +197,25 @@ fn memory_held(metrics: &str, name: &str) -> Option<f64> {
         .and_then(|line| line.rsplit(' ').next()?.parse().ok())
 }
 
-/// `/kinds/KIND`: its objects (at most [`MAX_ROWS`]), only those whose
-/// labels match `selector` when given, only those whose latest pass failed
-/// when `failing`.
+/// `/kinds/KIND`: a page of its objects (at most [`MAX_ROWS`], those
+/// whose ids come after `after`), only those whose labels match
+/// `selector` when given, or when `failing` only those whose latest pass
+/// failed (read by id from what the host remembers), with why.
 pub async fn kind_page(
     ctx: &Context,
     kind: &str,
     selector: Option<String>,
     failing: bool,
+    after: Option<i64>,
 ) -> Answer {
-    let request = Request::Get {
-        kind: kind.to_string(),
-        name: None,
-        spec_version: None,
-        selector: selector.clone(),
+    let (shown, next) = match failing {
+        true => (
+            handlers::failing_objects(ctx, kind, MAX_ROWS).map_err(refused)?,
+            None,
+        ),
+        false => handlers::objects_page(ctx, kind, selector.as_deref(), after, MAX_ROWS)
+            .map_err(refused)?,
     };
-    let Reply::Objects { objects } = ask(ctx, request).await? else {
-        return Err(unexpected());
-    };
-    let shown: Vec<&ObjectView> = objects
-        .iter()
-        .filter(|object| !failing || object.last_pass_failed_at.is_some())
-        .collect();
     let mut body = String::from("<nav>");
     let _ = write!(
         body,
@@ -234,7 +233,7 @@ pub async fn kind_page(
         "<table><tr><th>Name</th><th>Generation</th><th>Observed</th><th>Conditions</th>\
 <th>Labels</th><th>Last pass</th><th>Age</th></tr>",
     );
-    for object in shown.iter().take(MAX_ROWS) {
+    for object in &shown {
         let meta = &object.document.meta;
         let conditions: Vec<String> = meta
             .conditions
@@ -285,17 +284,19 @@ pub async fn kind_page(
         );
     }
     body.push_str("</table>");
-    let _ = write!(
-        body,
-        "<p class=\"muted\">{} of {} shown{}.</p>",
-        shown.len().min(MAX_ROWS),
-        shown.len(),
-        if shown.len() > MAX_ROWS {
-            "; narrow the list with a label selector (?l=KEY%3DVALUE)"
-        } else {
-            ""
-        }
-    );
+    let _ = write!(body, "<p class=\"muted\">{} shown", shown.len());
+    if let Some(next) = next {
+        let selected = selector
+            .as_deref()
+            .map(|l| format!("&amp;l={}", segment(l)))
+            .unwrap_or_default();
+        let _ = write!(
+            body,
+            "; <a href=\"/kinds/{}?after={next}{selected}\">next page</a>",
+            segment(kind)
+        );
+    }
+    body.push_str(".</p>");
     let title = if failing {
         format!("{kind}: failing or backing off")
     } else {

@@ -400,6 +400,20 @@ impl Host {
             .and_then(|kind| kind.queue.failed_at(id))
     }
 
+    /// The objects of `group_kind` whose latest pass failed (failing, or
+    /// backing off), the most recent failure first, at most `limit`, with
+    /// when that pass ended. Empty for a kind this host does not serve.
+    pub fn failing_objects(
+        &self,
+        group_kind: &GroupKind,
+        limit: usize,
+    ) -> Vec<(ObjectId, SystemTime)> {
+        read(&self.shared.kinds)
+            .get(group_kind)
+            .map(|kind| kind.queue.failed(limit))
+            .unwrap_or_default()
+    }
+
     /// Object `id`'s schedule as a live gauge: the current value, then each
     /// change. The id need not hold anything yet.
     ///

@@ -684,6 +684,18 @@ impl WorkQueue {
         lock(&self.state).failed_at.get(&id).copied()
     }
 
+    /// The objects whose latest pass failed, the most recent failure
+    /// first, at most `limit`.
+    pub(crate) fn failed(&self, limit: usize) -> Vec<(ObjectId, SystemTime)> {
+        let state = lock(&self.state);
+        let mut failed: Vec<(ObjectId, SystemTime)> =
+            state.failed_at.iter().map(|(id, at)| (*id, *at)).collect();
+        drop(state);
+        failed.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        failed.truncate(limit);
+        failed
+    }
+
     /// Whether nothing is queued, running or scheduled.
     pub(crate) fn is_idle(&self) -> bool {
         let state = lock(&self.state);

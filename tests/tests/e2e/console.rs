@@ -103,9 +103,9 @@ fn the_console_shows_kinds_and_objects_and_what_a_plugin_wrote_only_as_text() {
 
     // The kind's page, and narrowed by a label selector.
     let (_, all) = http_get(&address, "/kinds/Greeting.example.dev");
-    assert_mentions(&all, &[">plain<", ">hostile<", "2 of 2 shown"]);
+    assert_mentions(&all, &[">plain<", ">hostile<", "2 shown."]);
     let (_, selected) = http_get(&address, "/kinds/Greeting.example.dev?l=tier%3Dweb");
-    assert_mentions(&selected, &[">hostile<", "1 of 1 shown"]);
+    assert_mentions(&selected, &[">hostile<", "1 shown."]);
     assert!(!selected.contains(">plain<"), "{selected}");
 
     // Failing or backing off: exactly the objects whose latest pass failed,
@@ -123,7 +123,7 @@ fn the_console_shows_kinds_and_objects_and_what_a_plugin_wrote_only_as_text() {
     let page = failing();
     assert_mentions(
         &page,
-        &["failed ", "misbehave was asked to panic", "1 of 1 shown"],
+        &["failed ", "misbehave was asked to panic", "1 shown."],
     );
     assert!(!page.contains(">calm<"), "{page}");
 
@@ -170,6 +170,29 @@ fn an_object_page_draws_its_owner_its_children_and_its_dependencies_as_links() {
         &child,
         &["<a class=\"node\" href=\"/objects/GreetingSet.example.dev/team\">"],
     );
+    host.terminate();
+}
+
+#[test]
+fn a_kind_page_holds_at_most_500_objects_and_links_the_next_page() {
+    let workspace = Workspace::with_plugins(&["greeting"]);
+    let host = workspace.start_host(&["--web-addr", "0"]);
+    let address = console_address(&host);
+    let greetings: String = (0..501)
+        .map(|i| format!("{{\"kind\":\"Greeting.example.dev\",\"name\":\"g{i}\",\"spec\":{{\"name\":\"n\"}}}}\n"))
+        .collect();
+    workspace.write("greetings.json", &greetings);
+    workspace.ok(&["apply", "-f", "greetings.json"]);
+    let (_, first) = http_get(&address, "/kinds/Greeting.example.dev");
+    assert_eq!(first.matches("<tr><td><a href=\"/objects/").count(), 500);
+    let next = first
+        .split("<a href=\"")
+        .find_map(|link| link.strip_suffix("\">next page</a>.</p></main></body></html>"))
+        .unwrap_or_else(|| panic!("a next page link in {first}"));
+    let (_, second) = http_get(&address, next);
+    assert_eq!(second.matches("<tr><td><a href=\"/objects/").count(), 1);
+    assert_mentions(&second, &["1 shown."]);
+    assert!(!second.contains("next page"), "{second}");
     host.terminate();
 }
 

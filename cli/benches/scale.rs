@@ -37,6 +37,15 @@
 //! - `scale.db_mib@N`: the database's size on disk, its write-ahead log
 //!   included.
 //!
+//! - `web.first_screen_ms@N`: the console's first screen (`run
+//!   --web-addr`), one GET over a fresh connection, from the request to the
+//!   page's last byte, on the restarted host; the median of five; and
+//!   `web.kind_page_ms@N`, a page of the big kind (500 objects) the same way;
+//! - `web.apply_to_page_ms@N`: with the console's live stream open, from an
+//!   `apply` (process start included) of an object carrying a label to the
+//!   stream's `change` event and a refetch of the page that selects that
+//!   label holding it: what an open page shows an apply in.
+//!
 //! And `scale.load_avg_1m` before each size, since these figures move with
 //! the machine's load.
 
@@ -120,7 +129,7 @@ fn timed_ms(db: &Path, args: &[&str]) -> f64 {
 }
 
 /// The figures this benchmark prints, without their sizes.
-const FIGURES: [&str; 16] = [
+const FIGURES: [&str; 19] = [
     "scale.load_avg_1m",
     "scale.apply_per_s",
     "scale.converge_s",
@@ -137,6 +146,9 @@ const FIGURES: [&str; 16] = [
     "scale.get_small_kind_ms",
     "scale.get_selector_ms",
     "scale.db_mib",
+    "web.first_screen_ms",
+    "web.kind_page_ms",
+    "web.apply_to_page_ms",
 ];
 
 /// Whether to run: `cargo bench -- NAME` runs only the benchmarks with a
@@ -190,6 +202,10 @@ struct HostProcess {
 
 impl HostProcess {
     fn start(db: &Path, plugins: &Path) -> HostProcess {
+        HostProcess::start_with(db, plugins, &[])
+    }
+
+    fn start_with(db: &Path, plugins: &Path, args: &[&str]) -> HostProcess {
         let log = std::fs::File::create(db.with_extension("host.log")).expect("a host log");
         let started = Instant::now();
         let child = Command::new(env!("CARGO_BIN_EXE_beehive"))
@@ -197,6 +213,7 @@ impl HostProcess {
             .arg(db)
             .args(["--log-level", "warn", "run", "--plugins"])
             .arg(plugins)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -382,7 +399,8 @@ fn apply_through_host(scratch: &Path, compiled: &Path, plugins: &Path, size: usi
 /// Restarts the settled host: until the socket accepts, then until an
 /// object applied through it has had its first pass.
 fn restart(db: &Path, plugins: &Path, size: usize) {
-    let mut host = HostProcess::start(db, plugins);
+    let console = free_address();
+    let mut host = HostProcess::start_with(db, plugins, &["--web-addr", &console]);
     let socket = host.socket_ms(db);
     figure(&format!("scale.restart_to_socket_ms@{size}"), socket, "ms");
     let name = format!("fresh-{size}");
@@ -399,7 +417,83 @@ fn restart(db: &Path, plugins: &Path, size: usize) {
         ms(host.started.elapsed()),
         "ms",
     );
+    console_figures(db, &console, size);
     host.stop();
+}
+
+/// A loopback address no one listens on now.
+fn free_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address").to_string()
+}
+
+/// One GET of `path` over a fresh connection: the milliseconds to the
+/// last byte, and the body.
+fn get_page(address: &str, path: &str) -> (f64, String) {
+    use std::io::Read;
+    let started = Instant::now();
+    let mut stream = std::net::TcpStream::connect(address).expect("the console answers");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n"
+    )
+    .expect("the request is sent");
+    let mut page = String::new();
+    stream.read_to_string(&mut page).expect("the page is read");
+    let took = ms(started.elapsed());
+    assert!(page.starts_with("HTTP/1.1 200"), "{path}: {page}");
+    (took, page)
+}
+
+/// The console's figures on a host serving `size` objects.
+fn console_figures(db: &Path, address: &str, size: usize) {
+    let first: Vec<f64> = (0..5).map(|_| get_page(address, "/").0).collect();
+    figure(&format!("web.first_screen_ms@{size}"), median(first), "ms");
+    let kind_page = format!("/kinds/{BIG}");
+    let pages: Vec<f64> = (0..5).map(|_| get_page(address, &kind_page).0).collect();
+    figure(&format!("web.kind_page_ms@{size}"), median(pages), "ms");
+
+    use std::io::Read;
+    let mut live = std::net::TcpStream::connect(address).expect("the live stream opens");
+    live.set_read_timeout(Some(Duration::from_millis(50)))
+        .expect("a read timeout");
+    write!(live, "GET /live HTTP/1.1\r\nhost: {address}\r\n\r\n").expect("asked");
+    let mut heard = String::new();
+    let mut buffer = [0u8; 4096];
+    let mut listen = |heard: &mut String| {
+        if let Ok(read) = live.read(&mut buffer) {
+            heard.push_str(&String::from_utf8_lossy(&buffer[..read]));
+        }
+    };
+    wait_until("the live stream opens", Duration::ZERO, || {
+        listen(&mut heard);
+        heard.contains("retry:")
+    });
+    let name = format!("web-{size}");
+    let manifest = format!(
+        "{{\"kind\":\"{BIG}\",\"name\":\"{name}\",\"labels\":{{\"web\":\"{size}\"}},\"spec\":{{\"name\":\"x\"}}}}\n"
+    );
+    let started = Instant::now();
+    beehive(db, &["apply", "-f", "-"], manifest.as_bytes());
+    wait_until("the change event", Duration::ZERO, || {
+        listen(&mut heard);
+        heard.contains("event: change")
+    });
+    let selected = format!("/kinds/{BIG}?l=web%3D{size}");
+    wait_until(
+        "the page shows the object",
+        Duration::from_millis(5),
+        || {
+            get_page(address, &selected)
+                .1
+                .contains(&format!(">{name}<"))
+        },
+    );
+    figure(
+        &format!("web.apply_to_page_ms@{size}"),
+        ms(started.elapsed()),
+        "ms",
+    );
 }
 
 fn main() {

@@ -121,7 +121,7 @@ fn edge(svg: &mut String, from: (i64, i64), to: (i64, i64), relation: &str) {
 
 fn node(svg: &mut String, (x, y): (i64, i64), class: &str, kind: &str, name: &str, linked: bool) {
     let label = format!("{kind}/{name}");
-    let shown = shorten(&label, 30);
+    let shown = shorten(&label, 28);
     let fill = if linked { "#ffffff" } else { "#1d2430" };
     let ink = if linked { "#1d2430" } else { "#ffffff" };
     if linked {

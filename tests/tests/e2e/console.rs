@@ -302,3 +302,98 @@ fn a_console_other_machines_can_reach_needs_the_operators_token() {
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     host.terminate();
 }
+
+/// Every browser case in one host and one browser, started once: the first
+/// screen's counts, an apply showing on an open page without a reload, the
+/// pictures drawn, hostile text shown as text. Saves a screenshot of an
+/// object's page in the target directory.
+#[test]
+fn in_a_browser_the_console_counts_follows_an_apply_and_draws_its_pictures() {
+    let workspace = Workspace::with_plugins(&["cascade", "greeting", "misbehave"]);
+    let host = workspace.start_host(&["--web-addr", "0"]);
+    let address = console_address(&host);
+    workspace.apply(
+        "objects.yaml",
+        "kind: GreetingSet.example.dev\nname: team\nspec: {names: [ada, grace]}\n---\n\
+         kind: Greeting.example.dev\nname: hostile\n\
+         spec: {name: \"<script>document.title='owned'</script>\"}\n---\n\
+         kind: Misbehave.test.dev\nname: boom\nspec: {act: panic}\n",
+    );
+    workspace.ok(&["wait", "GreetingSet", "team", "--for", "condition=Ready"]);
+    workspace.ok(&["wait", "Greeting", "hostile", "--for", "settled"]);
+    let mut browser = crate::browser::Browser::start();
+
+    // The first screen: each kind's objects, as the store counts them.
+    browser.open(&format!("http://{address}/"));
+    let objects_of = |kind: &str| {
+        format!(
+            "[...document.querySelectorAll('main table tr')]\
+               .find(row => row.cells[0] && row.cells[0].textContent === '{kind}')\
+               ?.cells[2].textContent"
+        )
+    };
+    assert_eq!(browser.eval(&objects_of("Greeting.example.dev")), "3");
+    assert_eq!(browser.eval(&objects_of("GreetingSet.example.dev")), "1");
+    assert_eq!(browser.eval(&objects_of("Misbehave.test.dev")), "1");
+
+    // An open page shows an apply from the CLI, in the same document: no
+    // reload.
+    browser.open(&format!("http://{address}/kinds/Greeting.example.dev"));
+    browser.eval("window.openedOnce = true");
+    workspace.apply(
+        "late.yaml",
+        "kind: Greeting.example.dev\nname: late\nspec: {name: Late}\n",
+    );
+    let shown_in = browser.wait_for(
+        "the open page shows the applied greeting",
+        "!!document.querySelector('a[href=\"/objects/Greeting.example.dev/late\"]')",
+    );
+    assert_eq!(
+        browser.eval("window.openedOnce === true"),
+        true,
+        "not reloaded"
+    );
+    println!("an apply showed on the open page after {shown_in:?}");
+
+    // Hostile text is text: the spec's script is shown, never run.
+    browser.open(&format!(
+        "http://{address}/objects/Greeting.example.dev/hostile"
+    ));
+    assert_eq!(
+        browser.eval("document.querySelector('main').textContent.includes(\"<script>document.title='owned'</script>\")"),
+        true
+    );
+    assert_eq!(
+        browser.eval("document.querySelectorAll('main script').length"),
+        0
+    );
+    assert_ne!(browser.eval("document.title"), "owned");
+
+    // The pictures: a warning run on the failing object's timeline; the
+    // set's children around it, each a link.
+    browser.open(&format!("http://{address}/objects/Misbehave.test.dev/boom"));
+    browser.wait_for(
+        "the timeline's warning run is drawn",
+        "document.querySelectorAll('svg.timeline rect.run.warning').length > 0",
+    );
+    browser.open(&format!(
+        "http://{address}/objects/GreetingSet.example.dev/team"
+    ));
+    assert_eq!(
+        browser.eval("document.querySelectorAll('svg.graph a.node').length"),
+        4,
+        "two children, each owned and depended on"
+    );
+    assert_eq!(
+        browser.eval("[...document.querySelectorAll('svg.graph a.node')].every(a => a.getAttribute('href').startsWith('/objects/Greeting.example.dev/team-'))"),
+        true
+    );
+    let screenshot =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-object-page.png");
+    browser.screenshot(&screenshot);
+    println!(
+        "the set's page, as the browser drew it: {}",
+        screenshot.display()
+    );
+    host.terminate();
+}

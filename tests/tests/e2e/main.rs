@@ -12,6 +12,7 @@ finalizers: [example.dev/greetings]
 "#;
 
 mod backup;
+mod browser;
 mod chaos;
 mod check;
 mod cli;

@@ -1,7 +1,9 @@
 //! `beehive top`: a live view of a running host, refreshed in place, built
 //! on its metrics: per kind the objects, those not yet settled, those
 //! failing, the queue, passes per second and the 99th-percentile pass time;
-//! per plugin its instances and memory. `q`, Esc or Ctrl-C leaves.
+//! per plugin its instances and memory. `q`, Esc or Ctrl-C leaves. Its
+//! reading of the metrics ([`parse`], [`snapshot`], [`rows`]) also gives
+//! the console's first screen its rates.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -18,7 +20,7 @@ use crate::failure::Failure;
 
 /// One sample of the text format: name, labels, value.
 #[derive(Clone, Debug, PartialEq)]
-struct Sample {
+pub(crate) struct Sample {
     name: String,
     labels: BTreeMap<String, String>,
     value: f64,
@@ -26,7 +28,7 @@ struct Sample {
 
 /// Reads the Prometheus text format: every line but comments is
 /// `name{label="value",...} number`. Lines that do not parse are skipped.
-fn parse(text: &str) -> Vec<Sample> {
+pub(crate) fn parse(text: &str) -> Vec<Sample> {
     text.lines()
         .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
         .filter_map(parse_line)
@@ -71,7 +73,7 @@ fn parse_labels(mut text: &str) -> Option<BTreeMap<String, String>> {
 
 /// What one export says, by kind and by plugin.
 #[derive(Clone, Debug, Default, PartialEq)]
-struct Snapshot {
+pub(crate) struct Snapshot {
     kinds: BTreeMap<String, KindNumbers>,
     plugins: BTreeMap<String, PluginNumbers>,
 }
@@ -93,7 +95,7 @@ struct PluginNumbers {
     memory: f64,
 }
 
-fn snapshot(samples: &[Sample]) -> Snapshot {
+pub(crate) fn snapshot(samples: &[Sample]) -> Snapshot {
     let mut snapshot = Snapshot::default();
     for sample in samples {
         let label = |key: &str| sample.labels.get(key).cloned().unwrap_or_default();
@@ -138,18 +140,18 @@ fn plugin<'a>(snapshot: &'a mut Snapshot, name: &str) -> &'a mut PluginNumbers {
 
 /// One kind's row: rates over the interval between two snapshots.
 #[derive(Clone, Debug, PartialEq)]
-struct KindRow {
-    kind: String,
-    objects: u64,
-    unsettled: u64,
-    failing: u64,
-    queue: u64,
-    passes_per_second: f64,
+pub(crate) struct KindRow {
+    pub(crate) kind: String,
+    pub(crate) objects: u64,
+    pub(crate) unsettled: u64,
+    pub(crate) failing: u64,
+    pub(crate) queue: u64,
+    pub(crate) passes_per_second: f64,
     /// None when no pass ran in the interval.
-    p99: Option<f64>,
+    pub(crate) p99: Option<f64>,
 }
 
-fn rows(before: &Snapshot, now: &Snapshot, elapsed: Duration) -> Vec<KindRow> {
+pub(crate) fn rows(before: &Snapshot, now: &Snapshot, elapsed: Duration) -> Vec<KindRow> {
     let seconds = elapsed.as_secs_f64().max(1e-3);
     now.kinds
         .iter()

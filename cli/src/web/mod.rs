@@ -16,6 +16,7 @@ mod graph;
 mod html;
 mod live;
 mod pages;
+mod rates;
 mod timeline;
 
 use std::convert::Infallible;
@@ -112,6 +113,8 @@ pub fn serve(
     token: Option<Arc<Token>>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        let rates = Arc::new(rates::Rates::default());
+        rates.read(&ctx).await;
         let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
         // Owned here: aborting this task drops the set, which aborts every
         // connection it serves.
@@ -129,11 +132,13 @@ pub fn serve(
                 }
             };
             while connections.try_join_next().is_some() {}
-            let (ctx, token) = (ctx.clone(), token.clone());
+            let (ctx, token, rates) = (ctx.clone(), token.clone(), rates.clone());
             connections.spawn(async move {
                 let service = hyper::service::service_fn(move |request| {
-                    let (ctx, token) = (ctx.clone(), token.clone());
-                    async move { Ok::<_, Infallible>(answer(request, &ctx, token.as_deref()).await) }
+                    let (ctx, token, rates) = (ctx.clone(), token.clone(), rates.clone());
+                    async move {
+                        Ok::<_, Infallible>(answer(request, &ctx, &rates, token.as_deref()).await)
+                    }
                 });
                 let connection = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
@@ -149,6 +154,7 @@ pub fn serve(
 async fn answer(
     request: Request<Incoming>,
     ctx: &Context,
+    rates: &rates::Rates,
     token: Option<&Token>,
 ) -> Response<Body> {
     if request.method() != hyper::Method::GET {
@@ -195,7 +201,7 @@ async fn answer(
         }
         _ => {}
     }
-    let page = route(ctx, &path, &query).await;
+    let page = route(ctx, rates, &path, &query).await;
     match page {
         Ok(page) => respond(StatusCode::OK, "text/html; charset=utf-8", page),
         Err((status, why)) => {
@@ -209,14 +215,14 @@ async fn answer(
     }
 }
 
-async fn route(ctx: &Context, path: &str, query: &str) -> pages::Answer {
+async fn route(ctx: &Context, rates: &rates::Rates, path: &str, query: &str) -> pages::Answer {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let decoded = |segment: &str| {
         html::decode_segment(segment)
             .ok_or((400, format!("{segment:?} is not a valid path segment")))
     };
     match segments.as_slice() {
-        [""] => pages::first_screen(ctx).await,
+        [""] => pages::first_screen(ctx, &rates.read(ctx).await).await,
         ["plugins"] => pages::plugins_page(ctx).await,
         ["kinds", kind] => {
             let selector = query_value(query, "l")

@@ -2,6 +2,7 @@
 //! requests give (`kinds`, `get`, `describe`, `plugins`): the console sees
 //! what the CLI sees, and has no way to ask for a write.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use beehive::object::{ConditionStatus, Timestamp};
@@ -10,6 +11,7 @@ use crate::failure::Code;
 use crate::handlers::{self, Context};
 use crate::output::{age, labels_text, rfc3339};
 use crate::protocol::{Description, EventView, Related, Reply, Request};
+use crate::top::KindRow;
 use crate::web::html::{page, segment, text};
 use crate::web::{graph, timeline};
 
@@ -43,15 +45,17 @@ fn unexpected() -> (u16, String) {
     (500, "the host answered with something else".to_string())
 }
 
-/// `/`: every kind, who serves it, its objects and the unsettled ones;
-/// the plugins, and those that failed to load.
-pub async fn first_screen(ctx: &Context) -> Answer {
+/// `/`: every kind, who serves it, its objects, the unsettled and the
+/// failing ones, passes per second and the 99th-percentile pass time over
+/// the interval since the previous reading (`rates`); how many plugins
+/// serve and how many files failed to load.
+pub async fn first_screen(ctx: &Context, rates: &BTreeMap<String, KindRow>) -> Answer {
     let Reply::Kinds { kinds } = ask(ctx, Request::Kinds).await? else {
         return Err(unexpected());
     };
     let mut body = String::from(
         "<h2>Kinds</h2><table><tr><th>Kind</th><th>Served by</th>\
-<th>Objects</th><th>Unsettled</th><th></th></tr>",
+<th>Objects</th><th>Unsettled</th><th>Failing or backing off</th><th>Passes/s</th><th>p99 pass</th></tr>",
     );
     for row in &kinds {
         let kind = full_kind(&row.kind, &row.group);
@@ -59,14 +63,24 @@ pub async fn first_screen(ctx: &Context) -> Answer {
             0 => "<td class=\"n ok\">0</td>".to_string(),
             n => format!("<td class=\"n bad\">{n}</td>"),
         };
+        let rate = rates.get(&kind);
+        let failing = match rate.map_or(0, |r| r.failing) {
+            0 => "<td class=\"n ok\">0</td>".to_string(),
+            n => format!(
+                "<td class=\"n bad\"><a href=\"/kinds/{}?failing\">{n}</a></td>",
+                segment(&kind)
+            ),
+        };
         let _ = write!(
             body,
             "<tr><td><a href=\"/kinds/{link}\">{name}</a></td><td>{source}</td>\
-<td class=\"n\">{objects}</td>{unsettled}<td><a href=\"/kinds/{link}?failing\">failing or backing off</a></td></tr>",
+<td class=\"n\">{objects}</td>{unsettled}{failing}<td class=\"n\">{passes}</td><td class=\"n\">{p99}</td></tr>",
             link = segment(&kind),
             name = text(&kind),
             source = text(row.source.as_deref().unwrap_or("(no controller)")),
             objects = row.objects,
+            passes = rate.map_or("-".to_string(), |r| format!("{:.1}", r.passes_per_second)),
+            p99 = rate.and_then(|r| r.p99).map_or("-".to_string(), p99_text),
         );
     }
     body.push_str("</table>");
@@ -484,6 +498,14 @@ fn events(body: &mut String, events: &[EventView]) {
         );
     }
     body.push_str("</table>");
+}
+
+/// A p99 pass time: the upper bound of its histogram bucket.
+fn p99_text(seconds: f64) -> String {
+    match seconds.is_finite() {
+        true => format!("≤ {} ms", seconds * 1000.0),
+        false => "over the largest bucket".to_string(),
+    }
 }
 
 /// `Kind.group`, as links and requests name a kind.

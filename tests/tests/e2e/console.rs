@@ -126,6 +126,16 @@ fn the_console_shows_kinds_and_objects_and_what_a_plugin_wrote_only_as_text() {
         &["failed ", "misbehave was asked to panic", "1 shown."],
     );
     assert!(!page.contains(">calm<"), "{page}");
+    // The first screen counts it, links the filter, and shows the rates.
+    wait_until("the first screen counts the failing object", || {
+        http_get(&address, "/").1.contains(
+            "<td class=\"n bad\"><a href=\"/kinds/Misbehave.test.dev?failing\">1</a></td>",
+        )
+    });
+    assert_mentions(
+        &http_get(&address, "/").1,
+        &["<th>Passes/s</th>", "<th>p99 pass</th>", " ms</td>"],
+    );
 
     // The failing object's events, drawn: a row for its category, a
     // warning run in it.

@@ -28,7 +28,7 @@ use beehive::{GroupKind, Host, RawClient, RawObject, Store};
 use self::apply::apply;
 use self::plugins::{metrics, plugins, version};
 use self::read::{describe, events, explain, get, kinds, names, rollouts, selected_events};
-pub(crate) use self::read::{failing_objects, objects_page};
+pub(crate) use self::read::{failing_objects, objects_page, recent_warnings};
 use self::streams::logs;
 use self::wait::wait;
 use self::writes::{delete, label, patch_spec, remove_finalizer, replace_spec, requeue};

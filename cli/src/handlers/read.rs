@@ -90,6 +90,19 @@ pub(crate) fn objects_page(
     Ok((views(ctx, &objects), next))
 }
 
+/// The newest Warning event runs of any object, at most `limit`, each
+/// with its object as `Kind.group/name` in `object`.
+pub(crate) fn recent_warnings(ctx: &Context, limit: usize) -> Result<Vec<EventView>, Failure> {
+    let warnings = ctx.store.recent_warnings(limit).map_err(error)?;
+    Ok(warnings
+        .into_iter()
+        .map(|(group_kind, name, run)| EventView {
+            object: Some(format!("{group_kind}/{name}")),
+            ..event_view(run)
+        })
+        .collect())
+}
+
 /// `kind`'s objects whose latest pass failed, the most recent failure
 /// first, at most `limit`: what the running host remembers, read by id.
 pub(crate) fn failing_objects(

@@ -89,6 +89,7 @@ pub async fn first_screen(ctx: &Context, rates: &BTreeMap<String, KindRow>) -> A
             "<p class=\"muted\">No kinds yet: a plugin's kind appears once a host serves it.</p>",
         );
     }
+    warnings(ctx, &mut body)?;
     if let Reply::Plugins(view) = ask(ctx, Request::Plugins).await? {
         let _ = write!(
             body,
@@ -101,6 +102,44 @@ pub async fn first_screen(ctx: &Context, rates: &BTreeMap<String, KindRow>) -> A
         );
     }
     Ok(page("Control plane", &body))
+}
+
+/// The most Warning runs the first screen lists.
+const WARNINGS_SHOWN: usize = 20;
+
+/// The newest Warning event runs of any object, each linked to its object.
+fn warnings(ctx: &Context, body: &mut String) -> Result<(), (u16, String)> {
+    let warnings = handlers::recent_warnings(ctx, WARNINGS_SHOWN).map_err(refused)?;
+    body.push_str("<h2>Warnings</h2>");
+    if warnings.is_empty() {
+        body.push_str("<p class=\"muted\">None lately.</p>");
+        return Ok(());
+    }
+    body.push_str(
+        "<table><tr><th>Last</th><th>Object</th><th>Reason</th><th>Message</th><th>Count</th></tr>",
+    );
+    for run in &warnings {
+        let object = run.object.as_deref().unwrap_or("");
+        let link = match object.split_once('/') {
+            Some((kind, name)) => format!(
+                "<a href=\"/objects/{}/{}\">{}</a>",
+                segment(kind),
+                segment(name),
+                text(object)
+            ),
+            None => text(object),
+        };
+        let _ = write!(
+            body,
+            "<tr><td>{} ago</td><td>{link}</td><td class=\"bad\">{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+            age(run.last_at),
+            text(&run.reason),
+            text(&run.message),
+            run.count
+        );
+    }
+    body.push_str("</table>");
+    Ok(())
 }
 
 /// `/plugins`: each plugin with its version, digest, contract, signer,

@@ -74,6 +74,10 @@ const MAX_IDLE_READERS: usize = 8;
 /// statements, so none is parsed twice.
 const STATEMENT_CACHE: usize = 128;
 
+/// How many of the newest event runs [`Store::recent_warnings`] looks
+/// through for Warnings.
+pub const RECENT_WARNINGS_SCAN: usize = 10_000;
+
 /// An open Beehive database. Cheap to clone; every clone is the same store.
 ///
 /// # Example
@@ -453,6 +457,19 @@ impl Store {
     /// [`crate::Error::Database`] when the read fails.
     pub fn object_counts(&self) -> Result<Vec<(GroupKind, i64, i64)>> {
         self.read(|r| r.counts_by_kind())
+    }
+
+    /// The Warning event runs most recently written or extended, of any
+    /// object, newest first, each with its object's kind and name: at most
+    /// `limit`, found among the newest [`RECENT_WARNINGS_SCAN`] runs.
+    ///
+    /// # Errors
+    /// [`crate::Error::Database`] when the read fails.
+    pub fn recent_warnings(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<(GroupKind, String, crate::event::Event)>> {
+        self.read(|r| r.recent_warnings(limit, RECENT_WARNINGS_SCAN))
     }
 
     /// Sees each committed `resource_version` of this process's writer.

@@ -134,7 +134,13 @@ fn the_console_shows_kinds_and_objects_and_what_a_plugin_wrote_only_as_text() {
     });
     assert_mentions(
         &http_get(&address, "/").1,
-        &["<th>Passes/s</th>", "<th>p99 pass</th>", " ms</td>"],
+        &[
+            "<th>Passes/s</th>",
+            "<th>p99 pass</th>",
+            " ms</td>",
+            "<h2>Warnings</h2>",
+            "<a href=\"/objects/Misbehave.test.dev/boom\">Misbehave.test.dev/boom</a></td><td class=\"bad\">ReconcileFailed</td>",
+        ],
     );
 
     // The failing object's events, drawn: a row for its category, a

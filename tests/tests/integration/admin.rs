@@ -160,3 +160,36 @@ async fn an_event_for_another_kind_or_a_missing_id_is_refused() {
         .unwrap();
     assert!(timeline.is_empty(), "nothing landed on the other kind");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_newest_warnings_of_every_object_come_first() {
+    let store = beehive_e2e::store();
+    let clusters = RawClient::new(&store, kind());
+    let admin = AdminClient::new(&store, kind());
+    let mut ids = Vec::new();
+    for name in ["a", "b"] {
+        let created = clusters
+            .create(name, Json::parse("{}").unwrap(), CreateOptions::new())
+            .await
+            .unwrap();
+        ids.push(created.meta.id);
+    }
+    for (id, spec) in [
+        (ids[0], EventSpec::warning("Down").message("first")),
+        (ids[1], EventSpec::normal("Up")),
+        (ids[1], EventSpec::warning("Refused").message("second")),
+        (ids[0], EventSpec::normal("Fine")),
+    ] {
+        admin.add_event(id, spec).await.unwrap();
+    }
+    let warnings = store.recent_warnings(10).unwrap();
+    let seen: Vec<(i64, &str)> = warnings
+        .iter()
+        .map(|(group_kind, _, w)| {
+            assert_eq!(*group_kind, kind());
+            (w.object_id, w.reason.as_str())
+        })
+        .collect();
+    assert_eq!(seen, [(ids[1], "Refused"), (ids[0], "Down")]);
+    assert_eq!(store.recent_warnings(1).unwrap().len(), 1);
+}

@@ -4,7 +4,7 @@
 use crate::error::Result;
 use crate::event::{Event, EventFilter, EventSpec, EventType};
 use crate::json::Json;
-use crate::object::{ObjectId, Timestamp};
+use crate::object::{GroupKind, ObjectId, Timestamp};
 use crate::store::backend::{Conn, Row, params};
 
 /// The latest run of a timeline: what a new event of the same type and
@@ -148,6 +148,33 @@ fn event_from_row(row: &Row<'_>) -> Result<Event> {
         last_at: Timestamp::from_millis(row.get(9)?),
         resource_version: row.get(10)?,
         trace_id: row.get(11)?,
+    })
+}
+
+/// The Warning runs most recently written or extended, newest first, at
+/// most `limit`, among the `scan` runs written last, each with its
+/// object's kind and name (the write sequence's index reads them
+/// backwards, so a log of Normal runs costs `scan` rows, never the whole
+/// table).
+pub(crate) fn recent_warnings(
+    conn: Conn<'_>,
+    limit: usize,
+    scan: usize,
+) -> Result<Vec<(GroupKind, String, Event)>> {
+    let outer: Vec<String> = EVENT_COLUMNS
+        .split(", ")
+        .map(|column| format!("newest.{}", column.trim()))
+        .collect();
+    let sql = format!(
+        "SELECT {outer}, o.grp, o.kind, o.name FROM (\
+           SELECT {EVENT_COLUMNS} FROM events ORDER BY resource_version DESC LIMIT ?2\
+         ) AS newest JOIN objects o ON o.id = newest.object_id \
+         WHERE newest.type = 'Warning' ORDER BY newest.resource_version DESC LIMIT ?1",
+        outer = outer.join(", ")
+    );
+    conn.query_all(&sql, params![limit as i64, scan as i64], |row| {
+        let group_kind = GroupKind::new(row.get::<String>(12)?, row.get::<String>(13)?);
+        Ok((group_kind, row.get(14)?, event_from_row(row)?))
     })
 }
 

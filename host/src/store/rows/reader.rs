@@ -208,6 +208,16 @@ impl<'c> Reader<'c> {
         events::list_events(self.conn, id, filter)
     }
 
+    /// The newest Warning runs of every object (see
+    /// [`events::recent_warnings`]).
+    pub(crate) fn recent_warnings(
+        &self,
+        limit: usize,
+        scan: usize,
+    ) -> Result<Vec<(GroupKind, String, Event)>> {
+        events::recent_warnings(self.conn, limit, scan)
+    }
+
     /// Object `id`'s runs (in `category`, if given) written above `cursor`,
     /// oldest first, at most `limit`.
     pub(crate) fn events_above(

@@ -53,8 +53,17 @@ pub async fn first_screen(ctx: &Context, rates: &BTreeMap<String, KindRow>) -> A
     let Reply::Kinds { kinds } = ask(ctx, Request::Kinds).await? else {
         return Err(unexpected());
     };
+    let plugins = match ask(ctx, Request::Plugins).await? {
+        Reply::Plugins(view) => Some(view),
+        _ => None,
+    };
+    let version_of = |kind: &str| {
+        let row = plugins.as_ref()?.plugins.iter().find(|p| p.kind == kind)?;
+        let hash = row.content_hash.as_deref()?;
+        Some(hash.chars().take(12).collect::<String>())
+    };
     let mut body = String::from(
-        "<h2>Kinds</h2><table><tr><th>Kind</th><th>Served by</th>\
+        "<h2>Kinds</h2><table><tr><th>Kind</th><th>Served by</th><th>Version</th>\
 <th>Objects</th><th>Unsettled</th><th>Failing or backing off</th><th>Passes/s</th><th>p99 pass</th></tr>",
     );
     for row in &kinds {
@@ -73,11 +82,12 @@ pub async fn first_screen(ctx: &Context, rates: &BTreeMap<String, KindRow>) -> A
         };
         let _ = write!(
             body,
-            "<tr><td><a href=\"/kinds/{link}\">{name}</a></td><td>{source}</td>\
+            "<tr><td><a href=\"/kinds/{link}\">{name}</a></td><td>{source}</td><td>{version}</td>\
 <td class=\"n\">{objects}</td>{unsettled}{failing}<td class=\"n\">{passes}</td><td class=\"n\">{p99}</td></tr>",
             link = segment(&kind),
             name = text(&kind),
             source = text(row.source.as_deref().unwrap_or("(no controller)")),
+            version = text(&version_of(&kind).unwrap_or_default()),
             objects = row.objects,
             passes = rate.map_or("-".to_string(), |r| format!("{:.1}", r.passes_per_second)),
             p99 = rate.and_then(|r| r.p99).map_or("-".to_string(), p99_text),
@@ -90,7 +100,7 @@ pub async fn first_screen(ctx: &Context, rates: &BTreeMap<String, KindRow>) -> A
         );
     }
     warnings(ctx, &mut body)?;
-    if let Reply::Plugins(view) = ask(ctx, Request::Plugins).await? {
+    if let Some(view) = &plugins {
         let _ = write!(
             body,
             "<h2>Plugins</h2><p><a href=\"/plugins\">{} serving</a>{}</p>",

@@ -72,6 +72,16 @@ fn the_console_shows_kinds_and_objects_and_what_a_plugin_wrote_only_as_text() {
             "<a href=\"/plugins\">2 serving</a>, <span class=\"bad\">1 failing to load</span>",
         ],
     );
+    // Each kind's plugin version: the first 12 hex digits of its digest.
+    let version = first
+        .split("plugins/greeting.wasm</td><td>")
+        .nth(1)
+        .and_then(|rest| rest.split("</td>").next())
+        .unwrap_or_default();
+    assert!(
+        version.len() == 12 && version.bytes().all(|b| b.is_ascii_hexdigit()),
+        "a version beside the plugin: {version:?}"
+    );
     let (_, plugins) = http_get(&address, "/plugins");
     assert_mentions(
         &plugins,
@@ -345,7 +355,7 @@ fn in_a_browser_the_console_counts_follows_an_apply_and_draws_its_pictures() {
         format!(
             "[...document.querySelectorAll('main table tr')]\
                .find(row => row.cells[0] && row.cells[0].textContent === '{kind}')\
-               ?.cells[2].textContent"
+               ?.cells[3].textContent"
         )
     };
     assert_eq!(browser.eval(&objects_of("Greeting.example.dev")), "3");

@@ -131,6 +131,7 @@ pub fn serve(
                     continue;
                 }
             };
+            // Reaps the connections that ended, so the set holds only live ones.
             while connections.try_join_next().is_some() {}
             let (ctx, token, rates) = (ctx.clone(), token.clone(), rates.clone());
             connections.spawn(async move {
@@ -196,7 +197,7 @@ async fn answer(
             return with_headers(
                 StatusCode::OK,
                 "text/event-stream",
-                live::stream(ctx.store.clone()),
+                live::stream(&ctx.store),
             );
         }
         _ => {}

@@ -366,6 +366,14 @@ impl Store {
         self.inner.writer.resource_version()
     }
 
+    /// Each `resource_version` committed through this store, as it
+    /// commits: a receiver that sees the latest (intermediate ones may be
+    /// skipped), for a reader that only needs to know the store moved, at
+    /// no cost while nothing commits.
+    pub fn watch_commits(&self) -> tokio::sync::watch::Receiver<i64> {
+        self.commits()
+    }
+
     /// How many commits were made through this store, or heard of from
     /// other processes (on PostgreSQL), since it was opened: what a backstop
     /// scan compares to know nothing was committed since it last ran.

@@ -430,18 +430,10 @@ fn free_address() -> String {
 /// One GET of `path` over a fresh connection: the milliseconds to the
 /// last byte, and the body.
 fn get_page(address: &str, path: &str) -> (f64, String) {
-    use std::io::Read;
     let started = Instant::now();
-    let mut stream = std::net::TcpStream::connect(address).expect("the console answers");
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n"
-    )
-    .expect("the request is sent");
-    let mut page = String::new();
-    stream.read_to_string(&mut page).expect("the page is read");
+    let (head, page) = beehive_e2e::http_get(address, path);
     let took = ms(started.elapsed());
-    assert!(page.starts_with("HTTP/1.1 200"), "{path}: {page}");
+    assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head}");
     (took, page)
 }
 
